@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import File, UploadFile, status
+
+from docchat.admin import service
+from docchat.admin.schemas import UsageSummary
+from docchat.auth.dependencies import AdminUser
+from docchat.components import ComponentsDep
+from docchat.documents import service as documents_service
+from docchat.documents.models import Visibility
+from docchat.documents.schemas import DocumentRead
+from docchat.kit.pagination import Page, PageDep
+from docchat.kit.routing import SessionDep, make_router
+from docchat.users import service as users_service
+from docchat.users.schemas import UserRead
+
+router = make_router(prefix="/admin", tags=["admin"])
+
+
+@router.post(
+    "/documents",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=DocumentRead,
+    operation_id="admin_upload_shared_document",
+)
+async def upload_shared_document(
+    file: Annotated[UploadFile, File(description="PDF, Markdown or plain text")],
+    admin: AdminUser,
+    session: SessionDep,
+    components: ComponentsDep,
+) -> DocumentRead:
+    """Upload a document every user can read."""
+    document = await documents_service.upload(
+        session,
+        components.storage,
+        admin,
+        file,
+        max_bytes=components.settings.max_upload_bytes,
+        visibility=Visibility.shared,
+    )
+    return DocumentRead.model_validate(document)
+
+
+@router.get("/users", response_model=Page[UserRead], operation_id="admin_list_users")
+async def list_users(_: AdminUser, session: SessionDep, page: PageDep) -> Page[UserRead]:
+    items, total = await users_service.list_users(session, page)
+    return Page(
+        items=[UserRead.model_validate(u) for u in items],
+        total=total,
+        skip=page.skip,
+        limit=page.limit,
+    )
+
+
+@router.get("/usage", response_model=UsageSummary, operation_id="admin_usage")
+async def usage(_: AdminUser, session: SessionDep) -> UsageSummary:
+    return await service.usage_summary(session)

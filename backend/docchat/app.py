@@ -1,0 +1,162 @@
+"""The FastAPI application: routers, error envelope, lifespan that builds the components."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from docchat import health
+from docchat.admin.router import router as admin_router
+from docchat.auth.router import router as auth_router
+from docchat.categories.router import router as categories_router
+from docchat.components import Components, build_components
+from docchat.config import Settings, get_settings
+from docchat.db import create_engine, create_sessionmaker, session_scope
+from docchat.documents.router import router as documents_router
+from docchat.kit import exception_handlers
+from docchat.users import service as users_service
+from docchat.users.router import router as users_router
+
+logger = logging.getLogger("docchat")
+ComponentsFactory = Callable[[Settings], Awaitable[Components]]
+
+PLACEHOLDER_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>docchat</title></head><body style="font-family:sans-serif;max-width:40rem;margin:3rem auto">
+<h1>docchat is running</h1><p>The web app has not been built. The whole API is usable
+from <a href="/docs">/docs</a>: register, log in, upload documents and ask questions.</p>
+</body></html>"""
+
+
+async def _ensure_admin_from_settings(components: Components) -> None:
+    settings = components.settings
+    if not (settings.admin_email and settings.admin_password):
+        return
+    async for session in session_scope(components.sessionmaker):
+        password = settings.admin_password.get_secret_value()
+        await users_service.ensure_admin(session, email=settings.admin_email, password=password)
+    logger.info("administrator %s is ready", settings.admin_email)
+
+
+def _readiness_probes(components: Components) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
+    async def vector_store() -> dict[str, Any]:
+        await asyncio.to_thread(components.vector_store.ping)
+        return {"ok": True}
+
+    async def embedder() -> dict[str, Any]:
+        await asyncio.to_thread(components.embedder.embed, ["ping"])
+        return {"ok": True, "model": components.embedder.name}
+
+    return {"vector_store": vector_store, "embedder": embedder}
+
+
+def attach_components(app: FastAPI, components: Components) -> None:
+    app.state.components = components
+    app.state.sessionmaker = components.sessionmaker
+    app.state.readiness_probes = _readiness_probes(components)
+
+
+def _add_upload_size_guard(app: FastAPI, max_bytes: int) -> None:
+    """Refuse an announced oversize body before reading it (chunked bodies are cut while copied)."""
+    slack = 1024 * 1024  # multipart framing and form fields
+
+    @app.middleware("http")
+    async def upload_size_guard(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        length = request.headers.get("content-length")
+        too_large = length is not None and length.isdigit() and int(length) > max_bytes + slack
+        if request.method == "POST" and too_large:
+            limit_mb = max_bytes // (1024 * 1024)
+            return JSONResponse(
+                {"detail": f"The request is larger than the limit of {limit_mb} MB"},
+                status_code=413,
+            )
+        return await call_next(request)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    components_factory: ComponentsFactory | None = None,
+    run_worker: bool | None = None,
+) -> FastAPI:
+    settings = settings or get_settings()
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = None
+        if components_factory is not None:
+            components = await components_factory(settings)
+        else:
+            engine = create_engine(settings.database_url)
+            components = await build_components(settings, create_sessionmaker(engine))
+        attach_components(app, components)
+        await _ensure_admin_from_settings(components)
+        stop = asyncio.Event()
+        worker_task = None
+        if settings.worker.enabled if run_worker is None else run_worker:
+            from docchat.ingestion.worker import IngestionWorker
+
+            worker_task = asyncio.create_task(IngestionWorker(components).run_forever(stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            if worker_task is not None:
+                await worker_task
+            await components.llm.close()
+            await components.publisher.close()
+            if engine is not None:
+                await engine.dispose()
+
+    app = FastAPI(
+        title="docchat",
+        version="0.1.0",
+        summary="Chat with your documents: grounded answers with page-level citations.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.alembic_head = health.alembic_head()
+    exception_handlers.install(app)
+    _add_upload_size_guard(app, settings.max_upload_bytes)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_credentials=True,
+            allow_methods=["*"],
+            allow_headers=["*"],
+        )
+
+    for router in (
+        auth_router,
+        users_router,
+        categories_router,
+        documents_router,
+        admin_router,
+    ):
+        app.include_router(router, prefix="/api/v1")
+    app.include_router(health.router)
+    _mount_frontend(app, settings)
+    return app
+
+
+def _mount_frontend(app: FastAPI, settings: Settings) -> None:
+    if (settings.frontend_dir / "index.html").is_file():
+        app.mount("/", StaticFiles(directory=settings.frontend_dir, html=True), name="frontend")
+        return
+
+    @app.get("/", include_in_schema=False)
+    async def placeholder() -> HTMLResponse:
+        return HTMLResponse(PLACEHOLDER_PAGE)

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends
+from fastapi.security import OAuth2PasswordBearer
+
+from docchat.auth import service
+from docchat.dependencies import SettingsDep
+from docchat.kit.errors import Forbidden, Unauthorized
+from docchat.kit.routing import SessionDep
+from docchat.users.models import User
+
+oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
+
+
+async def get_current_user(
+    session: SessionDep,
+    settings: SettingsDep,
+    token: Annotated[str | None, Depends(oauth2_scheme)],
+) -> User:
+    if not token:
+        raise Unauthorized()
+    return await service.authenticate(session, token, settings.auth)
+
+
+CurrentUser = Annotated[User, Depends(get_current_user)]
+
+
+async def get_admin_user(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise Forbidden("Administrator rights are required")
+    return user
+
+
+AdminUser = Annotated[User, Depends(get_admin_user)]

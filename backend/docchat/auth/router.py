@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, status
+from fastapi.security import OAuth2PasswordRequestForm
+
+from docchat.auth import service
+from docchat.auth.schemas import RefreshRequest, RegisterRequest, TokenPair
+from docchat.dependencies import SettingsDep
+from docchat.kit.routing import SessionDep, make_router
+from docchat.users.schemas import UserRead
+
+router = make_router(prefix="/auth", tags=["auth"])
+
+
+@router.post(
+    "/register",
+    status_code=status.HTTP_201_CREATED,
+    response_model=UserRead,
+    operation_id="auth_register",
+)
+async def register(data: RegisterRequest, session: SessionDep, settings: SettingsDep) -> UserRead:
+    user = await service.register(session, data, settings.auth)
+    return UserRead.model_validate(user)
+
+
+@router.post("/login", response_model=TokenPair, operation_id="auth_login")
+async def login(
+    form: Annotated[OAuth2PasswordRequestForm, Depends()],
+    session: SessionDep,
+    settings: SettingsDep,
+) -> TokenPair:
+    """OAuth2 password flow: form fields `username` (the email) and `password`."""
+    return await service.login(session, form.username, form.password, settings.auth)
+
+
+@router.post("/refresh", response_model=TokenPair, operation_id="auth_refresh")
+async def refresh(data: RefreshRequest, session: SessionDep, settings: SettingsDep) -> TokenPair:
+    return await service.refresh(session, data.refresh_token, settings.auth)

@@ -1,0 +1,85 @@
+"""Password hashing (argon2) and JWTs (python-jose): the only place that touches either."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from jose import JWTError, jwt
+
+from docchat.config import AuthSettings
+
+TokenType = Literal["access", "refresh"]
+
+_hasher = PasswordHasher()
+# Verified against when the email is unknown, so a miss costs the same time as a wrong password.
+_DUMMY_HASH = _hasher.hash("docchat-timing-equaliser")
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def verify_password(password: str, password_hash: str | None) -> bool:
+    try:
+        return _hasher.verify(password_hash or _DUMMY_HASH, password) and bool(password_hash)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    user_id: uuid.UUID
+    token_type: TokenType
+    jti: str
+    expires_at: datetime
+
+
+def create_token(
+    user_id: uuid.UUID,
+    token_type: TokenType,
+    settings: AuthSettings,
+    *,
+    now: datetime | None = None,
+) -> str:
+    issued = now or datetime.now(UTC)
+    lifetime = (
+        timedelta(minutes=settings.access_token_minutes)
+        if token_type == "access"  # noqa: S105
+        else timedelta(days=settings.refresh_token_days)
+    )
+    claims = {
+        "sub": str(user_id),
+        "type": token_type,
+        "jti": uuid.uuid4().hex,
+        "iat": int(issued.timestamp()),
+        "exp": int((issued + lifetime).timestamp()),
+    }
+    return str(jwt.encode(claims, settings.secret_key.get_secret_value(), settings.algorithm))
+
+
+def decode_token(
+    token: str, expected_type: TokenType, settings: AuthSettings
+) -> TokenClaims | None:
+    """The token's claims, or None when it is forged, expired, malformed or of the wrong type."""
+    try:
+        claims = jwt.decode(
+            token,
+            settings.secret_key.get_secret_value(),
+            algorithms=[settings.algorithm],
+            options={"require_exp": True, "require_sub": True},
+        )
+        if claims.get("type") != expected_type:
+            return None
+        return TokenClaims(
+            user_id=uuid.UUID(str(claims["sub"])),
+            token_type=expected_type,
+            jti=str(claims.get("jti", "")),
+            expires_at=datetime.fromtimestamp(int(claims["exp"]), UTC),
+        )
+    except (JWTError, ValueError, KeyError, TypeError):
+        return None

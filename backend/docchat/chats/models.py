@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Identity, Index, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin
+
+
+class MessageRole(StrEnum):
+    user = "user"
+    assistant = "assistant"
+
+
+class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "chats"
+    __table_args__ = (
+        Index("ix_chats_owner_id_updated_at", "owner_id", "updated_at"),
+        Index("ix_chats_category_id", "category_id"),
+    )
+
+    owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    title: Mapped[str] = mapped_column(String(200))
+    category_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("categories.id", ondelete="SET NULL"), default=None
+    )
+
+
+class Message(IdMixin, TimestampMixin, Base):
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_chat_id_seq", "chat_id", "seq"),)
+
+    chat_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    # Monotonic order within the database; timestamps can tie under concurrency.
+    seq: Mapped[int] = mapped_column(BigInteger, Identity(), unique=True)
+    role: Mapped[MessageRole] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    sources: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB, default=None)
+    model: Mapped[str | None] = mapped_column(String(200), default=None)
+    latency_ms: Mapped[int | None] = mapped_column(default=None)
+    prompt_tokens: Mapped[int | None] = mapped_column(default=None)
+    completion_tokens: Mapped[int | None] = mapped_column(default=None)
+    # Response metadata: grounded or not, and why (e.g. vector store down).
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSONB, default=None)
+
+
+class ChatDocument(Base):
+    __tablename__ = "chat_documents"
+    __table_args__ = (Index("ix_chat_documents_document_id", "document_id"),)
+
+    chat_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True
+    )
+    document_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
+    )
+
+
+class MessageDocument(Base):
+    __tablename__ = "message_documents"
+    __table_args__ = (Index("ix_message_documents_document_id", "document_id"),)
+
+    message_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    document_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
+    )

@@ -1,0 +1,127 @@
+"""`docchat` command line: serve, worker, create-admin, migrate, reindex."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import signal
+import sys
+
+from docchat.config import get_settings
+
+
+def _serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    uvicorn.run(
+        "docchat.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        proxy_headers=True,
+        log_level=get_settings().log_level.lower(),
+    )
+
+
+async def _worker() -> None:
+    from docchat.components import build_components
+    from docchat.db import create_engine, create_sessionmaker
+    from docchat.ingestion.worker import IngestionWorker
+
+    settings = get_settings()
+    engine = create_engine(settings.database_url, pool_size=2)
+    components = await build_components(settings, create_sessionmaker(engine))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await IngestionWorker(components).run_forever(stop)
+    finally:
+        await engine.dispose()
+
+
+async def _create_admin(email: str, password: str) -> None:
+    from docchat.db import create_engine, create_sessionmaker, session_scope
+    from docchat.users import service as users_service
+
+    engine = create_engine(get_settings().database_url, pool_size=1)
+    try:
+        async for session in session_scope(create_sessionmaker(engine)):
+            await users_service.ensure_admin(session, email=email, password=password)
+    finally:
+        await engine.dispose()
+
+
+def _migrate(_: argparse.Namespace) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from docchat.config import PROJECT_ROOT
+
+    command.upgrade(Config(str(PROJECT_ROOT / "alembic.ini")), "head")
+
+
+async def _reindex() -> None:
+    """Drop the vector collection and queue every document again (after a model change)."""
+    from sqlalchemy import select
+
+    from docchat.components import build_vector_store
+    from docchat.db import create_engine, create_sessionmaker, session_scope
+    from docchat.documents.models import Document, DocumentStatus
+    from docchat.ingestion import repository as jobs_repository
+    from docchat.llm.embeddings import build_embedder
+
+    settings = get_settings()
+    embedder = build_embedder(settings.embedding)
+    build_vector_store(settings, embedder).reset_collection()
+    engine = create_engine(settings.database_url, pool_size=1)
+    try:
+        async for session in session_scope(create_sessionmaker(engine)):
+            documents = (
+                await session.execute(select(Document).where(Document.deleted_at.is_(None)))
+            ).scalars()
+            count = 0
+            for document in documents:
+                document.status = DocumentStatus.processing
+                document.chunks_done = 0
+                await jobs_repository.enqueue(session, document.id)
+                count += 1
+        print(f"queued {count} documents for re-indexing with {embedder.name}")
+    finally:
+        await engine.dispose()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="docchat", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the API (and the worker loop)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    commands.add_parser("worker", help="run an ingestion worker alone")
+    admin = commands.add_parser("create-admin", help="create or promote an administrator")
+    admin.add_argument("email")
+    admin.add_argument("--password", help="read from the terminal when omitted")
+    commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
+    commands.add_parser("reindex", help="rebuild the vector index for the configured embedder")
+    args = parser.parse_args(argv)
+
+    if args.command == "serve":
+        _serve(args)
+    elif args.command == "worker":
+        asyncio.run(_worker())
+    elif args.command == "create-admin":
+        password = args.password or getpass.getpass("Password for the administrator: ")
+        if len(password) < 8:
+            sys.exit("The password must have at least 8 characters")
+        asyncio.run(_create_admin(args.email, password))
+        print(f"{args.email} is an administrator")
+    elif args.command == "migrate":
+        _migrate(args)
+    elif args.command == "reindex":
+        asyncio.run(_reindex())
+
+
+if __name__ == "__main__":
+    main()

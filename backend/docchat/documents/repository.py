@@ -1,0 +1,48 @@
+"""All SQL for documents. `readable_by` is the data-leak boundary: every read starts there."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import Select, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.users.models import User
+
+
+def readable_by(user: User) -> Select[Document]:
+    """Documents `user` may read: their own and every shared one, never deleted ones."""
+    return select(Document).where(
+        Document.deleted_at.is_(None),
+        or_(Document.owner_id == user.id, Document.visibility == Visibility.shared),
+    )
+
+
+async def get_readable(
+    session: AsyncSession, user: User, document_id: uuid.UUID, *, for_update: bool = False
+) -> Document | None:
+    statement = readable_by(user).where(Document.id == document_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def readable_among(
+    session: AsyncSession,
+    user: User,
+    document_ids: Sequence[uuid.UUID],
+    *,
+    status: DocumentStatus | None = None,
+) -> list[Document]:
+    statement = readable_by(user).where(Document.id.in_(list(document_ids)))
+    if status is not None:
+        statement = statement.where(Document.status == status)
+    return list((await session.execute(statement.order_by(Document.created_at))).scalars())
+
+
+async def get_live(session: AsyncSession, document_id: uuid.UUID) -> Document | None:
+    """A document by id regardless of reader, for the worker (which acts for its owner)."""
+    statement = select(Document).where(Document.id == document_id, Document.deleted_at.is_(None))
+    return (await session.execute(statement)).scalar_one_or_none()

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import File, Form, Query, UploadFile, status
+from fastapi.responses import FileResponse
+
+from docchat.auth.dependencies import CurrentUser
+from docchat.components import ComponentsDep
+from docchat.documents import service
+from docchat.documents.dependencies import ReadableDocument
+from docchat.documents.models import DocumentStatus
+from docchat.documents.schemas import DocumentRead
+from docchat.kit.errors import NotFound
+from docchat.kit.pagination import Page, PageDep
+from docchat.kit.routing import SessionDep, make_router
+
+router = make_router(prefix="/documents", tags=["documents"])
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=DocumentRead,
+    operation_id="documents_upload",
+)
+async def upload_document(
+    file: Annotated[UploadFile, File(description="PDF, Markdown or plain text")],
+    user: CurrentUser,
+    session: SessionDep,
+    components: ComponentsDep,
+    category_id: Annotated[uuid.UUID | None, Form()] = None,
+) -> DocumentRead:
+    """Store the file and process it in the background; poll the document for its status."""
+    document = await service.upload(
+        session,
+        components.storage,
+        user,
+        file,
+        max_bytes=components.settings.max_upload_bytes,
+        category_id=category_id,
+    )
+    return DocumentRead.model_validate(document)
+
+
+@router.get("", response_model=Page[DocumentRead], operation_id="documents_list")
+async def list_documents(
+    user: CurrentUser,
+    session: SessionDep,
+    page: PageDep,
+    status: Annotated[DocumentStatus | None, Query()] = None,
+    category_id: Annotated[uuid.UUID | None, Query()] = None,
+) -> Page[DocumentRead]:
+    items, total = await service.list_readable(
+        session, user, page, status=status, category_id=category_id
+    )
+    return Page(
+        items=[DocumentRead.model_validate(d) for d in items],
+        total=total,
+        skip=page.skip,
+        limit=page.limit,
+    )
+
+
+@router.get("/{document_id}", response_model=DocumentRead, operation_id="documents_get")
+async def get_document(document: ReadableDocument) -> DocumentRead:
+    return DocumentRead.model_validate(document)
+
+
+@router.get(
+    "/{document_id}/file",
+    response_class=FileResponse,
+    operation_id="documents_file",
+    responses={200: {"content": {"application/pdf": {}, "text/plain": {}}}},
+)
+async def download_document(document: ReadableDocument, components: ComponentsDep) -> FileResponse:
+    """The original file, shown inline (append `#page=N` to open a PDF at a page)."""
+    path = components.storage.path(document.storage_key)
+    if not path.is_file():
+        raise NotFound("The stored file is missing")
+    return FileResponse(
+        path,
+        media_type=document.content_type,
+        filename=document.filename,
+        content_disposition_type="inline",
+    )
+
+
+@router.post(
+    "/{document_id}/reprocess",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=DocumentRead,
+    operation_id="documents_reprocess",
+)
+async def reprocess_document(
+    document: ReadableDocument, user: CurrentUser, session: SessionDep
+) -> DocumentRead:
+    return DocumentRead.model_validate(await service.reprocess(session, user, document))
+
+
+@router.delete(
+    "/{document_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="documents_delete"
+)
+async def delete_document(
+    document: ReadableDocument, user: CurrentUser, session: SessionDep, components: ComponentsDep
+) -> None:
+    await service.delete(session, components.vector_store, user, document)

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from docchat.documents.models import DocumentStatus, Visibility
+
+
+class DocumentRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    owner_id: uuid.UUID
+    category_id: uuid.UUID | None
+    visibility: Visibility
+    filename: str
+    content_type: str
+    size_bytes: int
+    sha256: str
+    status: DocumentStatus
+    error: str | None
+    page_count: int | None
+    chunk_count: int | None
+    pages_done: int
+    chunks_done: int
+    created_at: datetime
+    updated_at: datetime
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def progress(self) -> float:
+        """0..1 while processing: extraction counts for a tenth, embedding for the rest."""
+        if self.status != DocumentStatus.processing:
+            return 1.0
+        extracted = 0.1 if self.page_count else 0.0
+        if not self.chunk_count:
+            return extracted
+        return round(extracted + 0.9 * min(self.chunks_done / self.chunk_count, 1.0), 3)

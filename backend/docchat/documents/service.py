@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+
+from fastapi import UploadFile
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.categories import service as categories_service
+from docchat.db import utcnow
+from docchat.documents import repository
+from docchat.documents.filetypes import detect_kind, sanitize_filename
+from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.documents.storage import FileStorage
+from docchat.ingestion import repository as jobs_repository
+from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
+from docchat.kit.pagination import PageParams, paginate
+from docchat.retrieval.vectorstore import VectorStore, VectorStoreUnavailable
+from docchat.users.models import User
+
+
+async def get_readable(session: AsyncSession, user: User, document_id: uuid.UUID) -> Document:
+    document = await repository.get_readable(session, user, document_id)
+    if document is None:
+        raise NotFound("Document not found")
+    return document
+
+
+async def require_readable(
+    session: AsyncSession, user: User, document_ids: Sequence[uuid.UUID]
+) -> list[Document]:
+    """Every id must be readable by `user`: one that is not is a 404, never a silent skip."""
+    wanted = list(dict.fromkeys(document_ids))
+    found = await repository.readable_among(session, user, wanted)
+    if len(found) != len(wanted):
+        missing = set(wanted) - {document.id for document in found}
+        raise NotFound(f"Document not found: {sorted(map(str, missing))[0]}")
+    return found
+
+
+async def list_readable(
+    session: AsyncSession,
+    user: User,
+    page: PageParams,
+    *,
+    status: DocumentStatus | None = None,
+    category_id: uuid.UUID | None = None,
+) -> tuple[Sequence[Document], int]:
+    statement = repository.readable_by(user)
+    if status is not None:
+        statement = statement.where(Document.status == status)
+    if category_id is not None:
+        statement = statement.where(Document.category_id == category_id)
+    statement = statement.order_by(Document.created_at.desc(), Document.id)
+    return await paginate(session, statement, page)
+
+
+async def upload(
+    session: AsyncSession,
+    storage: FileStorage,
+    user: User,
+    file: UploadFile,
+    *,
+    max_bytes: int,
+    category_id: uuid.UUID | None = None,
+    visibility: Visibility = Visibility.private,
+) -> Document:
+    """Store the file and queue its processing; the job is visible once the request commits."""
+    if category_id is not None:
+        await categories_service.get_owned(session, user, category_id)
+    filename = sanitize_filename(file.filename)
+    stored = await storage.save(file, max_bytes)
+    kind = detect_kind(filename, stored.head)
+    document = Document(
+        owner_id=user.id,
+        category_id=category_id,
+        visibility=visibility,
+        filename=filename,
+        content_type=kind.value,
+        size_bytes=stored.size_bytes,
+        sha256=stored.sha256,
+        storage_key=stored.key,
+        status=DocumentStatus.processing,
+    )
+    session.add(document)
+    await session.flush()
+    await jobs_repository.enqueue(session, document.id)
+    return document
+
+
+def _ensure_can_modify(user: User, document: Document) -> None:
+    if document.visibility == Visibility.shared and not user.is_admin:
+        raise Forbidden("Only administrators can change shared documents")
+    if document.visibility == Visibility.private and document.owner_id != user.id:
+        raise NotFound("Document not found")
+
+
+async def reprocess(session: AsyncSession, user: User, document: Document) -> Document:
+    _ensure_can_modify(user, document)
+    await jobs_repository.cancel_pending(session, document.id, utcnow())
+    document.status = DocumentStatus.processing
+    document.error = None
+    document.pages_done = 0
+    document.chunks_done = 0
+    await session.flush()
+    await jobs_repository.enqueue(session, document.id)
+    return document
+
+
+async def delete(
+    session: AsyncSession, vector_store: VectorStore, user: User, document: Document
+) -> None:
+    """Soft-delete the row and remove its vectors; if the store is down nothing changes."""
+    _ensure_can_modify(user, document)
+    document.deleted_at = utcnow()
+    await jobs_repository.cancel_pending(session, document.id, document.deleted_at)
+    await session.flush()
+    try:
+        await asyncio.to_thread(vector_store.delete_document, document.id)
+    except VectorStoreUnavailable as exc:
+        raise ServiceUnavailable("The vector store is unavailable; try deleting again") from exc

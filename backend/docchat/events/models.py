@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from docchat.db import Base, IdMixin, TimestampMixin
+
+
+class Event(IdMixin, TimestampMixin, Base):
+    __tablename__ = "events"
+    __table_args__ = (
+        Index("ix_events_user_id", "user_id"),
+        Index("ix_events_type", "type"),
+    )
+
+    type: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)

@@ -1,0 +1,30 @@
+"""Split extracted pages into overlapping chunks; every chunk keeps its page number."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from docchat.ingestion.extraction import ExtractedDocument
+
+SEPARATORS = ["\n\n", "\n", " ", ""]
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    index: int
+    page: int | None
+    text: str
+
+
+def chunk_document(document: ExtractedDocument, *, size: int, overlap: int) -> list[TextChunk]:
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=size, chunk_overlap=overlap, separators=SEPARATORS
+    )
+    chunks: list[TextChunk] = []
+    for page in document.pages:
+        for piece in splitter.split_text(page.text):
+            if piece.strip():
+                chunks.append(TextChunk(index=len(chunks), page=page.page, text=piece))
+    return chunks

@@ -1,0 +1,102 @@
+"""Text out of files, page by page. Blocking CPU work: call it from a worker thread."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from pypdf import PdfReader
+from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
+
+from docchat.documents.filetypes import FileKind
+
+logger = logging.getLogger(__name__)
+MAX_PDF_PAGES = 5000
+
+
+class ExtractionError(Exception):
+    """The file cannot give text; the message is shown to the user as the document's error."""
+
+
+@dataclass(frozen=True)
+class PageText:
+    page: int | None  # 1-based for PDFs; None for text files
+    text: str
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    pages: list[PageText]
+    page_count: int
+
+    @property
+    def has_text(self) -> bool:
+        return any(page.text.strip() for page in self.pages)
+
+
+def _open_pdf(path: Path) -> PdfReader:
+    try:
+        reader = PdfReader(path, strict=False)
+        if reader.is_encrypted:
+            # Many "encrypted" PDFs only restrict printing and open with an empty password.
+            try:
+                opened = bool(reader.decrypt(""))
+            except Exception:
+                opened = False
+            if not opened:
+                raise ExtractionError(
+                    "The PDF is password-protected; upload a copy without a password"
+                )
+        return reader
+    except ExtractionError:
+        raise
+    except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
+
+
+def extract_pdf(path: Path) -> ExtractedDocument:
+    reader = _open_pdf(path)
+    try:
+        page_count = len(reader.pages)
+    except (PdfReadError, FileNotDecryptedError, ValueError, KeyError, RecursionError) as exc:
+        raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
+    if page_count == 0:
+        raise ExtractionError("The PDF has no pages")
+    if page_count > MAX_PDF_PAGES:
+        raise ExtractionError(f"The PDF has {page_count} pages; the limit is {MAX_PDF_PAGES}")
+    pages: list[PageText] = []
+    for number in range(page_count):
+        try:
+            text = reader.pages[number].extract_text() or ""
+        except RecursionError as exc:
+            raise ExtractionError(f"Page {number + 1} is nested too deeply to read") from exc
+        except Exception as exc:
+            # One unreadable page should not sink the rest of the document.
+            logger.warning("page %d of %s could not be read: %s", number + 1, path.name, exc)
+            text = ""
+        pages.append(PageText(page=number + 1, text=text.replace("\x00", "")))
+    return ExtractedDocument(pages=pages, page_count=page_count)
+
+
+def extract_text_file(path: Path) -> ExtractedDocument:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExtractionError(
+            f"The file is not valid UTF-8 text (undecodable byte at position {exc.start}); "
+            "save it as UTF-8 and upload it again"
+        ) from exc
+    return ExtractedDocument(
+        pages=[PageText(page=None, text=text.replace("\x00", ""))], page_count=1
+    )
+
+
+def extract(path: Path, kind: FileKind) -> ExtractedDocument:
+    document = extract_pdf(path) if kind is FileKind.pdf else extract_text_file(path)
+    if not document.has_text:
+        if kind is FileKind.pdf:
+            raise ExtractionError("No text found; scanned PDFs need OCR before upload")
+        raise ExtractionError("The file contains no text")
+    return document

@@ -1,0 +1,164 @@
+"""The LLM edge: every generation goes through the `openai` SDK to an OpenAI-compatible server.
+
+Contract: `complete` returns the whole answer; `stream` yields text pieces as they arrive and
+then one final `StreamEnd` with token counts. Both raise `UpstreamTimeout` (504) when the server
+is too slow and `UpstreamError` (502) when it is unreachable or answers with an error, so
+callers never see SDK exceptions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from docchat.config import LLMSettings
+from docchat.kit.errors import UpstreamError, UpstreamTimeout
+
+logger = logging.getLogger(__name__)
+
+ChatMessage = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def _translate(exc: Exception) -> Exception:
+    if isinstance(exc, openai.APITimeoutError):
+        return UpstreamTimeout("The language model did not answer in time")
+    if isinstance(exc, openai.APIConnectionError):
+        return UpstreamError("The language model is unreachable")
+    if isinstance(exc, openai.APIStatusError):
+        return UpstreamError(f"The language model answered with an error ({exc.status_code})")
+    return exc
+
+
+class LLM:
+    def __init__(self, settings: LLMSettings) -> None:
+        self.settings = settings
+        self._client: AsyncOpenAI | None = None
+        if settings.base_url or settings.api_key.get_secret_value():
+            self._client = AsyncOpenAI(
+                base_url=settings.base_url,
+                # Local servers (llama.cpp, Ollama, vLLM) accept any key.
+                api_key=settings.api_key.get_secret_value() or "not-needed",
+                timeout=settings.timeout_seconds,
+                max_retries=settings.max_retries,
+            )
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        if self._client is None:
+            raise UpstreamError(
+                "No language model is configured: set LLM_BASE_URL (and LLM_API_KEY)"
+            )
+        return self._client
+
+    def _options(
+        self, model: str | None, temperature: float | None, max_tokens: int | None
+    ) -> dict[str, Any]:
+        return {
+            "model": model or self.settings.model,
+            "temperature": self.settings.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.settings.max_tokens,
+        }
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> Completion:
+        extra: dict[str, Any] = {"tools": list(tools)} if tools else {}
+        try:
+            response = await self.client.chat.completions.create(
+                messages=list(messages),  # type: ignore[arg-type]
+                **self._options(model, temperature, max_tokens),
+                **extra,
+            )
+        except openai.OpenAIError as exc:
+            raise _translate(exc) from exc
+        if not response.choices:
+            raise UpstreamError("The language model returned no answer")
+        message = response.choices[0].message
+        tool_calls = [
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+            for call in (message.tool_calls or [])
+            if call.type == "function"
+        ]
+        usage = response.usage
+        return Completion(
+            content=message.content or "",
+            model=response.model or self._options(model, None, None)["model"],
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            tool_calls=tool_calls,
+        )
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str | StreamEnd]:
+        options = self._options(model, temperature, max_tokens)
+        try:
+            stream = await self.client.chat.completions.create(  # type: ignore[call-overload]
+                messages=list(messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **options,
+            )
+            used_model = options["model"]
+            prompt_tokens = completion_tokens = None
+            async for chunk in stream:
+                used_model = chunk.model or used_model
+                if chunk.usage is not None:
+                    prompt_tokens = chunk.usage.prompt_tokens
+                    completion_tokens = chunk.usage.completion_tokens
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        yield choice.delta.content
+        except openai.OpenAIError as exc:
+            raise _translate(exc) from exc
+        yield StreamEnd(used_model, prompt_tokens, completion_tokens)
+
+    async def list_models(self) -> list[str]:
+        try:
+            page = await self.client.models.list()
+        except openai.OpenAIError as exc:
+            raise _translate(exc) from exc
+        return [model.id for model in page.data]
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()

@@ -1,0 +1,22 @@
+"""Every table, imported in one place so Alembic and the app see the whole metadata."""
+
+from docchat.categories.models import Category
+from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument
+from docchat.db import Base
+from docchat.documents.models import Document
+from docchat.events.models import Event
+from docchat.ingestion.models import IngestionJob
+from docchat.users.models import User
+
+__all__ = [
+    "Base",
+    "Category",
+    "Chat",
+    "ChatDocument",
+    "Document",
+    "Event",
+    "IngestionJob",
+    "Message",
+    "MessageDocument",
+    "User",
+]

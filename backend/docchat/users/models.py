@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from enum import StrEnum
+
+from sqlalchemy import String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin
+
+
+class Role(StrEnum):
+    user = "user"
+    admin = "admin"
+
+
+class User(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "users"
+
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    display_name: Mapped[str] = mapped_column(String(100), default="")
+    role: Mapped[Role] = mapped_column(String(16), default=Role.user)
+    is_active: Mapped[bool] = mapped_column(default=True)
+    preferred_model: Mapped[str | None] = mapped_column(String(200), default=None)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == Role.admin

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.users.models import User
+
+
+def active_users() -> Select[User]:
+    return select(User).where(User.deleted_at.is_(None))
+
+
+async def get_by_email(session: AsyncSession, email: str) -> User | None:
+    statement = active_users().where(func.lower(User.email) == email.lower())
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def get_active(session: AsyncSession, user_id: uuid.UUID) -> User | None:
+    statement = active_users().where(User.id == user_id, User.is_active.is_(True))
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def add(session: AsyncSession, user: User) -> User:
+    session.add(user)
+    await session.flush()
+    return user

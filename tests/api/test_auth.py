@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from jose import jwt
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.auth.security import create_token
+from docchat.config import AuthSettings, Settings
+from tests.support.users import PASSWORD, admin_headers, auth_headers, login, register, unique_email
+
+
+async def test_register_login_me(client: httpx.AsyncClient) -> None:
+    email = unique_email()
+    response = await client.post(
+        "/api/v1/auth/register",
+        json={"email": email, "password": PASSWORD, "display_name": "Ada"},
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["email"] == email and body["role"] == "user" and body["display_name"] == "Ada"
+    assert "password" not in str(body).lower()
+
+    tokens = (await login(client, email)).json()
+    assert tokens["token_type"] == "bearer" and tokens["expires_in"] > 0
+    me = await client.get(
+        "/api/v1/users/me", headers={"Authorization": f"Bearer {tokens['access_token']}"}
+    )
+    assert me.status_code == 200 and me.json()["email"] == email
+
+
+async def test_email_is_case_insensitive(client: httpx.AsyncClient) -> None:
+    email = unique_email()
+    await register(client, email)
+    assert (await login(client, email.upper())).status_code == 200
+    duplicate = await client.post(
+        "/api/v1/auth/register", json={"email": email.upper(), "password": PASSWORD}
+    )
+    assert duplicate.status_code == 409
+
+
+async def test_duplicate_email_is_409(client: httpx.AsyncClient) -> None:
+    email = await register(client)
+    response = await client.post(
+        "/api/v1/auth/register", json={"email": email, "password": PASSWORD}
+    )
+    assert response.status_code == 409
+    assert response.json() == {"detail": "A user with this email already exists"}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"email": "not-an-email", "password": PASSWORD},
+        {"email": "short@example.com", "password": "short"},
+        {"password": PASSWORD},
+    ],
+)
+async def test_invalid_registration_is_422(
+    client: httpx.AsyncClient, payload: dict[str, str]
+) -> None:
+    response = await client.post("/api/v1/auth/register", json=payload)
+    assert response.status_code == 422
+    assert isinstance(response.json()["detail"], list)
+
+
+async def test_wrong_password_and_unknown_email_look_the_same(client: httpx.AsyncClient) -> None:
+    email = await register(client)
+    wrong = await login(client, email, "wrong password!")
+    unknown = await login(client, unique_email("nobody"), "wrong password!")
+    assert wrong.status_code == unknown.status_code == 401
+    assert wrong.json() == unknown.json() == {"detail": "Incorrect email or password"}
+    assert wrong.headers["www-authenticate"] == "Bearer"
+
+
+async def test_refresh_gives_new_tokens_and_refuses_access_tokens(
+    client: httpx.AsyncClient,
+) -> None:
+    email = await register(client)
+    tokens = (await login(client, email)).json()
+    refreshed = await client.post(
+        "/api/v1/auth/refresh", json={"refresh_token": tokens["refresh_token"]}
+    )
+    assert refreshed.status_code == 200
+    new_access = refreshed.json()["access_token"]
+    me = await client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {new_access}"})
+    assert me.status_code == 200
+
+    wrong_kind = await client.post(
+        "/api/v1/auth/refresh", json={"refresh_token": tokens["access_token"]}
+    )
+    assert wrong_kind.status_code == 401
+    # A refresh token is not an access token either.
+    me = await client.get(
+        "/api/v1/users/me", headers={"Authorization": f"Bearer {tokens['refresh_token']}"}
+    )
+    assert me.status_code == 401
+
+
+async def test_missing_token_is_401_with_challenge(client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/v1/users/me")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_expired_token_is_401(client: httpx.AsyncClient, settings: Settings) -> None:
+    email = await register(client)
+    me = (await client.get("/api/v1/users/me", headers=await _headers(client, email))).json()
+    past = datetime.now(UTC) - timedelta(hours=2)
+    token = create_token(uuid.UUID(me["id"]), "access", settings.auth, now=past)
+    response = await client.get("/api/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_forged_tokens_are_401(client: httpx.AsyncClient, settings: Settings) -> None:
+    email = await register(client)
+    me = (await client.get("/api/v1/users/me", headers=await _headers(client, email))).json()
+    user_id = uuid.UUID(me["id"])
+    other_key = AuthSettings(_env_file=None, secret_key="another-secret-entirely-0123456789")  # type: ignore[call-arg, arg-type]
+    forged = create_token(user_id, "access", other_key)
+    none_alg = jwt.encode(
+        {"sub": str(user_id), "type": "access", "exp": 9999999999}, "", algorithm="HS256"
+    )
+    none_alg = ".".join(["eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0", *none_alg.split(".")[1:2], ""])
+    for token in (forged, none_alg, "garbage", "a.b.c"):
+        response = await client.get(
+            "/api/v1/users/me", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 401, token
+
+
+async def test_token_of_deleted_user_is_401(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    headers = await auth_headers(client)
+    me = (await client.get("/api/v1/users/me", headers=headers)).json()
+    from docchat.users.models import User
+
+    user = await session.get(User, uuid.UUID(me["id"]))
+    assert user is not None
+    user.is_active = False
+    await session.commit()
+    assert (await client.get("/api/v1/users/me", headers=headers)).status_code == 401
+
+
+async def test_update_me(client: httpx.AsyncClient) -> None:
+    headers = await auth_headers(client)
+    response = await client.patch(
+        "/api/v1/users/me",
+        headers=headers,
+        json={"display_name": "Grace", "preferred_model": "m-1"},
+    )
+    assert response.status_code == 200
+    assert response.json()["display_name"] == "Grace"
+    assert response.json()["preferred_model"] == "m-1"
+
+
+async def test_admin_routes_refuse_users(client: httpx.AsyncClient, session: AsyncSession) -> None:
+    user = await auth_headers(client)
+    assert (await client.get("/api/v1/admin/users", headers=user)).status_code == 403
+    assert (await client.get("/api/v1/admin/usage", headers=user)).status_code == 403
+    admin = await admin_headers(client, session)
+    listing = await client.get("/api/v1/admin/users", headers=admin)
+    assert listing.status_code == 200
+    assert listing.json()["total"] >= 2
+
+
+async def test_registration_can_be_switched_off(
+    client: httpx.AsyncClient, settings: Settings
+) -> None:
+    settings.auth.registration_enabled = False
+    try:
+        response = await client.post(
+            "/api/v1/auth/register", json={"email": unique_email(), "password": PASSWORD}
+        )
+    finally:
+        settings.auth.registration_enabled = True
+    assert response.status_code == 403
+
+
+async def _headers(client: httpx.AsyncClient, email: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {(await login(client, email)).json()['access_token']}"}

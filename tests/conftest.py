@@ -1,0 +1,147 @@
+"""Shared fixtures: a fresh migrated database, per-test rollback, real Chroma and embedder."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+
+from docchat.app import attach_components, create_app
+from docchat.components import Components, build_vector_store
+from docchat.config import (
+    AuthSettings,
+    Environment,
+    LLMSettings,
+    RAGSettings,
+    Settings,
+    WorkerSettings,
+)
+from docchat.db import create_engine
+from docchat.documents.storage import FileStorage
+from docchat.events.publisher import EventPublisher
+from docchat.llm.client import LLM
+from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
+from tests.support.database import alembic, create_database, drop_database
+from tests.support.llm_server import ScriptedLLM, start_scripted_llm
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def database_url() -> AsyncIterator[str]:
+    url = await create_database()
+    await alembic(url, "upgrade", "head")
+    yield url
+    await drop_database(url)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url, pool_size=2)
+    yield engine
+    await engine.dispose()
+
+
+@pytest_asyncio.fixture
+async def connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """One connection per test inside a transaction that is rolled back at the end."""
+    async with engine.connect() as connection:
+        transaction = await connection.begin()
+        yield connection
+        await transaction.rollback()
+
+
+@pytest.fixture
+def sessionmaker(connection: AsyncConnection) -> async_sessionmaker[AsyncSession]:
+    # Every commit in the code under test becomes a savepoint of the test's transaction.
+    return async_sessionmaker(
+        bind=connection,
+        expire_on_commit=False,
+        autoflush=False,
+        join_transaction_mode="create_savepoint",
+    )
+
+
+@pytest_asyncio.fixture
+async def session(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    async with sessionmaker() as session:
+        yield session
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return LocalMiniLMEmbedder(batch_size=32)
+
+
+@pytest.fixture(scope="session")
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    server = start_scripted_llm()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        environment=Environment.test,
+        database_url=database_url,
+        data_dir=data_dir,
+        max_upload_mb=2,
+        auth=AuthSettings(_env_file=None, secret_key="test-secret-key-of-a-decent-length-0123"),  # type: ignore[call-arg, arg-type]
+        llm=LLMSettings(
+            _env_file=None,
+            base_url=scripted_llm.base_url,
+            model="scripted-model",
+            max_retries=0,
+            timeout_seconds=5,
+        ),  # type: ignore[call-arg]
+        rag=RAGSettings(_env_file=None),  # type: ignore[call-arg]
+        worker=WorkerSettings(_env_file=None, enabled=False),  # type: ignore[call-arg]
+    )
+
+
+@pytest.fixture(scope="session")
+def base_components(settings: Settings, embedder: Embedder) -> Components:
+    components = Components(
+        settings=settings,
+        sessionmaker=None,  # type: ignore[arg-type]  # replaced per test
+        embedder=embedder,
+        vector_store=build_vector_store(settings, embedder),
+        llm=LLM(settings.llm),
+        storage=FileStorage(settings.files_dir),
+        publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
+    )
+    return components
+
+
+@pytest.fixture
+def components(
+    base_components: Components, sessionmaker: async_sessionmaker[AsyncSession]
+) -> Components:
+    return dataclasses.replace(base_components, sessionmaker=sessionmaker)
+
+
+@pytest.fixture
+def app(settings: Settings, components: Components) -> FastAPI:
+    app = create_app(settings, run_worker=False)
+    attach_components(app, components)
+    return app
+
+
+@pytest_asyncio.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
+        yield client

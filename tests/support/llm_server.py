@@ -1,0 +1,198 @@
+"""A real OpenAI-protocol HTTP server that tests start and script.
+
+The service talks to it through the real `openai` SDK, so everything but the model itself
+runs for real. Tests queue replies (text, tool calls, errors, delays) and read back every
+request the server received, to assert on the exact prompt the model was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Reply:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    delay_seconds: float = 0.0
+    # For streaming: how the content is cut into deltas (default: word by word).
+    pieces: list[str] | None = None
+
+
+class ScriptedLLM:
+    def __init__(self) -> None:
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.default = Reply(content="I am the scripted model.")
+        self.port = _free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -------------------------------------------------------------------------
+    def script(self, *replies: Reply | str) -> None:
+        with self._lock:
+            for reply in replies:
+                self._replies.append(Reply(content=reply) if isinstance(reply, str) else reply)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._replies.clear()
+            self.requests.clear()
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            return self._replies.popleft() if self._replies else self.default
+
+    @property
+    def last_request(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def prompt_text(self, index: int = -1) -> str:
+        """Every message content of one request, joined: what the model was shown."""
+        messages = self.requests[index]["messages"]
+        return "\n".join(str(message.get("content") or "") for message in messages)
+
+    # -- HTTP ------------------------------------------------------------------------------
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        reply = self._next(body)
+        if reply.delay_seconds:
+            await asyncio.sleep(reply.delay_seconds)
+        if reply.status != 200:
+            return JSONResponse(
+                {"error": {"message": "scripted failure", "type": "server_error"}},
+                status_code=reply.status,
+            )
+        model = body.get("model", "scripted-model")
+        if body.get("stream"):
+            return StreamingResponse(_stream(reply, model, body), media_type="text/event-stream")
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if reply.tool_calls:
+            message["tool_calls"] = reply.tool_calls
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                    }
+                ],
+                "usage": _usage(body, reply.content),
+            }
+        )
+
+    async def _models(self, _: Request) -> Response:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": "scripted-model", "object": "model", "created": 0, "owned_by": "tests"}
+                ],
+            }
+        )
+
+    def start(self) -> ScriptedLLM:
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the scripted LLM server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
+    prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", [])) // 4
+    completion = len(content) // 4
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterator[str]:
+    ident = f"chatcmpl-{uuid.uuid4().hex}"
+    pieces = reply.pieces if reply.pieces is not None else _words(reply.content)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        payload = {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(payload)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in pieces:
+        yield chunk({"content": piece})
+    yield chunk({}, "stop")
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [],
+            "usage": _usage(body, reply.content),
+        }
+        yield f"data: {json.dumps(usage)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _words(text: str) -> list[str]:
+    words = text.split(" ")
+    return [word if i == len(words) - 1 else word + " " for i, word in enumerate(words)]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_scripted_llm() -> ScriptedLLM:
+    return ScriptedLLM().start()
