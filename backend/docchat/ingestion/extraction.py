@@ -6,13 +6,15 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypdf import PdfReader
+from pypdf import PageObject, PdfReader
 from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
 
 from docchat.documents.filetypes import FileKind
 
 logger = logging.getLogger(__name__)
 MAX_PDF_PAGES = 5000
+# A page with fewer letters and digits than this carries no real text (stray labels, page numbers).
+MIN_PAGE_TEXT_CHARS = 20
 
 
 class ExtractionError(Exception):
@@ -29,6 +31,7 @@ class PageText:
 class ExtractedDocument:
     pages: list[PageText]
     page_count: int
+    scanned_pages: int = 0  # pages that are images with (almost) no text
 
     @property
     def has_text(self) -> bool:
@@ -66,17 +69,32 @@ def extract_pdf(path: Path) -> ExtractedDocument:
     if page_count > MAX_PDF_PAGES:
         raise ExtractionError(f"The PDF has {page_count} pages; the limit is {MAX_PDF_PAGES}")
     pages: list[PageText] = []
+    scanned = 0
     for number in range(page_count):
+        page = reader.pages[number]
         try:
-            text = reader.pages[number].extract_text() or ""
+            text = page.extract_text() or ""
         except RecursionError as exc:
             raise ExtractionError(f"Page {number + 1} is nested too deeply to read") from exc
         except Exception as exc:
             # One unreadable page should not sink the rest of the document.
             logger.warning("page %d of %s could not be read: %s", number + 1, path.name, exc)
             text = ""
+        if not _has_real_text(text) and _has_images(page):
+            scanned += 1
         pages.append(PageText(page=number + 1, text=text.replace("\x00", "")))
-    return ExtractedDocument(pages=pages, page_count=page_count)
+    return ExtractedDocument(pages=pages, page_count=page_count, scanned_pages=scanned)
+
+
+def _has_real_text(text: str) -> bool:
+    return sum(ch.isalnum() for ch in text) >= MIN_PAGE_TEXT_CHARS
+
+
+def _has_images(page: PageObject) -> bool:
+    try:
+        return len(page.images) > 0
+    except Exception:
+        return False
 
 
 def extract_text_file(path: Path) -> ExtractedDocument:
@@ -93,8 +111,14 @@ def extract_text_file(path: Path) -> ExtractedDocument:
     )
 
 
+def _any_real_text(document: ExtractedDocument) -> bool:
+    return any(_has_real_text(page.text) for page in document.pages)
+
+
 def extract(path: Path, kind: FileKind) -> ExtractedDocument:
     document = extract_pdf(path) if kind is FileKind.pdf else extract_text_file(path)
+    if kind is FileKind.pdf and document.scanned_pages and not _any_real_text(document):
+        raise ExtractionError("No text found; scanned PDFs need OCR before upload")
     if not document.has_text:
         if kind is FileKind.pdf:
             raise ExtractionError("No text found; scanned PDFs need OCR before upload")
