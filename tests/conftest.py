@@ -22,7 +22,7 @@ from docchat.config import (
     Settings,
     WorkerSettings,
 )
-from docchat.db import create_engine
+from docchat.db import create_engine, create_sessionmaker
 from docchat.documents.storage import FileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
@@ -43,7 +43,7 @@ async def database_url() -> AsyncIterator[str]:
 
 @pytest_asyncio.fixture(scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url, pool_size=2)
+    engine = create_engine(database_url, pool_size=5)
     yield engine
     await engine.dispose()
 
@@ -112,8 +112,8 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
     )
 
 
-@pytest.fixture(scope="session")
-def base_components(settings: Settings, embedder: Embedder) -> Components:
+@pytest_asyncio.fixture(scope="session")
+async def base_components(settings: Settings, embedder: Embedder) -> AsyncIterator[Components]:
     components = Components(
         settings=settings,
         sessionmaker=None,  # type: ignore[arg-type]  # replaced per test
@@ -123,7 +123,8 @@ def base_components(settings: Settings, embedder: Embedder) -> Components:
         storage=FileStorage(settings.files_dir),
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
     )
-    return components
+    yield components
+    await components.llm.close()
 
 
 @pytest.fixture
@@ -142,6 +143,23 @@ def app(settings: Settings, components: Components) -> FastAPI:
 
 @pytest_asyncio.fixture
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
+        yield client
+
+
+@pytest_asyncio.fixture
+async def live_client(
+    settings: Settings, base_components: Components, engine: AsyncEngine
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client whose requests commit for real, on a pool of connections (for concurrency).
+
+    Its data stays in the run's database; tests that use it create their own users.
+    """
+    app = create_app(settings, run_worker=False)
+    attach_components(
+        app, dataclasses.replace(base_components, sessionmaker=create_sessionmaker(engine))
+    )
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
         yield client

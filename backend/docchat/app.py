@@ -17,6 +17,7 @@ from docchat import health
 from docchat.admin.router import router as admin_router
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
+from docchat.chats.router import chats_router, messages_router
 from docchat.components import Components, build_components
 from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
@@ -144,6 +145,8 @@ def create_app(
         users_router,
         categories_router,
         documents_router,
+        chats_router,
+        messages_router,
         admin_router,
     ):
         app.include_router(router, prefix="/api/v1")

@@ -1,0 +1,79 @@
+"""All SQL for chats and messages. `owned_by` is the boundary: a chat is only its owner's."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import Select, delete, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument, MessageRole
+
+
+def owned_by(user_id: uuid.UUID) -> Select[Chat]:
+    return select(Chat).where(Chat.owner_id == user_id, Chat.deleted_at.is_(None))
+
+
+async def get_owned(
+    session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID, *, for_update: bool = False
+) -> Chat | None:
+    statement = owned_by(user_id).where(Chat.id == chat_id)
+    if for_update:
+        statement = statement.with_for_update()
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
+    statement = select(ChatDocument.document_id).where(ChatDocument.chat_id == chat_id)
+    return list((await session.execute(statement)).scalars())
+
+
+async def link_documents(
+    session: AsyncSession, chat_id: uuid.UUID, document_ids: Sequence[uuid.UUID]
+) -> None:
+    if not document_ids:
+        return
+    rows = [{"chat_id": chat_id, "document_id": document_id} for document_id in document_ids]
+    await session.execute(insert(ChatDocument).values(rows).on_conflict_do_nothing())
+
+
+async def unlink_document(session: AsyncSession, chat_id: uuid.UUID, document_id: uuid.UUID) -> int:
+    result = await session.execute(
+        delete(ChatDocument).where(
+            ChatDocument.chat_id == chat_id, ChatDocument.document_id == document_id
+        )
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def link_message_documents(
+    session: AsyncSession, message_id: uuid.UUID, document_ids: Sequence[uuid.UUID]
+) -> None:
+    if not document_ids:
+        return
+    rows = [{"message_id": message_id, "document_id": document_id} for document_id in document_ids]
+    await session.execute(insert(MessageDocument).values(rows).on_conflict_do_nothing())
+
+
+def messages_of(chat_id: uuid.UUID) -> Select[Message]:
+    return select(Message).where(Message.chat_id == chat_id)
+
+
+async def recent_history(
+    session: AsyncSession, chat_id: uuid.UUID, *, pairs: int, before_seq: int
+) -> list[Message]:
+    """The last `pairs` user/assistant exchanges before `before_seq`, oldest first."""
+    if pairs <= 0:
+        return []
+    statement = (
+        messages_of(chat_id)
+        .where(
+            Message.seq < before_seq,
+            Message.role.in_([MessageRole.user, MessageRole.assistant]),
+        )
+        .order_by(Message.seq.desc())
+        .limit(pairs * 2)
+    )
+    return list(reversed((await session.execute(statement)).scalars().all()))

@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import Query, status
+from fastapi.responses import StreamingResponse
+
+from docchat.auth.dependencies import CurrentUser
+from docchat.chats import flow, service
+from docchat.chats.dependencies import OwnedChat
+from docchat.chats.models import Chat
+from docchat.chats.schemas import (
+    ChatCreate,
+    ChatDetail,
+    ChatDocumentsLink,
+    ChatRead,
+    ChatUpdate,
+    MessageCreate,
+    MessageExchange,
+    MessageRead,
+)
+from docchat.components import ComponentsDep
+from docchat.kit.pagination import Page, PageDep
+from docchat.kit.routing import SessionDep, make_router
+
+chats_router = make_router(prefix="/chats", tags=["chats"])
+messages_router = make_router(prefix="/messages", tags=["messages"])
+
+
+async def _detail(session: SessionDep, chat: Chat) -> ChatDetail:
+    document_ids = await service.document_ids(session, chat)
+    return ChatDetail(**ChatRead.model_validate(chat).model_dump(), document_ids=document_ids)
+
+
+@chats_router.post(
+    "", status_code=status.HTTP_201_CREATED, response_model=ChatDetail, operation_id="chats_create"
+)
+async def create_chat(data: ChatCreate, user: CurrentUser, session: SessionDep) -> ChatDetail:
+    chat = await service.create(
+        session,
+        user,
+        title=data.title or "New chat",
+        category_id=data.category_id,
+        document_ids=data.document_ids,
+    )
+    return await _detail(session, chat)
+
+
+@chats_router.get("", response_model=Page[ChatRead], operation_id="chats_list")
+async def list_chats(
+    user: CurrentUser,
+    session: SessionDep,
+    page: PageDep,
+    category_id: Annotated[uuid.UUID | None, Query()] = None,
+) -> Page[ChatRead]:
+    """The caller's chats, most recently active first."""
+    items, total = await service.list_owned(session, user, page, category_id=category_id)
+    return Page(
+        items=[ChatRead.model_validate(c) for c in items],
+        total=total,
+        skip=page.skip,
+        limit=page.limit,
+    )
+
+
+@chats_router.get("/{chat_id}", response_model=ChatDetail, operation_id="chats_get")
+async def get_chat(chat: OwnedChat, session: SessionDep) -> ChatDetail:
+    return await _detail(session, chat)
+
+
+@chats_router.patch("/{chat_id}", response_model=ChatDetail, operation_id="chats_update")
+async def update_chat(
+    data: ChatUpdate, chat: OwnedChat, user: CurrentUser, session: SessionDep
+) -> ChatDetail:
+    return await _detail(session, await service.update(session, user, chat, data))
+
+
+@chats_router.delete(
+    "/{chat_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="chats_delete"
+)
+async def delete_chat(chat: OwnedChat, session: SessionDep) -> None:
+    await service.delete(session, chat)
+
+
+@chats_router.get(
+    "/{chat_id}/messages", response_model=Page[MessageRead], operation_id="chats_list_messages"
+)
+async def list_messages(chat: OwnedChat, session: SessionDep, page: PageDep) -> Page[MessageRead]:
+    """The chat's messages, oldest first."""
+    items, total = await service.list_messages(session, chat, page)
+    return Page(
+        items=[MessageRead.model_validate(m) for m in items],
+        total=total,
+        skip=page.skip,
+        limit=page.limit,
+    )
+
+
+@chats_router.post(
+    "/{chat_id}/documents", response_model=ChatDetail, operation_id="chats_link_documents"
+)
+async def link_documents(
+    data: ChatDocumentsLink, chat: OwnedChat, user: CurrentUser, session: SessionDep
+) -> ChatDetail:
+    await service.link_documents(session, user, chat, data.document_ids)
+    return await _detail(session, chat)
+
+
+@chats_router.delete(
+    "/{chat_id}/documents/{document_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="chats_unlink_document",
+)
+async def unlink_document(chat: OwnedChat, document_id: uuid.UUID, session: SessionDep) -> None:
+    await service.unlink_document(session, chat, document_id)
+
+
+@messages_router.post("", response_model=MessageExchange, operation_id="messages_send")
+async def send_message(
+    data: MessageCreate, user: CurrentUser, session: SessionDep, components: ComponentsDep
+) -> MessageExchange:
+    """Ask a question; the answer is grounded in documents (message > chat > all readable)."""
+    return await flow.send(session, components, user, data)
+
+
+@messages_router.post(
+    "/stream",
+    response_class=StreamingResponse,
+    operation_id="messages_stream",
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def stream_message(
+    data: MessageCreate, user: CurrentUser, session: SessionDep, components: ComponentsDep
+) -> StreamingResponse:
+    """The same as `POST /messages`, as Server-Sent Events: meta, sources, delta…, done | error."""
+    turn = await flow.start_turn(session, components, user, data)
+    return StreamingResponse(
+        flow.stream(components, turn),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from docchat.chats.models import MessageRole
+from docchat.retrieval.schemas import Source
+
+MAX_DOCUMENTS_PER_MESSAGE = 50
+
+
+class ChatCreate(BaseModel):
+    title: str | None = Field(None, max_length=200)
+    category_id: uuid.UUID | None = None
+    document_ids: list[uuid.UUID] = Field(
+        default_factory=list, max_length=MAX_DOCUMENTS_PER_MESSAGE
+    )
+
+
+class ChatUpdate(BaseModel):
+    title: str | None = Field(None, min_length=1, max_length=200)
+    category_id: uuid.UUID | None = None
+
+
+class ChatRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    title: str
+    category_id: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ChatDetail(ChatRead):
+    document_ids: list[uuid.UUID]
+
+
+class ChatDocumentsLink(BaseModel):
+    document_ids: list[uuid.UUID] = Field(min_length=1, max_length=MAX_DOCUMENTS_PER_MESSAGE)
+
+
+class MessageOptions(BaseModel):
+    """Per-request switches; anything left out takes the server's default."""
+
+    rag_enabled: bool | None = None
+    top_k: int | None = Field(None, ge=1, le=20)
+    model: str | None = Field(None, max_length=200)
+    strict: bool | None = Field(None, description="Documents only: no citation, no answer")
+    reformulate: bool | None = Field(None, description="Rewrite the question before searching")
+    retrieval: Literal["auto"] | None = None
+
+
+class MessageCreate(BaseModel):
+    chat_id: uuid.UUID | None = None
+    content: str = Field(min_length=1)
+    document_ids: list[uuid.UUID] = Field(
+        default_factory=list, max_length=MAX_DOCUMENTS_PER_MESSAGE
+    )
+    category_id: uuid.UUID | None = None
+    options: MessageOptions = Field(default_factory=MessageOptions)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+
+class MessageRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    chat_id: uuid.UUID
+    role: MessageRole
+    content: str
+    sources: list[Source] | None
+    model: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    meta: dict[str, Any] | None
+    created_at: datetime
+
+
+class MessageExchange(BaseModel):
+    chat_id: uuid.UUID
+    user_message: MessageRead
+    assistant_message: MessageRead

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.categories import service as categories_service
+from docchat.chats import repository
+from docchat.chats.models import Chat, Message
+from docchat.chats.schemas import ChatUpdate
+from docchat.db import utcnow
+from docchat.documents import service as documents_service
+from docchat.kit.errors import NotFound
+from docchat.kit.pagination import PageParams, paginate
+from docchat.users.models import User
+
+TITLE_CHARS = 50
+
+
+def title_from(content: str) -> str:
+    single_line = " ".join(content.split())
+    return single_line[:TITLE_CHARS] or "New chat"
+
+
+async def get_owned(
+    session: AsyncSession, user: User, chat_id: uuid.UUID, *, for_update: bool = False
+) -> Chat:
+    chat = await repository.get_owned(session, user.id, chat_id, for_update=for_update)
+    if chat is None:
+        raise NotFound("Chat not found")
+    return chat
+
+
+async def create(
+    session: AsyncSession,
+    user: User,
+    *,
+    title: str,
+    category_id: uuid.UUID | None = None,
+    document_ids: Sequence[uuid.UUID] = (),
+) -> Chat:
+    if category_id is not None:
+        await categories_service.get_owned(session, user, category_id)
+    documents = await documents_service.require_readable(session, user, document_ids)
+    chat = Chat(owner_id=user.id, title=title, category_id=category_id)
+    session.add(chat)
+    await session.flush()
+    await repository.link_documents(session, chat.id, [d.id for d in documents])
+    return chat
+
+
+async def list_owned(
+    session: AsyncSession, user: User, page: PageParams, *, category_id: uuid.UUID | None = None
+) -> tuple[Sequence[Chat], int]:
+    statement = repository.owned_by(user.id)
+    if category_id is not None:
+        statement = statement.where(Chat.category_id == category_id)
+    statement = statement.order_by(Chat.updated_at.desc(), Chat.id)
+    return await paginate(session, statement, page)
+
+
+async def update(session: AsyncSession, user: User, chat: Chat, changes: ChatUpdate) -> Chat:
+    fields = changes.model_dump(exclude_unset=True)
+    if "category_id" in fields and fields["category_id"] is not None:
+        await categories_service.get_owned(session, user, fields["category_id"])
+    for name, value in fields.items():
+        if name == "title" and value is None:
+            continue
+        setattr(chat, name, value)
+    chat.updated_at = utcnow()
+    await session.flush()
+    return chat
+
+
+async def delete(session: AsyncSession, chat: Chat) -> None:
+    chat.deleted_at = utcnow()
+    await session.flush()
+
+
+async def document_ids(session: AsyncSession, chat: Chat) -> list[uuid.UUID]:
+    return await repository.document_ids(session, chat.id)
+
+
+async def link_documents(
+    session: AsyncSession, user: User, chat: Chat, document_ids: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    documents = await documents_service.require_readable(session, user, document_ids)
+    await repository.link_documents(session, chat.id, [d.id for d in documents])
+    chat.updated_at = utcnow()
+    await session.flush()
+    return await repository.document_ids(session, chat.id)
+
+
+async def unlink_document(session: AsyncSession, chat: Chat, document_id: uuid.UUID) -> None:
+    if await repository.unlink_document(session, chat.id, document_id) == 0:
+        raise NotFound("That document is not linked to this chat")
+
+
+async def list_messages(
+    session: AsyncSession, chat: Chat, page: PageParams
+) -> tuple[Sequence[Message], int]:
+    statement = repository.messages_of(chat.id).order_by(Message.seq)
+    return await paginate(session, statement, page)

@@ -1,0 +1,63 @@
+"""Prompts. Kept in one place so their wording can be tuned and tested together."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+GROUNDED_SYSTEM = (
+    "You are docchat, an assistant that answers questions using the user's documents.\n"
+    "Use the numbered context passages below when they are relevant. Cite every statement "
+    "taken from them with the passage number in square brackets, like [1] or [2][3]. "
+    "Only cite passages you actually used. If the passages do not answer the question, "
+    "say so briefly and answer from general knowledge without any citation. Use the "
+    "conversation so far to understand follow-up questions. Answer in the language of the "
+    "user's question."
+)
+
+STRICT_ADDENDUM = (
+    " Answer only from the passages; if they do not contain the answer, say that the "
+    "documents do not contain the information."
+)
+
+GENERAL_SYSTEM = (
+    "You are docchat, a helpful assistant. Use the conversation so far to understand "
+    "follow-up questions. Be accurate and say so when you do not know something. Answer in "
+    "the language of the user's question."
+)
+
+REFORMULATE_SYSTEM = (
+    "Rewrite the user's last question as one standalone search query, resolving pronouns "
+    "from the conversation and fixing typos. Reply with the query only."
+)
+
+NOT_FOUND_ANSWER = (
+    "I could not find this in your documents. Try rephrasing the question, choosing other "
+    "documents, or turning off documents-only mode."
+)
+
+
+def grounded_messages(
+    history: Sequence[dict[str, str]], context: str, question: str, *, strict: bool
+) -> list[dict[str, Any]]:
+    system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "")
+    user = f"Context passages:\n\n{context}\n\nQuestion: {question}"
+    return [{"role": "system", "content": system}, *history, {"role": "user", "content": user}]
+
+
+def general_messages(history: Sequence[dict[str, str]], question: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": GENERAL_SYSTEM},
+        *history,
+        {"role": "user", "content": question},
+    ]
+
+
+def reformulation_messages(
+    history: Sequence[dict[str, str]], question: str
+) -> list[dict[str, Any]]:
+    transcript = "\n".join(f"{turn['role']}: {turn['content']}" for turn in history)
+    return [
+        {"role": "system", "content": REFORMULATE_SYSTEM},
+        {"role": "user", "content": f"Conversation:\n{transcript}\n\nLast question: {question}"},
+    ]

@@ -1,0 +1,55 @@
+"""Semantic search over exactly the documents the caller resolved (never a wider scope)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from docchat.llm.embeddings import Embedder
+from docchat.retrieval.vectorstore import ScoredChunk, VectorStore
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    chunks: list[ScoredChunk] = field(default_factory=list)
+    # Why nothing could be searched, when the vector store or the embedder failed.
+    unavailable: str | None = None
+    elapsed_ms: float = 0.0
+
+
+async def search(
+    embedder: Embedder,
+    store: VectorStore,
+    query: str,
+    document_ids: Sequence[uuid.UUID],
+    *,
+    top_k: int,
+    similarity_floor: float,
+) -> SearchResult:
+    """The `top_k` chunks of `document_ids` most similar to `query`, above the floor.
+
+    `document_ids` must come from the owner-scoped document query. Failures of the embedder
+    or the store are reported in `unavailable`, so the caller can fall back to general mode.
+    """
+    if not document_ids or not query.strip():
+        return SearchResult()
+    started = time.perf_counter()
+    try:
+        vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
+        hits = await asyncio.to_thread(store.query, vector, list(document_ids), top_k)
+    except Exception as exc:
+        logger.warning("retrieval unavailable, answering in general mode: %s", exc)
+        return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
+    allowed = set(document_ids)
+    kept = [
+        hit
+        for hit in hits
+        if hit.similarity >= similarity_floor and hit.chunk.document_id in allowed
+    ]
+    return SearchResult(chunks=kept, elapsed_ms=(time.perf_counter() - started) * 1000)

@@ -1,0 +1,68 @@
+# Shared by run.sh and test.sh: a Python 3.11 venv with the project installed.
+# shellcheck shell=bash
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV:-$ROOT/.venv}"
+PY="$VENV/bin/python"
+
+say() { printf '\033[1;34m==>\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+
+find_python() {
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+      "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+      command -v "$candidate"; return 0
+    fi
+  done
+  die "Python 3.11 is required (install python3.11 and python3.11-venv)"
+}
+
+# ensure_venv EXTRAS: create the venv once; reinstall when pyproject.toml changed.
+ensure_venv() {
+  local extras="$1"
+  if [ ! -x "$PY" ]; then
+    say "creating a virtual environment in $VENV"
+    "$(find_python)" -m venv "$VENV"
+    "$PY" -m pip install --quiet --upgrade pip
+  fi
+  local stamp="$VENV/.docchat-installed-$extras"
+  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+    say "installing Python dependencies ($extras); the first time takes a few minutes"
+    # torch first and pinned, so nothing pulls a multi-GB CUDA build instead of the CPU one.
+    "$PY" -m pip install --quiet "torch==2.13.0"
+    "$PY" -m pip install --quiet -e "$ROOT[$extras]"
+    touch "$stamp"
+  fi
+}
+
+pg_reachable() {
+  "$PY" - "$1" <<'PYEOF'
+import asyncio, sys
+import asyncpg
+url = sys.argv[1].replace("postgresql+asyncpg://", "postgresql://")
+async def main() -> None:
+    connection = await asyncpg.connect(url, timeout=3)
+    await connection.close()
+try:
+    asyncio.run(main())
+except Exception:
+    sys.exit(1)
+PYEOF
+}
+
+# ensure_postgres MAINTENANCE_URL: start a local cluster if one is installed but down.
+ensure_postgres() {
+  local url="$1"
+  pg_reachable "$url" && return 0
+  if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+    local version
+    version="$(ls /etc/postgresql | sort -V | tail -n 1)"
+    say "starting the local PostgreSQL $version cluster"
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    for _ in $(seq 1 30); do pg_reachable "$url" && return 0; sleep 1; done
+  fi
+  die "No PostgreSQL at ${url}.
+  Either install it (Debian/Ubuntu: sudo apt-get install postgresql) and run this again,
+  or point DATABASE_URL at a server you have, e.g.
+  DATABASE_URL=postgresql+asyncpg://user:password@host:5432/docchat"
+}

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from docchat.retrieval.citations import apply_citations, says_information_is_missing, strip_markers
+from docchat.retrieval.schemas import Source
+
+DOC_A, DOC_B = uuid.uuid4(), uuid.uuid4()
+
+
+def source(document_id: uuid.UUID, page: int | None, index: int) -> Source:
+    return Source(
+        document_id=document_id,
+        document_name=f"{document_id}.pdf",
+        chunk_id=f"{document_id}_{index}",
+        page=page,
+        similarity=0.8,
+        content_preview="preview",
+    )
+
+
+CANDIDATES = [source(DOC_A, 1, 0), source(DOC_A, 2, 3), source(DOC_A, 1, 1), source(DOC_B, None, 0)]
+
+
+def test_keeps_only_cited_sources_in_order_of_first_citation() -> None:
+    cited = apply_citations("Bridges rust [2]. Paint helps [4].", CANDIDATES)
+    assert cited.content == "Bridges rust [1]. Paint helps [2]."
+    assert [s.chunk_id for s in cited.sources] == [CANDIDATES[1].chunk_id, CANDIDATES[3].chunk_id]
+
+
+def test_same_document_and_page_become_one_source() -> None:
+    cited = apply_citations("One [1], same page [3], again [1].", CANDIDATES)
+    assert cited.content == "One [1], same page [1], again [1]."
+    assert len(cited.sources) == 1
+
+
+def test_grouped_and_repeated_markers() -> None:
+    cited = apply_citations("Both [1, 2] agree [1][3].", CANDIDATES)
+    assert cited.content == "Both [1][2] agree [1]."
+    assert len(cited.sources) == 2
+
+
+def test_markers_beyond_the_context_are_dropped() -> None:
+    cited = apply_citations("Made up [7] and real [2].", CANDIDATES)
+    assert cited.content == "Made up and real [1]."
+    assert [s.page for s in cited.sources] == [2]
+
+
+def test_no_citation_means_no_source() -> None:
+    cited = apply_citations("Nothing cited here.", CANDIDATES)
+    assert cited.content == "Nothing cited here." and cited.sources == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The documents do not contain information about dragons [1].",
+        "I couldn’t find that in the context.",
+        "There is no relevant information in the passages.",
+    ],
+)
+def test_insufficient_information_is_detected(answer: str) -> None:
+    assert says_information_is_missing(answer)
+
+
+def test_ordinary_answers_are_not_flagged() -> None:
+    assert not says_information_is_missing("The bridge opened in 1932 [1].")
+
+
+def test_strip_markers() -> None:
+    assert strip_markers("No data [1] about that [2, 3].") == "No data about that."
