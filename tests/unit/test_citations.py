@@ -4,7 +4,13 @@ import uuid
 
 import pytest
 
-from docchat.retrieval.citations import apply_citations, says_information_is_missing, strip_markers
+from docchat.retrieval.citations import (
+    apply_citations,
+    has_markers,
+    infer_citations,
+    says_information_is_missing,
+    strip_markers,
+)
 from docchat.retrieval.schemas import Source
 
 DOC_A, DOC_B = uuid.uuid4(), uuid.uuid4()
@@ -71,3 +77,33 @@ def test_ordinary_answers_are_not_flagged() -> None:
 
 def test_strip_markers() -> None:
     assert strip_markers("No data [1] about that [2, 3].") == "No data about that."
+
+
+PASSAGES = [
+    "The Northwind lighthouse was built in 1887 on Gull Rock. Its lamp was converted to "
+    "electricity in 1952.",
+    "Finances: membership fees rose to 40 euros per year.",
+]
+
+
+def test_citations_are_inferred_for_sentences_that_restate_a_passage() -> None:
+    answer = "The lighthouse was built in 1887 on Gull Rock. Membership fees are 40 euros per year."
+    marked = infer_citations(answer, PASSAGES, "When was the Northwind lighthouse built?")
+    assert marked == (
+        "The lighthouse was built in 1887 on Gull Rock [1]. "
+        "Membership fees are 40 euros per year [2]."
+    )
+
+
+def test_nothing_is_inferred_for_unrelated_or_echoing_answers() -> None:
+    question = "When was the Northwind lighthouse built?"
+    assert infer_citations("Paris is the capital of France.", PASSAGES, question) == (
+        "Paris is the capital of France."
+    )
+    # Repeating the question's own words is no evidence of using a passage.
+    assert "[" not in infer_citations("The Northwind lighthouse was built.", PASSAGES, question)
+
+
+def test_has_markers_ignores_numbers_outside_the_context() -> None:
+    assert has_markers("See [2].", 2) and not has_markers("See [3].", 2)
+    assert not has_markers("No citation.", 2)

@@ -23,7 +23,6 @@ def test_the_best_chunk_is_cut_rather_than_dropped() -> None:
     assert len(entries) == 1 and len(entries[0].text) == 1200
 
 
-def test_format_names_document_and_page() -> None:
+def test_format_numbers_the_passages() -> None:
     text = format_context(build_context([hit("Text.", page=3), hit("More.", page=None)], 1000))
-    assert "[1] (f.pdf, page 3)\nText." in text
-    assert "[2] (f.pdf)\nMore." in text
+    assert text == "[1] Text.\n\n[2] More."

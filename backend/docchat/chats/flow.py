@@ -34,7 +34,13 @@ from docchat.events import service as events_service
 from docchat.kit.errors import DocchatError, Unprocessable
 from docchat.llm import prompts
 from docchat.llm.client import StreamEnd
-from docchat.retrieval.citations import apply_citations, says_information_is_missing, strip_markers
+from docchat.retrieval.citations import (
+    apply_citations,
+    has_markers,
+    infer_citations,
+    says_information_is_missing,
+    strip_markers,
+)
 from docchat.retrieval.context import build_context, estimate_tokens, format_context
 from docchat.retrieval.schemas import Source
 from docchat.retrieval.search import search
@@ -76,6 +82,8 @@ class Plan:
     messages: list[dict[str, Any]]
     candidates: list[Source]
     meta: dict[str, Any]
+    # The full text of each candidate, for attributing answers that carry no markers.
+    passages: list[str] = field(default_factory=list)
     # Set when no model call is needed (strict mode with nothing found).
     fixed_answer: str | None = None
 
@@ -258,7 +266,10 @@ async def plan_answer(components: Components, turn: Turn) -> Plan:
         turn.history, context, turn.question, strict=turn.options.strict
     )
     return Plan(
-        messages, [entry.source for entry in entries], {**meta, "context_chars": len(context)}
+        messages,
+        [entry.source for entry in entries],
+        {**meta, "context_chars": len(context)},
+        passages=[entry.text for entry in entries],
     )
 
 
@@ -271,10 +282,9 @@ def _no_match(turn: Turn, general: list[dict[str, Any]], meta: dict[str, Any]) -
 # -- phase 3 ----------------------------------------------------------------------------------
 
 
-def _cite(
-    plan: Plan, content: str, strict: bool
-) -> tuple[str, list[Source] | None, dict[str, Any]]:
+def _cite(plan: Plan, content: str, turn: Turn) -> tuple[str, list[Source] | None, dict[str, Any]]:
     meta = dict(plan.meta)
+    strict = turn.options.strict
     if plan.fixed_answer is not None:
         return plan.fixed_answer, None, meta
     if not plan.candidates:
@@ -283,18 +293,22 @@ def _cite(
         meta.update(grounded=False, reason="insufficient_information")
         answer = prompts.NOT_FOUND_ANSWER if strict else strip_markers(content)
         return answer, None, meta
+    mode = "model"
+    if not strict and not has_markers(content, len(plan.candidates)):
+        content = infer_citations(content, plan.passages, turn.question)
+        mode = "inferred"
     cited = apply_citations(content, plan.candidates)
     if not cited.sources:
         meta.update(grounded=False, reason="not_cited")
         return (prompts.NOT_FOUND_ANSWER if strict else cited.content), None, meta
-    meta.update(grounded=True, reason=None, citation_count=len(cited.sources))
+    meta.update(grounded=True, reason=None, citation_count=len(cited.sources), citation_mode=mode)
     return cited.content, cited.sources, meta
 
 
 async def _save_answer(
     components: Components, turn: Turn, plan: Plan, generated: Generated
 ) -> MessageRead:
-    content, sources, meta = _cite(plan, generated.content, turn.options.strict)
+    content, sources, meta = _cite(plan, generated.content, turn)
     latency_ms = int((time.perf_counter() - turn.started) * 1000)
     async with components.sessionmaker() as session:
         message = Message(

@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+# Short on purpose: small local models follow a few plain sentences far better than many.
 GROUNDED_SYSTEM = (
-    "You are docchat, an assistant that answers questions using the user's documents.\n"
-    "Use the numbered context passages below when they are relevant. Cite every statement "
-    "taken from them with the passage number in square brackets, like [1] or [2][3]. "
-    "Only cite passages you actually used. If the passages do not answer the question, "
-    "say so briefly and answer from general knowledge without any citation. Use the "
-    "conversation so far to understand follow-up questions. Answer in the language of the "
-    "user's question."
+    "Answer the user's question using the numbered passages. After each fact taken from a "
+    "passage, write its number in brackets, like [1]. If the passages do not contain the "
+    "answer, say so and answer from general knowledge without brackets. Reply in the "
+    "language of the question."
 )
 
 STRICT_ADDENDUM = (
@@ -40,9 +38,12 @@ NOT_FOUND_ANSWER = (
 def grounded_messages(
     history: Sequence[dict[str, str]], context: str, question: str, *, strict: bool
 ) -> list[dict[str, Any]]:
-    system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "")
-    user = f"Context passages:\n\n{context}\n\nQuestion: {question}"
-    return [{"role": "system", "content": system}, *history, {"role": "user", "content": user}]
+    """Instructions and passages as the system message, then the conversation, then the question.
+
+    This shape keeps even a 135M-parameter model on the passages; larger ones do not mind it.
+    """
+    system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "") + f"\n\nPassages:\n{context}"
+    return [{"role": "system", "content": system}, *history, {"role": "user", "content": question}]
 
 
 def general_messages(history: Sequence[dict[str, str]], question: str) -> list[dict[str, Any]]:

@@ -36,6 +36,86 @@ INSUFFICIENT_PHRASES = (
 )
 
 
+WORD = re.compile(r"[^\W_]{3,}|\d+", re.UNICODE)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+STOPWORDS = frozenset(
+    (
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "with",
+        "that",
+        "this",
+        "from",
+        "have",
+        "has",
+        "had",
+        "not",
+        "but",
+        "you",
+        "your",
+        "its",
+        "their",
+        "they",
+        "them",
+        "there",
+        "which",
+        "what",
+        "when",
+        "where",
+        "who",
+        "how",
+        "why",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "also",
+        "into",
+        "than",
+        "then",
+        "been",
+        "being",
+        "about",
+        "over",
+        "under",
+        "more",
+        "most",
+        "such",
+        "only",
+        "other",
+        "some",
+        "any",
+        "each",
+        "all",
+        "der",
+        "die",
+        "das",
+        "und",
+        "ist",
+        "sind",
+        "mit",
+        "von",
+        "les",
+        "des",
+        "une",
+        "est",
+        "pour",
+        "dans",
+        "que",
+        "qui",
+    )
+)
+# A sentence is attributed to a passage when it shares this many distinctive words with it...
+MIN_SHARED_WORDS = 2
+# ...and they are at least this share of the sentence's distinctive words.
+MIN_SHARED_FRACTION = 0.4
+
+
 @dataclass(frozen=True)
 class CitedAnswer:
     content: str
@@ -82,3 +162,44 @@ def apply_citations(answer: str, candidates: Sequence[Source]) -> CitedAnswer:
 
     content = REPEATED_MARKER.sub(r"\1", SPACED_MARKER.sub(renumber, answer))
     return CitedAnswer(content=content.strip(), sources=sources)
+
+
+def _distinctive(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
+    words = {word.lower() for word in WORD.findall(text)}
+    return {word for word in words if word not in STOPWORDS and word not in ignore}
+
+
+def has_markers(answer: str, candidate_count: int) -> bool:
+    return any(
+        1 <= int(raw) <= candidate_count
+        for match in MARKER.finditer(answer)
+        for raw in match.group(1).split(",")
+    )
+
+
+def infer_citations(answer: str, passages: Sequence[str], question: str) -> str:
+    """Add [n] markers to sentences that plainly restate passage n (for models that never cite).
+
+    A sentence cites a passage when they share enough distinctive words that the question
+    did not already contain; sentences without such overlap stay unmarked.
+    """
+    asked = frozenset(_distinctive(question))
+    passage_words = [_distinctive(passage) for passage in passages]
+    sentences = SENTENCE_END.split(answer.strip())
+    marked = []
+    for sentence in sentences:
+        words = _distinctive(sentence, asked)
+        numbers = [
+            number
+            for number, vocabulary in enumerate(passage_words, start=1)
+            if words
+            and len(shared := words & vocabulary) >= MIN_SHARED_WORDS
+            and len(shared) / len(words) >= MIN_SHARED_FRACTION
+        ]
+        if numbers:
+            markers = "".join(f"[{n}]" for n in numbers)
+            body = sentence.rstrip()
+            end = body[-1] if body and body[-1] in ".!?" else ""
+            sentence = f"{body[: len(body) - len(end)]} {markers}{end}"
+        marked.append(sentence)
+    return " ".join(marked)

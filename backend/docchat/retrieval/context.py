@@ -56,8 +56,5 @@ def build_context(hits: list[ScoredChunk], budget_tokens: int) -> list[ContextEn
 
 
 def format_context(entries: list[ContextEntry]) -> str:
-    blocks = []
-    for entry in entries:
-        page = f", page {entry.source.page}" if entry.source.page is not None else ""
-        blocks.append(f"[{entry.number}] ({entry.source.document_name}{page})\n{entry.text}")
-    return "\n\n".join(blocks)
+    """`[n] text` blocks. File names and pages stay out: small models copy them into answers."""
+    return "\n\n".join(f"[{entry.number}] {entry.text}" for entry in entries)
