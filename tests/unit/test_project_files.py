@@ -1,0 +1,50 @@
+"""The files users read and run stay true to the code: .env.example, README, docker-compose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from docchat.settings_docs import env_example, variables
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_env_example_is_generated_from_the_settings() -> None:
+    assert (ROOT / ".env.example").read_text() == env_example(), (
+        "regenerate it: python -m docchat.settings_docs env > .env.example"
+    )
+
+
+def test_readme_documents_every_variable() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = [v.name for v in variables() if f"`{v.name}`" not in readme]
+    assert not missing, f"README configuration table lacks {missing}"
+
+
+def _compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+def test_compose_services_and_references() -> None:
+    compose = _compose()
+    services = compose["services"]
+    assert {"postgres", "chroma", "app", "worker", "llm"} <= set(services)
+    named_volumes = set(compose["volumes"])
+    for name, service in services.items():
+        assert "image" in service or "build" in service, name
+        for dependency in service.get("depends_on", {}):
+            assert dependency in services, (name, dependency)
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert source.startswith((".", "/")) or source in named_volumes, (name, volume)
+
+
+def test_compose_app_environment_uses_real_settings() -> None:
+    known = {variable.name for variable in variables()}
+    environment = _compose()["services"]["app"]["environment"]
+    unknown = set(environment) - known
+    assert not unknown, f"docker-compose sets variables docchat does not read: {unknown}"
