@@ -75,7 +75,10 @@ class LLMSettings(BaseSettings):
         ge=512,
         description="Tokens the model accepts per request; bounds the context budget",
     )
-    # Port of the local llama.cpp server the run command starts when base_url is unset.
+    pdf_input: bool = Field(
+        False,
+        description="The endpoint accepts PDF file parts: send unindexed PDFs whole (inline mode)",
+    )
     local_port: int = Field(
         8089, description="Port of the local demo model started by the run command"
     )
@@ -128,7 +131,10 @@ class RAGSettings(BaseSettings):
     reformulate: bool = Field(
         False, description="Rewrite follow-up questions into standalone search queries with the LLM"
     )
-    retrieval: Literal["auto"] = Field("auto", description="auto: always search before answering")
+    retrieval: Literal["auto", "tool"] = Field(
+        "auto",
+        description="auto: search before answering; tool: the model calls semantic_search itself",
+    )
     collection: str = Field("docchat_chunks", description="Chroma collection name")
 
 

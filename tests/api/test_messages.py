@@ -122,11 +122,13 @@ async def test_only_completed_documents_are_searched(
     pending = await upload(client, headers, "volcano.md", VOLCANO.encode())  # not processed yet
     response = await ask(client, headers, "Which volcano erupted in 1781?")
     assert response.json()["assistant_message"]["meta"]["documents_searched"] == 1
+    # Attached to the message while still processing: read directly (inline mode).
+    fresh_llm.script("It erupted in 1781 [1].")
     response = await ask(client, headers, "Which volcano?", document_ids=[pending.json()["id"]])
-    meta = response.json()["assistant_message"]["meta"]
-    assert (
-        meta["reason"] == "no_documents" and response.json()["assistant_message"]["sources"] is None
-    )
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["inline_documents"] == 1 and answer["meta"]["grounded"] is True
+    assert answer["sources"][0]["similarity"] is None
+    assert "stratovolcano" in fresh_llm.prompt_text()
 
 
 async def test_unrelated_question_falls_back_to_general_conversation(

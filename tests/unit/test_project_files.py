@@ -14,14 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_env_example_is_generated_from_the_settings() -> None:
     assert (ROOT / ".env.example").read_text() == env_example(), (
-        "regenerate it: python -m docchat.settings_docs env > .env.example"
+        "regenerate it: python scripts/sync_docs.py"
     )
 
 
 def test_readme_documents_every_variable() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = [v.name for v in variables() if f"`{v.name}`" not in readme]
-    assert not missing, f"README configuration table lacks {missing}"
+    assert not missing, f"README lacks {missing}; run: python scripts/sync_docs.py"
 
 
 def _compose() -> dict[str, Any]:

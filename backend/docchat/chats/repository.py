@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import Select, delete, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -77,3 +77,15 @@ async def recent_history(
         .limit(pairs * 2)
     )
     return list(reversed((await session.execute(statement)).scalars().all()))
+
+
+async def message_document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
+    """Documents attached to any message of the chat, in the order they were first attached."""
+    statement = (
+        select(MessageDocument.document_id, func.min(Message.seq).label("first"))
+        .join(Message, Message.id == MessageDocument.message_id)
+        .where(Message.chat_id == chat_id)
+        .group_by(MessageDocument.document_id)
+        .order_by("first")
+    )
+    return [row[0] for row in (await session.execute(statement)).all()]

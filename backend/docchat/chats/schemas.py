@@ -51,7 +51,9 @@ class MessageOptions(BaseModel):
     model: str | None = Field(None, max_length=200)
     strict: bool | None = Field(None, description="Documents only: no citation, no answer")
     reformulate: bool | None = Field(None, description="Rewrite the question before searching")
-    retrieval: Literal["auto"] | None = None
+    retrieval: Literal["auto", "tool"] | None = Field(
+        None, description="auto: search first; tool: the model calls semantic_search"
+    )
 
 
 class MessageCreate(BaseModel):

@@ -13,6 +13,14 @@ GROUNDED_SYSTEM = (
     "language of the question."
 )
 
+TOOL_SYSTEM = (
+    "You can search the user's documents with the semantic_search tool. Search when the "
+    "question may be answered by their documents; the results are numbered passages. After "
+    "each fact taken from a passage, write its number in brackets, like [1]. If nothing "
+    "relevant is found, say so and answer from general knowledge without brackets. Reply in "
+    "the language of the question."
+)
+
 STRICT_ADDENDUM = (
     " Answer only from the passages; if they do not contain the answer, say that the "
     "documents do not contain the information."
@@ -43,6 +51,16 @@ def grounded_messages(
     This shape keeps even a 135M-parameter model on the passages; larger ones do not mind it.
     """
     system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "") + f"\n\nPassages:\n{context}"
+    return [{"role": "system", "content": system}, *history, {"role": "user", "content": question}]
+
+
+def tool_messages(
+    history: Sequence[dict[str, str]], context: str, question: str, *, strict: bool
+) -> list[dict[str, Any]]:
+    """Tool mode: the model searches itself; passages read inline (if any) come up front."""
+    system = TOOL_SYSTEM + (STRICT_ADDENDUM if strict else "")
+    if context:
+        system += f"\n\nPassages from documents still being indexed:\n{context}"
     return [{"role": "system", "content": system}, *history, {"role": "user", "content": question}]
 
 

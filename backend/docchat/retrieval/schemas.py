@@ -12,7 +12,11 @@ class Source(BaseModel):
 
     document_id: uuid.UUID
     document_name: str
-    chunk_id: str = Field(description="`{document_id}_{chunk_index}`")
+    chunk_id: str = Field(
+        description="`{document_id}_{chunk_index}`, or `{document_id}_file` for a whole file"
+    )
     page: int | None
-    similarity: float
+    similarity: float | None = Field(
+        description="Cosine similarity to the query; null for text read directly (inline mode)"
+    )
     content_preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the chunk")

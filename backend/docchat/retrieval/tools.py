@@ -1,0 +1,125 @@
+"""Tool-calling retrieval: the model asks for `semantic_search`, the server decides the scope.
+
+The tool's schema has no document or file ids, and any the model sends anyway are ignored:
+the search always runs over the ids the server resolved for this conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from docchat.llm.client import ToolCall
+from docchat.llm.embeddings import Embedder
+from docchat.retrieval.context import CHARS_PER_TOKEN, ContextEntry, source_of
+from docchat.retrieval.search import search
+from docchat.retrieval.vectorstore import VectorStore
+
+TOOL_NAME = "semantic_search"
+MAX_TOOL_TOP_K = 20
+SEMANTIC_SEARCH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": TOOL_NAME,
+        "description": (
+            "Search the user's documents for passages relevant to a query. Returns numbered "
+            "passages; cite them in the answer by number, like [1]."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for, in plain words"},
+                "top_k": {
+                    "type": "integer",
+                    "description": "How many passages to return (default 4, at most 20)",
+                    "minimum": 1,
+                    "maximum": MAX_TOOL_TOP_K,
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": message})
+
+
+@dataclass
+class ToolRetrieval:
+    """Runs the model's search calls over a fixed document scope, numbering what it finds."""
+
+    embedder: Embedder
+    store: VectorStore
+    document_ids: list[uuid.UUID]
+    default_top_k: int
+    similarity_floor: float
+    budget_tokens: int
+    entries: list[ContextEntry] = field(default_factory=list)
+    searches: int = 0
+    unavailable: str | None = None
+    _numbers: dict[str, int] = field(default_factory=dict)
+
+    def _parse(self, call: ToolCall) -> tuple[str, int] | str:
+        if call.name != TOOL_NAME:
+            return f"Unknown tool {call.name!r}; the only tool is {TOOL_NAME}"
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            return "The arguments are not valid JSON"
+        if not isinstance(arguments, dict):
+            return "The arguments must be a JSON object"
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return "`query` must be a non-empty string"
+        top_k = arguments.get("top_k", self.default_top_k)
+        if not isinstance(top_k, int) or isinstance(top_k, bool):
+            top_k = self.default_top_k
+        return query, max(1, min(top_k, MAX_TOOL_TOP_K))
+
+    async def run(self, call: ToolCall) -> str:
+        """The tool message content for one call: numbered passages, or an error for the model."""
+        parsed = self._parse(call)
+        if isinstance(parsed, str):
+            return _error(parsed)
+        query, top_k = parsed
+        self.searches += 1
+        result = await search(
+            self.embedder,
+            self.store,
+            query,
+            self.document_ids,
+            top_k=top_k,
+            similarity_floor=self.similarity_floor,
+        )
+        if result.unavailable:
+            self.unavailable = result.unavailable
+            return _error("Document search is unavailable right now; answer without it")
+        blocks = []
+        remaining = self.budget_tokens * CHARS_PER_TOKEN - sum(len(e.text) for e in self.entries)
+        for hit in result.chunks:
+            number = self._numbers.get(hit.chunk.id)
+            if number is None:
+                if len(hit.chunk.text) > remaining:
+                    continue
+                number = len(self.entries) + 1
+                self._numbers[hit.chunk.id] = number
+                self.entries.append(ContextEntry(number, hit.chunk.text, source_of(hit)))
+                remaining -= len(hit.chunk.text)
+            blocks.append(f"[{number}] {hit.chunk.text}")
+        return "\n\n".join(blocks) if blocks else "No matching passages were found."
+
+
+def assistant_tool_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ],
+    }
