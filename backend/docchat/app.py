@@ -23,6 +23,7 @@ from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
 from docchat.kit import exception_handlers
+from docchat.openai_compat.router import router as openai_router
 from docchat.users import service as users_service
 from docchat.users.router import router as users_router
 
@@ -150,6 +151,7 @@ def create_app(
         admin_router,
     ):
         app.include_router(router, prefix="/api/v1")
+    app.include_router(openai_router)
     app.include_router(health.router)
     _mount_frontend(app, settings)
     return app

@@ -1,8 +1,13 @@
-"""Every error leaves as `{"detail": ...}` with its status; no stack trace reaches a client."""
+"""Every error leaves as `{"detail": ...}` with its status; no stack trace reaches a client.
+
+Under `/v1/` (the OpenAI-compatible API) the body also carries OpenAI's `error` object, so
+OpenAI SDKs show the message instead of a bare status code.
+"""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -14,37 +19,54 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from docchat.kit.errors import DocchatError
 
 logger = logging.getLogger("docchat.errors")
+OPENAI_PREFIX = "/v1/"
+OPENAI_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+}
 
 
-async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
+def _envelope(
+    request: Request, status: int, detail: Any, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body: dict[str, Any] = {"detail": detail}
+    if request.url.path.startswith(OPENAI_PREFIX):
+        message = detail if isinstance(detail, str) else str(jsonable_encoder(detail))
+        error_type = OPENAI_ERROR_TYPES.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
+        )
+        body["error"] = {"message": message, "type": error_type, "code": status}
+    return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
+
+
+async def _domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DocchatError)
-    return JSONResponse({"detail": exc.detail()}, status_code=exc.status_code, headers=exc.headers)
+    return _envelope(request, exc.status_code, exc.detail(), exc.headers)
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return JSONResponse(
-        {"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
-    )
+    return _envelope(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [
         {key: value for key, value in error.items() if key in {"loc", "msg", "type"}}
         for error in exc.errors()
     ]
-    return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+    return _envelope(request, 422, errors)
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
     logger.error("database error on %s %s: %s", request.method, request.url.path, exc)
-    return JSONResponse({"detail": "The database is unavailable; try again shortly"}, 503)
+    return _envelope(request, 503, "The database is unavailable; try again shortly")
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return JSONResponse({"detail": "Internal server error"}, status_code=500)
+    return _envelope(request, 500, "Internal server error")
 
 
 def install(app: FastAPI) -> None:

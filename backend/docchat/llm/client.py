@@ -152,6 +152,24 @@ class LLM:
             raise _translate(exc) from exc
         yield StreamEnd(used_model, prompt_tokens, completion_tokens)
 
+    async def passthrough(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Forward an OpenAI chat-completions body unchanged; the response as a plain dict."""
+        try:
+            response = await self.client.chat.completions.create(**payload)
+        except openai.OpenAIError as exc:
+            raise _translate(exc) from exc
+        result: dict[str, Any] = response.model_dump(exclude_unset=True)
+        return result
+
+    async def passthrough_stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Forward a streaming body unchanged; yields each chunk as a plain dict."""
+        try:
+            stream = await self.client.chat.completions.create(**{**payload, "stream": True})
+            async for chunk in stream:
+                yield chunk.model_dump(exclude_unset=True)
+        except openai.OpenAIError as exc:
+            raise _translate(exc) from exc
+
     async def list_models(self) -> list[str]:
         try:
             page = await self.client.models.list()

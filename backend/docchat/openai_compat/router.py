@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from docchat.auth.dependencies import CurrentUser
+from docchat.components import ComponentsDep
+from docchat.kit.errors import DocchatError
+from docchat.kit.routing import SessionDep, make_router
+from docchat.openai_compat import service
+from docchat.openai_compat.schemas import ChatCompletionRequest, ModelCard, ModelList
+
+router = make_router(prefix="/v1", tags=["openai-compatible"])
+
+
+async def _sse(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    try:
+        async for chunk in chunks:
+            yield f"data: {json.dumps(chunk, default=str)}\n\n"
+    except DocchatError as exc:
+        error = {"message": exc.message, "type": "upstream_error", "code": exc.status_code}
+        yield f"data: {json.dumps({'error': error})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _streaming(chunks: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
+    return StreamingResponse(
+        _sse(chunks), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
+
+
+@router.post("/chat/completions", operation_id="openai_chat_completions", response_model=None)
+async def chat_completions(
+    request: ChatCompletionRequest,
+    user: CurrentUser,
+    session: SessionDep,
+    components: ComponentsDep,
+) -> JSONResponse | StreamingResponse:
+    """OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
+    your documents and carry `sources`; without it the request goes to the model unchanged."""
+    if service.is_passthrough(request):
+        payload = request.model_dump(exclude_none=True, exclude={"index_name"})
+        payload["model"] = request.model or components.settings.llm.model
+        if request.stream:
+            return _streaming(components.llm.passthrough_stream(payload))
+        return JSONResponse(await components.llm.passthrough(payload))
+    prepared = await service.prepare(session, components, user, request)
+    if request.stream:
+        return _streaming(service.stream(components, prepared))
+    return JSONResponse(await service.complete(components, prepared))
+
+
+@router.get("/models", response_model=ModelList, operation_id="openai_list_models")
+async def list_models(_: CurrentUser, components: ComponentsDep) -> ModelList:
+    """The models the configured endpoint offers (the default model if it cannot say)."""
+    try:
+        names = await components.llm.list_models()
+    except DocchatError:
+        names = []
+    default = components.settings.llm.model
+    ordered = [default, *(name for name in names if name != default)]
+    return ModelList(data=[ModelCard(id=name) for name in ordered])

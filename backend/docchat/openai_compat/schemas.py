@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ChatCompletionRequest(BaseModel):
+    """An OpenAI chat-completions body, plus docchat's `index_name`; unknown fields pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    stream: bool = False
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    tools: list[dict[str, Any]] | None = None
+    functions: list[dict[str, Any]] | None = None
+    index_name: str | None = Field(
+        None,
+        max_length=100,
+        description="`all`, or the name of one of your categories: answer from those documents",
+    )
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: str = "model"
+    created: int = 0
+    owned_by: str = "docchat"
+
+
+class ModelList(BaseModel):
+    object: str = "list"
+    data: list[ModelCard]
