@@ -66,3 +66,15 @@ ensure_postgres() {
   or point DATABASE_URL at a server you have, e.g.
   DATABASE_URL=postgresql+asyncpg://user:password@host:5432/docchat"
 }
+
+# ensure_frontend: install the web app's packages when package-lock.json changed, then build it.
+ensure_frontend() {
+  command -v npm >/dev/null 2>&1 || return 1
+  local stamp="$ROOT/frontend/node_modules/.docchat-installed"
+  if [ ! -f "$stamp" ] || [ "$ROOT/frontend/package-lock.json" -nt "$stamp" ]; then
+    say "installing the web app's packages"
+    (cd "$ROOT/frontend" && npm ci --no-audit --no-fund --loglevel=error) && touch "$stamp"
+  fi
+  say "building the web app"
+  (cd "$ROOT/frontend" && npm run --silent build >/dev/null)
+}

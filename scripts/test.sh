@@ -6,6 +6,16 @@ cd "$ROOT"
 ensure_venv "dev"
 ensure_postgres "${TEST_DATABASE_ADMIN_URL:-postgresql+asyncpg://postgres@127.0.0.1:5432/postgres}"
 
+command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are required for the web app's checks"
+ensure_frontend
+say "web app: API contract, types, unit tests"
+(
+  cd "$ROOT/frontend"
+  npx --no-install openapi-typescript openapi.json -o /tmp/docchat-schema.d.ts >/dev/null 2>&1
+  diff -q src/api/schema.d.ts /tmp/docchat-schema.d.ts >/dev/null ||
+    die "frontend/src/api/schema.d.ts is stale: run bash scripts/generate_client.sh"
+  npx --no-install vitest run --reporter=dot
+)
 say "ruff"
 "$VENV/bin/ruff" check backend tests migrations bench
 "$VENV/bin/ruff" format --check backend tests migrations bench

@@ -93,6 +93,15 @@ async def _reindex() -> None:
         await engine.dispose()
 
 
+def openapi_json() -> str:
+    """The API's OpenAPI schema, as committed to frontend/openapi.json."""
+    import json
+
+    from docchat.app import create_app
+
+    return json.dumps(create_app().openapi(), indent=2, sort_keys=True) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="docchat", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     admin.add_argument("--password", help="read from the terminal when omitted")
     commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
     commands.add_parser("reindex", help="rebuild the vector index for the configured embedder")
+    commands.add_parser("openapi", help="print the OpenAPI schema (for the generated TS client)")
     args = parser.parse_args(argv)
 
     if args.command == "serve":
@@ -121,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
         _migrate(args)
     elif args.command == "reindex":
         asyncio.run(_reindex())
+    elif args.command == "openapi":
+        sys.stdout.write(openapi_json())
 
 
 if __name__ == "__main__":

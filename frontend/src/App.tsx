@@ -1,0 +1,51 @@
+import { useCallback, useEffect, useState } from "react";
+import { api, loadTokens, logout, onSessionEnd, type User } from "./api/client";
+import AuthPage from "./pages/AuthPage";
+import ChatPage from "./pages/ChatPage";
+import AdminPage from "./pages/AdminPage";
+
+type View = "chat" | "admin";
+
+export default function App() {
+  const [user, setUser] = useState<User | null>(null);
+  const [checking, setChecking] = useState(Boolean(loadTokens()));
+  const [view, setView] = useState<View>("chat");
+
+  const loadUser = useCallback(async () => {
+    const { data } = await api.GET("/api/v1/users/me");
+    setUser(data ?? null);
+    setChecking(false);
+  }, []);
+
+  useEffect(() => {
+    if (loadTokens()) void loadUser();
+    return onSessionEnd(() => {
+      setUser(null);
+      setView("chat");
+    });
+  }, [loadUser]);
+
+  if (checking) return <p className="loading">Loading…</p>;
+  if (!user) return <AuthPage onAuthenticated={loadUser} />;
+  return (
+    <div className="app">
+      <header className="topbar">
+        <button className="brand" onClick={() => setView("chat")}>
+          docchat
+        </button>
+        <nav aria-label="Main">
+          {user.role === "admin" && (
+            <button onClick={() => setView(view === "admin" ? "chat" : "admin")}>
+              {view === "admin" ? "Back to chats" : "Admin"}
+            </button>
+          )}
+          <span className="who" title={user.email}>
+            {user.email}
+          </span>
+          <button onClick={logout}>Log out</button>
+        </nav>
+      </header>
+      {view === "admin" ? <AdminPage /> : <ChatPage />}
+    </div>
+  );
+}

@@ -1,0 +1,183 @@
+// The typed API client (generated types in schema.d.ts) and the session around it.
+import createClient from "openapi-fetch";
+import type { components, paths } from "./schema";
+import { readSSE } from "./sse";
+
+export type Schemas = components["schemas"];
+export type User = Schemas["UserRead"];
+export type Chat = Schemas["ChatRead"];
+export type ChatDetail = Schemas["ChatDetail"];
+export type Message = Schemas["MessageRead"];
+export type Source = Schemas["Source"];
+export type DocumentInfo = Schemas["DocumentRead"];
+export type Category = Schemas["CategoryRead"];
+export type MessageOptions = Schemas["MessageOptions"];
+
+interface Tokens {
+  access_token: string;
+  refresh_token: string;
+}
+
+const STORAGE_KEY = "docchat.tokens";
+const listeners = new Set<() => void>();
+let refreshing: Promise<boolean> | null = null;
+
+export function loadTokens(): Tokens | null {
+  const raw = localStorage.getItem(STORAGE_KEY);
+  return raw ? (JSON.parse(raw) as Tokens) : null;
+}
+
+function saveTokens(tokens: Tokens | null): void {
+  if (tokens) localStorage.setItem(STORAGE_KEY, JSON.stringify(tokens));
+  else localStorage.removeItem(STORAGE_KEY);
+}
+
+/** Called when the session ends (logout, or a refresh that failed): the app shows the login page. */
+export function onSessionEnd(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+export function logout(): void {
+  saveTokens(null);
+  listeners.forEach((listener) => listener());
+}
+
+async function refreshTokens(): Promise<boolean> {
+  const tokens = loadTokens();
+  if (!tokens) return false;
+  const response = await fetch("/api/v1/auth/refresh", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ refresh_token: tokens.refresh_token }),
+  });
+  if (!response.ok) return false;
+  saveTokens((await response.json()) as Tokens);
+  return true;
+}
+
+function withAuth(request: Request): Request {
+  const tokens = loadTokens();
+  if (tokens) request.headers.set("Authorization", `Bearer ${tokens.access_token}`);
+  return request;
+}
+
+/** fetch() with the bearer token; on 401 it refreshes once, quietly, then gives up and logs out. */
+export async function authFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  const original = new Request(input, init);
+  const retry = original.clone();
+  const response = await fetch(withAuth(original));
+  if (response.status !== 401 || !loadTokens()) return response;
+  refreshing ??= refreshTokens().finally(() => (refreshing = null));
+  if (!(await refreshing)) {
+    logout();
+    return response;
+  }
+  return fetch(withAuth(retry));
+}
+
+export const api = createClient<paths>({ baseUrl: window.location.origin, fetch: authFetch });
+
+export function errorMessage(error: unknown, fallback = "Something went wrong"): string {
+  if (error && typeof error === "object" && "detail" in error) {
+    const detail = (error as { detail: unknown }).detail;
+    if (typeof detail === "string") return detail;
+    if (Array.isArray(detail) && detail[0]?.msg) return String(detail[0].msg);
+  }
+  if (error instanceof Error) return error.message;
+  return fallback;
+}
+
+export async function login(email: string, password: string): Promise<void> {
+  const body = new URLSearchParams({ username: email, password });
+  const response = await fetch("/api/v1/auth/login", { method: "POST", body });
+  const payload = await response.json();
+  if (!response.ok) throw new Error(errorMessage(payload, "Login failed"));
+  saveTokens(payload as Tokens);
+}
+
+export async function register(email: string, password: string): Promise<void> {
+  const response = await fetch("/api/v1/auth/register", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email, password }),
+  });
+  if (!response.ok) throw new Error(errorMessage(await response.json(), "Sign-up failed"));
+  await login(email, password);
+}
+
+export interface StreamHandlers {
+  onMeta(chatId: string, userMessage: Message): void;
+  onSources(sources: Source[]): void;
+  onDelta(text: string): void;
+  onDone(message: Message): void;
+  onError(detail: string): void;
+}
+
+/** Sends a message and streams the answer; resolves when the stream ends or is aborted. */
+export async function streamMessage(
+  body: Schemas["MessageCreate"],
+  handlers: StreamHandlers,
+  signal: AbortSignal,
+): Promise<void> {
+  const response = await authFetch("/api/v1/messages/stream", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (!response.ok || !response.body) {
+    handlers.onError(errorMessage(await response.json().catch(() => null), "The message failed"));
+    return;
+  }
+  for await (const { event, data } of readSSE(response.body)) {
+    const payload = JSON.parse(data);
+    if (event === "meta") handlers.onMeta(payload.chat_id, payload.user_message);
+    else if (event === "sources") handlers.onSources(payload.sources);
+    else if (event === "delta") handlers.onDelta(payload.text);
+    else if (event === "done") handlers.onDone(payload.assistant_message);
+    else if (event === "error") handlers.onError(payload.detail);
+  }
+}
+
+/** Uploads with progress (fetch cannot report upload progress; XMLHttpRequest can). */
+export function uploadDocument(
+  file: File,
+  url: string,
+  onProgress: (fraction: number) => void,
+): Promise<DocumentInfo> {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open("POST", url);
+    const tokens = loadTokens();
+    if (tokens) request.setRequestHeader("Authorization", `Bearer ${tokens.access_token}`);
+    request.upload.onprogress = (event) => {
+      if (event.lengthComputable) onProgress(event.loaded / event.total);
+    };
+    request.onload = () => {
+      const payload = JSON.parse(request.responseText || "null");
+      if (request.status === 202) resolve(payload as DocumentInfo);
+      else if (request.status === 401) {
+        void refreshTokens().then((ok) => (ok ? uploadDocument(file, url, onProgress).then(resolve, reject) : reject(new Error("Please log in again"))));
+      } else reject(new Error(errorMessage(payload, `Upload failed (${request.status})`)));
+    };
+    request.onerror = () => reject(new Error("Upload failed: the server could not be reached"));
+    const form = new FormData();
+    form.append("file", file);
+    request.send(form);
+  });
+}
+
+/** Opens the original file in a new tab, at a page for PDFs (the file needs the bearer token). */
+export async function openDocument(documentId: string, page: number | null): Promise<void> {
+  const opened = window.open("about:blank", "_blank");
+  const response = await authFetch(`/api/v1/documents/${documentId}/file`);
+  if (!response.ok) {
+    opened?.close();
+    throw new Error("The document could not be opened");
+  }
+  const url = URL.createObjectURL(await response.blob());
+  const target = page ? `${url}#page=${page}` : url;
+  if (opened) opened.location.href = target;
+  else window.location.assign(target);
+}

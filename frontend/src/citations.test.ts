@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { citationNumber, linkCitations } from "./citations";
+
+describe("linkCitations", () => {
+  it("turns markers into citation links", () => {
+    expect(linkCitations("Built in 1887 [1][2].")).toBe("Built in 1887 [\\[1\\]](#cite-1)[\\[2\\]](#cite-2).");
+  });
+
+  it("leaves code and existing links alone", () => {
+    expect(linkCitations("`a[1]` and [x](http://e.com) [3]")).toBe("`a[1]` and [x](http://e.com) [\\[3\\]](#cite-3)");
+    expect(linkCitations("```\nlist[0]\n```")).toBe("```\nlist[0]\n```");
+  });
+});
+
+describe("citationNumber", () => {
+  it("reads citation links only", () => {
+    expect(citationNumber("#cite-4")).toBe(4);
+    expect(citationNumber("https://example.com")).toBeNull();
+    expect(citationNumber("#cite-x")).toBeNull();
+    expect(citationNumber(undefined)).toBeNull();
+  });
+});

@@ -1,0 +1,19 @@
+// Citation markers [n] become links the Markdown renderer turns into buttons.
+
+export const CITATION_PREFIX = "#cite-";
+
+/** `text [1][2]` -> `text [[1]](#cite-1)[[2]](#cite-2)`, leaving code spans and blocks alone. */
+export function linkCitations(markdown: string): string {
+  return markdown
+    .split(/(```[\s\S]*?```|`[^`\n]*`)/g)
+    .map((part, index) =>
+      index % 2 === 1 ? part : part.replace(/\[(\d{1,3})\](?!\()/g, (_, n) => `[\\[${n}\\]](${CITATION_PREFIX}${n})`),
+    )
+    .join("");
+}
+
+export function citationNumber(href: string | undefined): number | null {
+  if (!href?.startsWith(CITATION_PREFIX)) return null;
+  const number = Number(href.slice(CITATION_PREFIX.length));
+  return Number.isInteger(number) && number > 0 ? number : null;
+}

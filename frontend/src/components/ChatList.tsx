@@ -1,0 +1,118 @@
+import { useCallback, useEffect, useRef, useState } from "react";
+import { api, type Category, type Chat } from "../api/client";
+
+const PAGE = 30;
+
+interface Props {
+  currentChatId: string | null;
+  refreshKey: number;
+  onSelect(chatId: string | null): void;
+}
+
+export default function ChatList({ currentChatId, refreshKey, onSelect }: Props) {
+  const [chats, setChats] = useState<Chat[]>([]);
+  const [total, setTotal] = useState(0);
+  const [categories, setCategories] = useState<Category[]>([]);
+  const [categoryId, setCategoryId] = useState("");
+  const [loading, setLoading] = useState(false);
+  const sentinel = useRef<HTMLLIElement>(null);
+
+  const loadPage = useCallback(
+    async (skip: number) => {
+      setLoading(true);
+      const { data } = await api.GET("/api/v1/chats", {
+        params: { query: { skip, limit: PAGE, category_id: categoryId || undefined } },
+      });
+      setLoading(false);
+      if (!data) return;
+      setTotal(data.total);
+      setChats((previous) => (skip === 0 ? data.items : [...previous, ...data.items]));
+    },
+    [categoryId],
+  );
+
+  useEffect(() => {
+    void loadPage(0);
+  }, [loadPage, refreshKey]);
+
+  useEffect(() => {
+    void api.GET("/api/v1/categories", { params: { query: { limit: 100 } } }).then(({ data }) => setCategories(data?.items ?? []));
+  }, [refreshKey]);
+
+  // Load the next page when the end of the list scrolls into view.
+  useEffect(() => {
+    const node = sentinel.current;
+    if (!node || chats.length >= total) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries[0]?.isIntersecting && !loading) void loadPage(chats.length);
+    });
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, [chats.length, total, loading, loadPage]);
+
+  async function rename(chat: Chat) {
+    const title = window.prompt("New title", chat.title)?.trim();
+    if (!title) return;
+    await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body: { title } });
+    void loadPage(0);
+  }
+
+  async function remove(chat: Chat) {
+    if (!window.confirm(`Delete “${chat.title}”?`)) return;
+    await api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } });
+    if (chat.id === currentChatId) onSelect(null);
+    void loadPage(0);
+  }
+
+  async function addCategory() {
+    const name = window.prompt("Category name")?.trim();
+    if (!name) return;
+    const { data } = await api.POST("/api/v1/categories", { body: { name } });
+    if (data) setCategories((previous) => [...previous, data].sort((a, b) => a.name.localeCompare(b.name)));
+  }
+
+  return (
+    <aside className="sidebar" aria-label="Chats">
+      <button className="primary wide" onClick={() => onSelect(null)}>
+        + New chat
+      </button>
+      <div className="row">
+        <label className="grow">
+          <span className="sr-only">Filter by category</span>
+          <select value={categoryId} onChange={(e) => setCategoryId(e.target.value)} aria-label="Filter by category">
+            <option value="">All chats</option>
+            {categories.map((category) => (
+              <option key={category.id} value={category.id}>
+                {category.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button onClick={addCategory} title="New category" aria-label="New category">
+          +
+        </button>
+      </div>
+      <ul className="chat-list">
+        {chats.map((chat) => (
+          <li key={chat.id} className={chat.id === currentChatId ? "active" : ""}>
+            <button className="chat-title" onClick={() => onSelect(chat.id)} title={chat.title}>
+              {chat.title}
+            </button>
+            <button className="icon" onClick={() => rename(chat)} aria-label={`Rename ${chat.title}`}>
+              ✎
+            </button>
+            <button className="icon" onClick={() => remove(chat)} aria-label={`Delete ${chat.title}`}>
+              ✕
+            </button>
+          </li>
+        ))}
+        {chats.length < total && (
+          <li ref={sentinel} className="muted">
+            Loading more…
+          </li>
+        )}
+        {!chats.length && !loading && <li className="muted">No chats yet. Ask something!</li>}
+      </ul>
+    </aside>
+  );
+}

@@ -1,0 +1,221 @@
+import { useEffect, useRef, useState, type KeyboardEvent } from "react";
+import Markdown from "react-markdown";
+import { api, streamMessage, type Message, type Source } from "../api/client";
+import { citationNumber, linkCitations } from "../citations";
+
+interface Props {
+  chatId: string | null;
+  selectedDocumentIds: string[];
+  onChatCreated(chatId: string): void;
+  onAnswered(): void;
+  onShowSources(sources: Source[] | null, highlighted: number | null): void;
+}
+
+interface Pending {
+  user: Message | null;
+  question: string;
+  text: string;
+  error: string | null;
+}
+
+function AnswerText({ message, onCite }: { message: Pick<Message, "content">; onCite(n: number): void }) {
+  return (
+    <Markdown
+      components={{
+        a({ href, children }) {
+          const number = citationNumber(href);
+          if (number === null) {
+            return (
+              <a href={href} target="_blank" rel="noreferrer">
+                {children}
+              </a>
+            );
+          }
+          return (
+            <button className="cite" onClick={() => onCite(number)} aria-label={`Show source ${number}`}>
+              [{number}]
+            </button>
+          );
+        },
+      }}
+    >
+      {linkCitations(message.content)}
+    </Markdown>
+  );
+}
+
+export default function Conversation({ chatId, selectedDocumentIds, onChatCreated, onAnswered, onShowSources }: Props) {
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [draft, setDraft] = useState("");
+  const [pending, setPending] = useState<Pending | null>(null);
+  const abort = useRef<AbortController | null>(null);
+  const bottom = useRef<HTMLDivElement>(null);
+  const createdHere = useRef<string | null>(null);
+
+  useEffect(() => {
+    if (chatId && chatId === createdHere.current) return; // already on screen from the stream
+    setMessages([]);
+    if (!chatId) return;
+    void (async () => {
+      const loaded: Message[] = [];
+      for (let skip = 0; ; skip += 100) {
+        const { data } = await api.GET("/api/v1/chats/{chat_id}/messages", {
+          params: { path: { chat_id: chatId }, query: { skip, limit: 100 } },
+        });
+        if (!data) break;
+        loaded.push(...data.items);
+        if (loaded.length >= data.total) break;
+      }
+      setMessages(loaded);
+    })();
+  }, [chatId]);
+
+  useEffect(() => {
+    bottom.current?.scrollIntoView?.({ block: "end" });
+  }, [messages, pending?.text]);
+
+  async function send() {
+    const question = draft.trim();
+    if (!question || pending) return;
+    setDraft("");
+    const controller = new AbortController();
+    abort.current = controller;
+    let state: Pending = { user: null, question, text: "", error: null };
+    const update = (patch: Partial<Pending>) => {
+      state = { ...state, ...patch };
+      setPending(state);
+    };
+    update({});
+    try {
+      await streamMessage(
+        { chat_id: chatId, content: question, document_ids: selectedDocumentIds },
+        {
+          onMeta(newChatId, user) {
+            update({ user });
+            if (!chatId) {
+              createdHere.current = newChatId;
+              onChatCreated(newChatId);
+            }
+          },
+          onSources() {},
+          onDelta(text) {
+            update({ text: state.text + text });
+          },
+          onDone(message) {
+            // Read the user message now: React runs the updater later, after state changes.
+            const asked = state.user ? [state.user] : [];
+            setMessages((previous) => [...previous, ...asked, message]);
+            state = { ...state, user: null };
+            setPending(null);
+            if (message.sources?.length) onShowSources(message.sources, null);
+          },
+          onError(detail) {
+            update({ error: detail });
+          },
+        },
+        controller.signal,
+      );
+    } catch (caught) {
+      if (!(caught instanceof DOMException && caught.name === "AbortError")) {
+        update({ error: caught instanceof Error ? caught.message : "The message failed" });
+      }
+    } finally {
+      abort.current = null;
+      const unanswered = state.user;
+      if (unanswered) {
+        // Stopped or failed: the question is saved; the half answer is not.
+        setMessages((previous) => [...previous, unanswered]);
+      }
+      setPending(state.error ? { user: null, question: "", text: "", error: state.error } : null);
+      onAnswered();
+    }
+  }
+
+  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      void send();
+    }
+  }
+
+  return (
+    <section className="conversation" aria-label="Conversation">
+      <div className="messages" aria-live="polite">
+        {!messages.length && !pending && (
+          <div className="empty">
+            <h2>Ask about your documents</h2>
+            <p className="muted">Upload files on the right, then ask a question. Answers cite the pages they use.</p>
+          </div>
+        )}
+        {messages.map((message) => (
+          <article key={message.id} className={`message ${message.role}`} data-testid={`message-${message.role}`}>
+            {message.role === "assistant" ? (
+              <>
+                <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
+                <footer>
+                  {message.sources?.length ? (
+                    <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
+                      {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
+                    </button>
+                  ) : (
+                    <span className="badge general" title="This answer is not grounded in your documents">
+                      General answer
+                    </span>
+                  )}
+                </footer>
+              </>
+            ) : (
+              <p className="user-text">{message.content}</p>
+            )}
+          </article>
+        ))}
+        {pending && (
+          <>
+            {pending.question && (
+              <article className="message user">
+                <p className="user-text">{pending.question}</p>
+              </article>
+            )}
+            <article className="message assistant streaming" data-testid="message-streaming" aria-busy={!pending.error}>
+              {pending.error ? (
+                <p role="alert" className="error">
+                  {pending.error}
+                </p>
+              ) : (
+                <AnswerText message={{ content: pending.text || "…" }} onCite={() => undefined} />
+              )}
+            </article>
+          </>
+        )}
+        <div ref={bottom} />
+      </div>
+      <div className="composer">
+        {selectedDocumentIds.length > 0 && (
+          <p className="muted small">
+            Using {selectedDocumentIds.length} selected {selectedDocumentIds.length === 1 ? "document" : "documents"} for the next message
+          </p>
+        )}
+        <label htmlFor="composer" className="sr-only">
+          Message
+        </label>
+        <textarea
+          id="composer"
+          rows={2}
+          placeholder="Ask a question (Enter sends, Shift+Enter adds a line)"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={onKeyDown}
+        />
+        {pending && !pending.error ? (
+          <button onClick={() => abort.current?.abort()} className="danger">
+            Stop
+          </button>
+        ) : (
+          <button onClick={() => void send()} className="primary" disabled={!draft.trim()}>
+            Send
+          </button>
+        )}
+      </div>
+    </section>
+  );
+}

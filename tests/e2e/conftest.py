@@ -1,0 +1,65 @@
+"""End-to-end fixtures: the real app on loopback and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, async_playwright
+from pydantic import SecretStr
+
+from docchat.config import Settings, WorkerSettings
+from tests.support.live_server import LiveServer
+
+ROOT = Path(__file__).resolve().parents[2]
+DIST = ROOT / "frontend" / "dist"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# The flags this machine needs: no sandbox as root, no GPU, and no calls home.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# Written on every run; the README shows copies kept in docs/screenshots.
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+ADMIN_EMAIL = "admin@example.com"
+ADMIN_PASSWORD = "admin password 123"
+
+
+@pytest.fixture(scope="session")
+def live_server(
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    if not (DIST / "index.html").is_file():
+        pytest.fail(
+            "The web app is not built: run `npm run build` in frontend/ (scripts/test.sh does)"
+        )
+    e2e_settings = settings.model_copy(
+        update={
+            "data_dir": tmp_path_factory.mktemp("e2e-data"),
+            "frontend_dir": DIST,
+            "worker": WorkerSettings(_env_file=None, enabled=True, poll_seconds=0.2),  # type: ignore[call-arg]
+            "admin_email": ADMIN_EMAIL,
+            "admin_password": SecretStr(ADMIN_PASSWORD),
+        }
+    )
+    server = LiveServer(e2e_settings).start()
+    yield server
+    server.stop()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    if not shutil.which(CHROMIUM):
+        pytest.fail("Chromium is not installed (Debian: apt-get install chromium)")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        await browser.close()

@@ -1,0 +1,213 @@
+"""A person using the web app: sign up, upload, ask, follow citations; others see nothing."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from playwright.async_api import Browser, Page, expect
+
+from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
+from tests.support.files import filler, make_pdf
+from tests.support.live_server import LiveServer
+from tests.support.llm_server import Reply, ScriptedLLM
+
+LIGHTHOUSE_PAGES = [
+    "Annual report of the Northwind Lighthouse Society. " + filler("membership", 6),
+    "The Northwind lighthouse was built in 1887 on Gull Rock. Its light can be seen "
+    "22 nautical miles away, and the keeper's cottage is now a small museum.",
+    "Finances: membership fees rose to 40 euros per year.",
+]
+PASSWORD = "correct horse battery"
+
+
+async def sign_up(page: Page, server: LiveServer) -> str:
+    email = f"e2e-{uuid.uuid4().hex[:8]}@example.com"
+    await page.goto(server.url)
+    await expect(page.get_by_role("heading", name="Log in to docchat")).to_be_visible()
+    await page.get_by_role("button", name="No account yet? Sign up").click()
+    await page.get_by_label("Email").fill(email)
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign up").click()
+    await expect(page.get_by_role("button", name="+ New chat")).to_be_visible()
+    return email
+
+
+async def ask(page: Page, question: str) -> None:
+    box = page.get_by_role("textbox", name="Message")
+    await box.fill(question)
+    await box.press("Enter")
+
+
+async def test_a_user_chats_with_a_document(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM, tmp_path: object
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await page.goto(live_server.url)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SCREENSHOTS / "login.png"))
+    await sign_up(page, live_server)
+
+    # Upload a PDF and watch it finish processing.
+    await page.get_by_test_id("file-input").set_input_files(
+        [
+            {
+                "name": "lighthouse.pdf",
+                "mimeType": "application/pdf",
+                "buffer": make_pdf(LIGHTHOUSE_PAGES),
+            }
+        ]
+    )
+    document = page.get_by_test_id("document").filter(has_text="lighthouse.pdf")
+    await expect(document).to_have_attribute("data-status", "completed", timeout=60_000)
+    await expect(document).to_contain_text("3 pages")
+    await page.screenshot(path=str(SCREENSHOTS / "documents.png"))
+
+    # Ask; the answer streams in and cites page 2.
+    scripted_llm.script(
+        Reply(content="It was built in 1887 [1].", pieces=["It was ", "built in ", "1887 [1]."])
+    )
+    await ask(page, "When was the Northwind lighthouse built?")
+    answer = page.get_by_test_id("message-assistant").last
+    await expect(answer).to_contain_text("It was built in 1887")
+    await expect(page.get_by_test_id("message-user")).to_have_text(
+        ["When was the Northwind lighthouse built?"]
+    )
+    assert scripted_llm.last_request["stream"] is True
+    await answer.get_by_role("button", name="Show source 1").click()
+    source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
+    await expect(source).to_contain_text("lighthouse.pdf")
+    await expect(source).to_contain_text("page 2")
+    await expect(source).to_contain_text("built in 1887 on Gull Rock")
+    await page.screenshot(path=str(SCREENSHOTS / "chat-with-sources.png"))
+
+    # Opening the source shows the PDF at that page.
+    async with context.expect_page() as popup_info:
+        await source.get_by_role("button", name="Open lighthouse.pdf at page 2").click()
+    popup = await popup_info.value
+    await expect(popup).to_have_url(re.compile(r"^blob:.*#page=2$"))
+    await popup.close()
+
+    # A follow-up that says "it" reaches the model with the conversation.
+    scripted_llm.script("Its light reaches 22 nautical miles [1].")
+    await ask(page, "How far away can it be seen?")
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(2)
+    await expect(page.get_by_test_id("message-user")).to_have_count(2)
+    history = [m["content"] for m in scripted_llm.last_request["messages"]]
+    assert "When was the Northwind lighthouse built?" in history
+
+    # An unrelated question gets a general answer, marked as such.
+    scripted_llm.script("Paris is the capital of France.")
+    await ask(page, "What is the capital of France?")
+    general = page.get_by_test_id("message-assistant").last
+    await expect(general).to_contain_text("Paris is the capital of France.")
+    await expect(general.get_by_text("General answer")).to_be_visible()
+
+    # Shift+Enter adds a line instead of sending.
+    box = page.get_by_role("textbox", name="Message")
+    await box.fill("first line")
+    await box.press("Shift+Enter")
+    await box.type("second line")
+    assert await box.input_value() == "first line\nsecond line"
+    await box.fill("")
+
+    # The chat shows up in the list, titled after the first question.
+    await expect(page.get_by_role("complementary", name="Chats")).to_contain_text(
+        "When was the Northwind lighthouse"
+    )
+
+    # On a phone-sized screen the panel folds away behind a button.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    panel = page.get_by_role("complementary", name="Documents and sources")
+    await expect(panel).to_be_visible()  # still open from the citation click
+    await page.get_by_role("button", name="Hide panel").click()
+    await expect(panel).to_be_hidden()
+    await expect(page.get_by_role("button", name="Documents & sources")).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "phone.png"))
+    await context.close()
+
+    # Someone else sees none of it, and the model never gets the first user's passages.
+    other = await browser.new_context()
+    stranger = await other.new_page()
+    await sign_up(stranger, live_server)
+    await expect(stranger.get_by_text("No documents yet.")).to_be_visible()
+    scripted_llm.script("I do not know.")
+    await ask(stranger, "When was the Northwind lighthouse built?")
+    await expect(stranger.get_by_test_id("message-assistant")).to_contain_text("I do not know.")
+    assert "Gull Rock" not in str(scripted_llm.last_request)
+    await other.close()
+
+
+async def test_stop_keeps_the_question_and_saves_no_half_answer(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context()
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    scripted_llm.script(Reply(content="This answer comes too late.", delay_seconds=3))
+    await ask(page, "A slow question")
+    await page.get_by_role("button", name="Stop").click()
+    await expect(page.get_by_role("button", name="Send")).to_be_visible()
+    await page.reload()
+    await page.get_by_role("button", name="A slow question", exact=True).click()
+    await expect(page.get_by_test_id("message-user")).to_have_text("A slow question")
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+    await context.close()
+
+
+async def test_expired_session_goes_back_to_login(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    context = await browser.new_context()
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    # Both tokens become useless: the next call fails to refresh and the app asks to log in again.
+    forged = "JSON.stringify({access_token: 'x', refresh_token: 'y'})"
+    await page.evaluate(f"localStorage.setItem('docchat.tokens', {forged})")
+    await page.get_by_role("button", name="+ New chat").click()
+    await page.get_by_role("textbox", name="Message").fill("hello?")
+    await page.get_by_role("textbox", name="Message").press("Enter")
+    await expect(page.get_by_role("heading", name="Log in to docchat")).to_be_visible()
+    await context.close()
+
+
+async def test_admin_shares_a_document_with_everyone(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await admin.goto(live_server.url)
+    await admin.get_by_label("Email").fill(ADMIN_EMAIL)
+    await admin.get_by_label("Password").fill(ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Log in").click()
+    await admin.get_by_role("button", name="Admin").click()
+    await expect(admin.get_by_role("heading", name="Usage")).to_be_visible()
+    await expect(admin.get_by_role("table")).to_contain_text(ADMIN_EMAIL)
+    await admin.get_by_test_id("file-input").set_input_files(
+        [
+            {
+                "name": "handbook.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# Handbook\n\nThe office opens at nine.",
+            }
+        ]
+    )
+    shared = admin.get_by_test_id("document").filter(has_text="handbook.md")
+    await expect(shared).to_have_attribute("data-status", "completed", timeout=60_000)
+    await expect(shared).to_contain_text("shared")
+    await admin.screenshot(path=str(SCREENSHOTS / "admin.png"))
+    await context.close()
+
+    # Any user sees it, marked as shared, and cannot delete it.
+    other = await browser.new_context()
+    user = await other.new_page()
+    await sign_up(user, live_server)
+    document = user.get_by_test_id("document").filter(has_text="handbook.md")
+    await expect(document).to_contain_text("shared")
+    user.once("dialog", lambda dialog: dialog.accept())
+    await document.get_by_role("button", name="Delete").click()
+    await expect(user.get_by_role("alert")).to_contain_text("Only administrators")
+    await other.close()

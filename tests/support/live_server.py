@@ -1,0 +1,41 @@
+"""The whole app served by uvicorn on loopback, in a thread: lifespan, worker loop and all."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+
+import uvicorn
+
+from docchat.app import create_app
+from docchat.config import Settings
+from tests.support.llm_server import _free_port
+
+
+class LiveServer:
+    def __init__(self, settings: Settings) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def start(self, timeout: float = 120) -> LiveServer:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/readyz", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("the live server did not become ready")
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
