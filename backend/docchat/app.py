@@ -13,7 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from docchat import health
+from docchat import docs_pages, health
 from docchat.admin.router import router as admin_router
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
@@ -127,6 +127,8 @@ def create_app(
         version="0.1.0",
         summary="Chat with your documents: grounded answers with page-level citations.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.alembic_head = health.alembic_head()
@@ -153,6 +155,7 @@ def create_app(
         app.include_router(router, prefix="/api/v1")
     app.include_router(openai_router)
     app.include_router(health.router)
+    docs_pages.install(app)
     _mount_frontend(app, settings)
     return app
 

@@ -211,3 +211,15 @@ async def test_admin_shares_a_document_with_everyone(
     await document.get_by_role("button", name="Delete").click()
     await expect(user.get_by_role("alert")).to_contain_text("Only administrators")
     await other.close()
+
+
+async def test_api_docs_render_without_internet(browser: Browser, live_server: LiveServer) -> None:
+    context = await browser.new_context()
+    page = await context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    await page.goto(f"{live_server.url}/docs")
+    await expect(page.get_by_text("/api/v1/auth/login").first).to_be_visible()
+    await expect(page.get_by_text("/v1/chat/completions").first).to_be_visible()
+    assert all(url.startswith(live_server.url) for url in requests), requests
+    await context.close()
