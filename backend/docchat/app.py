@@ -13,7 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from docchat import docs_pages, health
+from docchat import docs_pages, health, observability
 from docchat.admin.router import router as admin_router
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
@@ -28,6 +28,7 @@ from docchat.users import service as users_service
 from docchat.users.router import router as users_router
 
 logger = logging.getLogger("docchat")
+LLM_PROBE_SECONDS = 3.0
 ComponentsFactory = Callable[[Settings], Awaitable[Components]]
 
 PLACEHOLDER_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -56,7 +57,11 @@ def _readiness_probes(components: Components) -> dict[str, Callable[[], Awaitabl
         await asyncio.to_thread(components.embedder.embed, ["ping"])
         return {"ok": True, "model": components.embedder.name}
 
-    return {"vector_store": vector_store, "embedder": embedder}
+    async def llm() -> dict[str, Any]:
+        models = await asyncio.wait_for(components.llm.list_models(), timeout=LLM_PROBE_SECONDS)
+        return {"ok": True, "models": len(models)}
+
+    return {"vector_store": vector_store, "embedder": embedder, "llm": llm}
 
 
 def attach_components(app: FastAPI, components: Components) -> None:
@@ -133,6 +138,7 @@ def create_app(
     app.state.settings = settings
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)
+    observability.install(app)
     _add_upload_size_guard(app, settings.max_upload_bytes)
     if settings.cors_origins:
         app.add_middleware(

@@ -30,6 +30,7 @@ from docchat.ingestion import repository as jobs_repository
 from docchat.ingestion.chunking import TextChunk, chunk_document
 from docchat.ingestion.extraction import ExtractionError, extract
 from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
 from docchat.retrieval.vectorstore import Chunk
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class IngestionWorker:
             await self._retry_or_fail(job, exc)
             return
         await self._complete(job, chunk_count)
+        INGESTION_JOBS.labels("completed").inc()
+        INGESTION_DURATION.observe(time.perf_counter() - started)
         logger.info(
             "document %s ingested: %d pages, %d chunks in %.2fs",
             document.id,
@@ -193,6 +196,7 @@ class IngestionWorker:
         await self._finish_job(job, JobStatus.done, None)
 
     async def _fail(self, job: ClaimedJob, message: str) -> None:
+        INGESTION_JOBS.labels("failed").inc()
         await self._update_document(
             job.document_id, status=DocumentStatus.failed, error=message[:2000]
         )
@@ -203,6 +207,7 @@ class IngestionWorker:
         if job.attempts >= self.settings.worker.max_attempts:
             await self._fail(job, f"Processing failed after {job.attempts} attempts: {reason}")
             return
+        INGESTION_JOBS.labels("retried").inc()
         delay = timedelta(seconds=min(300, 2**job.attempts))
         async with self.components.sessionmaker() as session:
             await session.execute(

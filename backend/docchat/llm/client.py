@@ -9,6 +9,7 @@ callers never see SDK exceptions.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from openai import AsyncOpenAI
 
 from docchat.config import LLMSettings
 from docchat.kit.errors import UpstreamError, UpstreamTimeout
+from docchat.observability import LLM_LATENCY, record_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +99,7 @@ class LLM:
         tools: Sequence[dict[str, Any]] | None = None,
     ) -> Completion:
         extra: dict[str, Any] = {"tools": list(tools)} if tools else {}
+        started = time.perf_counter()
         try:
             response = await self.client.chat.completions.create(
                 messages=list(messages),  # type: ignore[arg-type]
@@ -114,6 +117,10 @@ class LLM:
             if call.type == "function"
         ]
         usage = response.usage
+        LLM_LATENCY.labels("complete").observe(time.perf_counter() - started)
+        record_tokens(
+            usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None
+        )
         return Completion(
             content=message.content or "",
             model=response.model or self._options(model, None, None)["model"],
@@ -131,6 +138,7 @@ class LLM:
         max_tokens: int | None = None,
     ) -> AsyncIterator[str | StreamEnd]:
         options = self._options(model, temperature, max_tokens)
+        started = time.perf_counter()
         try:
             stream = await self.client.chat.completions.create(  # type: ignore[call-overload]
                 messages=list(messages),
@@ -150,6 +158,8 @@ class LLM:
                         yield choice.delta.content
         except openai.OpenAIError as exc:
             raise _translate(exc) from exc
+        LLM_LATENCY.labels("stream").observe(time.perf_counter() - started)
+        record_tokens(prompt_tokens, completion_tokens)
         yield StreamEnd(used_model, prompt_tokens, completion_tokens)
 
     async def passthrough(self, payload: dict[str, Any]) -> dict[str, Any]:

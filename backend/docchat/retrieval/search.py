@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from docchat.llm.embeddings import Embedder
+from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.vectorstore import ScoredChunk, VectorStore
 
 logger = logging.getLogger(__name__)
@@ -52,4 +53,6 @@ async def search(
         for hit in hits
         if hit.similarity >= similarity_floor and hit.chunk.document_id in allowed
     ]
-    return SearchResult(chunks=kept, elapsed_ms=(time.perf_counter() - started) * 1000)
+    elapsed = time.perf_counter() - started
+    RETRIEVAL_LATENCY.observe(elapsed)
+    return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
