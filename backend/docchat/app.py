@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 
 from docchat import docs_pages, health, observability
 from docchat.admin.router import router as admin_router
+from docchat.auth.ratelimit import LoginLimiter
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
 from docchat.chats.router import chats_router, messages_router
@@ -22,7 +23,7 @@ from docchat.components import Components, build_components
 from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
-from docchat.kit import exception_handlers
+from docchat.kit import exception_handlers, security_headers
 from docchat.openai_compat.router import router as openai_router
 from docchat.users import service as users_service
 from docchat.users.router import router as users_router
@@ -136,9 +137,13 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.login_limiter = LoginLimiter(
+        settings.auth.login_max_failures, settings.auth.login_window_seconds
+    )
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)
     observability.install(app)
+    security_headers.install(app)
     _add_upload_size_guard(app, settings.max_upload_bytes)
     if settings.cors_origins:
         app.add_middleware(

@@ -44,6 +44,12 @@ class AuthSettings(BaseSettings):
         30, ge=1, description="Lifetime of an access token, in minutes"
     )
     refresh_token_days: int = Field(14, ge=1, description="Lifetime of a refresh token, in days")
+    login_max_failures: int = Field(
+        10, ge=1, description="Failed logins allowed per email and address within the window"
+    )
+    login_window_seconds: int = Field(
+        900, ge=1, description="Window for counting failed logins; then 429 until it passes"
+    )
     registration_enabled: bool = Field(
         True, description="Let anyone create an account (off: admins create users)"
     )

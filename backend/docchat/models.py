@@ -1,5 +1,6 @@
 """Every table, imported in one place so Alembic and the app see the whole metadata."""
 
+from docchat.auth.models import RefreshToken
 from docchat.categories.models import Category
 from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument
 from docchat.db import Base
@@ -18,5 +19,6 @@ __all__ = [
     "IngestionJob",
     "Message",
     "MessageDocument",
+    "RefreshToken",
     "User",
 ]

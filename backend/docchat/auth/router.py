@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, status
+from fastapi import Depends, Request, status
 from fastapi.security import OAuth2PasswordRequestForm
 
 from docchat.auth import service
@@ -28,13 +28,27 @@ async def register(data: RegisterRequest, session: SessionDep, settings: Setting
 @router.post("/login", response_model=TokenPair, operation_id="auth_login")
 async def login(
     form: Annotated[OAuth2PasswordRequestForm, Depends()],
+    request: Request,
     session: SessionDep,
     settings: SettingsDep,
 ) -> TokenPair:
-    """OAuth2 password flow: form fields `username` (the email) and `password`."""
-    return await service.login(session, form.username, form.password, settings.auth)
+    """OAuth2 password flow: form fields `username` (the email) and `password`.
+
+    Repeated failures for one email are answered with 429 and `Retry-After`."""
+    address = request.client.host if request.client else "unknown"
+    limiter = request.app.state.login_limiter
+    return await service.login(
+        session, form.username, form.password, settings.auth, limiter, address
+    )
 
 
 @router.post("/refresh", response_model=TokenPair, operation_id="auth_refresh")
 async def refresh(data: RefreshRequest, session: SessionDep, settings: SettingsDep) -> TokenPair:
+    """A new token pair for a refresh token, which is then spent: using it twice ends the login."""
     return await service.refresh(session, data.refresh_token, settings.auth)
+
+
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, operation_id="auth_logout")
+async def logout(data: RefreshRequest, session: SessionDep, settings: SettingsDep) -> None:
+    """End this login: its refresh tokens stop working (access tokens expire on their own)."""
+    await service.logout(session, data.refresh_token, settings.auth)

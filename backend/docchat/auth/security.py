@@ -39,23 +39,26 @@ class TokenClaims:
     expires_at: datetime
 
 
+def token_lifetime(token_type: TokenType, settings: AuthSettings) -> timedelta:
+    if token_type == "access":  # noqa: S105
+        return timedelta(minutes=settings.access_token_minutes)
+    return timedelta(days=settings.refresh_token_days)
+
+
 def create_token(
     user_id: uuid.UUID,
     token_type: TokenType,
     settings: AuthSettings,
     *,
     now: datetime | None = None,
+    jti: uuid.UUID | None = None,
 ) -> str:
     issued = now or datetime.now(UTC)
-    lifetime = (
-        timedelta(minutes=settings.access_token_minutes)
-        if token_type == "access"  # noqa: S105
-        else timedelta(days=settings.refresh_token_days)
-    )
+    lifetime = token_lifetime(token_type, settings)
     claims = {
         "sub": str(user_id),
         "type": token_type,
-        "jti": uuid.uuid4().hex,
+        "jti": (jti or uuid.uuid4()).hex,
         "iat": int(issued.timestamp()),
         "exp": int((issued + lifetime).timestamp()),
     }

@@ -38,9 +38,22 @@ export function onSessionEnd(listener: () => void): () => void {
   return () => listeners.delete(listener);
 }
 
-export function logout(): void {
+function endSession(): void {
   saveTokens(null);
   listeners.forEach((listener) => listener());
+}
+
+/** Ends this login on the server too, so its refresh token cannot be used again. */
+export function logout(): void {
+  const tokens = loadTokens();
+  if (tokens) {
+    void fetch("/api/v1/auth/logout", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ refresh_token: tokens.refresh_token }),
+    }).catch(() => undefined);
+  }
+  endSession();
 }
 
 async function refreshTokens(): Promise<boolean> {
@@ -70,7 +83,7 @@ export async function authFetch(input: RequestInfo | URL, init?: RequestInit): P
   if (response.status !== 401 || !loadTokens()) return response;
   refreshing ??= refreshTokens().finally(() => (refreshing = null));
   if (!(await refreshing)) {
-    logout();
+    endSession();
     return response;
   }
   return fetch(withAuth(retry));

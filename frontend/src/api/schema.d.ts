@@ -70,8 +70,30 @@ export interface paths {
         /**
          * Login
          * @description OAuth2 password flow: form fields `username` (the email) and `password`.
+         *
+         *     Repeated failures for one email are answered with 429 and `Retry-After`.
          */
         post: operations["auth_login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Logout
+         * @description End this login: its refresh tokens stop working (access tokens expire on their own).
+         */
+        post: operations["auth_logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -87,7 +109,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Refresh */
+        /**
+         * Refresh
+         * @description A new token pair for a refresh token, which is then spent: using it twice ends the login.
+         */
         post: operations["auth_refresh"];
         delete?: never;
         options?: never;
@@ -1105,6 +1130,37 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TokenPair"];
                 };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    auth_logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefreshRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Validation Error */
             422: {
