@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pypdf import PageObject, PdfReader
-from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
+from pypdf.errors import LimitReachedError, PyPdfError
 
 from docchat.documents.filetypes import FileKind
 
@@ -54,7 +54,7 @@ def _open_pdf(path: Path) -> PdfReader:
         return reader
     except ExtractionError:
         raise
-    except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, OSError) as exc:
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
 
 
@@ -62,7 +62,11 @@ def extract_pdf(path: Path) -> ExtractedDocument:
     reader = _open_pdf(path)
     try:
         page_count = len(reader.pages)
-    except (PdfReadError, FileNotDecryptedError, ValueError, KeyError, RecursionError) as exc:
+    except LimitReachedError as exc:
+        raise ExtractionError(
+            f"The PDF is built to exhaust a reader and was refused ({exc})"
+        ) from exc
+    except (PyPdfError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
     if page_count == 0:
         raise ExtractionError("The PDF has no pages")

@@ -1,0 +1,187 @@
+"""Every way one user might reach another's data, tried in one place.
+
+Alice owns a document, a chat and a category. Bob tries each door; afterwards no request the
+model received may contain a word of Alice's document.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+
+from docchat.components import Components
+from tests.support.chat import ask, ask_streaming
+from tests.support.documents import upload_and_process
+from tests.support.llm_server import Reply, ScriptedLLM
+from tests.support.users import auth_headers
+
+SECRET = (
+    "Project Nightjar launches on the ninth of March from the Kiruna site with budget 4.2 million."
+)
+# Phrases only Alice's document contains (questions may name the project, never these).
+MARKERS = ("ninth of March", "4.2 million")
+
+
+@pytest.fixture(autouse=True)
+def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    scripted_llm.reset()
+    yield scripted_llm
+    for request in scripted_llm.requests:
+        text = json.dumps(request)
+        assert not any(marker in text for marker in MARKERS), "a foreign chunk reached the LLM"
+    scripted_llm.reset()
+
+
+@pytest_asyncio.fixture
+async def alice(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> dict[str, Any]:
+    headers = await auth_headers(client)
+    category = (
+        await client.post("/api/v1/categories", headers=headers, json={"name": "secret"})
+    ).json()
+    document = await upload_and_process(
+        client,
+        components,
+        headers,
+        "plan.md",
+        SECRET.encode(),
+        data={"category_id": category["id"]},
+    )
+    chat = (await ask(client, headers, "hello", document_ids=[document["id"]])).json()
+    fresh_llm.reset()  # from here on, only what the tests send counts
+    return {
+        "headers": headers,
+        "document": document["id"],
+        "chat": chat["chat_id"],
+        "category": category["id"],
+    }
+
+
+@pytest_asyncio.fixture
+async def bob(client: httpx.AsyncClient) -> dict[str, str]:
+    return await auth_headers(client)
+
+
+async def test_direct_reads_and_writes_are_404(
+    client: httpx.AsyncClient, alice: dict[str, Any], bob: dict[str, str]
+) -> None:
+    doc, chat, category = alice["document"], alice["chat"], alice["category"]
+    attempts = [
+        ("GET", f"/api/v1/documents/{doc}", None),
+        ("GET", f"/api/v1/documents/{doc}/file", None),
+        ("POST", f"/api/v1/documents/{doc}/reprocess", None),
+        ("DELETE", f"/api/v1/documents/{doc}", None),
+        ("GET", f"/api/v1/chats/{chat}", None),
+        ("GET", f"/api/v1/chats/{chat}/messages", None),
+        ("PATCH", f"/api/v1/chats/{chat}", {"title": "mine now"}),
+        ("DELETE", f"/api/v1/chats/{chat}", None),
+        ("POST", f"/api/v1/chats/{chat}/documents", {"document_ids": [doc]}),
+        ("DELETE", f"/api/v1/chats/{chat}/documents/{doc}", None),
+        ("GET", f"/api/v1/categories/{category}", None),
+        ("PATCH", f"/api/v1/categories/{category}", {"name": "x"}),
+        ("DELETE", f"/api/v1/categories/{category}", None),
+        ("POST", "/api/v1/chats", {"document_ids": [doc]}),
+        ("POST", "/api/v1/chats", {"category_id": category}),
+        ("GET", f"/api/v1/documents/{uuid.uuid4()}", None),  # a guessed id
+        ("GET", f"/api/v1/chats/{uuid.uuid4()}", None),
+    ]
+    for method, url, body in attempts:
+        response = await client.request(method, url, headers=bob, json=body)
+        assert response.status_code == 404, (method, url, response.status_code)
+    assert (await client.get("/api/v1/documents", headers=bob)).json()["total"] == 0
+    assert (await client.get("/api/v1/chats", headers=bob)).json()["total"] == 0
+    # Alice's things are untouched.
+    assert (await client.get(f"/api/v1/chats/{chat}", headers=alice["headers"])).json()[
+        "title"
+    ] == "hello"
+    assert (
+        await client.get(f"/api/v1/documents/{doc}", headers=alice["headers"])
+    ).status_code == 200
+
+
+async def test_messages_cannot_reach_foreign_documents_or_chats(
+    client: httpx.AsyncClient, alice: dict[str, Any], bob: dict[str, str], fresh_llm: ScriptedLLM
+) -> None:
+    question = "When does Project Nightjar launch from Kiruna?"
+    assert (await ask(client, bob, question, document_ids=[alice["document"]])).status_code == 404
+    assert (await ask(client, bob, question, chat_id=alice["chat"])).status_code == 404
+    assert (await ask(client, bob, question, category_id=alice["category"])).status_code == 404
+    response, _ = await ask_streaming(client, bob, question, document_ids=[alice["document"]])
+    assert response.status_code == 404
+    # Searching "everything" means everything Bob may read: nothing of Alice's.
+    answer = (await ask(client, bob, question)).json()["assistant_message"]
+    assert answer["meta"]["documents_searched"] == 0 and answer["sources"] is None
+
+
+async def test_tool_calls_cannot_name_foreign_documents(
+    client: httpx.AsyncClient, alice: dict[str, Any], bob: dict[str, str], fresh_llm: ScriptedLLM
+) -> None:
+    arguments = json.dumps(
+        {"query": "Nightjar Kiruna launch", "document_ids": [alice["document"]], "owner_id": "*"}
+    )
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "semantic_search", "arguments": arguments},
+    }
+    fresh_llm.script(Reply(tool_calls=[call]), "Nothing found.")
+    response = await ask(client, bob, "Nightjar?", options={"retrieval": "tool"})
+    assert response.status_code == 200
+
+
+async def test_openai_index_names_are_per_user(
+    app: FastAPI, alice: dict[str, Any], bob: dict[str, str], fresh_llm: ScriptedLLM
+) -> None:
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+    sdk = openai.AsyncOpenAI(
+        base_url="http://docchat.test/v1",
+        api_key=bob["Authorization"][7:],
+        http_client=http,
+        max_retries=0,
+    )
+    messages = [{"role": "user", "content": "When does Project Nightjar launch from Kiruna?"}]
+    with pytest.raises(openai.NotFoundError):
+        await sdk.chat.completions.create(
+            model="m", messages=messages, extra_body={"index_name": "secret"}
+        )  # type: ignore[arg-type]
+    await sdk.chat.completions.create(
+        model="m", messages=messages, extra_body={"index_name": "all"}
+    )  # type: ignore[arg-type]
+    await sdk.close()
+
+
+async def test_deleted_documents_and_chats_are_gone_everywhere(
+    client: httpx.AsyncClient, alice: dict[str, Any], fresh_llm: ScriptedLLM
+) -> None:
+    headers = alice["headers"]
+    assert (
+        await client.delete(f"/api/v1/documents/{alice['document']}", headers=headers)
+    ).status_code == 204
+    assert (
+        await client.get(f"/api/v1/documents/{alice['document']}/file", headers=headers)
+    ).status_code == 404
+    assert (await ask(client, headers, "x", document_ids=[alice["document"]])).status_code == 404
+    # Retrieval over "all" and over the chat no longer finds it.
+    answer = (
+        await ask(client, headers, "When does Project Nightjar launch?", chat_id=alice["chat"])
+    ).json()
+    assert answer["assistant_message"]["sources"] is None
+    assert answer["assistant_message"]["meta"]["documents_searched"] == 0
+    assert (
+        await client.delete(f"/api/v1/chats/{alice['chat']}", headers=headers)
+    ).status_code == 204
+    for url in (f"/api/v1/chats/{alice['chat']}", f"/api/v1/chats/{alice['chat']}/messages"):
+        assert (await client.get(url, headers=headers)).status_code == 404
+    assert all(
+        c["id"] != alice["chat"]
+        for c in (await client.get("/api/v1/chats", headers=headers)).json()["items"]
+    )
