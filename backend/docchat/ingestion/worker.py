@@ -21,6 +21,8 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
+# Every table, so foreign keys (documents -> categories, ...) resolve in a worker-only process.
+import docchat.models  # noqa: F401
 from docchat.components import Components
 from docchat.db import utcnow
 from docchat.documents import repository as documents_repository
