@@ -159,6 +159,29 @@ async def test_update_me(client: httpx.AsyncClient) -> None:
     assert response.json()["preferred_model"] == "m-1"
 
 
+async def test_update_me_with_nulls_clears_fields(client: httpx.AsyncClient) -> None:
+    headers = await auth_headers(client)
+    await client.patch(
+        "/api/v1/users/me", headers=headers, json={"display_name": "G", "preferred_model": "m"}
+    )
+    response = await client.patch(
+        "/api/v1/users/me", headers=headers, json={"display_name": None, "preferred_model": ""}
+    )
+    assert response.status_code == 200
+    assert response.json()["display_name"] == "" and response.json()["preferred_model"] is None
+
+
+async def test_text_with_nul_characters_is_422(client: httpx.AsyncClient) -> None:
+    headers = await auth_headers(client)
+    response = await client.patch(
+        "/api/v1/users/me", headers=headers, json={"display_name": "a\u0000b"}
+    )
+    assert response.status_code == 422
+    assert "NUL" in response.json()["detail"][0]["msg"]
+    chat = await client.post("/api/v1/messages", headers=headers, json={"content": "hi\u0000"})
+    assert chat.status_code == 422
+
+
 async def test_admin_routes_refuse_users(client: httpx.AsyncClient, session: AsyncSession) -> None:
     user = await auth_headers(client)
     assert (await client.get("/api/v1/admin/users", headers=user)).status_code == 403

@@ -293,3 +293,12 @@ async def test_models_and_auth(sdk: openai.AsyncOpenAI, app: FastAPI) -> None:
     with pytest.raises(openai.AuthenticationError):
         await anonymous.models.list()
     await anonymous.close()
+
+
+async def test_passthrough_forwards_unknown_fields_verbatim(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM
+) -> None:
+    await create(
+        sdk, [{"role": "user", "content": "hi"}], extra_body={"": 1, "top_k_custom": [1, 2]}
+    )
+    assert fresh_llm.last_request[""] == 1 and fresh_llm.last_request["top_k_custom"] == [1, 2]

@@ -4,14 +4,16 @@ from typing import Literal
 
 from pydantic import BaseModel, EmailStr, Field
 
+from docchat.kit.schemas import RequestModel
 
-class RegisterRequest(BaseModel):
+
+class RegisterRequest(RequestModel):
     email: EmailStr
     password: str = Field(min_length=8, max_length=256)
     display_name: str = Field("", max_length=100)
 
 
-class RefreshRequest(BaseModel):
+class RefreshRequest(RequestModel):
     refresh_token: str = Field(min_length=1, max_length=4096)
 
 

@@ -5,8 +5,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from docchat.kit.schemas import RequestModel
 
-class CategoryWrite(BaseModel):
+
+class CategoryWrite(RequestModel):
     name: str = Field(min_length=1, max_length=100)
 
     @field_validator("name")

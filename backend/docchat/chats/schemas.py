@@ -7,12 +7,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.chats.models import MessageRole
+from docchat.kit.schemas import RequestModel
 from docchat.retrieval.schemas import Source
 
 MAX_DOCUMENTS_PER_MESSAGE = 50
 
 
-class ChatCreate(BaseModel):
+class ChatCreate(RequestModel):
     title: str | None = Field(None, max_length=200)
     category_id: uuid.UUID | None = None
     document_ids: list[uuid.UUID] = Field(
@@ -20,7 +21,7 @@ class ChatCreate(BaseModel):
     )
 
 
-class ChatUpdate(BaseModel):
+class ChatUpdate(RequestModel):
     title: str | None = Field(None, min_length=1, max_length=200)
     category_id: uuid.UUID | None = None
 
@@ -39,11 +40,11 @@ class ChatDetail(ChatRead):
     document_ids: list[uuid.UUID]
 
 
-class ChatDocumentsLink(BaseModel):
+class ChatDocumentsLink(RequestModel):
     document_ids: list[uuid.UUID] = Field(min_length=1, max_length=MAX_DOCUMENTS_PER_MESSAGE)
 
 
-class MessageOptions(BaseModel):
+class MessageOptions(RequestModel):
     """Per-request switches; anything left out takes the server's default."""
 
     rag_enabled: bool | None = None
@@ -56,7 +57,7 @@ class MessageOptions(BaseModel):
     )
 
 
-class MessageCreate(BaseModel):
+class MessageCreate(RequestModel):
     chat_id: uuid.UUID | None = None
     content: str = Field(min_length=1)
     document_ids: list[uuid.UUID] = Field(

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from docchat.kit.errors import DocchatError
@@ -59,9 +59,18 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return _envelope(request, 422, errors)
 
 
-async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
-    logger.error("database error on %s %s: %s", request.method, request.url.path, exc)
-    return _envelope(request, 503, "The database is unavailable; try again shortly")
+def _is_connection_failure(exc: Exception) -> bool:
+    if isinstance(exc, OperationalError | InterfaceError | ConnectionError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """503 when the database cannot be reached; any other database error is our bug: 500."""
+    if _is_connection_failure(exc):
+        logger.error("database unreachable on %s %s: %s", request.method, request.url.path, exc)
+        return _envelope(request, 503, "The database is unavailable; try again shortly")
+    return await _unexpected(request, exc)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -73,7 +82,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(DocchatError, _domain_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(OperationalError, _database_unavailable)
-    app.add_exception_handler(DBAPIError, _database_unavailable)
-    app.add_exception_handler(ConnectionError, _database_unavailable)
+    app.add_exception_handler(DBAPIError, _database_error)
+    app.add_exception_handler(ConnectionError, _database_error)
     app.add_exception_handler(Exception, _unexpected)

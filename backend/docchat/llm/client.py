@@ -18,7 +18,7 @@ import openai
 from openai import AsyncOpenAI
 
 from docchat.config import LLMSettings
-from docchat.kit.errors import UpstreamError, UpstreamTimeout
+from docchat.kit.errors import BadRequest, UpstreamError, UpstreamTimeout
 from docchat.observability import LLM_LATENCY, record_tokens
 
 logger = logging.getLogger(__name__)
@@ -57,6 +57,25 @@ def _translate(exc: Exception) -> Exception:
     if isinstance(exc, openai.APIStatusError):
         return UpstreamError(f"The language model answered with an error ({exc.status_code})")
     return exc
+
+
+def _forwarded(payload: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """SDK arguments for a body sent on as it came: fields the SDK does not name travel in
+    `extra_body`, so unknown or odd fields reach the server instead of breaking the call."""
+    rest = {k: v for k, v in payload.items() if k not in {"model", "messages", "stream"}}
+    return {
+        "model": payload["model"],
+        "messages": payload.get("messages", []),
+        "stream": stream,
+        "extra_body": rest or None,
+    }
+
+
+def _translate_forwarded(exc: Exception) -> Exception:
+    """A pass-through the model's server rejects (4xx) was the client's mistake: say so."""
+    if isinstance(exc, openai.APIStatusError) and 400 <= exc.status_code < 500:
+        return BadRequest(f"The language model refused the request: {exc.message}")
+    return _translate(exc)
 
 
 class LLM:
@@ -165,20 +184,22 @@ class LLM:
     async def passthrough(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Forward an OpenAI chat-completions body unchanged; the response as a plain dict."""
         try:
-            response = await self.client.chat.completions.create(**payload)
+            response = await self.client.chat.completions.create(
+                **_forwarded(payload, stream=False)
+            )
         except openai.OpenAIError as exc:
-            raise _translate(exc) from exc
+            raise _translate_forwarded(exc) from exc
         result: dict[str, Any] = response.model_dump(exclude_unset=True)
         return result
 
     async def passthrough_stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Forward a streaming body unchanged; yields each chunk as a plain dict."""
         try:
-            stream = await self.client.chat.completions.create(**{**payload, "stream": True})
+            stream = await self.client.chat.completions.create(**_forwarded(payload, stream=True))
             async for chunk in stream:
                 yield chunk.model_dump(exclude_unset=True)
         except openai.OpenAIError as exc:
-            raise _translate(exc) from exc
+            raise _translate_forwarded(exc) from exc
 
     async def list_models(self) -> list[str]:
         try:

@@ -4,8 +4,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from docchat.kit.schemas import RequestModel
 
-class ChatCompletionRequest(BaseModel):
+
+class ChatCompletionRequest(RequestModel):
     """An OpenAI chat-completions body, plus docchat's `index_name`; unknown fields pass through."""
 
     model_config = ConfigDict(extra="allow")

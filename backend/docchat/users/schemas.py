@@ -5,6 +5,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from docchat.kit.schemas import RequestModel
 from docchat.users.models import Role
 
 
@@ -20,6 +21,6 @@ class UserRead(BaseModel):
     created_at: datetime
 
 
-class UserUpdate(BaseModel):
+class UserUpdate(RequestModel):
     display_name: str | None = Field(None, max_length=100)
     preferred_model: str | None = Field(None, max_length=200)

@@ -43,8 +43,12 @@ async def ensure_admin(session: AsyncSession, *, email: str, password: str) -> U
 
 
 async def update(session: AsyncSession, user: User, changes: UserUpdate) -> User:
-    for field, value in changes.model_dump(exclude_unset=True).items():
-        setattr(user, field, value)
+    """Apply the fields that were sent; null (or empty) clears a field."""
+    fields = changes.model_dump(exclude_unset=True)
+    if "display_name" in fields:
+        user.display_name = (fields["display_name"] or "").strip()
+    if "preferred_model" in fields:
+        user.preferred_model = (fields["preferred_model"] or "").strip() or None
     await session.flush()
     return user
 

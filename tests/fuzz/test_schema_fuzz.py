@@ -1,0 +1,62 @@
+"""Fuzz every operation from the API's own OpenAPI schema against a live server on loopback.
+
+Whatever schemathesis sends (valid or not), the server must answer without a 5xx and without
+leaking a stack trace. Examples per operation are bounded so the run stays short.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from docchat.app import create_app
+from docchat.config import Settings, WorkerSettings
+from tests.support.live_server import LiveServer
+from tests.support.users import PASSWORD
+
+schema = schemathesis.openapi.from_dict(create_app().openapi())
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    fuzz_settings = settings.model_copy(
+        update={
+            "data_dir": tmp_path_factory.mktemp("fuzz-data"),
+            "worker": WorkerSettings(_env_file=None, enabled=False),  # type: ignore[call-arg]
+        }
+    )
+    server = LiveServer(fuzz_settings).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def token(fuzz_server: LiveServer) -> str:
+    email = f"fuzz-{uuid.uuid4().hex[:8]}@example.com"
+    with httpx.Client(base_url=fuzz_server.url) as client:
+        client.post("/api/v1/auth/register", json={"email": email, "password": PASSWORD})
+        response = client.post("/api/v1/auth/login", data={"username": email, "password": PASSWORD})
+        return str(response.json()["access_token"])
+
+
+@schema.parametrize()
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_no_server_errors(case: schemathesis.Case, fuzz_server: LiveServer, token: str) -> None:
+    response = case.call(
+        base_url=fuzz_server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
+    failure = (case.method, case.path, case.query, case.body, response.status_code)
+    assert response.status_code < 500, failure
+    assert "Traceback" not in response.text
