@@ -1,0 +1,108 @@
+"""Shared plumbing for the benchmarks: a fresh migrated database and the real components."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # so `tests.support` helpers are importable
+
+from tests.support.database import alembic, create_database, drop_database
+
+from docchat.components import Components, build_vector_store
+from docchat.config import (
+    AuthSettings,
+    Environment,
+    LLMSettings,
+    Settings,
+    WorkerSettings,
+)
+from docchat.db import create_engine, create_sessionmaker
+from docchat.documents.storage import FileStorage
+from docchat.events.publisher import EventPublisher
+from docchat.llm.client import LLM
+from docchat.llm.embeddings import Embedder
+
+
+def machine() -> str:
+    return f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+        for row in cells
+    ]
+    lines.insert(1, "| " + " | ".join("-" * w for w in widths) + " |")
+    return "\n".join(lines)
+
+
+async def fresh_database() -> str:
+    url = await create_database("docchat_bench")
+    await alembic(url, "upgrade", "head")
+    return url
+
+
+__all__ = [
+    "LLM",
+    "ROOT",
+    "AuthSettings",
+    "Components",
+    "EventPublisher",
+    "FileStorage",
+    "LLMSettings",
+    "Settings",
+    "WorkerSettings",
+    "build_components",
+    "build_settings",
+    "drop_database",
+]
+
+
+def build_settings(
+    database_url: str, data_dir: Path, llm_url: str = "http://127.0.0.1:9/v1"
+) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        environment=Environment.test,
+        database_url=database_url,
+        data_dir=data_dir,
+        max_upload_mb=200,
+        log_level="WARNING",
+        auth=AuthSettings(_env_file=None, secret_key="bench-secret-key-0123456789-abcdefgh"),  # type: ignore[call-arg, arg-type]
+        llm=LLMSettings(_env_file=None, base_url=llm_url, model="scripted-model", max_retries=0),  # type: ignore[call-arg]
+        worker=WorkerSettings(_env_file=None, enabled=False),  # type: ignore[call-arg]
+    )
+
+
+def build_components(settings: Settings, embedder: Embedder) -> tuple[Components, object]:
+    engine = create_engine(settings.database_url)
+    components = Components(
+        settings=settings,
+        sessionmaker=create_sessionmaker(engine),
+        embedder=embedder,
+        vector_store=build_vector_store(settings, embedder),
+        llm=LLM(settings.llm),
+        storage=FileStorage(settings.files_dir),
+        publisher=EventPublisher(None, "bench"),
+    )
+    return components, engine
