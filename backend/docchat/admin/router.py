@@ -11,7 +11,7 @@ from docchat.components import ComponentsDep
 from docchat.documents import service as documents_service
 from docchat.documents.models import Visibility
 from docchat.documents.schemas import DocumentRead
-from docchat.kit.pagination import Page, PageDep
+from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 from docchat.users import service as users_service
 from docchat.users.schemas import UserRead
@@ -46,12 +46,7 @@ async def upload_shared_document(
 @router.get("/users", response_model=Page[UserRead], operation_id="admin_list_users")
 async def list_users(_: AdminUser, session: SessionDep, page: PageDep) -> Page[UserRead]:
     items, total = await users_service.list_users(session, page)
-    return Page(
-        items=[UserRead.model_validate(u) for u in items],
-        total=total,
-        skip=page.skip,
-        limit=page.limit,
-    )
+    return page_of(UserRead, items, total, page)
 
 
 @router.get("/usage", response_model=UsageSummary, operation_id="admin_usage")

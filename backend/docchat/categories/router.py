@@ -6,7 +6,7 @@ from docchat.auth.dependencies import CurrentUser
 from docchat.categories import service
 from docchat.categories.dependencies import OwnedCategory
 from docchat.categories.schemas import CategoryRead, CategoryWrite
-from docchat.kit.pagination import Page, PageDep
+from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 
 router = make_router(prefix="/categories", tags=["categories"])
@@ -17,12 +17,7 @@ async def list_categories(
     user: CurrentUser, session: SessionDep, page: PageDep
 ) -> Page[CategoryRead]:
     items, total = await service.list_owned(session, user, page)
-    return Page(
-        items=[CategoryRead.model_validate(c) for c in items],
-        total=total,
-        skip=page.skip,
-        limit=page.limit,
-    )
+    return page_of(CategoryRead, items, total, page)
 
 
 @router.post(

@@ -21,7 +21,7 @@ from docchat.chats.schemas import (
     MessageRead,
 )
 from docchat.components import ComponentsDep
-from docchat.kit.pagination import Page, PageDep
+from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 
 chats_router = make_router(prefix="/chats", tags=["chats"])
@@ -56,12 +56,7 @@ async def list_chats(
 ) -> Page[ChatRead]:
     """The caller's chats, most recently active first."""
     items, total = await service.list_owned(session, user, page, category_id=category_id)
-    return Page(
-        items=[ChatRead.model_validate(c) for c in items],
-        total=total,
-        skip=page.skip,
-        limit=page.limit,
-    )
+    return page_of(ChatRead, items, total, page)
 
 
 @chats_router.get("/{chat_id}", response_model=ChatDetail, operation_id="chats_get")
@@ -89,12 +84,7 @@ async def delete_chat(chat: OwnedChat, session: SessionDep) -> None:
 async def list_messages(chat: OwnedChat, session: SessionDep, page: PageDep) -> Page[MessageRead]:
     """The chat's messages, oldest first."""
     items, total = await service.list_messages(session, chat, page)
-    return Page(
-        items=[MessageRead.model_validate(m) for m in items],
-        total=total,
-        skip=page.skip,
-        limit=page.limit,
-    )
+    return page_of(MessageRead, items, total, page)
 
 
 @chats_router.post(

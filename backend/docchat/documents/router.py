@@ -13,7 +13,7 @@ from docchat.documents.dependencies import ReadableDocument
 from docchat.documents.models import DocumentStatus
 from docchat.documents.schemas import DocumentRead
 from docchat.kit.errors import NotFound
-from docchat.kit.pagination import Page, PageDep
+from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 
 router = make_router(prefix="/documents", tags=["documents"])
@@ -55,12 +55,7 @@ async def list_documents(
     items, total = await service.list_readable(
         session, user, page, status=status, category_id=category_id
     )
-    return Page(
-        items=[DocumentRead.model_validate(d) for d in items],
-        total=total,
-        skip=page.skip,
-        limit=page.limit,
-    )
+    return page_of(DocumentRead, items, total, page)
 
 
 @router.get("/{document_id}", response_model=DocumentRead, operation_id="documents_get")

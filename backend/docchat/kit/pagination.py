@@ -48,3 +48,12 @@ async def paginate(
     total = (await session.execute(count_statement)).scalar_one()
     rows = (await session.execute(statement.offset(params.skip).limit(params.limit))).scalars()
     return rows.all(), total
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def page_of(schema: type[M], rows: Sequence[Any], total: int, params: PageParams) -> Page[M]:
+    """One page of `rows`, each read into `schema`, with the counts a client pages by."""
+    items = [schema.model_validate(row) for row in rows]
+    return Page(items=items, total=total, skip=params.skip, limit=params.limit)
