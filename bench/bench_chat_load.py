@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import httpx
-from tests.support.llm_server import _free_port, start_scripted_llm
+from tests.support.llm_server import free_port, start_scripted_llm
 
 from bench.common import ROOT, drop_database, fresh_database, machine, median, percentile, table
 
@@ -135,7 +135,7 @@ async def main(user_count: int, messages: int) -> None:
     llm = start_scripted_llm()
     llm.default.content = "The ferry leaves at nine [1]."
     url = await fresh_database()
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as folder:
         server = start_server(url, llm.base_url, Path(folder), port)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import httpx
 
 from docchat.auth.service import REUSED_REFRESH
+from docchat.components import Components
 from docchat.config import Settings
 from tests.support.users import PASSWORD, login, register
 
@@ -73,3 +74,25 @@ async def test_security_headers(client: httpx.AsyncClient) -> None:
     assert "default-src 'self'" in page.headers["content-security-policy"]
     docs = await client.get("/docs")
     assert docs.status_code == 200 and "content-security-policy" not in docs.headers
+
+
+async def test_cors_is_off_unless_configured(
+    client: httpx.AsyncClient, settings: Settings, components: Components
+) -> None:
+    preflight = {"Origin": "https://evil.example", "Access-Control-Request-Method": "GET"}
+    response = await client.options("/api/v1/users/me", headers=preflight)
+    assert "access-control-allow-origin" not in response.headers
+
+    from docchat.app import attach_components, create_app
+
+    configured = settings.model_copy(update={"cors_origins": ["https://app.example"]})
+    app = create_app(configured, run_worker=False)
+    attach_components(app, components)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as other:
+        allowed = await other.options(
+            "/api/v1/users/me", headers={**preflight, "Origin": "https://app.example"}
+        )
+        assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+        refused = await other.options("/api/v1/users/me", headers=preflight)
+        assert "access-control-allow-origin" not in refused.headers

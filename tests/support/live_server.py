@@ -10,12 +10,12 @@ import uvicorn
 
 from docchat.app import create_app
 from docchat.config import Settings
-from tests.support.llm_server import _free_port
+from tests.support.llm_server import free_port
 
 
 class LiveServer:
     def __init__(self, settings: Settings) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
             create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"

@@ -41,7 +41,7 @@ class ScriptedLLM:
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.default = Reply(content="I am the scripted model.")
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -188,7 +188,7 @@ def _words(text: str) -> list[str]:
     return [word if i == len(words) - 1 else word + " " for i, word in enumerate(words)]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -6,13 +6,13 @@ import asyncio
 import contextlib
 import threading
 
-from tests.support.llm_server import _free_port
+from tests.support.llm_server import free_port
 
 
 class TcpProxy:
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self.upstream = (upstream_host, upstream_port)
-        self.port = _free_port()
+        self.port = free_port()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
