@@ -20,10 +20,9 @@ from pathlib import Path
 
 import httpx
 from tests.support.llm_server import free_port, start_scripted_llm
+from tests.support.users import auth_headers
 
 from bench.common import ROOT, drop_database, fresh_database, machine, median, percentile, table
-
-PASSWORD = "bench password"
 
 
 def start_server(
@@ -58,12 +57,7 @@ async def wait_ready(base: str) -> None:
 
 
 async def make_user(client: httpx.AsyncClient, index: int) -> dict[str, str]:
-    email = f"load-{index}-{time.time_ns()}@example.com"
-    await client.post("/api/v1/auth/register", json={"email": email, "password": PASSWORD})
-    token = (
-        await client.post("/api/v1/auth/login", data={"username": email, "password": PASSWORD})
-    ).json()
-    headers = {"Authorization": f"Bearer {token['access_token']}"}
+    headers = await auth_headers(client)
     text = f"User {index} keeps notes: the harbour opens at dawn and the ferry leaves at nine."
     await client.post(
         "/api/v1/documents", headers=headers, files={"file": ("notes.md", text.encode())}

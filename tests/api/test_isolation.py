@@ -21,6 +21,7 @@ from docchat.components import Components
 from tests.support.chat import ask, ask_streaming
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import Reply, ScriptedLLM
+from tests.support.openai_sdk import sdk_for
 from tests.support.users import auth_headers
 
 SECRET = (
@@ -141,13 +142,7 @@ async def test_tool_calls_cannot_name_foreign_documents(
 async def test_openai_index_names_are_per_user(
     app: FastAPI, alice: dict[str, Any], bob: dict[str, str], fresh_llm: ScriptedLLM
 ) -> None:
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-    sdk = openai.AsyncOpenAI(
-        base_url="http://docchat.test/v1",
-        api_key=bob["Authorization"][7:],
-        http_client=http,
-        max_retries=0,
-    )
+    sdk = sdk_for(app, bob["Authorization"][7:])
     messages = [{"role": "user", "content": "When does Project Nightjar launch from Kiruna?"}]
     with pytest.raises(openai.NotFoundError):
         await sdk.chat.completions.create(

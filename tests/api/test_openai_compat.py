@@ -15,6 +15,7 @@ from docchat.components import Components
 from docchat.llm import prompts
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
+from tests.support.openai_sdk import sdk_for
 from tests.support.users import auth_headers
 
 KAITO = (
@@ -51,11 +52,7 @@ async def headers(client: httpx.AsyncClient, components: Components) -> dict[str
 
 @pytest_asyncio.fixture
 async def sdk(app: FastAPI, headers: dict[str, str]) -> AsyncIterator[openai.AsyncOpenAI]:
-    token = headers["Authorization"].removeprefix("Bearer ")
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-    client = openai.AsyncOpenAI(
-        base_url="http://docchat.test/v1", api_key=token, http_client=http, max_retries=0
-    )
+    client = sdk_for(app, headers["Authorization"].removeprefix("Bearer "))
     yield client
     await client.close()
 
@@ -233,13 +230,7 @@ async def test_unknown_or_foreign_index_is_404(
         )
     # Another user's category name means nothing to this user.
     other = await auth_headers(client)
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-    stranger = openai.AsyncOpenAI(
-        base_url="http://docchat.test/v1",
-        api_key=other["Authorization"][7:],
-        http_client=http,
-        max_retries=0,
-    )
+    stranger = sdk_for(app, other["Authorization"][7:])
     with pytest.raises(openai.NotFoundError):
         await create(
             stranger, [{"role": "user", "content": "KAITO?"}], extra_body={"index_name": "kaito"}
@@ -286,10 +277,7 @@ async def test_llm_error_reaches_the_client_as_502(
 async def test_models_and_auth(sdk: openai.AsyncOpenAI, app: FastAPI) -> None:
     models = await sdk.models.list()
     assert [m.id for m in models.data][:1] == ["scripted-model"]
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-    anonymous = openai.AsyncOpenAI(
-        base_url="http://docchat.test/v1", api_key="bad", http_client=http, max_retries=0
-    )
+    anonymous = sdk_for(app, "bad")
     with pytest.raises(openai.AuthenticationError):
         await anonymous.models.list()
     await anonymous.close()
