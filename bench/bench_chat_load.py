@@ -1,59 +1,41 @@
 """Chat under load: 50 concurrent users posting messages (and 50 streaming) to a real server.
 
-    .venv/bin/python bench/bench_chat_load.py [--users 50] [--messages 4]
+    .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--think 1 3]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
-LLM is the scripted OpenAI-protocol server answering at once, so the figures are docchat's own
-overhead. Each user owns one small document, so every message runs retrieval.
+LLM is the scripted OpenAI-protocol server answering at once, in a process of its own, so the
+figures are docchat's own overhead. Each user owns one small document, so every message runs
+retrieval. Each user waits for the answer, then pauses for a random think time before the
+next message, as people in a chat do; the rows without think time send back to back, which
+measures the server's capacity (latency there is mostly queueing).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import subprocess
-import sys
+import multiprocessing
+import random
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
-from tests.support.llm_server import free_port, start_scripted_llm
+from tests.support.llm_server import ScriptedLLM, free_port
 from tests.support.users import auth_headers
 
-from bench.common import ROOT, drop_database, fresh_database, machine, median, percentile, table
-
-
-def start_server(
-    database_url: str, llm_url: str, data_dir: Path, port: int
-) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DATA_DIR": str(data_dir),
-        "LLM_BASE_URL": llm_url,
-        "LLM_MODEL": "scripted-model",
-        "LOG_LEVEL": "WARNING",
-        "AUTH_SECRET_KEY": "bench-secret-key-0123456789-abcdefgh",
-        "WORKER_POLL_SECONDS": "0.2",
-    }
-    command = [sys.executable, "-m", "docchat.cli", "serve", "--port", str(port)]
-    return subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-
-
-async def wait_ready(base: str) -> None:
-    async with httpx.AsyncClient() as client:
-        for _ in range(600):
-            try:
-                if (await client.get(f"{base}/readyz")).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.2)
-    raise RuntimeError("server did not start")
+from bench.common import (
+    drop_database,
+    fresh_database,
+    machine,
+    median,
+    percentile,
+    start_server,
+    table,
+    wait_ready,
+)
 
 
 async def make_user(client: httpx.AsyncClient, index: int) -> dict[str, str]:
@@ -65,74 +47,117 @@ async def make_user(client: httpx.AsyncClient, index: int) -> dict[str, str]:
     return headers
 
 
+@dataclass
+class Results:
+    latency: list[float] = field(default_factory=list)
+    first_byte: list[float] = field(default_factory=list)
+    errors: int = 0
+
+
+async def one_message(
+    client: httpx.AsyncClient, headers: dict[str, str], body: dict[str, Any], stream: bool
+) -> tuple[str, float | None]:
+    """Send one message; the chat id, and for a stream the time its first byte arrived."""
+    if not stream:
+        response = await client.post("/api/v1/messages", headers=headers, json=body)
+        response.raise_for_status()
+        return str(response.json()["chat_id"]), None
+    first = None
+    text = ""
+    async with client.stream(
+        "POST", "/api/v1/messages/stream", headers=headers, json=body
+    ) as response:
+        response.raise_for_status()
+        async for piece in response.aiter_text():
+            first = first or time.perf_counter()
+            text += piece
+    if "event: done" not in text:
+        raise RuntimeError("the stream ended without its done event")
+    return text.split('"chat_id": "', 1)[1].split('"', 1)[0], first
+
+
 async def run_user(
     client: httpx.AsyncClient,
     headers: dict[str, str],
     messages: int,
     stream: bool,
-    results: dict[str, list[float]],
+    think: tuple[float, float],
+    rng: random.Random,
+    results: Results,
 ) -> None:
     chat_id = None
+    await asyncio.sleep(rng.uniform(0, think[1]))  # users do not all arrive in the same instant
     for index in range(messages):
         body = {"content": f"When does the ferry leave? ({index})", "chat_id": chat_id}
         started = time.perf_counter()
         try:
-            if stream:
-                async with client.stream(
-                    "POST", "/api/v1/messages/stream", headers=headers, json=body
-                ) as response:
-                    first = None
-                    text = ""
-                    async for piece in response.aiter_text():
-                        first = first or time.perf_counter()
-                        text += piece
-                    ok = response.status_code == 200 and "event: done" in text
-                    results["ttfb"].append(((first or time.perf_counter()) - started) * 1000)
-                    chat_id = chat_id or text.split('"chat_id": "', 1)[1].split('"', 1)[0]
-            else:
-                response = await client.post("/api/v1/messages", headers=headers, json=body)
-                ok = response.status_code == 200
-                chat_id = chat_id or response.json()["chat_id"]
-        except (httpx.HTTPError, IndexError, KeyError):
-            ok = False
-        results["latency" if ok else "errors"].append((time.perf_counter() - started) * 1000)
+            chat_id, first = await one_message(client, headers, body, stream)
+        except (httpx.HTTPError, RuntimeError, IndexError, KeyError):
+            results.errors += 1
+        else:
+            results.latency.append((time.perf_counter() - started) * 1000)
+            if first is not None:
+                results.first_byte.append((first - started) * 1000)
+        await asyncio.sleep(rng.uniform(*think))
 
 
 async def scenario(
-    base: str, users: list[dict[str, str]], messages: int, stream: bool
+    base: str,
+    users: list[dict[str, str]],
+    messages: int,
+    stream: bool,
+    think: tuple[float, float],
 ) -> list[object]:
-    results: dict[str, list[float]] = {"latency": [], "errors": [], "ttfb": []}
+    results = Results()
+    rng = random.Random(5)
     limits = httpx.Limits(max_connections=len(users) * 2)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         started = time.perf_counter()
         await asyncio.gather(
-            *(run_user(client, headers, messages, stream, results) for headers in users)
+            *(run_user(client, headers, messages, stream, think, rng, results) for headers in users)
         )
         elapsed = time.perf_counter() - started
-    done = len(results["latency"])
-    ttfb = (
-        f"{median(results['ttfb']):.0f} / {percentile(results['ttfb'], 95):.0f}" if stream else "-"
+    done = len(results.latency)
+    first_byte = (
+        f"{median(results.first_byte):.0f} / {percentile(results.first_byte, 95):.0f}"
+        if stream
+        else "-"
     )
     return [
-        "streaming" if stream else "POST /messages",
+        "stream" if stream else "POST",
+        f"{think[0]:g}-{think[1]:g} s" if think[1] else "none",
         len(users),
-        done + len(results["errors"]),
+        done + results.errors,
         f"{done / elapsed:.1f}",
-        f"{median(results['latency']):.0f}",
-        f"{percentile(results['latency'], 95):.0f}",
-        ttfb,
-        len(results["errors"]),
+        f"{median(results.latency):.0f}",
+        f"{percentile(results.latency, 95):.0f}",
+        first_byte,
+        results.errors,
     ]
 
 
-async def main(user_count: int, messages: int) -> None:
-    llm = start_scripted_llm()
+def serve_llm(port: int, ready: Any) -> None:
+    """The scripted LLM in a process of its own, so it does not share the load generator's GIL."""
+    llm = ScriptedLLM(port=port)
     llm.default.content = "The ferry leaves at nine [1]."
+    llm.start()
+    ready.set()
+    while True:
+        time.sleep(3600)
+
+
+async def main(user_count: int, messages: int, think: tuple[float, float]) -> None:
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    llm_port = free_port()
+    llm = context.Process(target=serve_llm, args=(llm_port, ready), daemon=True)
+    llm.start()
+    ready.wait(30)
     url = await fresh_database()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as folder:
-        server = start_server(url, llm.base_url, Path(folder), port)
+        server = start_server(url, f"http://127.0.0.1:{llm_port}/v1", Path(folder), port)
         try:
             await wait_ready(base)
             async with httpx.AsyncClient(base_url=base, timeout=60) as client:
@@ -145,19 +170,24 @@ async def main(user_count: int, messages: int) -> None:
                         break
                     await asyncio.sleep(0.5)
                 await asyncio.sleep(2)
-            rows = [await scenario(base, users, messages, stream) for stream in (False, True)]
+            rows = [
+                await scenario(base, users, messages, stream, pause)
+                for pause in (think, (0.0, 0.0))
+                for stream in (False, True)
+            ]
         finally:
             server.terminate()
             server.wait(timeout=30)
-            llm.stop()
+            llm.terminate()
     await drop_database(url)
     print(
-        f"Chat under load, LLM answering at once; {machine()}; server and load generator share the machine"
+        f"Chat under load, LLM answering at once; {machine()}; server, LLM and load generator share the machine"
     )
     print(
         table(
             [
                 "mode",
+                "think time",
                 "users",
                 "requests",
                 "req/s",
@@ -174,6 +204,9 @@ async def main(user_count: int, messages: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--users", type=int, default=50)
-    parser.add_argument("--messages", type=int, default=4)
+    parser.add_argument("--messages", type=int, default=6)
+    parser.add_argument(
+        "--think", type=float, nargs=2, default=(1.0, 3.0), help="seconds between a user's messages"
+    )
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.users, arguments.messages))
+    asyncio.run(main(arguments.users, arguments.messages, tuple(arguments.think)))

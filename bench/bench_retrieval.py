@@ -24,7 +24,7 @@ from bench.common import machine, median, percentile, table
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.context import build_context
 from docchat.retrieval.search import search
-from docchat.retrieval.vectorstore import ChromaVectorStore, Chunk
+from docchat.retrieval.vectorstore import ChromaVectorStore, Chunk, DocumentRef
 
 USERS, DOCUMENTS_PER_USER, DIMENSION = 100, 10, 384
 QUESTIONS = [
@@ -72,7 +72,8 @@ async def measure(
     pick = random.Random(1)
     timings = []
     for _ in range(queries):
-        scope = owners[pick.choice(list(owners))]
+        owner = pick.choice(list(owners))
+        scope = [DocumentRef(document, owner) for document in owners[owner]]
         started = time.perf_counter()
         result = await search(
             embedder, store, pick.choice(QUESTIONS), scope, top_k=4, similarity_floor=-1.0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import platform
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # so `tests.support` helpers are importable
@@ -106,3 +110,35 @@ def build_components(settings: Settings, embedder: Embedder) -> tuple[Components
         publisher=EventPublisher(None, "bench"),
     )
     return components, engine
+
+
+def start_server(
+    database_url: str, llm_url: str, data_dir: Path, port: int
+) -> subprocess.Popen[bytes]:
+    """`docchat serve` (API and in-process worker) in a process of its own, as users run it."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DATA_DIR": str(data_dir),
+        "LLM_BASE_URL": llm_url,
+        "LLM_MODEL": "scripted-model",
+        "LOG_LEVEL": "WARNING",
+        "AUTH_SECRET_KEY": "bench-secret-key-0123456789-abcdefgh",
+        "WORKER_POLL_SECONDS": "0.2",
+    }
+    command = [sys.executable, "-m", "docchat.cli", "serve", "--port", str(port)]
+    return subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+async def wait_ready(base: str, probe: str = "/readyz") -> None:
+    async with httpx.AsyncClient() as client:
+        for _ in range(600):
+            try:
+                if (await client.get(f"{base}{probe}")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2)
+    raise RuntimeError("server did not start")

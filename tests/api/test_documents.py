@@ -13,7 +13,7 @@ from docchat.components import Components
 from docchat.db import utcnow
 from docchat.ingestion.models import IngestionJob, JobStatus
 from docchat.ingestion.worker import IngestionWorker
-from tests.support.documents import upload, upload_and_process
+from tests.support.documents import upload, upload_and_process, vector_ref
 from tests.support.files import filler, make_pdf
 from tests.support.users import admin_headers, auth_headers
 
@@ -39,10 +39,10 @@ async def test_upload_is_accepted_then_processed_with_pages(
 
     # Every chunk knows the page it came from.
     embedding = components.embedder.embed(["glaciers"])[0]
-    hits = components.vector_store.query(embedding, [uuid.UUID(accepted["id"])], top_k=3)
+    hits = components.vector_store.query(embedding, [vector_ref(accepted)], top_k=3)
     assert hits and all(hit.chunk.page == 2 for hit in hits)
     assert all("glaciers" in hit.chunk.text for hit in hits)
-    assert components.vector_store.count(uuid.UUID(accepted["id"])) == document["chunk_count"]
+    assert components.vector_store.count(vector_ref(accepted)) == document["chunk_count"]
 
 
 async def test_real_pdf_chunks_keep_page_numbers(
@@ -53,7 +53,7 @@ async def test_real_pdf_chunks_keep_page_numbers(
     document = await upload_and_process(client, components, headers, "four.pdf", pdf)
     assert document["status"] == "completed" and document["page_count"] == 4
     result = components.vector_store.query(
-        components.embedder.embed(["text without a meaning"])[0], [uuid.UUID(document["id"])], 50
+        components.embedder.embed(["text without a meaning"])[0], [vector_ref(document)], 50
     )
     assert {hit.chunk.page for hit in result} == {1, 2, 3, 4}
 
@@ -96,7 +96,7 @@ async def test_corrupt_pdf_fails_cleanly(client: httpx.AsyncClient, components: 
     document = await upload_and_process(client, components, headers, "broken.pdf", corrupt)
     assert document["status"] == "failed"
     assert document["error"]
-    assert components.vector_store.count(uuid.UUID(document["id"])) == 0
+    assert components.vector_store.count(vector_ref(document)) == 0
 
 
 async def test_text_with_bad_bytes_after_the_head_fails_with_position(
@@ -208,11 +208,11 @@ async def test_delete_removes_vectors_and_hides_the_document(
         client, components, headers, "gone.md", filler("tides", 60).encode()
     )
     document_id = uuid.UUID(document["id"])
-    assert components.vector_store.count(document_id) > 0
+    assert components.vector_store.count(vector_ref(document)) > 0
     assert (
         await client.delete(f"/api/v1/documents/{document_id}", headers=headers)
     ).status_code == 204
-    assert components.vector_store.count(document_id) == 0
+    assert components.vector_store.count(vector_ref(document)) == 0
     assert (
         await client.get(f"/api/v1/documents/{document_id}", headers=headers)
     ).status_code == 404
@@ -224,15 +224,13 @@ async def test_reprocess_is_idempotent(client: httpx.AsyncClient, components: Co
     document = await upload_and_process(
         client, components, headers, "again.md", filler("rivers", 60).encode()
     )
-    before = components.vector_store.count(uuid.UUID(document["id"]))
+    before = components.vector_store.count(vector_ref(document))
     response = await client.post(f"/api/v1/documents/{document['id']}/reprocess", headers=headers)
     assert response.status_code == 202 and response.json()["status"] == "processing"
     await IngestionWorker(components).run_until_idle()
     after = (await client.get(f"/api/v1/documents/{document['id']}", headers=headers)).json()
     assert after["status"] == "completed"
-    assert (
-        components.vector_store.count(uuid.UUID(document["id"])) == before == after["chunk_count"]
-    )
+    assert components.vector_store.count(vector_ref(document)) == before == after["chunk_count"]
 
 
 async def test_list_filters_and_paginates(

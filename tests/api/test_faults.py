@@ -12,10 +12,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import chromadb
 import httpx
 import pytest
-from chromadb.config import Settings as ChromaSettings
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -23,6 +21,8 @@ from docchat.config import Settings, WorkerSettings
 from docchat.db import create_sessionmaker
 from docchat.documents.models import Document, DocumentStatus
 from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.llm.embeddings import LocalMiniLMEmbedder
+from docchat.retrieval.vectorstore import ChromaVectorStore, DocumentRef
 from docchat.users.models import User
 from tests.support.live_server import LiveServer
 from tests.support.tcp_proxy import TcpProxy
@@ -179,10 +179,10 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
     _, job = await _document_state(engine, document_id)
     assert job.status == JobStatus.done and job.attempts == 2
     # The retry replaced the half-written vectors: exactly one per chunk.
-    client = chromadb.PersistentClient(
-        path=str(tmp_path / "chroma"), settings=ChromaSettings(anonymized_telemetry=False)
+    store = ChromaVectorStore(
+        collection=settings.rag.collection,
+        embedding_model=LocalMiniLMEmbedder.name,
+        dimension=384,
+        path=tmp_path / "chroma",
     )
-    stored = client.get_collection(settings.rag.collection).get(
-        where={"document_id": str(document_id)}, include=[]
-    )
-    assert len(stored["ids"]) == finished.chunk_count
+    assert store.count(DocumentRef.of(finished)) == finished.chunk_count

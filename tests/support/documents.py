@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 
 from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
+from docchat.retrieval.vectorstore import DocumentRef
 
 
 async def upload(
@@ -39,3 +41,8 @@ async def upload_and_process(
     assert document.status_code == 200
     body: dict[str, Any] = document.json()
     return body
+
+
+def vector_ref(document: dict[str, Any]) -> DocumentRef:
+    """How the vector store addresses a document the API returned."""
+    return DocumentRef(uuid.UUID(document["id"]), uuid.UUID(document["owner_id"]))

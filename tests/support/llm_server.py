@@ -36,12 +36,12 @@ class Reply:
 
 
 class ScriptedLLM:
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.default = Reply(content="I am the scripted model.")
-        self.port = free_port()
+        self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None

@@ -96,13 +96,13 @@ def context_budget(components: Components, turn: Turn) -> int:
 async def _searched_entries(
     components: Components, turn: Turn, meta: dict[str, Any], budget: int
 ) -> list[ContextEntry]:
-    if not turn.document_ids:
+    if not turn.documents:
         return []
     result = await search(
         components.embedder,
         components.vector_store,
         await _search_query(components, turn),
-        turn.document_ids,
+        turn.documents,
         top_k=turn.options.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
     )
@@ -151,7 +151,7 @@ async def plan_answer(components: Components, turn: Turn) -> Plan:
         "grounded": False,
         "scope": turn.scope,
         "retrieval": turn.options.retrieval,
-        "documents_searched": len(turn.document_ids),
+        "documents_searched": len(turn.documents),
     }
     general = prompts.general_messages(turn.history, turn.question)
     if not turn.options.rag_enabled:
@@ -165,10 +165,10 @@ async def plan_answer(components: Components, turn: Turn) -> Plan:
     if inline:
         meta["inline_documents"] = len(turn.inline_documents)
     entries = searched + inline
-    if turn.options.retrieval == "tool" and turn.document_ids:
+    if turn.options.retrieval == "tool" and turn.documents:
         return _tool_plan(components, turn, entries, file_parts, meta, budget)
     if not entries:
-        meta.setdefault("reason", "no_match" if turn.document_ids else "no_documents")
+        meta.setdefault("reason", "no_match" if turn.documents else "no_documents")
         fixed = prompts.NOT_FOUND_ANSWER if turn.options.strict else None
         return Plan(general, meta=meta, fixed_answer=fixed)
     context = format_context([entry for entry in entries if entry.text])
@@ -176,7 +176,7 @@ async def plan_answer(components: Components, turn: Turn) -> Plan:
         "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
         turn.chat_id,
         turn.scope,
-        len(turn.document_ids),
+        len(turn.documents),
         len(entries),
         len(inline),
         len(context),
@@ -200,7 +200,7 @@ def _tool_plan(
     tools = ToolRetrieval(
         embedder=components.embedder,
         store=components.vector_store,
-        document_ids=turn.document_ids,
+        documents=turn.documents,
         default_top_k=turn.options.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
         budget_tokens=max(0, budget - spent),

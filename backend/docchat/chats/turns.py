@@ -24,6 +24,7 @@ from docchat.documents.models import Document, DocumentStatus
 from docchat.events import service as events_service
 from docchat.kit.errors import Unprocessable
 from docchat.retrieval.inline import InlineDocument
+from docchat.retrieval.vectorstore import DocumentRef
 from docchat.users.models import User
 
 
@@ -47,8 +48,8 @@ class Turn:
     question: str
     history: list[dict[str, str]]
     scope: str  # message | chat | all
-    # Completed documents to search (ids from the owner-scoped query only).
-    document_ids: list[uuid.UUID]
+    # Completed documents to search (from the owner-scoped query only).
+    documents: list[DocumentRef]
     # Documents attached to this message that are still processing: read directly.
     inline_documents: list[InlineDocument]
     options: Options
@@ -80,38 +81,44 @@ async def _open_chat(session: AsyncSession, user: User, request: MessageCreate) 
     return await service.get_owned(session, user, request.chat_id, for_update=True)
 
 
+def _refs(documents: list[Document]) -> list[DocumentRef]:
+    return [DocumentRef.of(document) for document in documents]
+
+
 async def _scope(
     session: AsyncSession, user: User, chat: Chat, requested: list[Document]
-) -> tuple[str, list[uuid.UUID]]:
+) -> tuple[str, list[DocumentRef]]:
     """Message documents > chat documents > all readable ones; only completed ones count."""
     if requested:
-        return "message", [d.id for d in requested if d.status == DocumentStatus.completed]
+        return "message", _refs([d for d in requested if d.status == DocumentStatus.completed])
     linked = await repository.document_ids(session, chat.id)
     if linked:
         documents = await documents_repository.readable_among(
             session, user, linked, status=DocumentStatus.completed
         )
-        return "chat", [d.id for d in documents]
+        return "chat", _refs(documents)
     statement = (
         documents_repository.readable_by(user)
         .where(Document.status == DocumentStatus.completed)
-        .with_only_columns(Document.id)
+        .with_only_columns(Document.id, Document.owner_id)
     )
-    return "all", list((await session.execute(statement)).scalars())
+    rows = (await session.execute(statement)).all()
+    return "all", [DocumentRef.of(row) for row in rows]
 
 
 async def _conversation_documents(
-    session: AsyncSession, user: User, chat: Chat, ids: list[uuid.UUID]
-) -> list[uuid.UUID]:
+    session: AsyncSession, user: User, chat: Chat, documents: list[DocumentRef]
+) -> list[DocumentRef]:
     """Tool mode also searches every completed document attached to any message of the chat."""
     attached = await repository.message_document_ids(session, chat.id)
-    extra = [i for i in attached if i not in set(ids)]
+    known = {document.id for document in documents}
+    extra = [i for i in attached if i not in known]
     if not extra:
-        return ids
+        return documents
     readable = await documents_repository.readable_among(
         session, user, extra, status=DocumentStatus.completed
     )
-    return ids + [d.id for d in readable]
+    return documents + _refs(readable)
 
 
 def _inline(components: Components, requested: list[Document]) -> list[InlineDocument]:
@@ -155,9 +162,9 @@ async def start_turn(
     await session.flush()
     await repository.link_message_documents(session, message.id, [d.id for d in requested])
     options = _resolve_options(components, user, request)
-    scope, document_ids = await _scope(session, user, chat, requested)
+    scope, documents = await _scope(session, user, chat, requested)
     if options.retrieval == "tool":
-        document_ids = await _conversation_documents(session, user, chat, document_ids)
+        documents = await _conversation_documents(session, user, chat, documents)
     await events_service.record(
         session,
         events_service.QUERY_SUBMITTED,
@@ -171,7 +178,7 @@ async def start_turn(
         question=request.content,
         history=await _history(session, chat.id, message.seq, components),
         scope=scope,
-        document_ids=document_ids,
+        documents=documents,
         inline_documents=_inline(components, requested),
         options=options,
     )

@@ -16,7 +16,7 @@ from docchat.documents.storage import FileStorage
 from docchat.ingestion import repository as jobs_repository
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
-from docchat.retrieval.vectorstore import VectorStore, VectorStoreUnavailable
+from docchat.retrieval.vectorstore import DocumentRef, VectorStore, VectorStoreUnavailable
 from docchat.users.models import User
 
 
@@ -117,6 +117,6 @@ async def delete(
     await jobs_repository.cancel_pending(session, document.id, document.deleted_at)
     await session.flush()
     try:
-        await asyncio.to_thread(vector_store.delete_document, document.id)
+        await asyncio.to_thread(vector_store.delete_document, DocumentRef.of(document))
     except VectorStoreUnavailable as exc:
         raise ServiceUnavailable("The vector store is unavailable; try deleting again") from exc

@@ -33,7 +33,7 @@ from docchat.ingestion.chunking import TextChunk, chunk_document
 from docchat.ingestion.extraction import ExtractionError, extract
 from docchat.ingestion.models import IngestionJob, JobStatus
 from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
-from docchat.retrieval.vectorstore import Chunk
+from docchat.retrieval.vectorstore import Chunk, DocumentRef
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class IngestionWorker:
             logger.exception("document %s failed on attempt %d", document.id, job.attempts)
             await self._retry_or_fail(job, exc)
             return
-        await self._complete(job, chunk_count)
+        await self._complete(job, document, chunk_count)
         INGESTION_JOBS.labels("completed").inc()
         INGESTION_DURATION.observe(time.perf_counter() - started)
         logger.info(
@@ -139,7 +139,7 @@ class IngestionWorker:
         )
         del extracted
         store = self.components.vector_store
-        await asyncio.to_thread(store.delete_document, document.id)
+        await asyncio.to_thread(store.delete_document, DocumentRef.of(document))
         batch_size = max(1, self.settings.embedding.batch_size)
         for start in range(0, len(chunks), batch_size):
             batch = chunks[start : start + batch_size]
@@ -181,13 +181,13 @@ class IngestionWorker:
             )
             await session.commit()
 
-    async def _complete(self, job: ClaimedJob, chunk_count: int) -> None:
+    async def _complete(self, job: ClaimedJob, ingested: Document, chunk_count: int) -> None:
         async with self.components.sessionmaker() as session:
             document = await documents_repository.get_live(session, job.document_id)
             if document is None:
                 # Deleted while we worked: leave nothing of it in the vector store.
                 await asyncio.to_thread(
-                    self.components.vector_store.delete_document, job.document_id
+                    self.components.vector_store.delete_document, DocumentRef.of(ingested)
                 )
             else:
                 document.status = DocumentStatus.completed

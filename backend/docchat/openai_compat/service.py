@@ -29,6 +29,7 @@ from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.retrieval.citations import apply_citations, has_markers, infer_citations
 from docchat.retrieval.context import ContextEntry, build_context, estimate_tokens, format_context
 from docchat.retrieval.search import search
+from docchat.retrieval.vectorstore import DocumentRef
 from docchat.users.models import User
 
 RAG_ROLES = {"system", "user", "assistant"}
@@ -75,7 +76,7 @@ def split_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
     return "\n\n".join(prompt_parts), history
 
 
-async def index_documents(session: AsyncSession, user: User, index_name: str) -> list[uuid.UUID]:
+async def index_documents(session: AsyncSession, user: User, index_name: str) -> list[DocumentRef]:
     statement = documents_repository.readable_by(user).where(
         Document.status == DocumentStatus.completed
     )
@@ -84,7 +85,10 @@ async def index_documents(session: AsyncSession, user: User, index_name: str) ->
         if category is None:
             raise NotFound(f"Index {index_name!r} not found: use 'all' or one of your categories")
         statement = statement.where(Document.category_id == category.id)
-    return list((await session.execute(statement.with_only_columns(Document.id))).scalars())
+    rows = (
+        await session.execute(statement.with_only_columns(Document.id, Document.owner_id))
+    ).all()
+    return [DocumentRef.of(row) for row in rows]
 
 
 @dataclass(frozen=True)
@@ -115,12 +119,12 @@ async def prepare(
     budget = max(
         0, min(components.settings.rag.max_context_tokens, window - prompt_tokens - wanted)
     )
-    document_ids = await index_documents(session, user, request.index_name)
+    documents = await index_documents(session, user, request.index_name)
     result = await search(
         components.embedder,
         components.vector_store,
         query,
-        document_ids,
+        documents,
         top_k=components.settings.rag.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
     )

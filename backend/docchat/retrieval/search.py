@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
-from docchat.retrieval.vectorstore import ScoredChunk, VectorStore
+from docchat.retrieval.vectorstore import DocumentRef, ScoredChunk, VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -28,26 +27,26 @@ async def search(
     embedder: Embedder,
     store: VectorStore,
     query: str,
-    document_ids: Sequence[uuid.UUID],
+    documents: Sequence[DocumentRef],
     *,
     top_k: int,
     similarity_floor: float,
 ) -> SearchResult:
-    """The `top_k` chunks of `document_ids` most similar to `query`, above the floor.
+    """The `top_k` chunks of `documents` most similar to `query`, above the floor.
 
-    `document_ids` must come from the owner-scoped document query. Failures of the embedder
+    `documents` must come from the owner-scoped document query. Failures of the embedder
     or the store are reported in `unavailable`, so the caller can fall back to general mode.
     """
-    if not document_ids or not query.strip():
+    if not documents or not query.strip():
         return SearchResult()
     started = time.perf_counter()
     try:
         vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
-        hits = await asyncio.to_thread(store.query, vector, list(document_ids), top_k)
+        hits = await asyncio.to_thread(store.query, vector, list(documents), top_k)
     except Exception as exc:
         logger.warning("retrieval unavailable, answering in general mode: %s", exc)
         return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
-    allowed = set(document_ids)
+    allowed = {document.id for document in documents}
     kept = [
         hit
         for hit in hits

@@ -7,7 +7,6 @@ the search always runs over the ids the server resolved for this conversation.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +14,7 @@ from docchat.llm.client import ToolCall
 from docchat.llm.embeddings import Embedder
 from docchat.retrieval.context import CHARS_PER_TOKEN, ContextEntry, source_of
 from docchat.retrieval.search import search
-from docchat.retrieval.vectorstore import VectorStore
+from docchat.retrieval.vectorstore import DocumentRef, VectorStore
 
 TOOL_NAME = "semantic_search"
 MAX_TOOL_TOP_K = 20
@@ -55,7 +54,7 @@ class ToolRetrieval:
 
     embedder: Embedder
     store: VectorStore
-    document_ids: list[uuid.UUID]
+    documents: list[DocumentRef]
     default_top_k: int
     similarity_floor: float
     budget_tokens: int
@@ -92,7 +91,7 @@ class ToolRetrieval:
             self.embedder,
             self.store,
             query,
-            self.document_ids,
+            self.documents,
             top_k=top_k,
             similarity_floor=self.similarity_floor,
         )

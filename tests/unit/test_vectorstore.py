@@ -1,0 +1,115 @@
+"""The Chroma store on disk: per-owner collections, scope, legacy layout, model records."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import chromadb
+import pytest
+from chromadb.config import Settings as ChromaSettings
+
+from docchat.retrieval.vectorstore import (
+    ChromaVectorStore,
+    Chunk,
+    DocumentRef,
+    VectorStoreUnavailable,
+)
+
+DIMENSION = 3
+
+
+def open_store(path: Path, model: str = "test-model") -> ChromaVectorStore:
+    return ChromaVectorStore(
+        collection="chunks", embedding_model=model, dimension=DIMENSION, path=path
+    )
+
+
+def chunk(document: DocumentRef, index: int, text: str) -> Chunk:
+    return Chunk(document.id, index, text, 1, document.owner_id, "private", "notes.md")
+
+
+def new_document(owner: uuid.UUID | None = None) -> DocumentRef:
+    return DocumentRef(uuid.uuid4(), owner or uuid.uuid4())
+
+
+def test_query_returns_only_the_documents_in_scope(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    mine, theirs = new_document(), new_document()
+    other_of_mine = new_document(mine.owner_id)
+    store.upsert(
+        [chunk(mine, 0, "mine"), chunk(theirs, 0, "theirs"), chunk(other_of_mine, 0, "other")],
+        [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
+    )
+    hits = store.query([1.0, 0.0, 0.0], [mine], top_k=10)
+    assert [hit.chunk.text for hit in hits] == ["mine"]
+    assert store.query([1.0, 0.0, 0.0], [new_document()], top_k=10) == []
+
+
+def test_a_scope_spanning_owners_is_merged_by_similarity(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    own, shared = new_document(), new_document()
+    store.upsert(
+        [chunk(own, 0, "own far"), chunk(own, 1, "own near"), chunk(shared, 0, "shared mid")],
+        [[0.0, 1.0, 0.0], [1.0, 0.1, 0.0], [1.0, 0.5, 0.0]],
+    )
+    hits = store.query([1.0, 0.0, 0.0], [own, shared], top_k=2)
+    assert [hit.chunk.text for hit in hits] == ["own near", "shared mid"]
+    assert hits[0].similarity > hits[1].similarity
+    assert store.count() == 3 and store.count(own) == 2
+
+
+def test_delete_document_removes_only_that_document(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    kept, gone = new_document(), new_document()
+    gone = DocumentRef(gone.id, kept.owner_id)
+    store.upsert([chunk(kept, 0, "kept"), chunk(gone, 0, "gone")], [[1.0, 0, 0], [1.0, 0, 0]])
+    store.delete_document(gone)
+    store.delete_document(new_document())  # an owner without a collection is no error
+    assert store.count(gone) == 0 and store.count(kept) == 1
+
+
+def test_chunks_of_the_single_collection_layout_move_to_their_owners(tmp_path: Path) -> None:
+    documents = [new_document(), new_document()]
+    # Same client settings as the store's: Chroma keeps one client per folder and process.
+    settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    legacy = chromadb.PersistentClient(
+        path=str(tmp_path), settings=settings
+    ).get_or_create_collection(
+        "chunks",
+        embedding_function=None,
+        metadata={"hnsw:space": "cosine", "embedding_model": "test-model", "dimension": 3},
+    )
+    for document in documents:
+        legacy.add(
+            ids=[f"{document.id}_0"],
+            embeddings=[[1.0, 0.0, 0.0]],
+            documents=[f"text of {document.id}"],
+            metadatas=[
+                {
+                    "document_id": str(document.id),
+                    "chunk_index": 0,
+                    "owner_id": str(document.owner_id),
+                    "visibility": "private",
+                    "filename": "old.md",
+                    "page": 3,
+                }
+            ],
+        )
+    store = open_store(tmp_path)
+    for document in documents:
+        [hit] = store.query([1.0, 0.0, 0.0], [document], top_k=5)
+        assert hit.chunk.text == f"text of {document.id}" and hit.chunk.page == 3
+    assert store.count() == 2  # moved, not copied: the record collection is empty now
+
+
+def test_a_store_built_by_another_model_refuses_to_serve(tmp_path: Path) -> None:
+    document = new_document()
+    open_store(tmp_path).upsert([chunk(document, 0, "x")], [[1.0, 0.0, 0.0]])
+    store = open_store(tmp_path, model="another-model")
+    assert store.mismatch and "docchat reindex" in store.mismatch
+    with pytest.raises(VectorStoreUnavailable):
+        store.query([1.0, 0.0, 0.0], [document], top_k=1)
+    store.reset_collection()
+    assert store.mismatch is None and store.count() == 0
+    assert store.query([1.0, 0.0, 0.0], [document], top_k=1) == []
