@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
+from docchat.retrieval.query_embedding import embed_query
 from docchat.retrieval.vectorstore import DocumentRef, ScoredChunk, VectorStore
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ async def search(
         return SearchResult()
     started = time.perf_counter()
     try:
-        vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
+        vector = await embed_query(embedder, query)
         hits = await asyncio.to_thread(store.query, vector, list(documents), top_k)
     except Exception as exc:
         logger.warning("retrieval unavailable, answering in general mode: %s", exc)
