@@ -8,10 +8,12 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docchat import docs_pages, health, observability
 from docchat.admin.router import router as admin_router
@@ -71,23 +73,35 @@ def attach_components(app: FastAPI, components: Components) -> None:
     app.state.readiness_probes = _readiness_probes(components)
 
 
-def _add_upload_size_guard(app: FastAPI, max_bytes: int) -> None:
-    """Refuse an announced oversize body before reading it (chunked bodies are cut while copied)."""
+class UploadSizeGuard:
+    """Refuse an announced oversize body before reading it (chunked bodies are cut while copied).
+
+    Pure ASGI rather than BaseHTTPMiddleware, which costs every request (streams included)
+    an extra task and a memory channel.
+    """
+
     slack = 1024 * 1024  # multipart framing and form fields
 
-    @app.middleware("http")
-    async def upload_size_guard(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        too_large = length is not None and length.isdigit() and int(length) > max_bytes + slack
-        if request.method == "POST" and too_large:
-            limit_mb = max_bytes // (1024 * 1024)
-            return JSONResponse(
-                {"detail": f"The request is larger than the limit of {limit_mb} MB"},
-                status_code=413,
-            )
-        return await call_next(request)
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            length = Headers(scope=scope).get("content-length")
+            if (
+                length is not None
+                and length.isdigit()
+                and int(length) > self.max_bytes + self.slack
+            ):
+                limit_mb = self.max_bytes // (1024 * 1024)
+                response = JSONResponse(
+                    {"detail": f"The request is larger than the limit of {limit_mb} MB"},
+                    status_code=413,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(
@@ -144,7 +158,7 @@ def create_app(
     exception_handlers.install(app)
     observability.install(app)
     security_headers.install(app)
-    _add_upload_size_guard(app, settings.max_upload_bytes)
+    app.add_middleware(UploadSizeGuard, max_bytes=settings.max_upload_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

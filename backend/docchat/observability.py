@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -65,17 +66,36 @@ def route_template(scope: MutableMapping[str, Any]) -> str:
     return prefix + str(template)
 
 
-def install(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def measure(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+class MetricsMiddleware:
+    """Pure ASGI: request count and latency (to the last byte, streams included) per route."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
-        response = await call_next(request)
-        route = route_template(request.scope)
-        HTTP_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
-        HTTP_REQUESTS.labels(request.method, route, str(response.status_code)).inc()
-        return response
+        status = 500
+
+        async def send_recording_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_recording_status)
+        finally:
+            route = route_template(scope)
+            method = str(scope.get("method", ""))
+            HTTP_LATENCY.labels(method, route).observe(time.perf_counter() - started)
+            HTTP_REQUESTS.labels(method, route, str(status)).inc()
+
+
+def install(app: FastAPI) -> None:
+    app.add_middleware(MetricsMiddleware)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 BASE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -22,15 +22,30 @@ APP_CSP = (
 DOCS_PATHS = ("/docs", "/redoc")
 
 
+class SecurityHeadersMiddleware:
+    """Pure ASGI (no BaseHTTPMiddleware): adds the headers as the response starts."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = str(scope.get("path", ""))
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in BASE_HEADERS.items():
+                    headers.setdefault(name, value)
+                is_page = headers.get("content-type", "").startswith("text/html")
+                if is_page and not path.startswith(DOCS_PATHS):
+                    headers.setdefault("Content-Security-Policy", APP_CSP)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def install(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def security_headers(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        response = await call_next(request)
-        for name, value in BASE_HEADERS.items():
-            response.headers.setdefault(name, value)
-        is_page = response.headers.get("content-type", "").startswith("text/html")
-        if is_page and not request.url.path.startswith(DOCS_PATHS):
-            response.headers.setdefault("Content-Security-Policy", APP_CSP)
-        return response
+    app.add_middleware(SecurityHeadersMiddleware)
