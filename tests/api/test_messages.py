@@ -364,6 +364,20 @@ async def test_llm_timeout_is_504(
     assert response.json()["detail"] == "The language model did not answer in time"
 
 
+async def test_the_api_key_reaches_the_model_server(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, app: Any
+) -> None:
+    settings = LLMSettings(_env_file=None, base_url=fresh_llm.base_url, api_key="sk-docchat")  # type: ignore[call-arg]
+    keyed = LLM(settings)
+    app.state.components = dataclasses.replace(components, llm=keyed)
+    headers = await auth_headers(client)
+    assert (await ask(client, headers, "plain")).status_code == 200
+    response, _ = await ask_streaming(client, headers, "streamed")
+    await keyed.close()
+    assert response.status_code == 200
+    assert fresh_llm.authorizations == ["Bearer sk-docchat", "Bearer sk-docchat"]
+
+
 async def test_llm_unreachable_is_502(
     client: httpx.AsyncClient, components: Components, app: Any
 ) -> None:
@@ -479,3 +493,18 @@ async def test_message_limits(client: httpx.AsyncClient, components: Components)
     response = await ask(client, headers, too_long)
     assert response.status_code == 422 and "too long" in response.json()["detail"]
     assert (await ask(client, headers, "   ")).status_code == 422
+
+
+async def test_meta_tells_the_time_spent_waiting_for_the_model(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script(Reply(content="Slow answer.", delay_seconds=0.3))
+    answer = (await ask(client, headers, "Hello?")).json()["assistant_message"]
+    assert 300 <= answer["meta"]["llm_ms"] <= answer["latency_ms"] + 1  # latency_ms is whole ms
+
+    fresh_llm.script(Reply(content="Slow stream.", delay_seconds=0.3))
+    response, events = await ask_streaming(client, headers, "Hello again?")
+    done = dict(events)["done"]["assistant_message"]
+    assert response.status_code == 200
+    assert 300 <= done["meta"]["llm_ms"] <= done["latency_ms"] + 1

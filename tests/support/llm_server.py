@@ -40,6 +40,7 @@ class ScriptedLLM:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
         self.default = Reply(content="I am the scripted model.")
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -56,6 +57,7 @@ class ScriptedLLM:
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self.authorizations.clear()
 
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -74,6 +76,7 @@ class ScriptedLLM:
     # -- HTTP ------------------------------------------------------------------------------
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
+        self.authorizations.append(request.headers.get("authorization"))
         reply = self._next(body)
         if reply.delay_seconds:
             await asyncio.sleep(reply.delay_seconds)

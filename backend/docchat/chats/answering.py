@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,8 @@ class Generated:
     model: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # Wall time spent waiting for the language model while producing the answer.
+    llm_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -98,10 +101,14 @@ async def _searched_entries(
 ) -> list[ContextEntry]:
     if not turn.documents:
         return []
+    started = time.perf_counter()
+    query = await _search_query(components, turn)
+    if turn.options.reformulate and turn.history:  # the model was asked to rewrite it
+        meta["reformulation_ms"] = round((time.perf_counter() - started) * 1000, 1)
     result = await search(
         components.embedder,
         components.vector_store,
-        await _search_query(components, turn),
+        query,
         turn.documents,
         top_k=turn.options.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
@@ -221,6 +228,18 @@ def _tool_plan(
 class _Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    llm_started: float = 0.0
+    llm_seconds: float = 0.0
+
+    def start_llm(self) -> None:
+        self.llm_started = time.perf_counter()
+
+    def stop_llm(self) -> None:
+        self.llm_seconds += time.perf_counter() - self.llm_started
+
+    @property
+    def llm_ms(self) -> float:
+        return round(self.llm_seconds * 1000, 1)
 
     def add(self, prompt: int | None, completion: int | None) -> None:
         if prompt is not None:
@@ -235,9 +254,11 @@ async def _tool_rounds(
     """Let the model search until it answers; None when the rounds ran out without an answer."""
     assert plan.tools is not None
     for _ in range(MAX_TOOL_ROUNDS):
+        usage.start_llm()
         completion = await components.llm.complete(
             messages, model=turn.options.model, tools=[SEMANTIC_SEARCH_TOOL]
         )
+        usage.stop_llm()
         usage.add(completion.prompt_tokens, completion.completion_tokens)
         if not completion.tool_calls:
             return completion
@@ -276,28 +297,44 @@ async def produce(
             yield SourcesReady()
             yield answered.content
             yield Generated(
-                answered.content, answered.model, usage.prompt_tokens, usage.completion_tokens
+                answered.content,
+                answered.model,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.llm_ms,
             )
             return
     yield SourcesReady()
     if not streaming:
+        usage.start_llm()
         completion = await components.llm.complete(messages, model=model)
+        usage.stop_llm()
         usage.add(completion.prompt_tokens, completion.completion_tokens)
         yield completion.content
         yield Generated(
-            completion.content, completion.model, usage.prompt_tokens, usage.completion_tokens
+            completion.content,
+            completion.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.llm_ms,
         )
         return
     pieces: list[str] = []
     end = StreamEnd(model=model)
+    usage.start_llm()
     async for item in components.llm.stream(messages, model=model):
         if isinstance(item, StreamEnd):
             end = item
         else:
             pieces.append(item)
+            usage.stop_llm()  # the time the client takes to read a piece is not the model's
             yield item
+            usage.start_llm()
+    usage.stop_llm()
     usage.add(end.prompt_tokens, end.completion_tokens)
-    yield Generated("".join(pieces), end.model, usage.prompt_tokens, usage.completion_tokens)
+    yield Generated(
+        "".join(pieces), end.model, usage.prompt_tokens, usage.completion_tokens, usage.llm_ms
+    )
 
 
 # -- citations --------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ async def _save_answer(
 ) -> MessageRead:
     content, sources, meta = cite(plan, generated.content, turn)
     latency_ms = int((time.perf_counter() - turn.started) * 1000)
+    meta["llm_ms"] = round(generated.llm_ms + meta.get("reformulation_ms", 0.0), 1)
     async with components.sessionmaker() as session:
         message = Message(
             chat_id=turn.chat_id,
