@@ -113,3 +113,16 @@ def test_a_store_built_by_another_model_refuses_to_serve(tmp_path: Path) -> None
     store.reset_collection()
     assert store.mismatch is None and store.count() == 0
     assert store.query([1.0, 0.0, 0.0], [document], top_k=1) == []
+
+
+def test_a_narrow_scope_finds_its_chunks_behind_many_closer_ones(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    crowd, wanted = new_document(), new_document()
+    wanted = DocumentRef(wanted.id, crowd.owner_id)  # same owner, same collection
+    chunks = [chunk(crowd, i, f"crowd {i}") for i in range(30)] + [chunk(wanted, 0, "wanted")]
+    vectors = [[1.0, 0.01 * i, 0.0] for i in range(30)] + [[0.0, 0.0, 1.0]]
+    store.upsert(chunks, vectors)
+    [hit] = store.query([1.0, 0.0, 0.0], [wanted], top_k=4)
+    assert hit.chunk.text == "wanted"
+    wide = store.query([1.0, 0.0, 0.0], [crowd, wanted], top_k=4)
+    assert [hit.chunk.text for hit in wide] == ["crowd 0", "crowd 1", "crowd 2", "crowd 3"]

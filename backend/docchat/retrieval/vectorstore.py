@@ -146,6 +146,37 @@ def _scored(result: Any) -> list[ScoredChunk]:
 
 
 LEGACY_MOVE_BATCH = 1000
+# Unfiltered candidates fetched per wanted chunk before falling back to the filtered query.
+OVERFETCH = 3
+_INCLUDE = ["documents", "metadatas", "distances"]
+
+
+def _query_owner(
+    collection: Any, embedding: list[float], document_ids: Sequence[uuid.UUID], top_k: int
+) -> list[ScoredChunk]:
+    """The `top_k` chunks of `document_ids` in one owner's collection.
+
+    Most searches cover all, or most, of an owner's documents (scope "all"), so the index alone
+    finds them: an unfiltered query over-fetches and keeps the wanted documents' chunks. If the
+    top `OVERFETCH * top_k` already hold `top_k` wanted chunks, those are the best `top_k` of
+    the wanted documents; if the collection had fewer chunks than asked for, every chunk was
+    seen. Otherwise (a narrow scope) the filtered query answers; on 1,000 chunks it costs
+    about 10 ms against 2 ms for the unfiltered one.
+    """
+    wanted = set(document_ids)
+    asked = top_k * OVERFETCH
+    result = collection.query(query_embeddings=[embedding], n_results=asked, include=_INCLUDE)
+    seen = _scored(result)
+    kept = [hit for hit in seen if hit.chunk.document_id in wanted]
+    if len(kept) >= top_k or len(seen) < asked:
+        return kept[:top_k]
+    result = collection.query(
+        query_embeddings=[embedding],
+        n_results=top_k,
+        where=_document_filter(document_ids),
+        include=_INCLUDE,
+    )
+    return _scored(result)
 
 
 class ChromaVectorStore:
@@ -302,20 +333,13 @@ class ChromaVectorStore:
         for owner_id, document_ids in _by_owner(documents).items():
             try:
                 collection = self._owner_collection(owner_id, create=False)
-                if collection is None:
-                    continue
-                result = collection.query(
-                    query_embeddings=[list(embedding)],
-                    n_results=top_k,
-                    where=_document_filter(document_ids),
-                    include=["documents", "metadatas", "distances"],
-                )
+                if collection is not None:
+                    hits.extend(_query_owner(collection, list(embedding), document_ids, top_k))
             except VectorStoreUnavailable:
                 raise
             except Exception as exc:
                 self._forget(owner_id)
                 raise VectorStoreUnavailable(f"vector store query failed: {exc}") from exc
-            hits.extend(_scored(result))
         hits.sort(key=lambda hit: hit.similarity, reverse=True)
         return hits[:top_k]
 
