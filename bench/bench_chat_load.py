@@ -3,17 +3,19 @@
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--think 1 3]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
-LLM is the scripted OpenAI-protocol server answering at once, in a process of its own, so the
-figures are docchat's own overhead. Each user owns one small document, so every message runs
-retrieval. Each user waits for the answer, then pauses for a random think time before the
-next message, as people in a chat do; the rows without think time send back to back, which
-measures the server's capacity (latency there is mostly queueing).
+LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
+"Overhead" is each request's latency less the time the server waited for the LLM (the
+answer's `meta.llm_ms`): everything but the LLM. Each user owns one small document, so every
+message runs retrieval. Each user waits for the answer, then pauses for a random think time
+before the next message, as people in a chat do; the rows without think time send back to
+back, which measures the server's capacity (latency there is mostly queueing).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import random
 import tempfile
@@ -50,18 +52,28 @@ async def make_user(client: httpx.AsyncClient, index: int) -> dict[str, str]:
 @dataclass
 class Results:
     latency: list[float] = field(default_factory=list)
+    # Latency less the time the server spent waiting for the LLM (its `meta.llm_ms`).
+    overhead: list[float] = field(default_factory=list)
     first_byte: list[float] = field(default_factory=list)
     errors: int = 0
 
 
+@dataclass(frozen=True)
+class Answered:
+    chat_id: str
+    llm_ms: float
+    first_byte: float | None = None
+
+
 async def one_message(
     client: httpx.AsyncClient, headers: dict[str, str], body: dict[str, Any], stream: bool
-) -> tuple[str, float | None]:
-    """Send one message; the chat id, and for a stream the time its first byte arrived."""
+) -> Answered:
+    """Send one message; for a stream, also when its first byte arrived."""
     if not stream:
         response = await client.post("/api/v1/messages", headers=headers, json=body)
         response.raise_for_status()
-        return str(response.json()["chat_id"]), None
+        answer = response.json()
+        return Answered(answer["chat_id"], answer["assistant_message"]["meta"]["llm_ms"])
     first = None
     text = ""
     async with client.stream(
@@ -73,7 +85,9 @@ async def one_message(
             text += piece
     if "event: done" not in text:
         raise RuntimeError("the stream ended without its done event")
-    return text.split('"chat_id": "', 1)[1].split('"', 1)[0], first
+    done = json.loads(text.split("event: done\ndata: ", 1)[1].split("\n", 1)[0])
+    chat_id = text.split('"chat_id": "', 1)[1].split('"', 1)[0]
+    return Answered(chat_id, done["assistant_message"]["meta"]["llm_ms"], first)
 
 
 async def run_user(
@@ -91,13 +105,16 @@ async def run_user(
         body = {"content": f"When does the ferry leave? ({index})", "chat_id": chat_id}
         started = time.perf_counter()
         try:
-            chat_id, first = await one_message(client, headers, body, stream)
-        except (httpx.HTTPError, RuntimeError, IndexError, KeyError):
+            answered = await one_message(client, headers, body, stream)
+        except (httpx.HTTPError, RuntimeError, IndexError, KeyError, ValueError):
             results.errors += 1
         else:
-            results.latency.append((time.perf_counter() - started) * 1000)
-            if first is not None:
-                results.first_byte.append((first - started) * 1000)
+            chat_id = answered.chat_id
+            latency = (time.perf_counter() - started) * 1000
+            results.latency.append(latency)
+            results.overhead.append(latency - answered.llm_ms)
+            if answered.first_byte is not None:
+                results.first_byte.append((answered.first_byte - started) * 1000)
         await asyncio.sleep(rng.uniform(*think))
 
 
@@ -131,6 +148,8 @@ async def scenario(
         f"{done / elapsed:.1f}",
         f"{median(results.latency):.0f}",
         f"{percentile(results.latency, 95):.0f}",
+        f"{median(results.overhead):.0f}",
+        f"{percentile(results.overhead, 95):.0f}",
         first_byte,
         results.errors,
     ]
@@ -193,6 +212,8 @@ async def main(user_count: int, messages: int, think: tuple[float, float]) -> No
                 "req/s",
                 "p50 ms",
                 "p95 ms",
+                "overhead p50 ms",
+                "overhead p95 ms",
                 "first byte p50 / p95 ms",
                 "errors",
             ],

@@ -124,20 +124,24 @@ class IngestionWorker:
         async with self.components.sessionmaker() as session:
             return await documents_repository.get_live(session, document_id)
 
-    async def _ingest(self, document: Document) -> int:
+    def _extract_and_chunk(self, document: Document) -> tuple[int, list[TextChunk]]:
+        """Blocking: parse the file and split it (both CPU-bound, so never on the event loop)."""
         path = self.components.storage.path(document.storage_key)
-        extracted = await asyncio.to_thread(extract, path, FileKind(document.content_type))
-        chunks = chunk_document(
-            extracted, size=self.settings.rag.chunk_size, overlap=self.settings.rag.chunk_overlap
+        extracted = extract(path, FileKind(document.content_type))
+        rag = self.settings.rag
+        return extracted.page_count, chunk_document(
+            extracted, size=rag.chunk_size, overlap=rag.chunk_overlap
         )
+
+    async def _ingest(self, document: Document) -> int:
+        page_count, chunks = await asyncio.to_thread(self._extract_and_chunk, document)
         await self._update_document(
             document.id,
-            page_count=extracted.page_count,
-            pages_done=extracted.page_count,
+            page_count=page_count,
+            pages_done=page_count,
             chunk_count=len(chunks),
             chunks_done=0,
         )
-        del extracted
         store = self.components.vector_store
         await asyncio.to_thread(store.delete_document, DocumentRef.of(document))
         batch_size = max(1, self.settings.embedding.batch_size)
