@@ -1,14 +1,15 @@
 """Chat under load: 50 concurrent users posting messages (and 50 streaming) to a real server.
 
-    .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--think 1 3]
+    .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
 LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
 "Overhead" is each request's latency less the time the server waited for the LLM (the
 answer's `meta.llm_ms`): everything but the LLM. Each user owns one small document, so every
 message runs retrieval. Each user waits for the answer, then pauses for a random think time
-before the next message, as people in a chat do; the rows without think time send back to
-back, which measures the server's capacity (latency there is mostly queueing).
+before the next message, as people in a chat do: 5-15 s is reading an answer and typing the
+next question, 1-3 s is a stress pace no person keeps up; the rows without think time send
+back to back, which measures the server's capacity (latency there is mostly queueing).
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def serve_llm(port: int, ready: Any) -> None:
         time.sleep(3600)
 
 
-async def main(user_count: int, messages: int, think: tuple[float, float]) -> None:
+async def main(user_count: int, messages: int, paces: list[tuple[float, float]]) -> None:
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
     llm_port = free_port()
@@ -191,7 +192,7 @@ async def main(user_count: int, messages: int, think: tuple[float, float]) -> No
                 await asyncio.sleep(2)
             rows = [
                 await scenario(base, users, messages, stream, pause)
-                for pause in (think, (0.0, 0.0))
+                for pause in paces
                 for stream in (False, True)
             ]
         finally:
@@ -227,7 +228,11 @@ if __name__ == "__main__":
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--messages", type=int, default=6)
     parser.add_argument(
-        "--think", type=float, nargs=2, default=(1.0, 3.0), help="seconds between a user's messages"
+        "--paces",
+        nargs="+",
+        default=["5-15", "1-3", "0-0"],
+        help="think times between a user's messages, as MIN-MAX seconds, one scenario each",
     )
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.users, arguments.messages, tuple(arguments.think)))
+    paces = [(float(pace.split("-")[0]), float(pace.split("-")[1])) for pace in arguments.paces]
+    asyncio.run(main(arguments.users, arguments.messages, paces))

@@ -14,6 +14,8 @@ from docchat.documents.storage import FileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
+from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.search import HybridSearch
 from docchat.retrieval.vectorstore import ChromaVectorStore, VectorStore
 
 
@@ -26,6 +28,20 @@ class Components:
     llm: LLM
     storage: FileStorage
     publisher: EventPublisher
+
+    @property
+    def hybrid(self) -> HybridSearch | None:
+        """How searches add BM25 to the vectors; None when hybrid search is off."""
+        rag = self.settings.rag
+        if not rag.hybrid:
+            return None
+        return HybridSearch(
+            index=LexicalIndex(self.sessionmaker, rag.lexical_language),
+            candidates=rag.candidates,
+            rrf_k=rag.rrf_k,
+            vector_weight=rag.vector_weight,
+            lexical_weight=rag.lexical_weight,
+        )
 
 
 def build_vector_store(settings: Settings, embedder: Embedder) -> ChromaVectorStore:

@@ -141,6 +141,21 @@ class RAGSettings(BaseSettings):
         "auto",
         description="auto: search before answering; tool: the model calls semantic_search itself",
     )
+    hybrid: bool = Field(
+        True,
+        description="Fuse BM25 (PostgreSQL full text) with vector search by reciprocal rank fusion",
+    )
+    candidates: int = Field(
+        20, ge=1, le=200, description="Chunks each retriever proposes before fusion (hybrid)"
+    )
+    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant k: 1 / (k + rank)")
+    vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion")
+    lexical_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion")
+    lexical_language: str = Field(
+        "english",
+        pattern=r"^[a-z_]+$",
+        description="PostgreSQL text search configuration for BM25 (stemming, stop words)",
+    )
     collection: str = Field("docchat_chunks", description="Chroma collection name")
 
 

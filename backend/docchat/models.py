@@ -7,6 +7,7 @@ from docchat.db import Base
 from docchat.documents.models import Document
 from docchat.events.models import Event
 from docchat.ingestion.models import IngestionJob
+from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "Chat",
     "ChatDocument",
     "Document",
+    "DocumentChunk",
     "Event",
     "IngestionJob",
     "Message",

@@ -112,8 +112,13 @@ async def _searched_entries(
         turn.documents,
         top_k=turn.options.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
+        hybrid=components.hybrid,
     )
-    meta.update(retrieval_ms=round(result.elapsed_ms, 1), retrieval_count=len(result.chunks))
+    meta.update(
+        retrieval_ms=round(result.elapsed_ms, 1),
+        retrieval_count=len(result.chunks),
+        retrieval_mode="vector" if components.hybrid is None else "hybrid",
+    )
     if result.unavailable:
         meta["reason"] = "retrieval_unavailable"
         return []
@@ -208,6 +213,7 @@ def _tool_plan(
         embedder=components.embedder,
         store=components.vector_store,
         documents=turn.documents,
+        hybrid=components.hybrid,
         default_top_k=turn.options.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
         budget_tokens=max(0, budget - spent),

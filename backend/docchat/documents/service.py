@@ -16,6 +16,7 @@ from docchat.documents.storage import FileStorage
 from docchat.ingestion import repository as jobs_repository
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
+from docchat.retrieval import lexical
 from docchat.retrieval.vectorstore import DocumentRef, VectorStore, VectorStoreUnavailable
 from docchat.users.models import User
 
@@ -115,6 +116,7 @@ async def delete(
     _ensure_can_modify(user, document)
     document.deleted_at = utcnow()
     await jobs_repository.cancel_pending(session, document.id, document.deleted_at)
+    await lexical.delete_chunks(session, document.id)
     await session.flush()
     try:
         await asyncio.to_thread(vector_store.delete_document, DocumentRef.of(document))

@@ -33,6 +33,7 @@ from docchat.ingestion.chunking import TextChunk, chunk_document
 from docchat.ingestion.extraction import ExtractionError, extract
 from docchat.ingestion.models import IngestionJob, JobStatus
 from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
+from docchat.retrieval import lexical
 from docchat.retrieval.vectorstore import Chunk, DocumentRef
 
 logger = logging.getLogger(__name__)
@@ -135,23 +136,30 @@ class IngestionWorker:
 
     async def _ingest(self, document: Document) -> int:
         page_count, chunks = await asyncio.to_thread(self._extract_and_chunk, document)
-        await self._update_document(
-            document.id,
-            page_count=page_count,
-            pages_done=page_count,
-            chunk_count=len(chunks),
-            chunks_done=0,
-        )
         store = self.components.vector_store
         await asyncio.to_thread(store.delete_document, DocumentRef.of(document))
+        async with self.components.sessionmaker() as session:
+            await lexical.delete_chunks(session, document.id)
+            await session.execute(
+                update(Document)
+                .where(Document.id == document.id)
+                .values(
+                    page_count=page_count,
+                    pages_done=page_count,
+                    chunk_count=len(chunks),
+                    chunks_done=0,
+                )
+            )
+            await session.commit()
         batch_size = max(1, self.settings.embedding.batch_size)
         for start in range(0, len(chunks), batch_size):
-            batch = chunks[start : start + batch_size]
-            await self._embed_and_store(document, batch)
-            await self._update_document(document.id, chunks_done=start + len(batch))
+            await self._embed_and_store(document, chunks[start : start + batch_size], start)
         return len(chunks)
 
-    async def _embed_and_store(self, document: Document, batch: Sequence[TextChunk]) -> None:
+    async def _embed_and_store(
+        self, document: Document, batch: Sequence[TextChunk], before: int
+    ) -> None:
+        """Vectors into the store, then text into the lexical index with the progress."""
         vectors = await asyncio.to_thread(
             self.components.embedder.embed, [chunk.text for chunk in batch]
         )
@@ -168,6 +176,14 @@ class IngestionWorker:
             for chunk in batch
         ]
         await asyncio.to_thread(self.components.vector_store.upsert, records, vectors)
+        async with self.components.sessionmaker() as session:
+            await lexical.add_chunks(session, records, self.settings.rag.lexical_language)
+            await session.execute(
+                update(Document)
+                .where(Document.id == document.id)
+                .values(chunks_done=before + len(batch))
+            )
+            await session.commit()
 
     async def _update_document(self, document_id: uuid.UUID, **values: object) -> None:
         async with self.components.sessionmaker() as session:
@@ -193,6 +209,7 @@ class IngestionWorker:
                 await asyncio.to_thread(
                     self.components.vector_store.delete_document, DocumentRef.of(ingested)
                 )
+                await lexical.delete_chunks(session, job.document_id)
             else:
                 document.status = DocumentStatus.completed
                 document.error = None

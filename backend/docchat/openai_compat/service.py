@@ -127,6 +127,7 @@ async def prepare(
         documents,
         top_k=components.settings.rag.top_k,
         similarity_floor=components.settings.rag.similarity_floor,
+        hybrid=components.hybrid,
     )
     entries = build_context(result.chunks, budget)
     if entries:

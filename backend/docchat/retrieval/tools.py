@@ -13,7 +13,7 @@ from typing import Any
 from docchat.llm.client import ToolCall
 from docchat.llm.embeddings import Embedder
 from docchat.retrieval.context import CHARS_PER_TOKEN, ContextEntry, source_of
-from docchat.retrieval.search import search
+from docchat.retrieval.search import HybridSearch, search
 from docchat.retrieval.vectorstore import DocumentRef, VectorStore
 
 TOOL_NAME = "semantic_search"
@@ -55,6 +55,7 @@ class ToolRetrieval:
     embedder: Embedder
     store: VectorStore
     documents: list[DocumentRef]
+    hybrid: HybridSearch | None
     default_top_k: int
     similarity_floor: float
     budget_tokens: int
@@ -94,6 +95,7 @@ class ToolRetrieval:
             self.documents,
             top_k=top_k,
             similarity_floor=self.similarity_floor,
+            hybrid=self.hybrid,
         )
         if result.unavailable:
             self.unavailable = result.unavailable

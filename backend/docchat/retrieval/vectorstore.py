@@ -6,6 +6,8 @@ Contract of `VectorStore`:
 - `delete_document(document)` removes every chunk of that document;
 - `query(embedding, documents, top_k)` returns at most `top_k` chunks of `documents` (never of
   any other), most similar first, with cosine similarity;
+- `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
+  document and chunk index) that exist, keyed by chunk id;
 - calls are blocking; raise `VectorStoreUnavailable` when the store cannot serve.
 Access control is the caller's job: `documents` must come from the owner-scoped query.
 
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 from urllib.parse import urlparse
 
 import chromadb
+import numpy as np
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
@@ -91,6 +94,10 @@ class VectorStore(Protocol):
     def query(
         self, embedding: Sequence[float], documents: Sequence[DocumentRef], top_k: int
     ) -> list[ScoredChunk]: ...
+
+    def similarities(
+        self, embedding: Sequence[float], chunks: Sequence[tuple[DocumentRef, int]]
+    ) -> dict[str, float]: ...
 
     def count(self, document: DocumentRef | None = None) -> int: ...
 
@@ -342,6 +349,35 @@ class ChromaVectorStore:
                 raise VectorStoreUnavailable(f"vector store query failed: {exc}") from exc
         hits.sort(key=lambda hit: hit.similarity, reverse=True)
         return hits[:top_k]
+
+    def similarities(
+        self, embedding: Sequence[float], chunks: Sequence[tuple[DocumentRef, int]]
+    ) -> dict[str, float]:
+        query = np.asarray(embedding, dtype=np.float64)
+        query /= max(float(np.linalg.norm(query)), 1e-12)
+        grouped: dict[uuid.UUID, list[str]] = {}
+        for document, index in chunks:
+            grouped.setdefault(document.owner_id, []).append(chunk_id(document.id, index))
+        found: dict[str, float] = {}
+        for owner_id, ids in grouped.items():
+            try:
+                collection = self._owner_collection(owner_id, create=False)
+                if collection is None:
+                    continue
+                stored = collection.get(ids=ids, include=["embeddings"])
+            except VectorStoreUnavailable:
+                raise
+            except Exception as exc:
+                self._forget(owner_id)
+                raise VectorStoreUnavailable(f"vector store read failed: {exc}") from exc
+            vectors = stored["embeddings"]
+            if vectors is None or not len(stored["ids"]):
+                continue
+            matrix = np.asarray(vectors, dtype=np.float64)
+            norms = np.maximum(np.linalg.norm(matrix, axis=1), 1e-12)
+            for key, value in zip(stored["ids"], (matrix @ query) / norms, strict=True):
+                found[key] = float(value)
+        return found
 
     def count(self, document: DocumentRef | None = None) -> int:
         if document is not None:

@@ -1,0 +1,171 @@
+"""Lexical retrieval: Okapi BM25 over the `document_chunks` table, inside one document scope.
+
+PostgreSQL's full-text search does the language work (a `regconfig` stems words and drops stop
+words) and finds candidate chunks through the GIN index; the score is BM25 (k1 = 1.2,
+b = 0.75), computed in the same statement from the term frequencies stored in each chunk's
+`tsvector`, with document frequencies and the average length taken over the scope only, so
+one user's documents never shape the ranking of another's. The rows live in the same
+database as the documents, are written with the vectors and removed with the document, and
+a search is restricted to the exact ids the caller resolved for the user.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import cast, delete, func, insert, text
+from sqlalchemy.dialects.postgresql import REGCONFIG
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from docchat.retrieval.models import DocumentChunk
+from docchat.retrieval.vectorstore import Chunk, DocumentRef, chunk_id
+
+K1 = 1.2
+B = 0.75
+
+# `plainto_tsquery` ANDs the words; its text form, with `&` turned into `|`, is the same
+# query as an OR (PostgreSQL itself quoted every lexeme).
+_BM25 = text(
+    """
+WITH question AS (
+    SELECT
+        CAST(replace(CAST(plainto_tsquery(CAST(:config AS regconfig), :question) AS text),
+                     ' & ', ' | ') AS tsquery) AS query,
+        tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes
+),
+scope AS (
+    SELECT count(*) AS n, coalesce(avg(tokens), 1) AS avgdl
+    FROM document_chunks WHERE document_id = ANY(:documents)
+),
+matches AS (
+    SELECT c.document_id, c.chunk_index, c.tokens, t.lexeme,
+           coalesce(array_length(t.positions, 1), 1) AS tf
+    FROM document_chunks c
+    CROSS JOIN question q
+    CROSS JOIN LATERAL unnest(c.tsv) AS t
+    WHERE c.document_id = ANY(:documents)
+      AND numnode(q.query) > 0
+      AND c.tsv @@ q.query
+      AND t.lexeme = ANY(q.lexemes)
+),
+frequency AS (
+    SELECT lexeme, count(*) AS df FROM matches GROUP BY lexeme
+)
+SELECT m.document_id, m.chunk_index,
+       sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5))
+           * m.tf * (CAST(:k1 AS float8) + 1)
+           / (m.tf + CAST(:k1 AS float8)
+              * (1 - CAST(:b AS float8) + CAST(:b AS float8) * m.tokens / s.avgdl))) AS score
+FROM matches m
+JOIN frequency f USING (lexeme)
+CROSS JOIN scope s
+GROUP BY m.document_id, m.chunk_index
+ORDER BY score DESC, m.document_id, m.chunk_index
+LIMIT :limit
+"""
+)
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    document_id: uuid.UUID
+    chunk_index: int
+    score: float
+
+    @property
+    def id(self) -> str:
+        return chunk_id(self.document_id, self.chunk_index)
+
+
+def word_count(content: str) -> int:
+    return max(1, len(content.split()))
+
+
+async def add_chunks(session: AsyncSession, chunks: Sequence[Chunk], language: str) -> None:
+    """Index chunks (the caller commits); `language` is a PostgreSQL text search config."""
+    if not chunks:
+        return
+    config = cast(language, REGCONFIG)
+    await session.execute(
+        insert(DocumentChunk).values(
+            [
+                {
+                    "document_id": chunk.document_id,
+                    "chunk_index": chunk.chunk_index,
+                    "page": chunk.page,
+                    "text": chunk.text,
+                    "tokens": word_count(chunk.text),
+                    "tsv": func.to_tsvector(config, chunk.text),
+                }
+                for chunk in chunks
+            ]
+        )
+    )
+
+
+async def delete_chunks(session: AsyncSession, document_id: uuid.UUID) -> None:
+    await session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
+
+
+@dataclass
+class LexicalIndex:
+    """BM25 search for the message flow; it opens its own short sessions."""
+
+    sessionmaker: async_sessionmaker[AsyncSession]
+    language: str = "english"
+
+    async def search(
+        self, documents: Sequence[DocumentRef], question: str, limit: int
+    ) -> list[LexicalHit]:
+        if not documents or not question.strip() or limit <= 0:
+            return []
+        async with self.sessionmaker() as session:
+            rows = await session.execute(
+                _BM25,
+                {
+                    "config": self.language,
+                    "question": question,
+                    "documents": [document.id for document in documents],
+                    "k1": K1,
+                    "b": B,
+                    "limit": limit,
+                },
+            )
+            return [LexicalHit(row.document_id, row.chunk_index, float(row.score)) for row in rows]
+
+    async def chunks(self, hits: Sequence[LexicalHit]) -> dict[str, Chunk]:
+        """The chunks behind hits, as the vector store would return them."""
+        if not hits:
+            return {}
+        wanted = {(hit.document_id, hit.chunk_index) for hit in hits}
+        async with self.sessionmaker() as session:
+            rows = await session.execute(
+                text(
+                    "SELECT c.document_id, c.chunk_index, c.page, c.text, "
+                    "d.owner_id, d.visibility, d.filename "
+                    "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
+                    "WHERE c.document_id = ANY(:documents)"
+                    " AND (c.document_id, c.chunk_index) IN"
+                    " (SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:indexes AS int[])))"
+                ),
+                {
+                    "documents": list({document for document, _ in wanted}),
+                    "ids": [document for document, _ in wanted],
+                    "indexes": [index for _, index in wanted],
+                },
+            )
+            found = [
+                Chunk(
+                    document_id=row.document_id,
+                    chunk_index=row.chunk_index,
+                    text=row.text,
+                    page=row.page,
+                    owner_id=row.owner_id,
+                    visibility=str(row.visibility),
+                    filename=row.filename,
+                )
+                for row in rows
+            ]
+        return {chunk.id: chunk for chunk in found}

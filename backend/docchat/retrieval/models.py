@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import ForeignKey, Index, Text
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.orm import Mapped, mapped_column
+
+from docchat.db import Base
+
+
+class DocumentChunk(Base):
+    """A chunk's text in PostgreSQL: the lexical (BM25) index beside the vector store.
+
+    Rows are written and removed in step with the vectors, by the worker and by document
+    deletion, and the scope of a search is the same list of readable document ids.
+    """
+
+    __tablename__ = "document_chunks"
+    __table_args__ = (Index("ix_document_chunks_tsv", "tsv", postgresql_using="gin"),)
+
+    document_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
+    )
+    chunk_index: Mapped[int] = mapped_column(primary_key=True)
+    page: Mapped[int | None] = mapped_column(default=None)
+    text: Mapped[str] = mapped_column(Text)
+    # Words in the chunk: BM25's document length.
+    tokens: Mapped[int]
+    tsv: Mapped[str] = mapped_column(TSVECTOR)

@@ -1,0 +1,133 @@
+"""Hybrid retrieval: BM25 in PostgreSQL beside the vectors, fused by reciprocal rank fusion."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from docchat.components import Components
+from docchat.ingestion.worker import IngestionWorker
+from docchat.retrieval.search import reciprocal_rank_fusion
+from docchat.retrieval.vectorstore import DocumentRef
+from tests.support.chat import ask
+from tests.support.documents import upload_and_process, vector_ref
+from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers
+
+# Ten paragraphs about the same thing, each about a thousand characters (one chunk each),
+# told apart only by a code that embeddings barely see.
+CODES = [f"QX-{1000 + 37 * i}" for i in range(10)]
+
+
+def fault_manual() -> str:
+    paragraphs = []
+    for index, code in enumerate(CODES):
+        body = (
+            f"Fault {code} is raised by the pump controller when sensor {index} reports a "
+            "reading outside its band. The operator should stop the pump, wait for the "
+            "pressure to settle, check the seals and the intake filter, and restart it from "
+            "the panel. If the fault comes back within an hour, call the maintenance crew. "
+        )
+        paragraphs.append((body * 3)[:950])
+    return "\n\n".join(paragraphs)
+
+
+@pytest.fixture
+def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    scripted_llm.reset()
+    yield scripted_llm
+    scripted_llm.reset()
+
+
+def test_reciprocal_rank_fusion_rewards_agreement_and_weights() -> None:
+    # b: 1/62 + 1/61; c: 2/63; a: 1/61; d: 1/62.
+    assert reciprocal_rank_fusion([["a", "b", "c"], ["b", "d", "c"]], [1, 1], 60) == [
+        "b",
+        "c",
+        "a",
+        "d",
+    ]
+    # A ranking with no weight cannot reorder anything.
+    assert reciprocal_rank_fusion([["a", "b"], ["b", "a"]], [1, 0], 60)[:2] == ["a", "b"]
+    assert reciprocal_rank_fusion([[], []], [1, 1], 60) == []
+
+
+async def _manual(
+    client: httpx.AsyncClient, components: Components
+) -> tuple[dict[str, str], dict[str, Any]]:
+    headers = await auth_headers(client)
+    document = await upload_and_process(
+        client, components, headers, "faults.md", fault_manual().encode()
+    )
+    assert document["status"] == "completed" and document["chunk_count"] == len(CODES)
+    return headers, document
+
+
+async def test_bm25_ranks_the_chunk_with_the_exact_code_first(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    _, document = await _manual(client, components)
+    hybrid = components.hybrid
+    assert hybrid is not None
+    scope = [vector_ref(document)]
+    for index, code in enumerate(CODES):
+        hits = await hybrid.index.search(scope, f"What should I do about fault {code}?", 5)
+        assert hits[0].chunk_index == index, (code, hits)
+        assert hits[0].score > hits[1].score  # words every chunk has add almost nothing
+    # Stop words only: no lexemes, no hits, no error.
+    assert await hybrid.index.search(scope, "what is the", 5) == []
+
+
+async def test_lexical_search_stays_in_scope_and_forgets_deleted_documents(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    _, mine = await _manual(client, components)
+    other_headers, theirs = await _manual(client, components)
+    hybrid = components.hybrid
+    assert hybrid is not None
+    hits = await hybrid.index.search([vector_ref(mine)], f"fault {CODES[3]}", 20)
+    assert hits and {hit.document_id for hit in hits} == {uuid.UUID(mine["id"])}
+    unknown = DocumentRef(uuid.uuid4(), uuid.uuid4())
+    assert await hybrid.index.search([unknown], f"fault {CODES[3]}", 20) == []
+
+    url = f"/api/v1/documents/{theirs['id']}"
+    assert (await client.delete(url, headers=other_headers)).status_code == 204
+    assert await hybrid.index.search([vector_ref(theirs)], f"fault {CODES[3]}", 20) == []
+
+
+async def test_reprocessing_replaces_the_lexical_rows(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    headers, document = await _manual(client, components)
+    hybrid = components.hybrid
+    assert hybrid is not None
+    before = await hybrid.index.search([vector_ref(document)], "pump seals", 50)
+    url = f"/api/v1/documents/{document['id']}/reprocess"
+    assert (await client.post(url, headers=headers)).status_code == 202
+    await IngestionWorker(components).run_until_idle()
+    after = await hybrid.index.search([vector_ref(document)], "pump seals", 50)
+    assert len(after) == len(before) == len(CODES)
+
+
+async def test_answers_cite_the_chunk_named_by_its_code(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, app: Any
+) -> None:
+    headers, _ = await _manual(client, components)
+    for index in (2, 6, 9):
+        fresh_llm.script("Stop the pump and check the seals [1].")
+        answer = await ask(client, headers, f"What does fault {CODES[index]} mean?")
+        message = answer.json()["assistant_message"]
+        assert message["meta"]["retrieval_mode"] == "hybrid"
+        assert CODES[index] in message["sources"][0]["content_preview"]
+
+    rag = components.settings.rag.model_copy(update={"hybrid": False})
+    settings = components.settings.model_copy(update={"rag": rag})
+    app.state.components = dataclasses.replace(components, settings=settings)
+    fresh_llm.script("Stop the pump [1].")
+    answer = await ask(client, headers, f"What does fault {CODES[6]} mean?")
+    assert answer.json()["assistant_message"]["meta"]["retrieval_mode"] == "vector"
