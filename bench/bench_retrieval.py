@@ -1,11 +1,12 @@
-"""Retrieval latency inside the service: query embedding + vector search with the scope
-filter + context building, at 10k and 100k chunks owned by 100 users.
+"""Retrieval latency inside the service: query embedding + search with the scope filter +
+context building, at 10k and 100k chunks owned by 100 users, vector-only and hybrid.
 
-    .venv/bin/python bench/bench_retrieval.py [--queries 300]
+    .venv/bin/python -m bench.bench_retrieval [--queries 300]
 
 The chunks' vectors are random unit vectors (embedding 100k real chunks would take most of an
-hour here and does not change what a search costs); the queries are embedded for real.
-Each query is scoped to one user's 10 documents, as the message flow does.
+hour here and does not change what a search costs); their text is varied generated prose,
+indexed for BM25 in a fresh PostgreSQL database as the worker does; the queries are embedded
+for real. Each query is scoped to one user's 10 documents, as the message flow does.
 """
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from bench.common import machine, median, percentile, table
+import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
+from bench.bench_ingestion import prose
+from bench.common import drop_database, fresh_database, machine, median, percentile, table
+from docchat.db import create_engine, create_sessionmaker
+from docchat.documents.models import Document, DocumentStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.context import build_context
-from docchat.retrieval.search import search
+from docchat.retrieval.lexical import LexicalIndex, add_chunks
+from docchat.retrieval.search import HybridSearch, search
 from docchat.retrieval.vectorstore import ChromaVectorStore, Chunk, DocumentRef
+from docchat.users.models import User
 
 USERS, DOCUMENTS_PER_USER, DIMENSION = 100, 10, 384
 QUESTIONS = [
@@ -36,31 +44,66 @@ QUESTIONS = [
 ]
 
 
-def fill(
-    store: ChromaVectorStore, total: int, rng: np.random.Generator
+async def owners_in_database(
+    sessionmaker: async_sessionmaker[AsyncSession],
 ) -> dict[uuid.UUID, list[uuid.UUID]]:
-    owners = {uuid.uuid4(): [uuid.uuid4() for _ in range(DOCUMENTS_PER_USER)] for _ in range(USERS)}
+    """100 users with 10 completed documents each, as rows the lexical index can refer to."""
+    owners: dict[uuid.UUID, list[uuid.UUID]] = {}
+    async with sessionmaker() as session:
+        for number in range(USERS):
+            user = User(
+                email=f"bench-{number}-{uuid.uuid4().hex[:6]}@example.com", password_hash="x"
+            )
+            session.add(user)
+            await session.flush()
+            documents = [
+                Document(
+                    owner_id=user.id,
+                    filename=f"doc-{index}.pdf",
+                    content_type="application/pdf",
+                    size_bytes=1,
+                    sha256="0" * 64,
+                    storage_key="bench",
+                    status=DocumentStatus.completed,
+                )
+                for index in range(DOCUMENTS_PER_USER)
+            ]
+            session.add_all(documents)
+            await session.flush()
+            owners[user.id] = [document.id for document in documents]
+        await session.commit()
+    return owners
+
+
+async def fill(
+    store: ChromaVectorStore,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    owners: dict[uuid.UUID, list[uuid.UUID]],
+    total: int,
+    rng: np.random.Generator,
+) -> None:
     documents = [(owner, document) for owner, docs in owners.items() for document in docs]
     per_document = total // len(documents)
+    words = random.Random(11)
     batch: list[Chunk] = []
-    for owner, document in documents:
-        for index in range(per_document):
-            text = (
-                f"Passage {index} of document {document}: harbour records and council notes. " * 10
-            )
-            batch.append(
-                Chunk(document, index, text[:1000], index // 3 + 1, owner, "private", "doc.pdf")
-            )
-            if len(batch) == 5000:
-                vectors = rng.normal(size=(len(batch), DIMENSION)).astype(np.float32)
-                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-                store.upsert(batch, vectors.tolist())
-                batch = []
-    if batch:
+
+    async def flush() -> None:
         vectors = rng.normal(size=(len(batch), DIMENSION)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         store.upsert(batch, vectors.tolist())
-    return owners
+        async with sessionmaker() as session:
+            await add_chunks(session, batch, "english")
+            await session.commit()
+        batch.clear()
+
+    for owner, document in documents:
+        for index in range(per_document):
+            text = prose(words, 1000)[:1000]
+            batch.append(Chunk(document, index, text, index // 3 + 1, owner, "private", "doc.pdf"))
+            if len(batch) == 2000:
+                await flush()
+    if batch:
+        await flush()
 
 
 async def measure(
@@ -68,6 +111,7 @@ async def measure(
     embedder: LocalMiniLMEmbedder,
     owners: dict[uuid.UUID, list[uuid.UUID]],
     queries: int,
+    hybrid: HybridSearch | None,
 ) -> list[float]:
     pick = random.Random(1)
     timings = []
@@ -76,7 +120,13 @@ async def measure(
         scope = [DocumentRef(document, owner) for document in owners[owner]]
         started = time.perf_counter()
         result = await search(
-            embedder, store, pick.choice(QUESTIONS), scope, top_k=4, similarity_floor=-1.0
+            embedder,
+            store,
+            pick.choice(QUESTIONS),
+            scope,
+            top_k=4,
+            similarity_floor=-1.0,
+            hybrid=hybrid,
         )
         build_context(result.chunks, 3500)
         timings.append((time.perf_counter() - started) * 1000)
@@ -84,57 +134,64 @@ async def measure(
     return timings
 
 
-async def main(queries: int) -> None:
+async def main(queries: int, sizes: list[int]) -> None:
     embedder = LocalMiniLMEmbedder()
     embedder.embed(["warm up"])
     rng = np.random.default_rng(3)
     rows = []
-    for total in (10_000, 100_000):
-        with tempfile.TemporaryDirectory() as folder:
-            store = ChromaVectorStore(
-                collection="bench",
-                embedding_model=embedder.name,
-                dimension=DIMENSION,
-                path=Path(folder),
-            )
-            started = time.perf_counter()
-            owners = fill(store, total, rng)
-            load_seconds = time.perf_counter() - started
-            timings = await measure(store, embedder, owners, queries)
-            embed_only = []
-            for question in QUESTIONS * 10:
-                t = time.perf_counter()
-                embedder.embed([question])
-                embed_only.append((time.perf_counter() - t) * 1000)
-            rows.append(
-                [
-                    f"{store.count():,}",
-                    USERS,
-                    f"{median(timings):.1f}",
-                    f"{percentile(timings, 95):.1f}",
-                    f"{median(embed_only):.1f}",
-                    f"{load_seconds:.0f}",
-                ]
-            )
+    for total in sizes:
+        url = await fresh_database()
+        engine = create_engine(url)
+        sessionmaker = create_sessionmaker(engine)
+        try:
+            with tempfile.TemporaryDirectory() as folder:
+                store = ChromaVectorStore(
+                    collection="bench",
+                    embedding_model=embedder.name,
+                    dimension=DIMENSION,
+                    path=Path(folder),
+                )
+                started = time.perf_counter()
+                owners = await owners_in_database(sessionmaker)
+                await fill(store, sessionmaker, owners, total, rng)
+                load_seconds = time.perf_counter() - started
+                hybrid = HybridSearch(LexicalIndex(sessionmaker))
+                for label, mode in (("vector", None), ("hybrid", hybrid)):
+                    await measure(store, embedder, owners, 20, mode)  # warm up
+                    timings = await measure(store, embedder, owners, queries, mode)
+                    rows.append(
+                        [
+                            f"{store.count():,}",
+                            USERS,
+                            label,
+                            f"{median(timings):.1f}",
+                            f"{percentile(timings, 95):.1f}",
+                            f"{load_seconds:.0f}",
+                        ]
+                    )
+        finally:
+            await engine.dispose()
+            await drop_database(url)
+    embed_only = []
+    for question in QUESTIONS * 20:
+        started = time.perf_counter()
+        embedder.embed([question])
+        embed_only.append((time.perf_counter() - started) * 1000)
     print(
         f"Retrieval latency over {queries} queries, each scoped to one user's {DOCUMENTS_PER_USER} documents; {machine()}"
     )
     print(
         table(
-            [
-                "chunks",
-                "users",
-                "p50 ms",
-                "p95 ms",
-                "of which query embedding p50 ms",
-                "index build s",
-            ],
+            ["chunks", "users", "search", "p50 ms", "p95 ms", "index build s"],
             rows,
         )
     )
+    print(f"of which query embedding alone: p50 {median(embed_only):.1f} ms")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=300)
-    asyncio.run(main(parser.parse_args().queries))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.queries, arguments.sizes))
