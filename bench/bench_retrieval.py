@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
@@ -98,12 +99,17 @@ async def fill(
 
     for owner, document in documents:
         for index in range(per_document):
-            text = prose(words, 1000)[:1000]
-            batch.append(Chunk(document, index, text, index // 3 + 1, owner, "private", "doc.pdf"))
+            passage = prose(words, 1000)[:1000]
+            batch.append(
+                Chunk(document, index, passage, index // 3 + 1, owner, "private", "doc.pdf")
+            )
             if len(batch) == 2000:
                 await flush()
     if batch:
         await flush()
+    async with sessionmaker() as session:  # fresh statistics, as autovacuum keeps them
+        await session.execute(text("ANALYZE document_chunks"))
+        await session.commit()
 
 
 async def measure(

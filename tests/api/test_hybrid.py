@@ -77,7 +77,7 @@ async def test_bm25_ranks_the_chunk_with_the_exact_code_first(
     scope = [vector_ref(document)]
     for index, code in enumerate(CODES):
         hits = await hybrid.index.search(scope, f"What should I do about fault {code}?", 5)
-        assert hits[0].chunk_index == index, (code, hits)
+        assert hits[0].chunk.chunk_index == index, (code, hits)
         assert hits[0].score > hits[1].score  # words every chunk has add almost nothing
     # Stop words only: no lexemes, no hits, no error.
     assert await hybrid.index.search(scope, "what is the", 5) == []
@@ -91,7 +91,7 @@ async def test_lexical_search_stays_in_scope_and_forgets_deleted_documents(
     hybrid = components.hybrid
     assert hybrid is not None
     hits = await hybrid.index.search([vector_ref(mine)], f"fault {CODES[3]}", 20)
-    assert hits and {hit.document_id for hit in hits} == {uuid.UUID(mine["id"])}
+    assert hits and {hit.chunk.document_id for hit in hits} == {uuid.UUID(mine["id"])}
     unknown = DocumentRef(uuid.uuid4(), uuid.uuid4())
     assert await hybrid.index.search([unknown], f"fault {CODES[3]}", 20) == []
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docchat.chats.turns import Turn
+from docchat.chats.whole_documents import asks_for_whole_documents, whole_document_entries
 from docchat.components import Components
 from docchat.documents.filetypes import FileKind
 from docchat.kit.errors import DocchatError
@@ -101,6 +102,10 @@ async def _searched_entries(
 ) -> list[ContextEntry]:
     if not turn.documents:
         return []
+    if asks_for_whole_documents(turn.question, turn.scope):
+        whole = await whole_document_entries(components, turn, meta, budget)
+        if whole is not None:
+            return whole
     started = time.perf_counter()
     query = await _search_query(components, turn)
     if turn.options.reformulate and turn.history:  # the model was asked to rewrite it

@@ -80,3 +80,19 @@ def reformulation_messages(
         {"role": "system", "content": REFORMULATE_SYSTEM},
         {"role": "user", "content": f"Conversation:\n{transcript}\n\nLast question: {question}"},
     ]
+
+
+NOTES_SYSTEM = (
+    "You read part of the user's documents so that a later step can answer the request "
+    "below from your notes alone. Write short notes on what this part says that bears on "
+    "the request: facts, figures, names, conclusions. Keep the document's own terms. Do not "
+    "answer the request and do not add anything the passages do not say."
+)
+
+
+def notes_messages(request: str, passages: str) -> list[dict[str, Any]]:
+    """Map step of whole-document answers: condense one part of the documents."""
+    return [
+        {"role": "system", "content": f"{NOTES_SYSTEM}\n\nRequest: {request}"},
+        {"role": "user", "content": f"Passages:\n{passages}"},
+    ]

@@ -14,13 +14,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import cast, delete, func, insert, text
 from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval.models import DocumentChunk
-from docchat.retrieval.vectorstore import Chunk, DocumentRef, chunk_id
+from docchat.retrieval.vectorstore import Chunk, DocumentRef
 
 K1 = 1.2
 B = 0.75
@@ -44,15 +45,16 @@ matches AS (
            coalesce(array_length(t.positions, 1), 1) AS tf
     FROM document_chunks c
     CROSS JOIN question q
-    CROSS JOIN LATERAL unnest(c.tsv) AS t
+    -- Only the question's lexemes, positions kept: weight them A, keep the A ones.
+    CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', q.lexemes), '{a}')) AS t
     WHERE c.document_id = ANY(:documents)
       AND numnode(q.query) > 0
       AND c.tsv @@ q.query
-      AND t.lexeme = ANY(q.lexemes)
 ),
 frequency AS (
     SELECT lexeme, count(*) AS df FROM matches GROUP BY lexeme
-)
+),
+ranked AS (
 SELECT m.document_id, m.chunk_index,
        sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5))
            * m.tf * (CAST(:k1 AS float8) + 1)
@@ -64,19 +66,44 @@ CROSS JOIN scope s
 GROUP BY m.document_id, m.chunk_index
 ORDER BY score DESC, m.document_id, m.chunk_index
 LIMIT :limit
+)
+SELECT r.score, c.document_id, c.chunk_index, c.page, c.text,
+       d.owner_id, d.visibility, d.filename
+FROM ranked r
+JOIN document_chunks c USING (document_id, chunk_index)
+JOIN documents d ON d.id = c.document_id
+ORDER BY r.score DESC, c.document_id, c.chunk_index
 """
 )
 
 
+_CHUNKS_OF_DOCUMENTS = text(
+    "SELECT c.document_id, c.chunk_index, c.page, c.text, d.owner_id, d.visibility, d.filename "
+    "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
+    "WHERE c.document_id = ANY(:documents) ORDER BY c.document_id, c.chunk_index"
+)
+
+
+def _chunk_of(row: Any) -> Chunk:
+    return Chunk(
+        document_id=row.document_id,
+        chunk_index=row.chunk_index,
+        text=row.text,
+        page=row.page,
+        owner_id=row.owner_id,
+        visibility=str(row.visibility),
+        filename=row.filename,
+    )
+
+
 @dataclass(frozen=True)
 class LexicalHit:
-    document_id: uuid.UUID
-    chunk_index: int
+    chunk: Chunk
     score: float
 
     @property
     def id(self) -> str:
-        return chunk_id(self.document_id, self.chunk_index)
+        return self.chunk.id
 
 
 def word_count(content: str) -> int:
@@ -133,39 +160,14 @@ class LexicalIndex:
                     "limit": limit,
                 },
             )
-            return [LexicalHit(row.document_id, row.chunk_index, float(row.score)) for row in rows]
+            return [LexicalHit(_chunk_of(row), float(row.score)) for row in rows]
 
-    async def chunks(self, hits: Sequence[LexicalHit]) -> dict[str, Chunk]:
-        """The chunks behind hits, as the vector store would return them."""
-        if not hits:
-            return {}
-        wanted = {(hit.document_id, hit.chunk_index) for hit in hits}
+    async def document_chunks(self, documents: Sequence[DocumentRef]) -> list[Chunk]:
+        """Every chunk of `documents`, each document's in reading order, documents as given."""
+        if not documents:
+            return []
+        order = {document.id: position for position, document in enumerate(documents)}
         async with self.sessionmaker() as session:
-            rows = await session.execute(
-                text(
-                    "SELECT c.document_id, c.chunk_index, c.page, c.text, "
-                    "d.owner_id, d.visibility, d.filename "
-                    "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
-                    "WHERE c.document_id = ANY(:documents)"
-                    " AND (c.document_id, c.chunk_index) IN"
-                    " (SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:indexes AS int[])))"
-                ),
-                {
-                    "documents": list({document for document, _ in wanted}),
-                    "ids": [document for document, _ in wanted],
-                    "indexes": [index for _, index in wanted],
-                },
-            )
-            found = [
-                Chunk(
-                    document_id=row.document_id,
-                    chunk_index=row.chunk_index,
-                    text=row.text,
-                    page=row.page,
-                    owner_id=row.owner_id,
-                    visibility=str(row.visibility),
-                    filename=row.filename,
-                )
-                for row in rows
-            ]
-        return {chunk.id: chunk for chunk in found}
+            rows = await session.execute(_CHUNKS_OF_DOCUMENTS, {"documents": list(order)})
+            chunks = [_chunk_of(row) for row in rows]
+        return sorted(chunks, key=lambda chunk: (order[chunk.document_id], chunk.chunk_index))

@@ -111,10 +111,18 @@ async def _hybrid(
 ) -> list[ScoredChunk]:
     """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
     depth = max(hybrid.candidates, top_k)
-    vector_hits, lexical_hits = await asyncio.gather(
+    # Both finish before anything is raised: a failed vector search must not leave the
+    # lexical query running on behind the request's back.
+    vector_result, lexical_hits = await asyncio.gather(
         asyncio.to_thread(store.query, vector, list(documents), depth),
         _lexical(hybrid, documents, query, depth),
+        return_exceptions=True,
     )
+    if isinstance(vector_result, BaseException):
+        raise vector_result
+    if isinstance(lexical_hits, BaseException):
+        raise lexical_hits
+    vector_hits = vector_result
     fused = reciprocal_rank_fusion(
         [[hit.chunk.id for hit in vector_hits], [hit.id for hit in lexical_hits]],
         [hybrid.vector_weight, hybrid.lexical_weight],
@@ -126,13 +134,9 @@ async def _hybrid(
     missing = [hit for hit in lexical_hits if hit.id not in found and hit.id in contenders]
     if missing:
         refs = {document.id: document for document in documents}
-        similarities = await asyncio.to_thread(
-            store.similarities,
-            vector,
-            [(refs[hit.document_id], hit.chunk_index) for hit in missing],
-        )
-        chunks = await hybrid.index.chunks(missing)
+        wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in missing]
+        similarities = await asyncio.to_thread(store.similarities, vector, wanted)
         for hit in missing:
-            if hit.id in similarities and hit.id in chunks:
-                found[hit.id] = ScoredChunk(chunks[hit.id], similarities[hit.id])
+            if hit.id in similarities:
+                found[hit.id] = ScoredChunk(hit.chunk, similarities[hit.id])
     return [found[key] for key in fused if key in found]
