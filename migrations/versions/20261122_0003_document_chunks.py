@@ -37,11 +37,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("document_id", "chunk_index", name=op.f("pk_document_chunks")),
     )
-    op.create_index(
-        "ix_document_chunks_tsv", "document_chunks", ["tsv"], unique=False, postgresql_using="gin"
-    )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_document_chunks_tsv", table_name="document_chunks", postgresql_using="gin")
     op.drop_table("document_chunks")

@@ -1,12 +1,12 @@
 """Lexical retrieval: Okapi BM25 over the `document_chunks` table, inside one document scope.
 
 PostgreSQL's full-text search does the language work (a `regconfig` stems words and drops stop
-words) and finds candidate chunks through the GIN index; the score is BM25 (k1 = 1.2,
-b = 0.75), computed in the same statement from the term frequencies stored in each chunk's
-`tsvector`, with document frequencies and the average length taken over the scope only, so
-one user's documents never shape the ranking of another's. The rows live in the same
-database as the documents, are written with the vectors and removed with the document, and
-a search is restricted to the exact ids the caller resolved for the user.
+words); the score is BM25 (k1 = 1.2, b = 0.75), computed in one statement from the term
+frequencies stored in each chunk's `tsvector`, with document frequencies and the average
+length taken over the scope only, so one user's documents never shape the ranking of
+another's. The rows live in the same database as the documents, are written with the vectors
+and removed with the document, and a search is restricted to the exact ids the caller
+resolved for the user.
 """
 
 from __future__ import annotations
@@ -26,46 +26,42 @@ from docchat.retrieval.vectorstore import Chunk, DocumentRef
 K1 = 1.2
 B = 0.75
 
-# `plainto_tsquery` ANDs the words; its text form, with `&` turned into `|`, is the same
-# query as an OR (PostgreSQL itself quoted every lexeme).
+# Scope first: the scope's chunks come by primary key (a user's documents are a few thousand
+# chunks), and each keeps only the question's lexemes before they are counted. Letting the
+# GIN index find matches across the whole table instead cost 3x more at 100k chunks.
 _BM25 = text(
     """
 WITH question AS (
-    SELECT
-        CAST(replace(CAST(plainto_tsquery(CAST(:config AS regconfig), :question) AS text),
-                     ' & ', ' | ') AS tsquery) AS query,
-        tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes
+    SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes
 ),
 scope AS (
-    SELECT count(*) AS n, coalesce(avg(tokens), 1) AS avgdl
+    SELECT CAST(count(*) AS float8) AS n, CAST(coalesce(avg(tokens), 1) AS float8) AS avgdl
     FROM document_chunks WHERE document_id = ANY(:documents)
 ),
 matches AS (
     SELECT c.document_id, c.chunk_index, c.tokens, t.lexeme,
-           coalesce(array_length(t.positions, 1), 1) AS tf
+           CAST(coalesce(array_length(t.positions, 1), 1) AS float8) AS tf
     FROM document_chunks c
     CROSS JOIN question q
     -- Only the question's lexemes, positions kept: weight them A, keep the A ones.
     CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', q.lexemes), '{a}')) AS t
-    WHERE c.document_id = ANY(:documents)
-      AND numnode(q.query) > 0
-      AND c.tsv @@ q.query
+    WHERE c.document_id = ANY(:documents) AND cardinality(q.lexemes) > 0
 ),
 frequency AS (
-    SELECT lexeme, count(*) AS df FROM matches GROUP BY lexeme
+    SELECT lexeme, CAST(count(*) AS float8) AS df FROM matches GROUP BY lexeme
 ),
 ranked AS (
-SELECT m.document_id, m.chunk_index,
-       sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5))
-           * m.tf * (CAST(:k1 AS float8) + 1)
-           / (m.tf + CAST(:k1 AS float8)
-              * (1 - CAST(:b AS float8) + CAST(:b AS float8) * m.tokens / s.avgdl))) AS score
-FROM matches m
-JOIN frequency f USING (lexeme)
-CROSS JOIN scope s
-GROUP BY m.document_id, m.chunk_index
-ORDER BY score DESC, m.document_id, m.chunk_index
-LIMIT :limit
+    SELECT m.document_id, m.chunk_index,
+           sum(ln(1 + (s.n - f.df + 0.5) / (f.df + 0.5))
+               * m.tf * (CAST(:k1 AS float8) + 1)
+               / (m.tf + CAST(:k1 AS float8)
+                  * (1 - CAST(:b AS float8) + CAST(:b AS float8) * m.tokens / s.avgdl))) AS score
+    FROM matches m
+    JOIN frequency f USING (lexeme)
+    CROSS JOIN scope s
+    GROUP BY m.document_id, m.chunk_index
+    ORDER BY score DESC, m.document_id, m.chunk_index
+    LIMIT :limit
 )
 SELECT r.score, c.document_id, c.chunk_index, c.page, c.text,
        d.owner_id, d.visibility, d.filename
@@ -75,8 +71,6 @@ JOIN documents d ON d.id = c.document_id
 ORDER BY r.score DESC, c.document_id, c.chunk_index
 """
 )
-
-
 _CHUNKS_OF_DOCUMENTS = text(
     "SELECT c.document_id, c.chunk_index, c.page, c.text, d.owner_id, d.visibility, d.filename "
     "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
