@@ -26,6 +26,7 @@ from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
 from docchat.kit import exception_handlers, security_headers
+from docchat.kit.asgi import HTTPMiddleware
 from docchat.openai_compat.router import router as openai_router
 from docchat.users import service as users_service
 from docchat.users.router import router as users_router
@@ -73,34 +74,26 @@ def attach_components(app: FastAPI, components: Components) -> None:
     app.state.readiness_probes = _readiness_probes(components)
 
 
-class UploadSizeGuard:
-    """Refuse an announced oversize body before reading it (chunked bodies are cut while copied).
-
-    Pure ASGI rather than BaseHTTPMiddleware, which costs every request (streams included)
-    an extra task and a memory channel.
-    """
+class UploadSizeGuard(HTTPMiddleware):
+    """Refuse an announced oversize body before reading it (chunked bodies are cut while copied)."""
 
     slack = 1024 * 1024  # multipart framing and form fields
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            length = Headers(scope=scope).get("content-length")
-            if (
-                length is not None
-                and length.isdigit()
-                and int(length) > self.max_bytes + self.slack
-            ):
-                limit_mb = self.max_bytes // (1024 * 1024)
-                response = JSONResponse(
-                    {"detail": f"The request is larger than the limit of {limit_mb} MB"},
-                    status_code=413,
-                )
-                await response(scope, receive, send)
-                return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        length = Headers(scope=scope).get("content-length") or ""
+        too_large = length.isdigit() and int(length) > self.max_bytes + self.slack
+        if scope["method"] == "POST" and too_large:
+            limit_mb = self.max_bytes // (1024 * 1024)
+            response = JSONResponse(
+                {"detail": f"The request is larger than the limit of {limit_mb} MB"},
+                status_code=413,
+            )
+            await response(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from docchat.kit.asgi import HTTPMiddleware
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -66,16 +68,10 @@ def route_template(scope: MutableMapping[str, Any]) -> str:
     return prefix + str(template)
 
 
-class MetricsMiddleware:
-    """Pure ASGI: request count and latency (to the last byte, streams included) per route."""
+class MetricsMiddleware(HTTPMiddleware):
+    """Request count and latency (to the last byte, streams included) per route."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 

@@ -12,7 +12,7 @@ import pytest
 
 from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
-from docchat.retrieval.search import reciprocal_rank_fusion
+from docchat.retrieval.search import HybridSearch, reciprocal_rank_fusion
 from docchat.retrieval.vectorstore import DocumentRef
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process, vector_ref
@@ -57,6 +57,12 @@ def test_reciprocal_rank_fusion_rewards_agreement_and_weights() -> None:
     assert reciprocal_rank_fusion([[], []], [1, 1], 60) == []
 
 
+def _hybrid(components: Components) -> HybridSearch:
+    hybrid = components.hybrid
+    assert hybrid is not None, "hybrid search is on by default"
+    return hybrid
+
+
 async def _manual(
     client: httpx.AsyncClient, components: Components
 ) -> tuple[dict[str, str], dict[str, Any]]:
@@ -72,8 +78,7 @@ async def test_bm25_ranks_the_chunk_with_the_exact_code_first(
     client: httpx.AsyncClient, components: Components
 ) -> None:
     _, document = await _manual(client, components)
-    hybrid = components.hybrid
-    assert hybrid is not None
+    hybrid = _hybrid(components)
     scope = [vector_ref(document)]
     for index, code in enumerate(CODES):
         hits = await hybrid.index.search(scope, f"What should I do about fault {code}?", 5)
@@ -88,8 +93,7 @@ async def test_lexical_search_stays_in_scope_and_forgets_deleted_documents(
 ) -> None:
     _, mine = await _manual(client, components)
     other_headers, theirs = await _manual(client, components)
-    hybrid = components.hybrid
-    assert hybrid is not None
+    hybrid = _hybrid(components)
     hits = await hybrid.index.search([vector_ref(mine)], f"fault {CODES[3]}", 20)
     assert hits and {hit.chunk.document_id for hit in hits} == {uuid.UUID(mine["id"])}
     unknown = DocumentRef(uuid.uuid4(), uuid.uuid4())
@@ -104,8 +108,7 @@ async def test_reprocessing_replaces_the_lexical_rows(
     client: httpx.AsyncClient, components: Components
 ) -> None:
     headers, document = await _manual(client, components)
-    hybrid = components.hybrid
-    assert hybrid is not None
+    hybrid = _hybrid(components)
     before = await hybrid.index.search([vector_ref(document)], "pump seals", 50)
     url = f"/api/v1/documents/{document['id']}/reprocess"
     assert (await client.post(url, headers=headers)).status_code == 202

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from docchat.kit.asgi import HTTPMiddleware
 
 BASE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -22,16 +24,10 @@ APP_CSP = (
 DOCS_PATHS = ("/docs", "/redoc")
 
 
-class SecurityHeadersMiddleware:
-    """Pure ASGI (no BaseHTTPMiddleware): adds the headers as the response starts."""
+class SecurityHeadersMiddleware(HTTPMiddleware):
+    """Adds the headers as the response starts."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
 
         async def send_with_headers(message: Message) -> None:
