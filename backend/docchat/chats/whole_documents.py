@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 MAX_DOCUMENTS = 5
 # Condensing rounds before giving up on the rest (each round packs several parts into one).
 MAX_ROUNDS = 4
+# Below this much room (a very long conversation), search for passages instead.
+MIN_BUDGET_TOKENS = 300
 
 _ASKS_FOR_WHOLE = re.compile(
     r"\b(summar(y|ies|i[sz]e[sd]?|i[sz]ing)|overview|tl;?dr|gist|outline|key points|main points|"
@@ -132,7 +134,7 @@ async def whole_document_entries(
     components: Components, turn: Turn, meta: dict[str, object], budget: int
 ) -> list[ContextEntry] | None:
     """The documents in full (or condensed) as context; None when they cannot be read whole."""
-    if len(turn.documents) > MAX_DOCUMENTS:
+    if len(turn.documents) > MAX_DOCUMENTS or budget < MIN_BUDGET_TOKENS:
         return None
     index = LexicalIndex(components.sessionmaker, components.settings.rag.lexical_language)
     chunks = await index.document_chunks(turn.documents)
