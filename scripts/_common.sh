@@ -30,6 +30,13 @@ ensure_venv() {
     say "installing Python dependencies ($extras); the first time takes a few minutes"
     # torch first and pinned, so nothing pulls a multi-GB CUDA build instead of the CPU one.
     "$PY" -m pip install --quiet "torch==2.13.0"
+    if [[ "$extras" == *local-llm* ]]; then
+      # llama.cpp compiles here. A portable build, not -march=native: a virtual machine can
+      # report CPU features it does not let programs use (AMX), and a native build then dies
+      # with a protection fault on the first question. No cache: a native wheel may be there.
+      CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS:-}" "$PY" -m pip install --quiet --no-cache-dir \
+        "llama-cpp-python[server]>=0.3"
+    fi
     "$PY" -m pip install --quiet -e "$ROOT[$extras]"
     touch "$stamp"
   fi
