@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -335,3 +336,15 @@ async def test_transient_failure_is_retried_then_fails(
         )
         assert status["status"] == expected
     assert "embedding service went away" in status["error"]
+
+
+async def test_the_worker_logs_what_it_ingested(
+    client: httpx.AsyncClient, components: Components, caplog: pytest.LogCaptureFixture
+) -> None:
+    headers = await auth_headers(client)
+    pdf = make_pdf([filler("tides", 10), filler("rivers", 10), filler("bridges", 10)])
+    with caplog.at_level(logging.INFO, logger="docchat.ingestion.worker"):
+        document = await upload_and_process(client, components, headers, "log.pdf", pdf)
+    # getMessage() formats the record: a None page count made it raise (a logging error).
+    [message] = [r.getMessage() for r in caplog.records if "ingested" in str(r.msg)]
+    assert f"{document['id']} ingested: 3 pages, {document['chunk_count']} chunks" in message

@@ -102,7 +102,7 @@ class IngestionWorker:
             await self._fail(job, "Processing was interrupted too many times; try reprocessing")
             return
         try:
-            chunk_count = await self._ingest(document)
+            page_count, chunk_count = await self._ingest(document)
         except ExtractionError as exc:
             await self._fail(job, str(exc))
             return
@@ -116,7 +116,7 @@ class IngestionWorker:
         logger.info(
             "document %s ingested: %d pages, %d chunks in %.2fs",
             document.id,
-            document.page_count,
+            page_count,
             chunk_count,
             time.perf_counter() - started,
         )
@@ -134,7 +134,8 @@ class IngestionWorker:
             extracted, size=rag.chunk_size, overlap=rag.chunk_overlap
         )
 
-    async def _ingest(self, document: Document) -> int:
+    async def _ingest(self, document: Document) -> tuple[int, int]:
+        """Pages and chunks of the document, its vectors and lexical rows written."""
         page_count, chunks = await asyncio.to_thread(self._extract_and_chunk, document)
         store = self.components.vector_store
         await asyncio.to_thread(store.delete_document, DocumentRef.of(document))
@@ -154,7 +155,7 @@ class IngestionWorker:
         batch_size = max(1, self.settings.embedding.batch_size)
         for start in range(0, len(chunks), batch_size):
             await self._embed_and_store(document, chunks[start : start + batch_size], start)
-        return len(chunks)
+        return page_count, len(chunks)
 
     async def _embed_and_store(
         self, document: Document, batch: Sequence[TextChunk], before: int
