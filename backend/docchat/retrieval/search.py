@@ -129,7 +129,7 @@ async def _hybrid(
         hybrid.rrf_k,
     )
     found = {hit.chunk.id: hit for hit in vector_hits}
-    # Only chunks that can still reach the answer need their text and similarity fetched.
+    # Only chunks that can still reach the answer need their cosine similarity fetched.
     contenders = set(fused[: top_k * 3])
     missing = [hit for hit in lexical_hits if hit.id not in found and hit.id in contenders]
     if missing:
