@@ -39,7 +39,6 @@ from bench.common import (
 from docchat.app import attach_components, create_app
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.query_embedding import embed_query
 from docchat.retrieval.search import HybridSearch, search
 from docchat.retrieval.vectorstore import DocumentRef
@@ -127,7 +126,7 @@ async def main(folder: Path, max_queries: int) -> None:
                 owner = listing.json()["items"][0]["owner_id"]
             ingest_seconds = time.perf_counter() - started
             scope = [DocumentRef(uuid.UUID(i), uuid.UUID(owner)) for i in names]
-            index = LexicalIndex(components.sessionmaker)
+            index = components.lexical
             hybrid = HybridSearch(index)
             store = components.vector_store
             for query_id in judged:

@@ -30,13 +30,18 @@ class Components:
     publisher: EventPublisher
 
     @property
+    def lexical(self) -> LexicalIndex:
+        """BM25 over the chunks table, in the configured text search language."""
+        return LexicalIndex(self.sessionmaker, self.settings.rag.lexical_language)
+
+    @property
     def hybrid(self) -> HybridSearch | None:
         """How searches add BM25 to the vectors; None when hybrid search is off."""
         rag = self.settings.rag
         if not rag.hybrid:
             return None
         return HybridSearch(
-            index=LexicalIndex(self.sessionmaker, rag.lexical_language),
+            index=self.lexical,
             candidates=rag.candidates,
             rrf_k=rag.rrf_k,
             vector_weight=rag.vector_weight,

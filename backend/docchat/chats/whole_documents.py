@@ -10,6 +10,7 @@ answer is then written from the notes, each citable with its document and first 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from docchat.chats.turns import Turn
 from docchat.components import Components
 from docchat.llm import prompts
 from docchat.retrieval.context import ContextEntry, estimate_tokens, source_of
-from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.schemas import PREVIEW_CHARS
 from docchat.retrieval.vectorstore import Chunk, ScoredChunk
 
@@ -136,12 +136,12 @@ async def whole_document_entries(
     """The documents in full (or condensed) as context; None when they cannot be read whole."""
     if len(turn.documents) > MAX_DOCUMENTS or budget < MIN_BUDGET_TOKENS:
         return None
-    index = LexicalIndex(components.sessionmaker, components.settings.rag.lexical_language)
-    chunks = await index.document_chunks(turn.documents)
+    chunks = await components.lexical.document_chunks(turn.documents)
     if not chunks or {chunk.document_id for chunk in chunks} != {d.id for d in turn.documents}:
         # Documents indexed before the lexical index existed have no text here yet.
         return None
-    parts = _parts(chunks, components.settings.rag.chunk_overlap)
+    # Stitching hundreds of chunks is CPU work: not on the event loop.
+    parts = await asyncio.to_thread(_parts, chunks, components.settings.rag.chunk_overlap)
     condensed, calls = await _condense(components, turn, parts, budget)
     entries = [_entry(n, part, calls > 0) for n, part in enumerate(condensed, start=1)]
     total = 0
