@@ -10,13 +10,12 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docchat import docs_pages, health, observability
 from docchat.admin.router import router as admin_router
+from docchat.auth.keys import with_signing_key
 from docchat.auth.ratelimit import LoginLimiter
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
@@ -26,13 +25,15 @@ from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
 from docchat.kit import exception_handlers, security_headers
-from docchat.kit.asgi import HTTPMiddleware
+from docchat.kit.body_limit import BodySizeLimit
 from docchat.openai_compat.router import router as openai_router
 from docchat.users import service as users_service
 from docchat.users.router import router as users_router
 
 logger = logging.getLogger("docchat")
 LLM_PROBE_SECONDS = 3.0
+# Routes whose body is a file: they get the upload limit instead of the small body cap.
+UPLOAD_PATHS = ("/api/v1/documents", "/api/v1/admin/documents")
 ComponentsFactory = Callable[[Settings], Awaitable[Components]]
 
 PLACEHOLDER_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
@@ -74,36 +75,13 @@ def attach_components(app: FastAPI, components: Components) -> None:
     app.state.readiness_probes = _readiness_probes(components)
 
 
-class UploadSizeGuard(HTTPMiddleware):
-    """Refuse an announced oversize body before reading it (chunked bodies are cut while copied)."""
-
-    slack = 1024 * 1024  # multipart framing and form fields
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        super().__init__(app)
-        self.max_bytes = max_bytes
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        length = Headers(scope=scope).get("content-length") or ""
-        too_large = length.isdigit() and int(length) > self.max_bytes + self.slack
-        if scope["method"] == "POST" and too_large:
-            limit_mb = self.max_bytes // (1024 * 1024)
-            response = JSONResponse(
-                {"detail": f"The request is larger than the limit of {limit_mb} MB"},
-                status_code=413,
-            )
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
 def create_app(
     settings: Settings | None = None,
     *,
     components_factory: ComponentsFactory | None = None,
     run_worker: bool | None = None,
 ) -> FastAPI:
-    settings = settings or get_settings()
+    settings = with_signing_key(settings or get_settings())
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
@@ -151,7 +129,12 @@ def create_app(
     exception_handlers.install(app)
     observability.install(app)
     security_headers.install(app)
-    app.add_middleware(UploadSizeGuard, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_request_bytes,
+        upload_bytes=settings.max_upload_bytes,
+        upload_paths=UPLOAD_PATHS,
+    )
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

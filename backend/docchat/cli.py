@@ -96,10 +96,17 @@ async def _reindex() -> None:
 def openapi_json() -> str:
     """The API's OpenAPI schema, as committed to frontend/openapi.json."""
     import json
+    import secrets
+
+    from pydantic import SecretStr
 
     from docchat.app import create_app
 
-    return json.dumps(create_app().openapi(), indent=2, sort_keys=True) + "\n"
+    # The schema does not depend on the key; a throwaway one leaves no key file behind.
+    settings = get_settings()
+    auth = settings.auth.model_copy(update={"secret_key": SecretStr(secrets.token_hex(32))})
+    app = create_app(settings.model_copy(update={"auth": auth}))
+    return json.dumps(app.openapi(), indent=2, sort_keys=True) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

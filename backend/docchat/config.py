@@ -14,7 +14,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_SECRET = "change-me-in-production"  # noqa: S105 - refused outside development
+# The signing key older versions fell back to; it is public, so it is refused everywhere.
+PUBLIC_SECRETS = frozenset({"change-me-in-production"})
+MIN_SECRET_CHARS = 32
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,9 +35,12 @@ class Environment(StrEnum):
 class AuthSettings(BaseSettings):
     model_config = _config("AUTH_")
 
-    secret_key: SecretStr = Field(
-        SecretStr(DEFAULT_SECRET),
-        description="Key that signs tokens; must be set (32+ characters) in production",
+    secret_key: SecretStr | None = Field(
+        None,
+        description=(
+            "Key that signs tokens (32+ characters); unset outside production, one is "
+            "generated on first start and kept in DATA_DIR/secret_key"
+        ),
     )
     algorithm: Literal["HS256", "HS384", "HS512"] = Field(
         "HS256", description="JWT signing algorithm"
@@ -192,6 +197,9 @@ class Settings(BaseSettings):
         None, description="Chroma server URL; unset, Chroma runs embedded in DATA_DIR"
     )
     max_upload_mb: int = Field(50, ge=1, description="Largest upload, in MB")
+    max_request_kb: int = Field(
+        1024, ge=16, description="Largest request body other than an upload, in KB"
+    )
     max_message_chars: int = Field(20_000, ge=1, description="Longest chat message, in characters")
     amqp_url: str | None = Field(
         None,
@@ -221,11 +229,17 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @model_validator(mode="after")
-    def _refuse_default_secrets_outside_development(self) -> Settings:
+    def _refuse_known_or_weak_secrets(self) -> Settings:
+        secret = self.auth.secret_key.get_secret_value() if self.auth.secret_key else None
+        if secret is not None and secret in PUBLIC_SECRETS:
+            raise ValueError(
+                "AUTH_SECRET_KEY is a publicly known value: remove it (a key is then "
+                "generated) or set a random one"
+            )
         if self.environment is Environment.production:
-            if self.auth.secret_key.get_secret_value() == DEFAULT_SECRET:
+            if secret is None:
                 raise ValueError("AUTH_SECRET_KEY must be set to a real secret in production")
-            if len(self.auth.secret_key.get_secret_value()) < 32:
+            if len(secret) < MIN_SECRET_CHARS:
                 raise ValueError("AUTH_SECRET_KEY must be at least 32 characters in production")
         if self.rag.chunk_overlap >= self.rag.chunk_size:
             raise ValueError("RAG_CHUNK_OVERLAP must be smaller than RAG_CHUNK_SIZE")
@@ -236,12 +250,20 @@ class Settings(BaseSettings):
         return self.max_upload_mb * 1024 * 1024
 
     @property
+    def max_request_bytes(self) -> int:
+        return self.max_request_kb * 1024
+
+    @property
     def files_dir(self) -> Path:
         return self.data_dir / "files"
 
     @property
     def chroma_dir(self) -> Path:
         return self.data_dir / "chroma"
+
+    @property
+    def secret_key_file(self) -> Path:
+        return self.data_dir / "secret_key"
 
 
 @lru_cache

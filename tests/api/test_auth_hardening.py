@@ -1,11 +1,23 @@
 from __future__ import annotations
 
-import httpx
+import stat
+from pathlib import Path
 
+import httpx
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.app import attach_components, create_app
+from docchat.auth.keys import with_signing_key
+from docchat.auth.security import create_token
 from docchat.auth.service import REUSED_REFRESH
 from docchat.components import Components
-from docchat.config import Settings
-from tests.support.users import PASSWORD, login, register
+from docchat.config import AuthSettings, Environment, Settings
+from docchat.users.models import Role, User
+from tests.support.documents import upload
+from tests.support.users import PASSWORD, admin_headers, auth_headers, login, register
+
+ADMIN_UPLOAD = "/api/v1/admin/documents"
 
 
 async def test_refresh_tokens_are_single_use_and_reuse_ends_the_login(
@@ -96,3 +108,67 @@ async def test_cors_is_off_unless_configured(
         assert allowed.headers["access-control-allow-origin"] == "https://app.example"
         refused = await other.options("/api/v1/users/me", headers=preflight)
         assert "access-control-allow-origin" not in refused.headers
+
+
+# -- the signing key (issue 13, item 1) ----------------------------------------------------
+
+
+def _keyless(settings: Settings, data_dir: Path) -> Settings:
+    """Settings as the run command leaves them: no AUTH_SECRET_KEY, no ENVIRONMENT."""
+    auth = settings.auth.model_copy(update={"secret_key": None})
+    return settings.model_copy(
+        update={"auth": auth, "environment": Environment.development, "data_dir": data_dir}
+    )
+
+
+async def test_without_a_configured_key_a_token_signed_with_the_old_default_is_refused(
+    settings: Settings, components: Components, session: AsyncSession, tmp_path: Path
+) -> None:
+    app = create_app(_keyless(settings, tmp_path), run_worker=False)
+    attach_components(app, components)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
+        await admin_headers(client, session)  # an administrator exists, as on a real server
+        admin = (
+            await session.execute(select(User).where(User.role == Role.admin).limit(1))
+        ).scalar_one()
+        public = AuthSettings(_env_file=None, secret_key="change-me-in-production")  # type: ignore[call-arg, arg-type]
+        forged = create_token(admin.id, "access", public)
+        response = await client.get(
+            "/api/v1/admin/users", headers={"Authorization": f"Bearer {forged}"}
+        )
+        assert response.status_code == 401
+        # The server's own tokens work: it signs with the key it generated.
+        email = await register(client)
+        assert (await login(client, email)).status_code == 200
+
+
+def test_the_generated_key_is_private_and_kept_across_restarts(
+    settings: Settings, tmp_path: Path
+) -> None:
+    first = with_signing_key(_keyless(settings, tmp_path))
+    second = with_signing_key(_keyless(settings, tmp_path))
+    assert first.auth.secret_key is not None and second.auth.secret_key is not None
+    key = first.auth.secret_key.get_secret_value()
+    assert key == second.auth.secret_key.get_secret_value() and len(key) >= 32
+    assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
+    # Another installation gets another key.
+    other = with_signing_key(_keyless(settings, tmp_path / "elsewhere"))
+    assert other.auth.secret_key is not None
+    assert other.auth.secret_key.get_secret_value() != key
+
+
+async def test_documents_shared_by_an_admin_do_not_reveal_the_admins_id(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    admin = await admin_headers(client, session)
+    shared = await upload(client, admin, "policy.txt", b"Shared policy text.", url=ADMIN_UPLOAD)
+    assert shared.status_code == 202
+    admin_id = (await client.get("/api/v1/users/me", headers=admin)).json()["id"]
+    assert shared.json()["owner_id"] == admin_id  # the admin sees their own id
+    user = await auth_headers(client)
+    listed = (await client.get("/api/v1/documents", headers=user)).json()["items"]
+    seen = next(item for item in listed if item["id"] == shared.json()["id"])
+    assert seen["owner_id"] is None and admin_id not in str(listed)
+    one = await client.get(f"/api/v1/documents/{shared.json()['id']}", headers=user)
+    assert one.json()["owner_id"] is None

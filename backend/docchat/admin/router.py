@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import File, UploadFile, status
+from fastapi import Request, status
 
 from docchat.admin import service
 from docchat.admin.schemas import UsageSummary
@@ -11,6 +9,7 @@ from docchat.components import ComponentsDep
 from docchat.documents import service as documents_service
 from docchat.documents.models import Visibility
 from docchat.documents.schemas import DocumentRead
+from docchat.documents.upload_form import UPLOAD_REQUEST_BODY, upload_form
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 from docchat.users import service as users_service
@@ -24,23 +23,23 @@ router = make_router(prefix="/admin", tags=["admin"])
     status_code=status.HTTP_202_ACCEPTED,
     response_model=DocumentRead,
     operation_id="admin_upload_shared_document",
+    openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
 )
 async def upload_shared_document(
-    file: Annotated[UploadFile, File(description="PDF, Markdown or plain text")],
-    admin: AdminUser,
-    session: SessionDep,
-    components: ComponentsDep,
+    request: Request, admin: AdminUser, session: SessionDep, components: ComponentsDep
 ) -> DocumentRead:
-    """Upload a document every user can read."""
-    document = await documents_service.upload(
-        session,
-        components.storage,
-        admin,
-        file,
-        max_bytes=components.settings.max_upload_bytes,
-        visibility=Visibility.shared,
-    )
-    return DocumentRead.model_validate(document)
+    """Upload a document every user can read (multipart `file`, read after the check)."""
+    async with upload_form(request) as form:
+        document = await documents_service.upload(
+            session,
+            components.storage,
+            admin,
+            form.file,
+            max_bytes=components.settings.max_upload_bytes,
+            category_id=form.category_id,
+            visibility=Visibility.shared,
+        )
+    return DocumentRead.for_viewer(document, admin.id)
 
 
 @router.get("/users", response_model=Page[UserRead], operation_id="admin_list_users")

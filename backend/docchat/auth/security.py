@@ -39,6 +39,12 @@ class TokenClaims:
     expires_at: datetime
 
 
+def _signing_key(settings: AuthSettings) -> str:
+    if settings.secret_key is None:
+        raise RuntimeError("no signing key: build the app with auth.keys.with_signing_key")
+    return settings.secret_key.get_secret_value()
+
+
 def token_lifetime(token_type: TokenType, settings: AuthSettings) -> timedelta:
     if token_type == "access":  # noqa: S105
         return timedelta(minutes=settings.access_token_minutes)
@@ -62,7 +68,7 @@ def create_token(
         "iat": int(issued.timestamp()),
         "exp": int((issued + lifetime).timestamp()),
     }
-    return str(jwt.encode(claims, settings.secret_key.get_secret_value(), settings.algorithm))
+    return str(jwt.encode(claims, _signing_key(settings), settings.algorithm))
 
 
 def decode_token(
@@ -72,7 +78,7 @@ def decode_token(
     try:
         claims = jwt.decode(
             token,
-            settings.secret_key.get_secret_value(),
+            _signing_key(settings),
             algorithms=[settings.algorithm],
             options={"require_exp": True, "require_sub": True},
         )

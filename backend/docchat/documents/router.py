@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import File, Form, Query, UploadFile, status
+from fastapi import Query, Request, status
 from fastapi.responses import FileResponse
 
 from docchat.auth.dependencies import CurrentUser
@@ -12,8 +12,9 @@ from docchat.documents import service
 from docchat.documents.dependencies import ReadableDocument
 from docchat.documents.models import DocumentStatus
 from docchat.documents.schemas import DocumentRead
+from docchat.documents.upload_form import UPLOAD_REQUEST_BODY, upload_form
 from docchat.kit.errors import NotFound
-from docchat.kit.pagination import Page, PageDep, page_of
+from docchat.kit.pagination import Page, PageDep
 from docchat.kit.routing import SessionDep, make_router
 
 router = make_router(prefix="/documents", tags=["documents"])
@@ -24,24 +25,25 @@ router = make_router(prefix="/documents", tags=["documents"])
     status_code=status.HTTP_202_ACCEPTED,
     response_model=DocumentRead,
     operation_id="documents_upload",
+    openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
 )
 async def upload_document(
-    file: Annotated[UploadFile, File(description="PDF, Markdown or plain text")],
-    user: CurrentUser,
-    session: SessionDep,
-    components: ComponentsDep,
-    category_id: Annotated[uuid.UUID | None, Form()] = None,
+    request: Request, user: CurrentUser, session: SessionDep, components: ComponentsDep
 ) -> DocumentRead:
-    """Store the file and process it in the background; poll the document for its status."""
-    document = await service.upload(
-        session,
-        components.storage,
-        user,
-        file,
-        max_bytes=components.settings.max_upload_bytes,
-        category_id=category_id,
-    )
-    return DocumentRead.model_validate(document)
+    """Store the file and process it in the background; poll the document for its status.
+
+    The body (multipart: `file`, optional `category_id`) is read only once the caller is
+    authenticated."""
+    async with upload_form(request) as form:
+        document = await service.upload(
+            session,
+            components.storage,
+            user,
+            form.file,
+            max_bytes=components.settings.max_upload_bytes,
+            category_id=form.category_id,
+        )
+    return DocumentRead.for_viewer(document, user.id)
 
 
 @router.get("", response_model=Page[DocumentRead], operation_id="documents_list")
@@ -55,12 +57,17 @@ async def list_documents(
     items, total = await service.list_readable(
         session, user, page, status=status, category_id=category_id
     )
-    return page_of(DocumentRead, items, total, page)
+    return Page(
+        items=[DocumentRead.for_viewer(item, user.id) for item in items],
+        total=total,
+        skip=page.skip,
+        limit=page.limit,
+    )
 
 
 @router.get("/{document_id}", response_model=DocumentRead, operation_id="documents_get")
-async def get_document(document: ReadableDocument) -> DocumentRead:
-    return DocumentRead.model_validate(document)
+async def get_document(document: ReadableDocument, user: CurrentUser) -> DocumentRead:
+    return DocumentRead.for_viewer(document, user.id)
 
 
 @router.get(
@@ -91,7 +98,7 @@ async def download_document(document: ReadableDocument, components: ComponentsDe
 async def reprocess_document(
     document: ReadableDocument, user: CurrentUser, session: SessionDep
 ) -> DocumentRead:
-    return DocumentRead.model_validate(await service.reprocess(session, user, document))
+    return DocumentRead.for_viewer(await service.reprocess(session, user, document), user.id)
 
 
 @router.delete(

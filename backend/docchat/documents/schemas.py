@@ -3,16 +3,18 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from docchat.documents.models import DocumentStatus, Visibility
+from docchat.documents.models import Document, DocumentStatus, Visibility
 
 
 class DocumentRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     id: uuid.UUID
-    owner_id: uuid.UUID
+    owner_id: uuid.UUID | None = Field(
+        description="Your id when the document is yours; null for documents others shared"
+    )
     category_id: uuid.UUID | None
     visibility: Visibility
     filename: str
@@ -27,6 +29,14 @@ class DocumentRead(BaseModel):
     chunks_done: int
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def for_viewer(cls, document: Document, viewer_id: uuid.UUID) -> DocumentRead:
+        """The document as `viewer_id` may see it: other people's ids stay out."""
+        read = cls.model_validate(document)
+        if read.owner_id != viewer_id:
+            read.owner_id = None
+        return read
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -4,8 +4,8 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 
-from fastapi import UploadFile
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import UploadFile
 
 from docchat.categories import service as categories_service
 from docchat.db import utcnow

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from fastapi import UploadFile
+from starlette.datastructures import UploadFile
 
 from docchat.kit.errors import PayloadTooLarge, Unprocessable
 

@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Upload Shared Document
-         * @description Upload a document every user can read.
+         * @description Upload a document every user can read (multipart `file`, read after the check).
          */
         post: operations["admin_upload_shared_document"];
         delete?: never;
@@ -281,6 +281,9 @@ export interface paths {
         /**
          * Upload Document
          * @description Store the file and process it in the background; poll the document for its status.
+         *
+         *     The body (multipart: `file`, optional `category_id`) is read only once the caller is
+         *     authenticated.
          */
         post: operations["documents_upload"];
         delete?: never;
@@ -481,14 +484,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** Body_admin_upload_shared_document */
-        Body_admin_upload_shared_document: {
-            /**
-             * File
-             * @description PDF, Markdown or plain text
-             */
-            file: string;
-        };
         /** Body_auth_login */
         Body_auth_login: {
             /** Client Id */
@@ -512,16 +507,6 @@ export interface components {
             scope: string;
             /** Username */
             username: string;
-        };
-        /** Body_documents_upload */
-        Body_documents_upload: {
-            /** Category Id */
-            category_id?: string | null;
-            /**
-             * File
-             * @description PDF, Markdown or plain text
-             */
-            file: string;
         };
         /** CategoryRead */
         CategoryRead: {
@@ -672,9 +657,9 @@ export interface components {
             id: string;
             /**
              * Owner Id
-             * Format: uuid
+             * @description Your id when the document is yours; null for documents others shared
              */
-            owner_id: string;
+            owner_id: string | null;
             /** Page Count */
             page_count: number | null;
             /** Pages Done */
@@ -1033,7 +1018,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "multipart/form-data": components["schemas"]["Body_admin_upload_shared_document"];
+                "multipart/form-data": {
+                    /** @description One of your categories */
+                    category_id?: string | null;
+                    /**
+                     * Format: binary
+                     * @description PDF, Markdown or plain text
+                     */
+                    file: string;
+                };
             };
         };
         responses: {
@@ -1044,15 +1037,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentRead"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -1702,7 +1686,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "multipart/form-data": components["schemas"]["Body_documents_upload"];
+                "multipart/form-data": {
+                    /** @description One of your categories */
+                    category_id?: string | null;
+                    /**
+                     * Format: binary
+                     * @description PDF, Markdown or plain text
+                     */
+                    file: string;
+                };
             };
         };
         responses: {
@@ -1713,15 +1705,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentRead"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
