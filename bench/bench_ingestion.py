@@ -31,8 +31,8 @@ from bench.common import (
 )
 from docchat.app import attach_components, create_app
 from docchat.documents.filetypes import FileKind
-from docchat.ingestion.chunking import chunk_document
-from docchat.ingestion.extraction import extract
+from docchat.extraction.chunking import chunk_document
+from docchat.extraction.reader import extract
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 

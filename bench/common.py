@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))  # so `tests.support` helpers are importable
 
 from tests.support.database import alembic, create_database, drop_database
 
-from docchat.components import Components, build_vector_store
+from docchat.components import Components, build_sandboxes, build_vector_store
 from docchat.config import (
     AuthSettings,
     Environment,
@@ -100,6 +100,7 @@ def build_settings(
 
 def build_components(settings: Settings, embedder: Embedder) -> tuple[Components, object]:
     engine = create_engine(settings.database_url)
+    extractor, inline_reader = build_sandboxes(settings)
     components = Components(
         settings=settings,
         sessionmaker=create_sessionmaker(engine),
@@ -108,6 +109,8 @@ def build_components(settings: Settings, embedder: Embedder) -> tuple[Components
         llm=LLM(settings.llm),
         storage=FileStorage(settings.files_dir),
         publisher=EventPublisher(None, "bench"),
+        extractor=extractor,
+        inline_reader=inline_reader,
     )
     return components, engine
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from docchat.app import attach_components, create_app
-from docchat.components import Components, build_vector_store
+from docchat.components import Components, build_sandboxes, build_vector_store
 from docchat.config import (
     AuthSettings,
     Environment,
@@ -114,6 +114,7 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
 
 @pytest_asyncio.fixture(scope="session")
 async def base_components(settings: Settings, embedder: Embedder) -> AsyncIterator[Components]:
+    extractor, inline_reader = build_sandboxes(settings)
     components = Components(
         settings=settings,
         sessionmaker=None,  # type: ignore[arg-type]  # replaced per test
@@ -122,9 +123,12 @@ async def base_components(settings: Settings, embedder: Embedder) -> AsyncIterat
         llm=LLM(settings.llm),
         storage=FileStorage(settings.files_dir),
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
+        extractor=extractor,
+        inline_reader=inline_reader,
     )
     yield components
     await components.llm.close()
+    components.close()
 
 
 @pytest.fixture
@@ -148,18 +152,23 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
+@pytest.fixture
+def live_components(base_components: Components, engine: AsyncEngine) -> Components:
+    """Components whose sessions commit for real, each on its own pooled connection (for
+    concurrency: claims, locks and parallel requests behave as in production)."""
+    return dataclasses.replace(base_components, sessionmaker=create_sessionmaker(engine))
+
+
 @pytest_asyncio.fixture
 async def live_client(
-    settings: Settings, base_components: Components, engine: AsyncEngine
+    settings: Settings, live_components: Components
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A client whose requests commit for real, on a pool of connections (for concurrency).
 
     Its data stays in the run's database; tests that use it create their own users.
     """
     app = create_app(settings, run_worker=False)
-    attach_components(
-        app, dataclasses.replace(base_components, sessionmaker=create_sessionmaker(engine))
-    )
+    attach_components(app, live_components)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
         yield client

@@ -110,6 +110,8 @@ def create_app(
                 await worker_task
             await components.llm.close()
             await components.publisher.close()
+            if components_factory is None:
+                components.close()
             if engine is not None:
                 await engine.dispose()
 

@@ -39,6 +39,7 @@ async def _worker() -> None:
     try:
         await IngestionWorker(components).run_forever(stop)
     finally:
+        components.close()
         await engine.dispose()
 
 

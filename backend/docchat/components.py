@@ -12,8 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
 from docchat.events.publisher import EventPublisher
+from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
+from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.search import HybridSearch
 from docchat.retrieval.vectorstore import ChromaVectorStore, VectorStore
@@ -28,6 +30,13 @@ class Components:
     llm: LLM
     storage: FileStorage
     publisher: EventPublisher
+    # Files are read in sandboxed child processes: one for the worker, one for inline answers.
+    extractor: ExtractionSandbox
+    inline_reader: InlineReader
+
+    def close(self) -> None:
+        self.extractor.close()
+        self.inline_reader.sandbox.close()
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -49,6 +58,31 @@ class Components:
         )
 
 
+def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader]:
+    """The worker's sandbox, and a separate one with tighter time limits for inline answers."""
+    worker = settings.worker
+    limits = Limits(
+        wall_seconds=worker.extract_timeout_seconds,
+        cpu_seconds=worker.extract_cpu_seconds,
+        page_seconds=worker.extract_page_seconds,
+        memory_mb=worker.extract_memory_mb,
+    )
+    inline_seconds = settings.rag.inline_timeout_seconds
+    inline = Limits(
+        wall_seconds=inline_seconds,
+        cpu_seconds=max(1, int(inline_seconds)),
+        page_seconds=min(worker.extract_page_seconds, inline_seconds),
+        memory_mb=worker.extract_memory_mb,
+    )
+    reader = InlineReader(
+        sandbox=ExtractionSandbox(inline, name="inline"),
+        chunk_size=settings.rag.chunk_size,
+        chunk_overlap=settings.rag.chunk_overlap,
+        timeout_seconds=inline_seconds,
+    )
+    return ExtractionSandbox(limits, name="extract"), reader
+
+
 def build_vector_store(settings: Settings, embedder: Embedder) -> ChromaVectorStore:
     return ChromaVectorStore(
         collection=settings.rag.collection,
@@ -66,6 +100,7 @@ async def build_components(
 
     embedder = await asyncio.to_thread(build_embedder, settings.embedding)
     vector_store = await asyncio.to_thread(build_vector_store, settings, embedder)
+    extractor, inline_reader = build_sandboxes(settings)
     return Components(
         settings=settings,
         sessionmaker=sessionmaker,
@@ -74,6 +109,8 @@ async def build_components(
         llm=LLM(settings.llm),
         storage=FileStorage(settings.files_dir),
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
+        extractor=extractor,
+        inline_reader=inline_reader,
     )
 
 

@@ -162,6 +162,11 @@ class RAGSettings(BaseSettings):
         description="PostgreSQL text search configuration for BM25 (stemming, stop words)",
     )
     collection: str = Field("docchat_chunks", description="Chroma collection name")
+    inline_timeout_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="Longest wait to read a document still processing into a prompt (inline mode)",
+    )
 
 
 class WorkerSettings(BaseSettings):
@@ -171,12 +176,32 @@ class WorkerSettings(BaseSettings):
     enabled: bool = Field(True, description="Run the ingestion worker inside the API process")
     poll_seconds: float = Field(1.0, gt=0, description="How often an idle worker looks for jobs")
     max_attempts: int = Field(3, ge=1, description="Attempts before a document is marked failed")
-    # A claimed job whose worker has not finished after this long is taken again.
-    stale_after_seconds: int = Field(
-        600,
-        ge=10,
-        description="A job claimed longer ago than this is taken again (its worker died)",
+    heartbeat_seconds: float = Field(
+        5.0, gt=0, description="How often a worker confirms it is still on its job"
     )
+    stale_after_seconds: int = Field(
+        30,
+        ge=2,
+        description="A running job with no heartbeat for this long is taken again (worker died)",
+    )
+    extract_timeout_seconds: float = Field(
+        300.0, gt=0, description="Longest time reading one file may take (the reader is stopped)"
+    )
+    extract_cpu_seconds: int = Field(300, ge=1, description="CPU time reading one file may use")
+    extract_page_seconds: float = Field(
+        10.0, gt=0, description="Longest time one PDF page may take; slower pages are skipped"
+    )
+    extract_memory_mb: int = Field(
+        2048, ge=256, description="Memory the file reader process may use"
+    )
+
+    @model_validator(mode="after")
+    def _heartbeats_fit_the_stale_window(self) -> WorkerSettings:
+        if self.heartbeat_seconds * 2 > self.stale_after_seconds:
+            raise ValueError(
+                "WORKER_STALE_AFTER_SECONDS must be at least twice WORKER_HEARTBEAT_SECONDS"
+            )
+        return self
 
 
 class Settings(BaseSettings):

@@ -272,7 +272,9 @@ async def test_crashed_worker_job_is_taken_again(
 
     stale = utcnow() - timedelta(seconds=components.settings.worker.stale_after_seconds + 5)
     await session.execute(
-        update(IngestionJob).where(IngestionJob.id == claimed.id).values(claimed_at=stale)
+        update(IngestionJob)
+        .where(IngestionJob.id == claimed.id)
+        .values(claimed_at=stale, heartbeat_at=stale)
     )
     await session.commit()
     assert await IngestionWorker(components).run_once() is True
@@ -335,7 +337,15 @@ async def test_transient_failure_is_retried_then_fails(
             "failed" if attempt == components.settings.worker.max_attempts - 1 else "processing"
         )
         assert status["status"] == expected
-    assert "embedding service went away" in status["error"]
+    # The owner is told what kind of failure it was; the raw error stays with the job.
+    assert status["error"] == (
+        "Processing failed after 3 attempts: a service it needs was unreachable; try reprocessing"
+    )
+    job = (
+        await session.execute(select(IngestionJob).where(IngestionJob.document_id == document_id))
+    ).scalar_one()
+    await session.refresh(job)
+    assert job.last_error == "ConnectionError: embedding service went away"
 
 
 async def test_the_worker_logs_what_it_ingested(

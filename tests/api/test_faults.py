@@ -91,7 +91,8 @@ def _start_worker(settings: Settings, data_dir: Path) -> subprocess.Popen[bytes]
         "DATABASE_URL": settings.database_url,
         "DATA_DIR": str(data_dir),
         "WORKER_POLL_SECONDS": "0.2",
-        "WORKER_STALE_AFTER_SECONDS": "10",
+        "WORKER_STALE_AFTER_SECONDS": "4",
+        "WORKER_HEARTBEAT_SECONDS": "1",
         "EMBEDDING_BATCH_SIZE": "16",
     }
     # The worker's log stays in the test's folder for a post-mortem.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 from fpdf import FPDF
 
 
@@ -58,5 +60,28 @@ def page_count_bomb_pdf(claimed_pages: int) -> bytes:
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % claimed_pages,
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        ]
+    )
+
+
+def exhausting_pdf(pages: int = 10, operations: int = 2_000_000) -> bytes:
+    """Pages that all draw one compressed content stream of millions of text operations: a
+    file of some 20 KB on which pypdf spends seconds per page (then hits its token limit)."""
+    content = b"BT /F1 12 Tf 72 712 Td " + b"(a) Tj " * operations + b"ET"
+    stream = zlib.compress(content, 9)
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+    )
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream)
+            + stream
+            + b"\nendstream",
+            *[page] * pages,
         ]
     )

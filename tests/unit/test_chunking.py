@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from docchat.ingestion.chunking import chunk_document
-from docchat.ingestion.extraction import ExtractedDocument, PageText
+from docchat.extraction.chunking import chunk_document
+from docchat.extraction.reader import ExtractedDocument, PageText
 
 
 def test_chunks_keep_pages_and_run_one_index() -> None:

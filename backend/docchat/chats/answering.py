@@ -30,7 +30,7 @@ from docchat.retrieval.citations import (
     strip_markers,
 )
 from docchat.retrieval.context import ContextEntry, build_context, estimate_tokens, format_context
-from docchat.retrieval.inline import file_part, file_source, read_passages
+from docchat.retrieval.inline import file_part, file_source
 from docchat.retrieval.schemas import Source
 from docchat.retrieval.search import search
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
@@ -134,7 +134,6 @@ async def _inline_entries(
     components: Components, turn: Turn, first_number: int, budget: int
 ) -> tuple[list[ContextEntry], list[dict[str, Any]]]:
     """Passages read from documents still processing, or (PDF input on) the files themselves."""
-    rag = components.settings.rag
     entries: list[ContextEntry] = []
     parts: list[dict[str, Any]] = []
     for document in turn.inline_documents:
@@ -144,12 +143,8 @@ async def _inline_entries(
             entries.append(ContextEntry(number, "", file_source(document)))
             continue
         spent = sum(estimate_tokens(entry.text) for entry in entries)
-        passages = await asyncio.to_thread(
-            read_passages,
-            document,
-            chunk_size=rag.chunk_size,
-            chunk_overlap=rag.chunk_overlap,
-            budget_tokens=budget - spent,
+        passages = await components.inline_reader.passages(
+            document, components.lexical, budget_tokens=budget - spent
         )
         for offset, passage in enumerate(passages):
             entries.append(ContextEntry(number + offset, passage.text, passage.source))

@@ -125,9 +125,11 @@ def _inline(components: Components, requested: list[Document]) -> list[InlineDoc
     return [
         InlineDocument(
             id=document.id,
+            owner_id=document.owner_id,
             filename=document.filename,
             kind=FileKind(document.content_type),
             path=components.storage.path(document.storage_key),
+            sha256=document.sha256,
         )
         for document in requested
         if document.status == DocumentStatus.processing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents.models import Document, DocumentStatus, Visibility
@@ -46,3 +46,47 @@ async def get_live(session: AsyncSession, document_id: uuid.UUID) -> Document | 
     """A document by id regardless of reader, for the worker (which acts for its owner)."""
     statement = select(Document).where(Document.id == document_id, Document.deleted_at.is_(None))
     return (await session.execute(statement)).scalar_one_or_none()
+
+
+# -- written by the ingestion worker (inside its fenced transactions) ----------------------
+
+
+async def set_extracted(
+    session: AsyncSession, document_id: uuid.UUID, *, page_count: int, chunk_count: int
+) -> None:
+    await session.execute(
+        update(Document)
+        .where(Document.id == document_id)
+        .values(
+            page_count=page_count, pages_done=page_count, chunk_count=chunk_count, chunks_done=0
+        )
+    )
+
+
+async def set_progress(session: AsyncSession, document_id: uuid.UUID, chunks_done: int) -> None:
+    await session.execute(
+        update(Document).where(Document.id == document_id).values(chunks_done=chunks_done)
+    )
+
+
+async def mark_completed(session: AsyncSession, document_id: uuid.UUID, chunk_count: int) -> bool:
+    """Completed, unless it was deleted meanwhile (then False and nothing changes)."""
+    result = await session.execute(
+        update(Document)
+        .where(Document.id == document_id, Document.deleted_at.is_(None))
+        .values(
+            status=DocumentStatus.completed,
+            error=None,
+            chunk_count=chunk_count,
+            chunks_done=chunk_count,
+        )
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def mark_failed(session: AsyncSession, document_id: uuid.UUID, error: str) -> None:
+    await session.execute(
+        update(Document)
+        .where(Document.id == document_id)
+        .values(status=DocumentStatus.failed, error=error)
+    )

@@ -32,5 +32,9 @@ class IngestionJob(IdMixin, TimestampMixin, Base):
     available_at: Mapped[datetime] = mapped_column(default=utcnow)
     claimed_at: Mapped[datetime | None] = mapped_column(default=None)
     claimed_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    # Fencing: only the worker holding this token may write the job's progress and results.
+    claim_token: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    # Refreshed while the job runs; a running job whose heartbeat stopped is taken again.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)

@@ -1,9 +1,12 @@
 """The ingestion worker: claims jobs from Postgres and turns files into vectors.
 
 Jobs carry only ids; the worker opens its own sessions, so a job is only seen after the
-upload's transaction committed. Processing is idempotent (a document's vectors are replaced
-as a whole), a crashed worker's job is claimed again once it is stale, and CPU work
-(extraction, embedding) runs in threads, never on the event loop.
+upload's transaction committed. The file is read in a sandboxed child process with time,
+CPU and memory limits, so a hostile file fails alone. While it works the worker sends a
+heartbeat; a job whose heartbeat stops (its worker died) is taken again within
+`stale_after_seconds`. Every write goes through the claim's fence, so a worker that lost
+its job to another cannot write over it, and every write is idempotent (chunks are keyed
+by document and index), so a retry replaces what an earlier attempt left.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 # Every table, so foreign keys (documents -> categories, ...) resolve in a worker-only process.
 import docchat.models  # noqa: F401
@@ -27,16 +30,25 @@ from docchat.components import Components
 from docchat.db import utcnow
 from docchat.documents import repository as documents_repository
 from docchat.documents.filetypes import FileKind
-from docchat.documents.models import Document, DocumentStatus
+from docchat.documents.models import Document
+from docchat.extraction.chunking import TextChunk
+from docchat.extraction.reader import ExtractionError
 from docchat.ingestion import repository as jobs_repository
-from docchat.ingestion.chunking import TextChunk, chunk_document
-from docchat.ingestion.extraction import ExtractionError, extract
-from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.ingestion.models import JobStatus
+from docchat.kit.errors import DocchatError
 from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
 from docchat.retrieval import lexical
-from docchat.retrieval.vectorstore import Chunk, DocumentRef
+from docchat.retrieval.vectorstore import Chunk, DocumentRef, VectorStoreUnavailable
 
 logger = logging.getLogger(__name__)
+
+
+class LostClaim(Exception):
+    """Another worker holds the job now: stop without writing anything more."""
+
+
+class IncompleteIndex(Exception):
+    """The indexes do not hold every chunk after the writes (retried like any failure)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,21 @@ class ClaimedJob:
     id: uuid.UUID
     document_id: uuid.UUID
     attempts: int
+    token: uuid.UUID
+
+
+def user_facing_reason(exc: Exception) -> str:
+    """What a document's owner is told of an unexpected failure: our own errors say what
+    happened; anything else (a database error, say) is described, never quoted."""
+    if isinstance(exc, DocchatError):
+        return exc.message
+    if isinstance(exc, VectorStoreUnavailable):
+        return "the vector store was unavailable"
+    if isinstance(exc, IncompleteIndex):
+        return "the index did not take every chunk"
+    if isinstance(exc, ConnectionError | TimeoutError | OSError):
+        return "a service it needs was unreachable"
+    return "an internal error occurred"
 
 
 class IngestionWorker:
@@ -80,6 +107,8 @@ class IngestionWorker:
             done += 1
         return done
 
+    # -- the claim and its fence ---------------------------------------------------------------
+
     async def _claim(self) -> ClaimedJob | None:
         async with self.components.sessionmaker() as session:
             job = await jobs_repository.claim_next(
@@ -88,155 +117,176 @@ class IngestionWorker:
                 now=utcnow(),
                 stale_after=timedelta(seconds=self.settings.worker.stale_after_seconds),
             )
-            claimed = ClaimedJob(job.id, job.document_id, job.attempts) if job else None
+            claimed = None
+            if job is not None:
+                assert job.claim_token is not None
+                claimed = ClaimedJob(job.id, job.document_id, job.attempts, job.claim_token)
             await session.commit()
             return claimed
 
+    @contextlib.asynccontextmanager
+    async def _fenced(self, job: ClaimedJob) -> AsyncIterator[AsyncSession]:
+        """A transaction that holds the job's row: it commits only while the claim is ours."""
+        async with self.components.sessionmaker() as session:
+            if not await jobs_repository.hold_claim(session, job.id, job.token):
+                raise LostClaim(f"job {job.id} was taken over by another worker")
+            yield session
+            await session.commit()
+
+    async def _heartbeats(self, job: ClaimedJob, lost: asyncio.Event) -> None:
+        while True:
+            await asyncio.sleep(self.settings.worker.heartbeat_seconds)
+            try:
+                async with self.components.sessionmaker() as session:
+                    alive = await jobs_repository.heartbeat(session, job.id, job.token, utcnow())
+                    await session.commit()
+            except Exception as exc:  # the database blinked: try again at the next beat
+                logger.warning("heartbeat for job %s failed: %s", job.id, exc)
+                continue
+            if not alive:
+                lost.set()
+                return
+
+    # -- processing ------------------------------------------------------------------------
+
     async def _process(self, job: ClaimedJob) -> None:
         started = time.perf_counter()
-        document = await self._load_document(job.document_id)
-        if document is None:
-            await self._finish_job(job, JobStatus.done, "document deleted")
-            return
-        if job.attempts > self.settings.worker.max_attempts:
-            await self._fail(job, "Processing was interrupted too many times; try reprocessing")
-            return
+        lost = asyncio.Event()
+        beating = asyncio.create_task(self._heartbeats(job, lost))
         try:
-            page_count, chunk_count = await self._ingest(document)
-        except ExtractionError as exc:
-            await self._fail(job, str(exc))
-            return
-        except Exception as exc:
-            logger.exception("document %s failed on attempt %d", document.id, job.attempts)
-            await self._retry_or_fail(job, exc)
-            return
-        await self._complete(job, document, chunk_count)
-        INGESTION_JOBS.labels("completed").inc()
-        INGESTION_DURATION.observe(time.perf_counter() - started)
+            outcome = await self._attempt(job, lost)
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+        if outcome is not None:
+            INGESTION_JOBS.labels(outcome).inc()
+        if outcome == "completed":
+            INGESTION_DURATION.observe(time.perf_counter() - started)
+
+    async def _attempt(self, job: ClaimedJob, lost: asyncio.Event) -> str | None:
+        """Run the job; the outcome for the metrics (None when the job was taken over)."""
+        try:
+            document = await self._load_document(job.document_id)
+            if document is None:
+                await self._finish(job, JobStatus.done, "document deleted")
+                return "deleted"
+            if job.attempts > self.settings.worker.max_attempts:
+                await self._fail(job, "Processing was interrupted too many times; try reprocessing")
+                return "failed"
+            try:
+                page_count, chunk_count = await self._ingest(job, document, lost)
+            except ExtractionError as exc:
+                await self._fail(job, str(exc))
+                return "failed"
+            except (LostClaim, asyncio.CancelledError):
+                raise
+            except Exception as exc:
+                logger.exception("document %s failed on attempt %d", document.id, job.attempts)
+                return await self._retry_or_fail(job, exc)
+        except LostClaim as exc:
+            logger.warning("%s; leaving it to that worker", exc)
+            return None
         logger.info(
-            "document %s ingested: %d pages, %d chunks in %.2fs",
-            document.id,
-            page_count,
-            chunk_count,
-            time.perf_counter() - started,
+            "document %s ingested: %d pages, %d chunks", document.id, page_count, chunk_count
         )
+        return "completed"
 
     async def _load_document(self, document_id: uuid.UUID) -> Document | None:
         async with self.components.sessionmaker() as session:
             return await documents_repository.get_live(session, document_id)
 
-    def _extract_and_chunk(self, document: Document) -> tuple[int, list[TextChunk]]:
-        """Blocking: parse the file and split it (both CPU-bound, so never on the event loop)."""
-        path = self.components.storage.path(document.storage_key)
-        extracted = extract(path, FileKind(document.content_type))
-        rag = self.settings.rag
-        return extracted.page_count, chunk_document(
-            extracted, size=rag.chunk_size, overlap=rag.chunk_overlap
-        )
+    def _check(self, lost: asyncio.Event, job: ClaimedJob) -> None:
+        if lost.is_set():
+            raise LostClaim(f"job {job.id} was taken over by another worker")
 
-    async def _ingest(self, document: Document) -> tuple[int, int]:
-        """Pages and chunks of the document, its vectors and lexical rows written."""
-        page_count, chunks = await asyncio.to_thread(self._extract_and_chunk, document)
-        store = self.components.vector_store
-        await asyncio.to_thread(store.delete_document, DocumentRef.of(document))
-        async with self.components.sessionmaker() as session:
+    async def _ingest(
+        self, job: ClaimedJob, document: Document, lost: asyncio.Event
+    ) -> tuple[int, int]:
+        """Pages and chunks of the document, with its vectors and lexical rows written."""
+        rag = self.settings.rag
+        prepared = await self.components.extractor.prepare(
+            self.components.storage.path(document.storage_key),
+            FileKind(document.content_type),
+            chunk_size=rag.chunk_size,
+            chunk_overlap=rag.chunk_overlap,
+        )
+        chunks = [self._record(document, chunk) for chunk in prepared.chunks]
+        self._check(lost, job)
+        ref = DocumentRef.of(document)
+        await asyncio.to_thread(self.components.vector_store.delete_document, ref)
+        # The text goes in at once: inline answers read it while the vectors are made.
+        async with self._fenced(job) as session:
             await lexical.delete_chunks(session, document.id)
-            await session.execute(
-                update(Document)
-                .where(Document.id == document.id)
-                .values(
-                    page_count=page_count,
-                    pages_done=page_count,
-                    chunk_count=len(chunks),
-                    chunks_done=0,
-                )
+            await lexical.add_chunks(session, chunks, rag.lexical_language)
+            await documents_repository.set_extracted(
+                session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)
             )
-            await session.commit()
         batch_size = max(1, self.settings.embedding.batch_size)
         for start in range(0, len(chunks), batch_size):
-            await self._embed_and_store(document, chunks[start : start + batch_size], start)
-        return page_count, len(chunks)
+            self._check(lost, job)
+            await self._embed_and_store(job, chunks[start : start + batch_size], start)
+        await self._complete(job, ref, len(chunks))
+        return prepared.page_count, len(chunks)
 
-    async def _embed_and_store(
-        self, document: Document, batch: Sequence[TextChunk], before: int
-    ) -> None:
-        """Vectors into the store, then text into the lexical index with the progress."""
+    @staticmethod
+    def _record(document: Document, chunk: TextChunk) -> Chunk:
+        return Chunk(
+            document_id=document.id,
+            chunk_index=chunk.index,
+            text=chunk.text,
+            page=chunk.page,
+            owner_id=document.owner_id,
+            visibility=document.visibility,
+            filename=document.filename,
+        )
+
+    async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
         vectors = await asyncio.to_thread(
             self.components.embedder.embed, [chunk.text for chunk in batch]
         )
-        records = [
-            Chunk(
-                document_id=document.id,
-                chunk_index=chunk.index,
-                text=chunk.text,
-                page=chunk.page,
-                owner_id=document.owner_id,
-                visibility=document.visibility,
-                filename=document.filename,
-            )
-            for chunk in batch
-        ]
-        await asyncio.to_thread(self.components.vector_store.upsert, records, vectors)
-        async with self.components.sessionmaker() as session:
-            await lexical.add_chunks(session, records, self.settings.rag.lexical_language)
-            await session.execute(
-                update(Document)
-                .where(Document.id == document.id)
-                .values(chunks_done=before + len(batch))
-            )
-            await session.commit()
+        await asyncio.to_thread(self.components.vector_store.upsert, batch, vectors)
+        async with self._fenced(job) as session:
+            await documents_repository.set_progress(session, job.document_id, before + len(batch))
 
-    async def _update_document(self, document_id: uuid.UUID, **values: object) -> None:
-        async with self.components.sessionmaker() as session:
-            await session.execute(
-                update(Document).where(Document.id == document_id).values(**values)
-            )
-            await session.commit()
-
-    async def _finish_job(self, job: ClaimedJob, status: JobStatus, error: str | None) -> None:
-        async with self.components.sessionmaker() as session:
-            await session.execute(
-                update(IngestionJob)
-                .where(IngestionJob.id == job.id)
-                .values(status=status, finished_at=utcnow(), last_error=error)
-            )
-            await session.commit()
-
-    async def _complete(self, job: ClaimedJob, ingested: Document, chunk_count: int) -> None:
-        async with self.components.sessionmaker() as session:
-            document = await documents_repository.get_live(session, job.document_id)
-            if document is None:
-                # Deleted while we worked: leave nothing of it in the vector store.
-                await asyncio.to_thread(
-                    self.components.vector_store.delete_document, DocumentRef.of(ingested)
+    async def _complete(self, job: ClaimedJob, ref: DocumentRef, chunk_count: int) -> None:
+        """Completed only when both indexes hold exactly the document's chunks."""
+        stored = await asyncio.to_thread(self.components.vector_store.count, ref)
+        async with self._fenced(job) as session:
+            indexed = await lexical.count_chunks(session, job.document_id)
+            if (stored, indexed) != (chunk_count, chunk_count):
+                raise IncompleteIndex(
+                    f"{stored} vectors and {indexed} lexical rows for {chunk_count} chunks"
                 )
+            live = await documents_repository.mark_completed(session, job.document_id, chunk_count)
+            if not live:  # deleted while we worked: leave nothing of it behind
                 await lexical.delete_chunks(session, job.document_id)
-            else:
-                document.status = DocumentStatus.completed
-                document.error = None
-                document.chunk_count = chunk_count
-                document.chunks_done = chunk_count
-            await session.commit()
-        await self._finish_job(job, JobStatus.done, None)
+            await jobs_repository.finish(session, job.id, JobStatus.done, None, utcnow())
+        if not live:
+            await asyncio.to_thread(self.components.vector_store.delete_document, ref)
+
+    async def _finish(self, job: ClaimedJob, status: JobStatus, error: str | None) -> None:
+        async with self._fenced(job) as session:
+            await jobs_repository.finish(session, job.id, status, error, utcnow())
 
     async def _fail(self, job: ClaimedJob, message: str) -> None:
-        INGESTION_JOBS.labels("failed").inc()
-        await self._update_document(
-            job.document_id, status=DocumentStatus.failed, error=message[:2000]
-        )
-        await self._finish_job(job, JobStatus.failed, message[:2000])
-
-    async def _retry_or_fail(self, job: ClaimedJob, exc: Exception) -> None:
-        reason = f"{type(exc).__name__}: {exc}"[:2000]
-        if job.attempts >= self.settings.worker.max_attempts:
-            await self._fail(job, f"Processing failed after {job.attempts} attempts: {reason}")
-            return
-        INGESTION_JOBS.labels("retried").inc()
-        delay = timedelta(seconds=min(300, 2**job.attempts))
-        async with self.components.sessionmaker() as session:
-            await session.execute(
-                update(IngestionJob)
-                .where(IngestionJob.id == job.id)
-                .values(status=JobStatus.queued, available_at=utcnow() + delay, last_error=reason)
+        async with self._fenced(job) as session:
+            await documents_repository.mark_failed(session, job.document_id, message[:2000])
+            await jobs_repository.finish(
+                session, job.id, JobStatus.failed, message[:2000], utcnow()
             )
-            await session.commit()
+
+    async def _retry_or_fail(self, job: ClaimedJob, exc: Exception) -> str:
+        # The raw error stays with the job (for operators); the owner gets a description.
+        raw = f"{type(exc).__name__}: {exc}"[:2000]
+        if job.attempts >= self.settings.worker.max_attempts:
+            reason = user_facing_reason(exc)
+            message = f"Processing failed after {job.attempts} attempts: {reason}; try reprocessing"
+            async with self._fenced(job) as session:
+                await documents_repository.mark_failed(session, job.document_id, message)
+                await jobs_repository.finish(session, job.id, JobStatus.failed, raw, utcnow())
+            return "failed"
+        delay = timedelta(seconds=min(300, 2**job.attempts))
+        async with self._fenced(job) as session:
+            await jobs_repository.requeue(session, job.id, available_at=utcnow() + delay, error=raw)
+        return "retried"

@@ -1,29 +1,42 @@
 """Inline mode: answer from a document that is not indexed yet by reading its text directly.
 
-The text is chunked exactly as the worker will chunk it, so the chunk ids in the sources stay
-valid once the document is indexed. Blocking (extraction): run it in a thread.
+The worker writes a document's chunk text as soon as it has read the file, so most of the
+time inline mode only reads those rows. Before that, the file is read here, in a sandbox of
+its own with a short time limit (never in the request's threads): a file that cannot be read
+in time gives no passages and is not tried again for a while. Either way the chunks are the
+worker's own, so the chunk ids in the sources stay valid once the document is indexed.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docchat.documents.filetypes import FileKind
-from docchat.ingestion.chunking import chunk_document
-from docchat.ingestion.extraction import ExtractionError, extract
+from docchat.extraction.reader import ExtractionError
+from docchat.extraction.sandbox import ExtractionSandbox
 from docchat.retrieval.context import CHARS_PER_TOKEN
+from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.schemas import PREVIEW_CHARS, Source
+from docchat.retrieval.vectorstore import DocumentRef
+
+logger = logging.getLogger(__name__)
+# A file that could not be read inline is not tried again (inline) for this long.
+RETRY_AFTER_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
 class InlineDocument:
     id: uuid.UUID
+    owner_id: uuid.UUID
     filename: str
     kind: FileKind
     path: Path
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -32,30 +45,70 @@ class InlinePassage:
     source: Source
 
 
-def read_passages(
-    document: InlineDocument, *, chunk_size: int, chunk_overlap: int, budget_tokens: int
-) -> list[InlinePassage]:
-    """The document's chunks in reading order, as many as fit the budget ([] if unreadable)."""
-    try:
-        extracted = extract(document.path, document.kind)
-    except ExtractionError:
-        return []
-    passages: list[InlinePassage] = []
-    remaining = budget_tokens * CHARS_PER_TOKEN
-    for chunk in chunk_document(extracted, size=chunk_size, overlap=chunk_overlap):
-        if len(chunk.text) > remaining:
-            break
-        remaining -= len(chunk.text)
-        source = Source(
-            document_id=document.id,
-            document_name=document.filename,
-            chunk_id=f"{document.id}_{chunk.index}",
-            page=chunk.page,
-            similarity=None,
-            content_preview=chunk.text[:PREVIEW_CHARS],
-        )
-        passages.append(InlinePassage(chunk.text, source))
-    return passages
+@dataclass(frozen=True)
+class _Piece:
+    index: int
+    page: int | None
+    text: str
+
+
+@dataclass
+class InlineReader:
+    sandbox: ExtractionSandbox
+    chunk_size: int
+    chunk_overlap: int
+    timeout_seconds: float
+    _unreadable: dict[str, float] = field(default_factory=dict)
+
+    def _recently_failed(self, sha256: str) -> bool:
+        failed_at = self._unreadable.get(sha256)
+        return failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_SECONDS
+
+    async def _read(self, document: InlineDocument) -> list[_Piece]:
+        if self._recently_failed(document.sha256):
+            return []
+        try:
+            prepared = await self.sandbox.prepare(
+                document.path,
+                document.kind,
+                chunk_size=self.chunk_size,
+                chunk_overlap=self.chunk_overlap,
+                queue_seconds=self.timeout_seconds,
+            )
+        except (ExtractionError, TimeoutError) as exc:
+            logger.warning("document %s could not be read inline: %s", document.id, exc)
+            if isinstance(exc, ExtractionError):
+                self._unreadable[document.sha256] = time.monotonic()
+            return []
+        return [_Piece(chunk.index, chunk.page, chunk.text) for chunk in prepared.chunks]
+
+    async def _pieces(self, document: InlineDocument, lexical: LexicalIndex) -> list[_Piece]:
+        """The worker's chunks once it has read the file, else a reading of our own."""
+        stored = await lexical.document_chunks([DocumentRef(document.id, document.owner_id)])
+        if stored:
+            return [_Piece(chunk.chunk_index, chunk.page, chunk.text) for chunk in stored]
+        return await self._read(document)
+
+    async def passages(
+        self, document: InlineDocument, lexical: LexicalIndex, *, budget_tokens: int
+    ) -> list[InlinePassage]:
+        """The document's chunks in reading order, as many as fit the budget ([] if unreadable)."""
+        passages: list[InlinePassage] = []
+        remaining = budget_tokens * CHARS_PER_TOKEN
+        for piece in await self._pieces(document, lexical):
+            if len(piece.text) > remaining:
+                break
+            remaining -= len(piece.text)
+            source = Source(
+                document_id=document.id,
+                document_name=document.filename,
+                chunk_id=f"{document.id}_{piece.index}",
+                page=piece.page,
+                similarity=None,
+                content_preview=piece.text[:PREVIEW_CHARS],
+            )
+            passages.append(InlinePassage(piece.text, source))
+        return passages
 
 
 def file_part(document: InlineDocument) -> dict[str, object]:

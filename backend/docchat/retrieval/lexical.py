@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import cast, delete, func, insert, text
-from sqlalchemy.dialects.postgresql import REGCONFIG
+from sqlalchemy import cast, delete, func, select, text
+from sqlalchemy.dialects.postgresql import REGCONFIG, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval.models import DocumentChunk
@@ -104,13 +104,17 @@ def word_count(content: str) -> int:
     return max(1, len(content.split()))
 
 
+# Rows per INSERT statement: a 5,000-page document is written in a few statements.
+INSERT_BATCH = 500
+
+
 async def add_chunks(session: AsyncSession, chunks: Sequence[Chunk], language: str) -> None:
-    """Index chunks (the caller commits); `language` is a PostgreSQL text search config."""
-    if not chunks:
-        return
+    """Index chunks (the caller commits); `language` is a PostgreSQL text search config.
+
+    Idempotent: a chunk written again (a retried job) replaces the row it had."""
     config = cast(language, REGCONFIG)
-    await session.execute(
-        insert(DocumentChunk).values(
+    for start in range(0, len(chunks), INSERT_BATCH):
+        statement = insert(DocumentChunk).values(
             [
                 {
                     "document_id": chunk.document_id,
@@ -120,10 +124,26 @@ async def add_chunks(session: AsyncSession, chunks: Sequence[Chunk], language: s
                     "tokens": word_count(chunk.text),
                     "tsv": func.to_tsvector(config, chunk.text),
                 }
-                for chunk in chunks
+                for chunk in chunks[start : start + INSERT_BATCH]
             ]
         )
-    )
+        excluded = statement.excluded
+        await session.execute(
+            statement.on_conflict_do_update(
+                index_elements=[DocumentChunk.document_id, DocumentChunk.chunk_index],
+                set_={
+                    "page": excluded.page,
+                    "text": excluded.text,
+                    "tokens": excluded.tokens,
+                    "tsv": excluded.tsv,
+                },
+            )
+        )
+
+
+async def count_chunks(session: AsyncSession, document_id: uuid.UUID) -> int:
+    statement = select(func.count()).where(DocumentChunk.document_id == document_id)
+    return int((await session.execute(statement)).scalar_one())
 
 
 async def delete_chunks(session: AsyncSession, document_id: uuid.UUID) -> None:

@@ -22,6 +22,8 @@ class User(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     role: Mapped[Role] = mapped_column(String(16), default=Role.user)
     is_active: Mapped[bool] = mapped_column(default=True)
     preferred_model: Mapped[str | None] = mapped_column(String(200), default=None)
+    # Carried by every token; raising it ends all of the user's sessions at once.
+    session_generation: Mapped[int] = mapped_column(default=0, server_default="0")
 
     @property
     def is_admin(self) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from docchat.ingestion.extraction import ExtractedDocument
+from docchat.extraction.reader import ExtractedDocument
 
 SEPARATORS = ["\n\n", "\n", " ", ""]
 

@@ -1,0 +1,219 @@
+"""Text out of files, page by page. Blocking CPU work: the sandbox runs it in a child process.
+
+A PDF page that cannot be read (a parser error, pypdf's token limit, or more than
+`page_seconds` of work) is skipped; a document where such pages pile up (at least
+`FAILED_PAGES_TO_GIVE_UP`, and at least a tenth of its pages) is refused with the reason,
+instead of keeping a worker busy for hours on a file built to exhaust it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from pypdf import PageObject, PdfReader
+from pypdf.errors import LimitReachedError, PyPdfError
+
+from docchat.documents.filetypes import FileKind
+
+logger = logging.getLogger(__name__)
+MAX_PDF_PAGES = 5000
+# A page with fewer letters and digits than this carries no real text (stray labels, page numbers).
+MIN_PAGE_TEXT_CHARS = 20
+FAILED_PAGES_TO_GIVE_UP = 3
+FAILED_SHARE_TO_GIVE_UP = 0.1
+
+
+class ExtractionError(Exception):
+    """The file cannot give text; the message is shown to the user as the document's error."""
+
+
+class PageTimeout(Exception):
+    """One page took longer than its time limit."""
+
+
+@dataclass(frozen=True)
+class PageText:
+    page: int | None  # 1-based for PDFs; None for text files
+    text: str
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    pages: list[PageText]
+    page_count: int
+    scanned_pages: int = 0  # pages that are images with (almost) no text
+
+    @property
+    def has_text(self) -> bool:
+        return any(page.text.strip() for page in self.pages)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise `PageTimeout` in the block after `seconds` (main thread only: a timer signal)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(_signum: int, _frame: FrameType | None) -> None:
+        raise PageTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _open_pdf(path: Path) -> PdfReader:
+    try:
+        reader = PdfReader(path, strict=False)
+        if reader.is_encrypted:
+            # Many "encrypted" PDFs only restrict printing and open with an empty password.
+            try:
+                opened = bool(reader.decrypt(""))
+            except Exception:
+                opened = False
+            if not opened:
+                raise ExtractionError(
+                    "The PDF is password-protected; upload a copy without a password"
+                )
+        return reader
+    except ExtractionError:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
+        raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
+
+
+def _page_count(reader: PdfReader) -> int:
+    try:
+        page_count = len(reader.pages)
+    except LimitReachedError as exc:
+        raise ExtractionError(
+            f"The PDF is built to exhaust a reader and was refused ({exc})"
+        ) from exc
+    except (PyPdfError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
+    if page_count == 0:
+        raise ExtractionError("The PDF has no pages")
+    if page_count > MAX_PDF_PAGES:
+        raise ExtractionError(f"The PDF has {page_count} pages; the limit is {MAX_PDF_PAGES}")
+    return page_count
+
+
+@dataclass
+class _PageFailures:
+    failed: list[tuple[int, str]]
+
+    def add(self, number: int, reason: str) -> None:
+        self.failed.append((number, reason))
+        if self._too_many():
+            raise ExtractionError(self._describe())
+
+    def _too_many(self) -> bool:
+        """Enough failures, and a tenth of the pages read so far: a file of bad pages stops
+        at its third, a long file with a few broken pages is still read."""
+        count, seen = len(self.failed), self.failed[-1][0]
+        return count >= FAILED_PAGES_TO_GIVE_UP and count >= FAILED_SHARE_TO_GIVE_UP * seen
+
+    def _describe(self) -> str:
+        numbers = ", ".join(str(number) for number, _ in self.failed[:5])
+        reasons = sorted({reason for _, reason in self.failed})
+        return (
+            f"{len(self.failed)} pages could not be read (pages {numbers}): "
+            f"{'; '.join(reasons)}. The PDF may be damaged or built to exhaust readers"
+        )
+
+
+def _page_text(page: PageObject, number: int, page_seconds: float | None) -> str:
+    """The page's text; `_PageError` (with a reason a user can read) when it cannot be had."""
+    try:
+        with _time_limit(page_seconds):
+            return page.extract_text() or ""
+    except RecursionError as exc:
+        raise ExtractionError(f"Page {number} is nested too deeply to read") from exc
+    except PageTimeout:
+        raise _PageError(f"a page took more than {page_seconds:g} s") from None
+    except LimitReachedError as exc:
+        raise _PageError(f"a page exceeded the reader's limits ({exc})") from exc
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise _PageError(f"{type(exc).__name__}") from exc
+
+
+class _PageError(Exception):
+    pass
+
+
+def extract_pdf(path: Path, *, page_seconds: float | None = None) -> ExtractedDocument:
+    reader = _open_pdf(path)
+    page_count = _page_count(reader)
+    failures = _PageFailures([])
+    pages: list[PageText] = []
+    scanned = 0
+    for number in range(1, page_count + 1):
+        page = reader.pages[number - 1]
+        try:
+            text = _page_text(page, number, page_seconds)
+        except _PageError as exc:
+            logger.warning("page %d of %s could not be read: %s", number, path.name, exc)
+            failures.add(number, str(exc))
+            text = ""
+        if not _has_real_text(text) and _has_images(page, page_seconds):
+            scanned += 1
+        pages.append(PageText(page=number, text=text.replace("\x00", "")))
+    return ExtractedDocument(pages=pages, page_count=page_count, scanned_pages=scanned)
+
+
+def _has_real_text(text: str) -> bool:
+    return sum(ch.isalnum() for ch in text) >= MIN_PAGE_TEXT_CHARS
+
+
+def _has_images(page: PageObject, page_seconds: float | None) -> bool:
+    try:
+        with _time_limit(page_seconds):
+            return len(page.images) > 0
+    except (Exception, PageTimeout):
+        return False
+
+
+def extract_text_file(path: Path) -> ExtractedDocument:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExtractionError(
+            f"The file is not valid UTF-8 text (undecodable byte at position {exc.start}); "
+            "save it as UTF-8 and upload it again"
+        ) from exc
+    return ExtractedDocument(
+        pages=[PageText(page=None, text=text.replace("\x00", ""))], page_count=1
+    )
+
+
+def _any_real_text(document: ExtractedDocument) -> bool:
+    return any(_has_real_text(page.text) for page in document.pages)
+
+
+def extract(path: Path, kind: FileKind, *, page_seconds: float | None = None) -> ExtractedDocument:
+    if kind is FileKind.pdf:
+        document = extract_pdf(path, page_seconds=page_seconds)
+    else:
+        document = extract_text_file(path)
+    if kind is FileKind.pdf and document.scanned_pages and not _any_real_text(document):
+        raise ExtractionError("No text found; scanned PDFs need OCR before upload")
+    if not document.has_text:
+        if kind is FileKind.pdf:
+            raise ExtractionError("No text found; scanned PDFs need OCR before upload")
+        raise ExtractionError("The file contains no text")
+    return document

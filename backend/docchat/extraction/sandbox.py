@@ -1,0 +1,210 @@
+"""Reading files in a child process with limits, so a hostile file costs only its own time.
+
+A parser is at the mercy of its input: a 12 KB PDF can hold pages that take pypdf minutes
+each. Extraction (and chunking) therefore runs in a long-lived child process that the parent
+can kill: each request has a wall-clock limit (the parent kills the child when it passes),
+a CPU-time limit (`RLIMIT_CPU`, so the kernel stops a child that spins), a memory limit
+(`RLIMIT_AS`), and each PDF page a time limit of its own (a timer signal in the child). A
+killed child is replaced on the next request. One sandbox serves one caller at a time; the
+worker and the message flow each have their own, so neither can starve the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import resource
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from docchat.documents.filetypes import FileKind
+from docchat.extraction.chunking import TextChunk, chunk_document
+from docchat.extraction.reader import ExtractionError, extract
+
+logger = logging.getLogger(__name__)
+# Seconds a child gets to exit after the pipe closes before it is killed.
+EXIT_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_seconds: float = 300.0
+    cpu_seconds: int = 300
+    page_seconds: float = 10.0
+    memory_mb: int = 2048
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A file read and split: what ingestion embeds and inline answers quote."""
+
+    page_count: int
+    chunks: list[TextChunk]
+
+
+@dataclass(frozen=True)
+class _Request:
+    path: str
+    kind: str
+    chunk_size: int
+    chunk_overlap: int
+    page_seconds: float
+    cpu_seconds: int
+
+
+def prepare(
+    path: Path, kind: FileKind, *, chunk_size: int, chunk_overlap: int, page_seconds: float | None
+) -> PreparedDocument:
+    """Extract and chunk in this process (blocking). The child runs this; so can tests."""
+    extracted = extract(path, kind, page_seconds=page_seconds)
+    chunks = chunk_document(extracted, size=chunk_size, overlap=chunk_overlap)
+    return PreparedDocument(page_count=extracted.page_count, chunks=chunks)
+
+
+def _limit_cpu(seconds: int) -> None:
+    """Allow this process `seconds` more CPU time from now (SIGXCPU, then death, past it)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime) + 1
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = used + seconds
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _child(connection: Connection, memory_mb: int) -> None:
+    """The child's loop: one request in, one ("ok", PreparedDocument) or ("error", text) out."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a child ends
+    limit = memory_mb * 1024 * 1024
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    while True:
+        try:
+            request: _Request = connection.recv()
+        except EOFError:
+            return
+        _limit_cpu(request.cpu_seconds)
+        try:
+            prepared = prepare(
+                Path(request.path),
+                FileKind(request.kind),
+                chunk_size=request.chunk_size,
+                chunk_overlap=request.chunk_overlap,
+                page_seconds=request.page_seconds,
+            )
+            reply: tuple[str, Any] = ("ok", prepared)
+        except ExtractionError as exc:
+            reply = ("error", str(exc))
+        except MemoryError:
+            reply = ("error", f"The file needs more than {memory_mb} MB of memory to read")
+        except Exception as exc:  # a parser bug must not kill the loop
+            reply = ("error", f"The file could not be read ({type(exc).__name__}: {exc})"[:500])
+        connection.send(reply)
+
+
+class ExtractionSandbox:
+    """Extraction and chunking in a child process, one request at a time, within `Limits`."""
+
+    def __init__(self, limits: Limits, *, name: str = "extraction") -> None:
+        self.limits = limits
+        self.name = name
+        self._context = multiprocessing.get_context("spawn")
+        self._process: Any = None
+        self._connection: Connection | None = None
+        self._lock = asyncio.Lock()
+        # A thread of its own to wait on the child: never one of the loop's shared threads.
+        self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-wait")
+
+    def _start(self) -> Connection:
+        if self._process is not None and self._process.is_alive() and self._connection:
+            return self._connection
+        parent, child = self._context.Pipe()
+        process = self._context.Process(
+            target=_child, args=(child, self.limits.memory_mb), name=f"docchat-{self.name}"
+        )
+        process.daemon = True
+        process.start()
+        child.close()
+        self._process, self._connection = process, parent
+        return parent
+
+    def _kill(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+        if self._process is not None:
+            self._process.kill()
+            self._process.join(EXIT_GRACE_SECONDS)
+        self._process = self._connection = None
+
+    def _run(self, request: _Request, wall_seconds: float) -> PreparedDocument:
+        connection = self._start()
+        started = time.monotonic()
+        try:
+            connection.send(request)
+            answered = connection.poll(wall_seconds)
+            reply = connection.recv() if answered else None
+        except (EOFError, OSError, BrokenPipeError):
+            reply = None
+            answered = True  # the child died (CPU or memory limit, or a crash)
+        if reply is None:
+            elapsed = time.monotonic() - started
+            self._kill()
+            if not answered:
+                raise ExtractionError(
+                    f"Reading the file took longer than {wall_seconds:.0f} s and was stopped; "
+                    "it may be built to exhaust readers"
+                )
+            raise ExtractionError(
+                f"Reading the file was stopped after {elapsed:.0f} s: it used more than "
+                f"{self.limits.cpu_seconds} s of CPU or {self.limits.memory_mb} MB of memory"
+            )
+        status, value = reply
+        if status == "ok":
+            prepared: PreparedDocument = value
+            return prepared
+        raise ExtractionError(str(value))
+
+    async def prepare(
+        self,
+        path: Path,
+        kind: FileKind,
+        *,
+        chunk_size: int,
+        chunk_overlap: int,
+        wall_seconds: float | None = None,
+        queue_seconds: float | None = None,
+    ) -> PreparedDocument:
+        """The file's pages and chunks; `ExtractionError` when it cannot be read within the
+        limits. `queue_seconds` bounds the wait for the sandbox (TimeoutError past it)."""
+        request = _Request(
+            path=str(path),
+            kind=kind.value,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            page_seconds=self.limits.page_seconds,
+            cpu_seconds=self.limits.cpu_seconds,
+        )
+        wall = wall_seconds or self.limits.wall_seconds
+        await asyncio.wait_for(self._lock.acquire(), queue_seconds)
+        running = asyncio.get_running_loop().run_in_executor(self._waiter, self._run, request, wall)
+        # The child is free again when the call ends, not when a cancelled caller stops waiting.
+        running.add_done_callback(lambda _: self._lock.release())
+        return await asyncio.shield(running)
+
+    def close(self) -> None:
+        """Stop the child (idempotent)."""
+        if self._connection is not None:
+            self._connection.close()
+        if self._process is not None:
+            self._process.join(EXIT_GRACE_SECONDS)
+            if self._process.is_alive():
+                self._process.kill()
+        self._process = self._connection = None
+        self._waiter.shutdown(wait=False)
