@@ -104,6 +104,7 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
             _env_file=None,
             base_url=scripted_llm.base_url,
             model="scripted-model",
+            allowed_models=["my-favourite", "override", "m-1", "m"],
             max_retries=0,
             timeout_seconds=5,
         ),  # type: ignore[call-arg]

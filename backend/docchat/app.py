@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from docchat import docs_pages, health, observability
 from docchat.admin.router import router as admin_router
 from docchat.auth.keys import with_signing_key
-from docchat.auth.ratelimit import LoginLimiter
+from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
 from docchat.chats.router import chats_router, messages_router
@@ -49,8 +49,10 @@ async def _ensure_admin_from_settings(components: Components) -> None:
         return
     async for session in session_scope(components.sessionmaker):
         password = settings.admin_password.get_secret_value()
-        await users_service.ensure_admin(session, email=settings.admin_email, password=password)
-    logger.info("administrator %s is ready", settings.admin_email)
+        _, action = await users_service.ensure_admin(
+            session, email=settings.admin_email, password=password, reset_password=False
+        )
+    logger.info("administrator %s: %s", settings.admin_email, action)
 
 
 def _readiness_probes(components: Components) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
@@ -124,8 +126,15 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    auth = settings.auth
     app.state.login_limiter = LoginLimiter(
-        settings.auth.login_max_failures, settings.auth.login_window_seconds
+        auth.login_max_failures,
+        auth.login_window_seconds,
+        address_failures=auth.login_address_max_failures,
+        account_failures=auth.login_account_max_failures,
+    )
+    app.state.signup_limiter = SignupLimiter(
+        auth.register_max_per_address, auth.login_window_seconds
     )
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)

@@ -7,8 +7,23 @@ import asyncio
 import getpass
 import signal
 import sys
+from typing import Any
 
-from docchat.config import get_settings
+from docchat.config import Settings, get_settings
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How `docchat serve` runs uvicorn (the tests' live servers use the same).
+
+    X-Forwarded-For is believed only from the proxies listed in FORWARDED_ALLOW_IPS: uvicorn
+    would otherwise trust it from loopback, and anyone on the machine could pose as any address
+    (to dodge the login throttle, say)."""
+    trusted = settings.forwarded_allow_ips
+    return {
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": ",".join(trusted) if trusted else "",
+        "log_level": settings.log_level.lower(),
+    }
 
 
 def _serve(args: argparse.Namespace) -> None:
@@ -19,8 +34,7 @@ def _serve(args: argparse.Namespace) -> None:
         factory=True,
         host=args.host,
         port=args.port,
-        proxy_headers=True,
-        log_level=get_settings().log_level.lower(),
+        **uvicorn_options(get_settings()),
     )
 
 
@@ -43,16 +57,20 @@ async def _worker() -> None:
         await engine.dispose()
 
 
-async def _create_admin(email: str, password: str) -> None:
+async def _create_admin(email: str, password: str) -> str:
     from docchat.db import create_engine, create_sessionmaker, session_scope
     from docchat.users import service as users_service
 
     engine = create_engine(get_settings().database_url, pool_size=1)
+    action = ""
     try:
         async for session in session_scope(create_sessionmaker(engine)):
-            await users_service.ensure_admin(session, email=email, password=password)
+            _, action = await users_service.ensure_admin(
+                session, email=email, password=password, reset_password=True
+            )
     finally:
         await engine.dispose()
+    return action
 
 
 def _migrate(_: argparse.Namespace) -> None:
@@ -133,8 +151,14 @@ def main(argv: list[str] | None = None) -> None:
         password = args.password or getpass.getpass("Password for the administrator: ")
         if len(password) < 8:
             sys.exit("The password must have at least 8 characters")
-        asyncio.run(_create_admin(args.email, password))
-        print(f"{args.email} is an administrator")
+        action = asyncio.run(_create_admin(args.email, password))
+        if action == "created":
+            print(f"{args.email} is an administrator")
+        else:
+            print(
+                f"{args.email} is an administrator ({action}): its password is now the one "
+                "given here and every earlier session of the account has ended"
+            )
     elif args.command == "migrate":
         _migrate(args)
     elif args.command == "reindex":

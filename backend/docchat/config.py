@@ -55,6 +55,20 @@ class AuthSettings(BaseSettings):
     login_window_seconds: int = Field(
         900, ge=1, description="Window for counting failed logins; then 429 until it passes"
     )
+    login_address_max_failures: int = Field(
+        50, ge=1, description="Failed logins allowed per address (any email) within the window"
+    )
+    login_account_max_failures: int = Field(
+        50,
+        ge=1,
+        description=(
+            "Failed logins on one account (any address) after which addresses that already "
+            "failed on it must wait; a correct password from another address still works"
+        ),
+    )
+    register_max_per_address: int = Field(
+        10, ge=1, description="Accounts one address may create within the login window"
+    )
     registration_enabled: bool = Field(
         True, description="Let anyone create an account (off: admins create users)"
     )
@@ -73,6 +87,14 @@ class LLMSettings(BaseSettings):
     model: str = Field(
         "gpt-4o-mini",
         description="Default model name; a user's preferred_model or a request may override it",
+    )
+    allowed_models: list[str] = Field(
+        [],
+        description="Models users and API clients may choose besides LLM_MODEL (a JSON list)",
+    )
+    passthrough: bool = Field(
+        True,
+        description="Forward /v1/chat/completions requests without index_name to the model",
     )
     timeout_seconds: float = Field(60.0, gt=0, description="Timeout of one LLM call")
     max_retries: int = Field(
@@ -162,6 +184,14 @@ class RAGSettings(BaseSettings):
         description="PostgreSQL text search configuration for BM25 (stemming, stop words)",
     )
     collection: str = Field("docchat_chunks", description="Chroma collection name")
+    whole_document_max_calls: int = Field(
+        8,
+        ge=1,
+        description=(
+            "Most model calls a summary may spend condensing documents; documents that would "
+            "need more are answered by search instead"
+        ),
+    )
     inline_timeout_seconds: float = Field(
         15.0,
         gt=0,
@@ -243,6 +273,13 @@ class Settings(BaseSettings):
         [], description="Origins allowed by CORS, as a JSON list; empty: same origin only"
     )
     log_level: str = Field("INFO", description="Logging level")
+    forwarded_allow_ips: list[str] = Field(
+        [],
+        description=(
+            "Proxies (JSON list of addresses) whose X-Forwarded-For is trusted for client "
+            "addresses; empty: the connection's address is used"
+        ),
+    )
     frontend_dir: Path = Field(
         PROJECT_ROOT / "frontend" / "dist", description="Built web app served at /"
     )

@@ -11,7 +11,7 @@ import pytest
 from docchat.config import Settings, WorkerSettings
 from tests.support.live_server import LiveServer
 from tests.support.raw_http import send_declaring, send_endless_body
-from tests.support.users import auth_headers
+from tests.support.users import auth_headers, unique_email
 
 MB = 1024 * 1024
 BOUNDARY = "docchat-abuse"
@@ -113,3 +113,22 @@ def test_an_announced_oversize_body_is_refused_without_reading_it(
 ) -> None:
     outcome = send_declaring(server.port, method, path, headers, declared=500 * MB, body=b"{}")
     assert outcome.status == 413, outcome
+
+
+# -- item 12: a forged X-Forwarded-For does not make a new client --------------------------
+
+
+async def test_x_forwarded_for_from_loopback_is_not_believed(
+    server: LiveServer, settings: Settings
+) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        email = unique_email("target")
+        statuses = []
+        for number in range(settings.auth.login_max_failures + 1):
+            response = await client.post(
+                "/api/v1/auth/login",
+                data={"username": email, "password": "not the password"},
+                headers={"X-Forwarded-For": f"198.51.100.{number}"},
+            )
+            statuses.append(response.status_code)
+    assert statuses[-1] == 429, statuses

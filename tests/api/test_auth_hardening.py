@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import stat
+import threading
 from pathlib import Path
+from unittest.mock import patch
 
 import httpx
+import pytest
+from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,9 +17,18 @@ from docchat.auth.security import create_token
 from docchat.auth.service import REUSED_REFRESH
 from docchat.components import Components
 from docchat.config import AuthSettings, Environment, Settings
+from docchat.users import passwords
+from docchat.users import service as users_service
 from docchat.users.models import Role, User
 from tests.support.documents import upload
-from tests.support.users import PASSWORD, admin_headers, auth_headers, login, register
+from tests.support.users import (
+    PASSWORD,
+    admin_headers,
+    auth_headers,
+    login,
+    register,
+    unique_email,
+)
 
 ADMIN_UPLOAD = "/api/v1/admin/documents"
 
@@ -172,3 +185,134 @@ async def test_documents_shared_by_an_admin_do_not_reveal_the_admins_id(
     assert seen["owner_id"] is None and admin_id not in str(listed)
     one = await client.get(f"/api/v1/documents/{shared.json()['id']}", headers=user)
     assert one.json()["owner_id"] is None
+
+
+# -- passwords and guessing (issue 13, items 5, 6, 12) ---------------------------------------
+
+
+def _client_at(app: FastAPI, address: str) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=(address, 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://docchat.test")
+
+
+@pytest.mark.parametrize("password", ["password", "password123", "qwertyuiop", "ada.lovelace1"])
+async def test_passwords_that_are_easy_to_guess_are_refused(
+    client: httpx.AsyncClient, password: str
+) -> None:
+    response = await client.post(
+        "/api/v1/auth/register",
+        json={"email": "ada.lovelace1@example.com", "password": password},
+    )
+    assert response.status_code == 422
+    assert "too easy to guess" in response.json()["detail"][0]["msg"]
+
+
+async def test_password_hashing_runs_off_the_event_loop(client: httpx.AsyncClient) -> None:
+    seen: list[str] = []
+    real = passwords._hasher
+
+    class Spy:
+        def hash(self, password: str) -> str:
+            seen.append(threading.current_thread().name)
+            return real.hash(password)
+
+        def verify(self, hashed: str, password: str) -> bool:
+            seen.append(threading.current_thread().name)
+            return real.verify(hashed, password)
+
+    with patch.object(passwords, "_hasher", Spy()):
+        email = await register(client)
+        await login(client, email)
+        await login(client, email, "a wrong password")
+        await login(client, unique_email("nobody"), "a wrong password")
+    assert len(seen) == 4
+    assert threading.main_thread().name not in seen
+    assert all(name.startswith("argon2") for name in seen)
+
+
+async def test_one_address_guessing_many_accounts_is_throttled(
+    app: FastAPI, settings: Settings
+) -> None:
+    async with _client_at(app, "203.0.113.7") as attacker:
+        for _ in range(settings.auth.login_address_max_failures):
+            response = await login(attacker, unique_email("victim"), "not their password")
+            assert response.status_code == 401
+        refused = await login(attacker, unique_email("victim"), "not their password")
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+    async with _client_at(app, "203.0.113.8") as someone_else:
+        email = await register(someone_else)
+        assert (await login(someone_else, email)).status_code == 200
+
+
+async def test_strangers_cannot_lock_the_owner_out_of_an_account(
+    app: FastAPI, settings: Settings
+) -> None:
+    async with _client_at(app, "198.51.100.1") as owner:
+        email = await register(owner)
+    attempts = settings.auth.login_account_max_failures + 10
+    for number in range(attempts):
+        async with _client_at(app, f"192.0.2.{number % 250}") as stranger:
+            await login(stranger, email, f"guess number {number}")
+    # Addresses that already guessed wrong on this account wait...
+    async with _client_at(app, "192.0.2.3") as stranger:
+        assert (await login(stranger, email, PASSWORD)).status_code == 429
+    # ...while the owner, from an address of their own, still gets in.
+    async with _client_at(app, "198.51.100.1") as owner:
+        assert (await login(owner, email, PASSWORD)).status_code == 200
+
+
+async def test_sign_ups_per_address_are_limited(app: FastAPI, settings: Settings) -> None:
+    async with _client_at(app, "203.0.113.99") as flood:
+        for _ in range(settings.auth.register_max_per_address):
+            await register(flood)
+        refused = await flood.post(
+            "/api/v1/auth/register", json={"email": unique_email(), "password": PASSWORD}
+        )
+        assert refused.status_code == 429
+    async with _client_at(app, "203.0.113.100") as other:
+        await register(other)
+
+
+# -- an administrator promoted over an existing account (item 7) ----------------------------
+
+
+@pytest.mark.parametrize("reset_password", [False, True], ids=["ADMIN_EMAIL", "create-admin"])
+async def test_promoting_an_account_locks_out_whoever_registered_it(
+    client: httpx.AsyncClient, session: AsyncSession, reset_password: bool
+) -> None:
+    squatter = unique_email("boss")
+    await register(client, squatter)
+    tokens = (await login(client, squatter)).json()
+    old_access = {"Authorization": f"Bearer {tokens['access_token']}"}
+    assert (await client.get("/api/v1/users/me", headers=old_access)).status_code == 200
+
+    _, action = await users_service.ensure_admin(
+        session,
+        email=squatter,
+        password="the operator's own passphrase",
+        reset_password=reset_password,
+    )
+    await session.commit()
+    assert action == "promoted"
+    assert (await client.get("/api/v1/users/me", headers=old_access)).status_code == 401
+    refreshed = await client.post(
+        "/api/v1/auth/refresh", json={"refresh_token": tokens["refresh_token"]}
+    )
+    assert refreshed.status_code == 401
+    assert (await login(client, squatter)).status_code == 401
+    operator = await login(client, squatter, "the operator's own passphrase")
+    assert operator.status_code == 200
+    admin = {"Authorization": f"Bearer {operator.json()['access_token']}"}
+    assert (await client.get("/api/v1/admin/users", headers=admin)).status_code == 200
+
+
+async def test_admin_email_at_start_leaves_an_existing_admin_alone(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    admin = await admin_headers(client, session)
+    me = (await client.get("/api/v1/users/me", headers=admin)).json()
+    _, action = await users_service.ensure_admin(
+        session, email=me["email"], password="some other passphrase", reset_password=False
+    )
+    assert action == "unchanged"
+    assert (await client.get("/api/v1/users/me", headers=admin)).status_code == 200

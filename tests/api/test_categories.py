@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -54,3 +56,18 @@ async def test_pagination(client: httpx.AsyncClient) -> None:
 async def test_pagination_bounds_are_422(client: httpx.AsyncClient, query: str) -> None:
     headers = await auth_headers(client)
     assert (await client.get(f"/api/v1/categories?{query}", headers=headers)).status_code == 422
+
+
+async def test_creating_one_name_ten_times_at_once_gives_one_category_and_nine_409s(
+    live_client: httpx.AsyncClient,
+) -> None:
+    headers = await auth_headers(live_client)
+    responses = await asyncio.gather(
+        *(
+            live_client.post("/api/v1/categories", headers=headers, json={"name": "Invoices"})
+            for _ in range(10)
+        )
+    )
+    assert sorted(response.status_code for response in responses) == [201] + [409] * 9
+    listed = (await live_client.get("/api/v1/categories", headers=headers)).json()
+    assert [category["name"] for category in listed["items"]] == ["Invoices"]

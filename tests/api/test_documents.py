@@ -358,3 +358,22 @@ async def test_the_worker_logs_what_it_ingested(
     # getMessage() formats the record: a None page count made it raise (a logging error).
     [message] = [r.getMessage() for r in caplog.records if "ingested" in str(r.msg)]
     assert f"{document['id']} ingested: 3 pages, {document['chunk_count']} chunks" in message
+
+
+async def test_a_deleted_documents_file_goes_when_no_document_uses_it(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    alice, bob = await auth_headers(client), await auth_headers(client)
+    same = f"Minutes of the harbour board, {uuid.uuid4()}".encode()
+    first = (await upload(client, alice, "minutes.txt", same)).json()
+    second = (await upload(client, bob, "copy.txt", same)).json()
+    path = components.storage.path(f"{first['sha256'][:2]}/{first['sha256']}")
+    assert path.is_file()
+    assert (
+        await client.delete(f"/api/v1/documents/{first['id']}", headers=alice)
+    ).status_code == 204
+    assert path.is_file()  # Bob's document still uses the file
+    assert (
+        await client.delete(f"/api/v1/documents/{second['id']}", headers=bob)
+    ).status_code == 204
+    assert not path.exists()

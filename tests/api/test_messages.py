@@ -308,6 +308,19 @@ async def test_preferred_model_and_request_model(
     assert fresh_llm.last_request["model"] == "override"
 
 
+async def test_models_that_are_not_allowed_are_refused(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    refused = await ask(client, headers, "hi", options={"model": "gpt-4-32k"})
+    assert refused.status_code == 400 and "not available here" in refused.json()["detail"]
+    preferred = await client.patch(
+        "/api/v1/users/me", headers=headers, json={"preferred_model": "gpt-4-32k"}
+    )
+    assert preferred.status_code == 400
+    assert fresh_llm.requests == []
+
+
 async def test_other_users_documents_and_chats_are_404_and_never_reach_the_prompt(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:

@@ -10,8 +10,11 @@ import openai
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.components import Components
+from docchat.events.models import Event
 from docchat.llm import prompts
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
@@ -283,10 +286,67 @@ async def test_models_and_auth(sdk: openai.AsyncOpenAI, app: FastAPI) -> None:
     await anonymous.close()
 
 
-async def test_passthrough_forwards_unknown_fields_verbatim(
+async def test_passthrough_refuses_fields_it_does_not_know(
     sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM
 ) -> None:
-    await create(
-        sdk, [{"role": "user", "content": "hi"}], extra_body={"": 1, "top_k_custom": [1, 2]}
-    )
-    assert fresh_llm.last_request[""] == 1 and fresh_llm.last_request["top_k_custom"] == [1, 2]
+    with pytest.raises(openai.BadRequestError) as error:
+        await create(
+            sdk, [{"role": "user", "content": "hi"}], extra_body={"": 1, "top_k_custom": [1, 2]}
+        )
+    assert "Unsupported field(s) for this endpoint: , top_k_custom" in str(error.value)
+    assert fresh_llm.requests == []
+
+
+# -- pass-through limits and metering (issue 13, item 9) ---------------------------------------
+
+
+async def test_passthrough_is_clamped_and_only_allowed_models_run(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, components: Components
+) -> None:
+    hello = [{"role": "user", "content": "hi"}]
+    await sdk.chat.completions.create(model="override", messages=hello, n=128, max_tokens=10**7)  # type: ignore[arg-type]
+    sent = fresh_llm.last_request
+    assert sent["model"] == "override" and sent["n"] == 1
+    assert sent["max_tokens"] == components.settings.llm.max_tokens
+    with pytest.raises(openai.BadRequestError, match="not available here"):
+        await sdk.chat.completions.create(model="gpt-4-32k", messages=hello)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="context window"):
+        await create(sdk, [{"role": "user", "content": "x" * 300_000}])
+    assert len(fresh_llm.requests) == 1
+
+
+async def test_passthrough_usage_is_recorded_like_any_answer(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, session: AsyncSession
+) -> None:
+    fresh_llm.script("one two", "three four")
+    await create(sdk, [{"role": "user", "content": "count to two"}])
+    stream = await create(sdk, [{"role": "user", "content": "and on"}], stream=True)
+    chunks = [chunk async for chunk in stream]
+    # Usage was asked for upstream to meter the stream, but the client did not ask for it.
+    assert all(chunk.usage is None for chunk in chunks)
+    rows = (
+        await session.execute(
+            select(Event)
+            .where(Event.type == "response_generated")
+            .order_by(Event.created_at.desc())
+            .limit(2)
+        )
+    ).scalars()
+    recorded = [row.payload for row in rows]
+    assert [payload["mode"] for payload in recorded] == ["passthrough", "passthrough"]
+    assert all(payload["completion_tokens"] is not None for payload in recorded)
+    assert all(payload["prompt_tokens"] for payload in recorded)
+
+
+async def test_passthrough_can_be_turned_off(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, components: Components
+) -> None:
+    components.settings.llm.passthrough = False
+    try:
+        with pytest.raises(openai.PermissionDeniedError, match="send index_name"):
+            await create(sdk, [{"role": "user", "content": "hi"}])
+        # Answers from documents still work.
+        await create(sdk, [{"role": "user", "content": "KAITO?"}], extra_body={"index_name": "all"})
+    finally:
+        components.settings.llm.passthrough = True
+    assert len(fresh_llm.requests) == 1

@@ -95,3 +95,20 @@ async def test_an_ordinary_question_still_searches(
     fresh_llm.script("About the ferry [1].")
     answer = (await ask(client, headers, "What is said about the ferry?")).json()
     assert answer["assistant_message"]["meta"]["retrieval_mode"] == "hybrid"
+
+
+async def test_documents_too_long_to_condense_within_the_call_cap_are_searched(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, app: Any
+) -> None:
+    headers, document = await _report(client, components, TOPICS)
+    rag = components.settings.rag.model_copy(
+        update={"max_context_tokens": 300, "whole_document_max_calls": len(TOPICS) - 1}
+    )
+    settings = components.settings.model_copy(update={"rag": rag})
+    app.state.components = dataclasses.replace(components, settings=settings)
+    fresh_llm.script("The report covers several places [1].")
+
+    response = await ask(client, headers, "Summarise this report", document_ids=[document["id"]])
+    meta = response.json()["assistant_message"]["meta"]
+    assert meta["retrieval_mode"] == "hybrid" and meta["whole_documents_skipped"] == "too_long"
+    assert len(fresh_llm.requests) == 1  # not one notes call: the cap was known up front

@@ -9,6 +9,7 @@ import urllib.request
 import uvicorn
 
 from docchat.app import create_app
+from docchat.cli import uvicorn_options
 from docchat.config import Settings
 from tests.support.llm_server import free_port
 
@@ -17,9 +18,8 @@ class LiveServer:
     def __init__(self, settings: Settings) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
-        )
+        options = {**uvicorn_options(settings), "log_level": "warning"}
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, **options)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 

@@ -16,7 +16,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from starlette.applications import Starlette
@@ -33,6 +33,10 @@ class Reply:
     delay_seconds: float = 0.0
     # For streaming: how the content is cut into deltas (default: word by word).
     pieces: list[str] | None = None
+    # For streaming: stop after this many deltas, as a model killed mid-answer does: "end"
+    # closes the stream cleanly but with no finish reason, "drop" breaks the connection.
+    cut_after: int | None = None
+    cut: Literal["end", "drop"] = "end"
 
 
 class ScriptedLLM:
@@ -170,7 +174,11 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
         return f"data: {json.dumps(payload)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in pieces:
+    for number, piece in enumerate(pieces):
+        if reply.cut_after is not None and number == reply.cut_after:
+            if reply.cut == "drop":
+                raise ConnectionAbortedError("the scripted model died mid-answer")
+            return
         yield chunk({"content": piece})
     yield chunk({}, "stop")
     if (body.get("stream_options") or {}).get("include_usage"):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import OAuth2PasswordBearer
 
 from docchat.auth import service
@@ -12,6 +12,14 @@ from docchat.kit.routing import SessionDep
 from docchat.users.models import User
 
 oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
+
+
+def get_client_address(request: Request) -> str:
+    """The peer's address (a trusted proxy's X-Forwarded-For is applied by the server)."""
+    return request.client.host if request.client else "unknown"
+
+
+ClientAddress = Annotated[str, Depends(get_client_address)]
 
 
 async def get_current_user(

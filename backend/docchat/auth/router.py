@@ -6,10 +6,10 @@ from fastapi import Depends, Request, status
 from fastapi.security import OAuth2PasswordRequestForm
 
 from docchat.auth import service
-from docchat.auth.schemas import RefreshRequest, RegisterRequest, TokenPair
+from docchat.auth.dependencies import ClientAddress
+from docchat.auth.schemas import RefreshRequest, RegisterRequest, RegistrationReceived, TokenPair
 from docchat.dependencies import SettingsDep
 from docchat.kit.routing import SessionDep, make_router
-from docchat.users.schemas import UserRead
 
 router = make_router(prefix="/auth", tags=["auth"])
 
@@ -17,25 +17,33 @@ router = make_router(prefix="/auth", tags=["auth"])
 @router.post(
     "/register",
     status_code=status.HTTP_201_CREATED,
-    response_model=UserRead,
+    response_model=RegistrationReceived,
     operation_id="auth_register",
 )
-async def register(data: RegisterRequest, session: SessionDep, settings: SettingsDep) -> UserRead:
-    user = await service.register(session, data, settings.auth)
-    return UserRead.model_validate(user)
+async def register(
+    data: RegisterRequest,
+    request: Request,
+    address: ClientAddress,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> RegistrationReceived:
+    """Create an account, then log in. The answer is the same when the email is taken (so
+    sign-up does not reveal who has an account); too-easy passwords are refused (422)."""
+    limiter = request.app.state.signup_limiter
+    return await service.register(session, data, settings.auth, limiter, address)
 
 
 @router.post("/login", response_model=TokenPair, operation_id="auth_login")
 async def login(
     form: Annotated[OAuth2PasswordRequestForm, Depends()],
     request: Request,
+    address: ClientAddress,
     session: SessionDep,
     settings: SettingsDep,
 ) -> TokenPair:
     """OAuth2 password flow: form fields `username` (the email) and `password`.
 
-    Repeated failures for one email are answered with 429 and `Retry-After`."""
-    address = request.client.host if request.client else "unknown"
+    Repeated failures are answered with 429 and `Retry-After`."""
     limiter = request.app.state.login_limiter
     return await service.login(
         session, form.username, form.password, settings.auth, limiter, address

@@ -1,4 +1,4 @@
-"""Password hashing (argon2) and JWTs (python-jose): the only place that touches either."""
+"""JWTs (python-jose): the only place that signs or reads a token (passwords: `passwords`)."""
 
 from __future__ import annotations
 
@@ -7,28 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from jose import JWTError, jwt
 
 from docchat.config import AuthSettings
 
 TokenType = Literal["access", "refresh"]
-
-_hasher = PasswordHasher()
-# Verified against when the email is unknown, so a miss costs the same time as a wrong password.
-_DUMMY_HASH = _hasher.hash("docchat-timing-equaliser")
-
-
-def hash_password(password: str) -> str:
-    return _hasher.hash(password)
-
-
-def verify_password(password: str, password_hash: str | None) -> bool:
-    try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and bool(password_hash)
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -37,6 +20,8 @@ class TokenClaims:
     token_type: TokenType
     jti: str
     expires_at: datetime
+    # The user's session generation when the token was issued; a raised one voids the token.
+    generation: int
 
 
 def _signing_key(settings: AuthSettings) -> str:
@@ -58,12 +43,14 @@ def create_token(
     *,
     now: datetime | None = None,
     jti: uuid.UUID | None = None,
+    generation: int = 0,
 ) -> str:
     issued = now or datetime.now(UTC)
     lifetime = token_lifetime(token_type, settings)
     claims = {
         "sub": str(user_id),
         "type": token_type,
+        "gen": generation,
         "jti": (jti or uuid.uuid4()).hex,
         "iat": int(issued.timestamp()),
         "exp": int((issued + lifetime).timestamp()),
@@ -89,6 +76,7 @@ def decode_token(
             token_type=expected_type,
             jti=str(claims.get("jti", "")),
             expires_at=datetime.fromtimestamp(int(claims["exp"]), UTC),
+            generation=int(claims.get("gen", 0)),
         )
     except (JWTError, ValueError, KeyError, TypeError):
         return None

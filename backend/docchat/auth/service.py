@@ -7,15 +7,16 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.auth.models import RefreshToken
-from docchat.auth.ratelimit import LoginLimiter
-from docchat.auth.schemas import RegisterRequest, TokenPair
-from docchat.auth.security import create_token, decode_token, token_lifetime, verify_password
+from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
+from docchat.auth.schemas import RegisterRequest, RegistrationReceived, TokenPair
+from docchat.auth.security import TokenClaims, create_token, decode_token, token_lifetime
 from docchat.config import AuthSettings
 from docchat.db import utcnow
 from docchat.kit.errors import Forbidden, Unauthorized
 from docchat.users import repository as users_repository
 from docchat.users import service as users_service
 from docchat.users.models import User
+from docchat.users.passwords import verify_password
 
 INVALID_CREDENTIALS = "Incorrect email or password"
 INVALID_REFRESH = "Invalid or expired refresh token"
@@ -25,12 +26,24 @@ REUSED_REFRESH = (
 )
 
 
-async def register(session: AsyncSession, data: RegisterRequest, settings: AuthSettings) -> User:
+REGISTRATION_RECEIVED = "Registration received: log in with this email and password"
+
+
+async def register(
+    session: AsyncSession,
+    data: RegisterRequest,
+    settings: AuthSettings,
+    limiter: SignupLimiter,
+    address: str,
+) -> RegistrationReceived:
+    """The same answer whether or not the email already had an account (no enumeration)."""
     if not settings.registration_enabled:
         raise Forbidden("Registration is disabled on this server; ask an administrator")
-    return await users_service.create(
+    limiter.check_and_count(address)
+    await users_service.register(
         session, email=str(data.email), password=data.password, display_name=data.display_name
     )
+    return RegistrationReceived(email=str(data.email).lower(), detail=REGISTRATION_RECEIVED)
 
 
 async def issue_tokens(
@@ -46,9 +59,12 @@ async def issue_tokens(
     )
     session.add(record)
     await session.flush()
+    generation = user.session_generation
     return TokenPair(
-        access_token=create_token(user.id, "access", settings, now=now),
-        refresh_token=create_token(user.id, "refresh", settings, now=now, jti=record.id),
+        access_token=create_token(user.id, "access", settings, now=now, generation=generation),
+        refresh_token=create_token(
+            user.id, "refresh", settings, now=now, jti=record.id, generation=generation
+        ),
         expires_in=settings.access_token_minutes * 60,
     )
 
@@ -64,7 +80,7 @@ async def login(
     limiter.check(address, email)
     user = await users_repository.get_by_email(session, email)
     # Same message (and same hashing work) whether the email exists or not.
-    password_ok = verify_password(password, user.password_hash if user else None)
+    password_ok = await verify_password(password, user.password_hash if user else None)
     if user is None or not password_ok or not user.is_active:
         limiter.failed(address, email)
         raise Unauthorized(INVALID_CREDENTIALS)
@@ -82,7 +98,7 @@ async def _revoke_family(session: AsyncSession, family_id: uuid.UUID) -> None:
 
 async def _stored_token(
     session: AsyncSession, refresh_token: str, settings: AuthSettings
-) -> RefreshToken | None:
+) -> tuple[RefreshToken, TokenClaims] | None:
     claims = decode_token(refresh_token, "refresh", settings)
     if claims is None:
         return None
@@ -91,20 +107,23 @@ async def _stored_token(
     except ValueError:
         return None
     record = await session.get(RefreshToken, token_id, with_for_update=True)
-    return record if record is not None and record.user_id == claims.user_id else None
+    if record is None or record.user_id != claims.user_id:
+        return None
+    return record, claims
 
 
 async def refresh(session: AsyncSession, refresh_token: str, settings: AuthSettings) -> TokenPair:
-    record = await _stored_token(session, refresh_token, settings)
-    if record is None:
+    stored = await _stored_token(session, refresh_token, settings)
+    if stored is None:
         raise Unauthorized(INVALID_REFRESH)
+    record, claims = stored
     if record.used_at is not None or record.revoked_at is not None:
         await _revoke_family(session, record.family_id)
         # The revocation must outlive the 401 this request ends with.
         await session.commit()
         raise Unauthorized(REUSED_REFRESH)
     user = await users_repository.get_active(session, record.user_id)
-    if user is None:
+    if user is None or user.session_generation != claims.generation:
         raise Unauthorized(INVALID_REFRESH)
     record.used_at = utcnow()
     return await issue_tokens(session, user, settings, family_id=record.family_id)
@@ -112,14 +131,14 @@ async def refresh(session: AsyncSession, refresh_token: str, settings: AuthSetti
 
 async def logout(session: AsyncSession, refresh_token: str, settings: AuthSettings) -> None:
     """End the login the refresh token belongs to (idempotent; unknown tokens are ignored)."""
-    record = await _stored_token(session, refresh_token, settings)
-    if record is not None:
-        await _revoke_family(session, record.family_id)
+    stored = await _stored_token(session, refresh_token, settings)
+    if stored is not None:
+        await _revoke_family(session, stored[0].family_id)
 
 
 async def authenticate(session: AsyncSession, access_token: str, settings: AuthSettings) -> User:
     claims = decode_token(access_token, "access", settings)
     user = await users_repository.get_active(session, claims.user_id) if claims else None
-    if user is None:
+    if user is None or claims is None or user.session_generation != claims.generation:
         raise Unauthorized("Invalid or expired token")
     return user

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.categories import repository
@@ -31,21 +32,32 @@ async def _ensure_name_free(
 ) -> None:
     existing = await repository.get_owned_by_name(session, user.id, name)
     if existing is not None and existing.id != except_id:
-        raise Conflict(f"You already have a category named {name!r}")
+        raise _taken(name)
+
+
+def _taken(name: str) -> Conflict:
+    return Conflict(f"You already have a category named {name!r}")
 
 
 async def create(session: AsyncSession, user: User, name: str) -> Category:
     await _ensure_name_free(session, user, name)
     category = Category(owner_id=user.id, name=name)
-    session.add(category)
-    await session.flush()
+    try:
+        # Two requests creating one name at once both pass the check: the index decides.
+        async with session.begin_nested():
+            session.add(category)
+    except IntegrityError:
+        raise _taken(name) from None
     return category
 
 
 async def rename(session: AsyncSession, category: Category, user: User, name: str) -> Category:
     await _ensure_name_free(session, user, name, except_id=category.id)
-    category.name = name
-    await session.flush()
+    try:
+        async with session.begin_nested():
+            category.name = name
+    except IntegrityError:
+        raise _taken(name) from None
     return category
 
 

@@ -10,11 +10,9 @@ message survives a model failure:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,20 +31,6 @@ from docchat.kit.errors import DocchatError
 from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
-_background: set[asyncio.Task[Any]] = set()
-
-
-def _publish(
-    components: Components, event_type: str, user_id: uuid.UUID, payload: dict[str, Any]
-) -> None:
-    """Send an analytics event to the broker in the background; never delays or fails a request."""
-    if not components.publisher.enabled:
-        return
-    body = {"type": event_type, "user_id": str(user_id), **payload}
-    routing_key = events_service.ROUTING_KEYS[event_type]
-    task = asyncio.create_task(components.publisher.publish(routing_key, body))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
 
 
 async def start_turn(
@@ -54,7 +38,7 @@ async def start_turn(
 ) -> Turn:
     turn = await _start_turn(session, components, user, request)
     payload = {"chat_id": str(turn.chat_id), "model": turn.options.model}
-    _publish(components, events_service.QUERY_SUBMITTED, user.id, payload)
+    events_service.publish(components.publisher, events_service.QUERY_SUBMITTED, user.id, payload)
     return turn
 
 
@@ -93,7 +77,9 @@ async def _save_answer(
         await session.flush()
         saved = MessageRead.model_validate(message)
         await session.commit()
-    _publish(components, events_service.RESPONSE_GENERATED, turn.user_id, payload)
+    events_service.publish(
+        components.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload
+    )
     logger.info(
         "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
         turn.chat_id,

@@ -23,6 +23,7 @@ from docchat.documents.filetypes import FileKind
 from docchat.documents.models import Document, DocumentStatus
 from docchat.events import service as events_service
 from docchat.kit.errors import Unprocessable
+from docchat.llm.catalog import resolve_model
 from docchat.retrieval.inline import InlineDocument
 from docchat.retrieval.vectorstore import DocumentRef
 from docchat.users.models import User
@@ -61,7 +62,7 @@ def _resolve_options(components: Components, user: User, request: MessageCreate)
     return Options(
         rag_enabled=rag.enabled if given.rag_enabled is None else given.rag_enabled,
         top_k=given.top_k or rag.top_k,
-        model=given.model or user.preferred_model or components.settings.llm.model,
+        model=resolve_model(components.settings.llm, given.model or user.preferred_model),
         strict=rag.strict if given.strict is None else given.strict,
         reformulate=rag.reformulate if given.reformulate is None else given.reformulate,
         retrieval=given.retrieval or rag.retrieval,

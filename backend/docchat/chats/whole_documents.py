@@ -107,15 +107,20 @@ async def _notes(components: Components, turn: Turn, group: list[Part], max_toke
 
 async def _condense(
     components: Components, turn: Turn, parts: list[Part], budget: int
-) -> tuple[list[Part], int]:
-    """Parts condensed until they fit `budget`; also the number of model calls it took."""
+) -> tuple[list[Part], int] | None:
+    """Parts condensed until they fit `budget`, and the model calls it took; None when that
+    would take more than `whole_document_max_calls` (checked before each round, so a document
+    too long to summarise costs no call at all)."""
     calls = 0
+    cap = components.settings.rag.whole_document_max_calls
     # Notes of one group must leave room for two more beside them in the next round.
     note_tokens = max(64, min(components.settings.llm.max_tokens, budget // 3))
     for _ in range(MAX_ROUNDS):
         if sum(estimate_tokens(part.text) for part in parts) <= budget:
             break
         groups = _pack(parts, budget)
+        if calls + len(groups) > cap:
+            return None
         # Each round calls the model once per group, one after the other: local servers
         # answer one request at a time anyway, and order keeps the notes in reading order.
         parts = [await _notes(components, turn, group, note_tokens) for group in groups]
@@ -142,7 +147,12 @@ async def whole_document_entries(
         return None
     # Stitching hundreds of chunks is CPU work: not on the event loop.
     parts = await asyncio.to_thread(_parts, chunks, components.settings.rag.chunk_overlap)
-    condensed, calls = await _condense(components, turn, parts, budget)
+    condensing = await _condense(components, turn, parts, budget)
+    if condensing is None:
+        meta["whole_documents_skipped"] = "too_long"
+        logger.info("whole documents chat=%s: too long to condense, searching", turn.chat_id)
+        return None
+    condensed, calls = condensing
     entries = [_entry(n, part, calls > 0) for n, part in enumerate(condensed, start=1)]
     total = 0
     fitting: list[ContextEntry] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents.models import Document, DocumentStatus, Visibility
@@ -90,3 +90,18 @@ async def mark_failed(session: AsyncSession, document_id: uuid.UUID, error: str)
         .where(Document.id == document_id)
         .values(status=DocumentStatus.failed, error=error)
     )
+
+
+# -- files shared by documents -------------------------------------------------------------
+
+
+async def lock_storage_key(session: AsyncSession, key: str) -> None:
+    """Serialise uploads and removals of one stored file until the transaction ends."""
+    await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+
+
+async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
+    statement = select(Document.id).where(
+        Document.storage_key == key, Document.deleted_at.is_(None)
+    )
+    return (await session.execute(statement.limit(1))).first() is not None

@@ -107,4 +107,11 @@ async def reprocess_document(
 async def delete_document(
     document: ReadableDocument, user: CurrentUser, session: SessionDep, components: ComponentsDep
 ) -> None:
-    await service.delete(session, components.vector_store, user, document)
+    await service.delete(
+        session,
+        components.vector_store,
+        components.storage,
+        components.sessionmaker,
+        user,
+        document,
+    )

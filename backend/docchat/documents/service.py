@@ -4,7 +4,7 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import UploadFile
 
 from docchat.categories import service as categories_service
@@ -16,6 +16,7 @@ from docchat.documents.storage import FileStorage
 from docchat.ingestion import repository as jobs_repository
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
+from docchat.kit.routing import after_commit
 from docchat.retrieval import lexical
 from docchat.retrieval.vectorstore import DocumentRef, VectorStore, VectorStoreUnavailable
 from docchat.users.models import User
@@ -71,23 +72,40 @@ async def upload(
     if category_id is not None:
         await categories_service.get_owned(session, user, category_id)
     filename = sanitize_filename(file.filename)
-    stored = await storage.save(file, max_bytes)
-    kind = detect_kind(filename, stored.head)
+    received = await storage.receive(file, max_bytes)
+    try:
+        kind = detect_kind(filename, received.head)
+        # Held until commit: a removal of the same file waits until this row is visible.
+        await repository.lock_storage_key(session, received.key)
+        key = await storage.place(received)
+    finally:
+        await storage.discard(received)
     document = Document(
         owner_id=user.id,
         category_id=category_id,
         visibility=visibility,
         filename=filename,
         content_type=kind.value,
-        size_bytes=stored.size_bytes,
-        sha256=stored.sha256,
-        storage_key=stored.key,
+        size_bytes=received.size_bytes,
+        sha256=received.sha256,
+        storage_key=key,
         status=DocumentStatus.processing,
     )
     session.add(document)
     await session.flush()
     await jobs_repository.enqueue(session, document.id)
     return document
+
+
+async def release_file(
+    sessionmaker: async_sessionmaker[AsyncSession], storage: FileStorage, key: str
+) -> None:
+    """Remove a stored file that no live document uses any more (identical uploads share it)."""
+    async with sessionmaker() as session:
+        await repository.lock_storage_key(session, key)
+        if not await repository.storage_key_in_use(session, key):
+            await storage.remove(key)
+        await session.commit()
 
 
 def _ensure_can_modify(user: User, document: Document) -> None:
@@ -110,10 +128,18 @@ async def reprocess(session: AsyncSession, user: User, document: Document) -> Do
 
 
 async def delete(
-    session: AsyncSession, vector_store: VectorStore, user: User, document: Document
+    session: AsyncSession,
+    vector_store: VectorStore,
+    storage: FileStorage,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    user: User,
+    document: Document,
 ) -> None:
-    """Soft-delete the row and remove its vectors; if the store is down nothing changes."""
+    """Soft-delete the row and remove its vectors; if the store is down nothing changes.
+    Once that is committed, the file goes too unless another document shares it."""
     _ensure_can_modify(user, document)
+    key = document.storage_key
+    after_commit(session, lambda: release_file(sessionmaker, storage, key))
     document.deleted_at = utcnow()
     await jobs_repository.cancel_pending(session, document.id, document.deleted_at)
     await lexical.delete_chunks(session, document.id)

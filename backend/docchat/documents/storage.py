@@ -1,4 +1,10 @@
-"""Original files on disk, content-addressed by SHA-256 (identical uploads share one file)."""
+"""Original files on disk, content-addressed by SHA-256 (identical uploads share one file).
+
+An upload is received into a temporary file (hashed and size-checked as it is copied), then
+put in place under its hash. Since documents share files, a file is removed only when no
+live document uses it any more; the repository's `lock_storage_key` serialises that check
+with uploads of the same bytes, so a file is never removed under a new upload.
+"""
 
 from __future__ import annotations
 
@@ -19,21 +25,22 @@ HEAD_BYTES = 8192
 
 
 @dataclass(frozen=True)
-class StoredFile:
-    key: str
+class ReceivedFile:
+    """An upload on disk in a temporary file, not yet in place."""
+
+    temp_path: Path
     sha256: str
     size_bytes: int
     head: bytes  # the first bytes, for sniffing the type
+
+    @property
+    def key(self) -> str:
+        return f"{self.sha256[:2]}/{self.sha256}"
 
 
 def _write(out: BinaryIO, digest: hashlib._Hash, piece: bytes) -> None:
     digest.update(piece)
     out.write(piece)
-
-
-def _discard(path: str) -> None:
-    if os.path.exists(path):
-        os.unlink(path)
 
 
 class FileStorage:
@@ -43,21 +50,16 @@ class FileStorage:
     def path(self, key: str) -> Path:
         return self.root / key
 
-    def _place(self, temp_name: str, key: str) -> None:
-        target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(temp_name, target)
-
-    async def save(self, upload: UploadFile, max_bytes: int) -> StoredFile:
-        """Copy an upload to disk in pieces, refusing it once it passes `max_bytes`.
-
-        Disk writes and hashing run in a thread so a large upload never stalls the event loop.
-        """
+    async def receive(self, upload: UploadFile, max_bytes: int) -> ReceivedFile:
+        """Copy an upload to a temporary file in pieces, refusing it once it passes
+        `max_bytes`. Disk writes and hashing run in a thread, never on the event loop. The
+        caller places the file (`place`) or drops it (`discard`)."""
         await asyncio.to_thread(self.root.mkdir, parents=True, exist_ok=True)
         digest = hashlib.sha256()
         size = 0
         head = b""
         fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=".upload-")
+        received: ReceivedFile | None = None
         try:
             with os.fdopen(fd, "wb") as out:
                 while piece := await upload.read(COPY_CHUNK):
@@ -70,9 +72,24 @@ class FileStorage:
                     await asyncio.to_thread(_write, out, digest, piece)
             if size == 0:
                 raise Unprocessable("The file is empty")
-            sha = digest.hexdigest()
-            key = f"{sha[:2]}/{sha}"
-            await asyncio.to_thread(self._place, temp_name, key)
-            return StoredFile(key=key, sha256=sha, size_bytes=size, head=head)
+            received = ReceivedFile(Path(temp_name), digest.hexdigest(), size, head)
+            return received
         finally:
-            await asyncio.to_thread(_discard, temp_name)
+            if received is None:
+                await asyncio.to_thread(Path(temp_name).unlink, missing_ok=True)
+
+    def _place(self, received: ReceivedFile) -> None:
+        target = self.path(received.key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(received.temp_path, target)
+
+    async def place(self, received: ReceivedFile) -> str:
+        """Move the received file to its content address; returns the storage key."""
+        await asyncio.to_thread(self._place, received)
+        return received.key
+
+    async def discard(self, received: ReceivedFile) -> None:
+        await asyncio.to_thread(received.temp_path.unlink, missing_ok=True)
+
+    async def remove(self, key: str) -> None:
+        await asyncio.to_thread(self.path(key).unlink, missing_ok=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.events.models import Event
+from docchat.events.publisher import EventPublisher
 from docchat.kit.schemas import strip_nul
 
 QUERY_SUBMITTED = "query_submitted"
@@ -26,3 +28,18 @@ async def record(
     session.add(event)
     await session.flush()
     return event
+
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+def publish(
+    publisher: EventPublisher, event_type: str, user_id: uuid.UUID, payload: dict[str, Any]
+) -> None:
+    """Send an event to the broker in the background; never delays or fails a request."""
+    if not publisher.enabled:
+        return
+    body = {"type": event_type, "user_id": str(user_id), **strip_nul(payload)}
+    task = asyncio.create_task(publisher.publish(ROUTING_KEYS[event_type], body))
+    _background.add(task)
+    task.add_done_callback(_background.discard)

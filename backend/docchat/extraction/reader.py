@@ -168,7 +168,8 @@ def extract_pdf(path: Path, *, page_seconds: float | None = None) -> ExtractedDo
         except _PageError as exc:
             logger.warning("page %d of %s could not be read: %s", number, path.name, exc)
             failures.add(number, str(exc))
-            text = ""
+            pages.append(PageText(page=number, text=""))
+            continue
         if not _has_real_text(text) and _has_images(page, page_seconds):
             scanned += 1
         pages.append(PageText(page=number, text=text.replace("\x00", "")))

@@ -56,6 +56,10 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         {key: value for key, value in error.items() if key in {"loc", "msg", "type"}}
         for error in exc.errors()
     ]
+    for error in errors:
+        # Our validators' messages are written for people: drop pydantic's "Value error, ".
+        if isinstance(error.get("msg"), str):
+            error["msg"] = error["msg"].removeprefix("Value error, ")
     return _envelope(request, 422, errors)
 
 

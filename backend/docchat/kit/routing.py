@@ -7,12 +7,31 @@ A streaming endpoint's generator runs after this commit and must open its own se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+logger = logging.getLogger(__name__)
+_AFTER_COMMIT = "docchat.after_commit"
+AfterCommit = Callable[[], Awaitable[None]]
+
+
+def after_commit(session: AsyncSession, callback: AfterCommit) -> None:
+    """Run `callback` once the request's transaction has committed (never if it rolls back):
+    for work outside the database that must follow the data, such as removing a file."""
+    session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+async def _run_after_commit(session: AsyncSession) -> None:
+    for callback in session.info.pop(_AFTER_COMMIT, []):
+        try:
+            await callback()
+        except Exception:  # the request succeeded; a failed follow-up is logged, not raised
+            logger.exception("after-commit work failed")
 
 
 class TransactionalRoute(APIRoute):
@@ -26,9 +45,11 @@ class TransactionalRoute(APIRoute):
                 try:
                     response = await handler(request)
                 except BaseException:
+                    session.info.pop(_AFTER_COMMIT, None)
                     await session.rollback()
                     raise
                 await session.commit()
+                await _run_after_commit(session)
                 return response
 
         return run_in_transaction

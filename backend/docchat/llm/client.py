@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+import httpx
 import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -25,6 +26,7 @@ from docchat.observability import LLM_LATENCY, record_tokens
 logger = logging.getLogger(__name__)
 
 ChatMessage = dict[str, Any]
+CUT_OFF = "The language model stopped before finishing its answer"
 
 
 @dataclass(frozen=True)
@@ -198,17 +200,28 @@ class LLM:
                 stream=True,
             )
             used_model = options["model"]
-            prompt_tokens = completion_tokens = None
+            prompt_tokens = completion_tokens = finish_reason = None
+            received = False
             async for chunk in stream:
+                received = True
                 used_model = chunk.model or used_model
                 if chunk.usage is not None:
                     prompt_tokens = chunk.usage.prompt_tokens
                     completion_tokens = chunk.usage.completion_tokens
                 for choice in chunk.choices:
+                    finish_reason = choice.finish_reason or finish_reason
                     if choice.delta.content:
                         yield choice.delta.content
+        except openai.APIConnectionError as exc:
+            # Broken in the middle of the answer, or before it began.
+            raise (UpstreamError(CUT_OFF) if received else _translate(exc)) from exc
         except openai.OpenAIError as exc:
             raise _translate(exc) from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(CUT_OFF) from exc
+        if finish_reason is None:
+            # The server ended the stream without saying the answer was finished.
+            raise UpstreamError(CUT_OFF)
         LLM_LATENCY.labels("stream").observe(time.perf_counter() - started)
         record_tokens(prompt_tokens, completion_tokens)
         yield StreamEnd(used_model, prompt_tokens, completion_tokens)
@@ -225,13 +238,23 @@ class LLM:
         return result
 
     async def passthrough_stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """Forward a streaming body unchanged; yields each chunk as a plain dict."""
+        """Forward a streaming body unchanged; yields each chunk as a plain dict. A stream that
+        ends without a finish reason (the model was cut off) raises `UpstreamError`."""
+        finished = received = False
         try:
             stream = await self.client.chat.completions.create(**_forwarded(payload, stream=True))
             async for chunk in stream:
+                received = True
+                finished = finished or any(choice.finish_reason for choice in chunk.choices)
                 yield chunk.model_dump(exclude_unset=True)
+        except openai.APIConnectionError as exc:
+            raise (UpstreamError(CUT_OFF) if received else _translate(exc)) from exc
         except openai.OpenAIError as exc:
             raise _translate_forwarded(exc) from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(CUT_OFF) from exc
+        if not finished:
+            raise UpstreamError(CUT_OFF)
 
     async def list_models(self) -> list[str]:
         try:

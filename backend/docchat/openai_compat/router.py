@@ -10,6 +10,7 @@ from docchat.auth.dependencies import CurrentUser
 from docchat.components import ComponentsDep
 from docchat.kit.errors import DocchatError
 from docchat.kit.routing import SessionDep, make_router
+from docchat.llm.catalog import allowed_models
 from docchat.openai_compat import service
 from docchat.openai_compat.schemas import ChatCompletionRequest, ModelCard, ModelList
 
@@ -42,11 +43,10 @@ async def chat_completions(
     """OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
     your documents and carry `sources`; without it the request goes to the model unchanged."""
     if service.is_passthrough(request):
-        payload = request.model_dump(exclude_none=True, exclude={"index_name"})
-        payload["model"] = request.model or components.settings.llm.model
+        payload = service.passthrough_payload(request, components.settings.llm)
         if request.stream:
-            return _streaming(components.llm.passthrough_stream(payload))
-        return JSONResponse(await components.llm.passthrough(payload))
+            return _streaming(service.passthrough_stream(components, user.id, payload))
+        return JSONResponse(await service.passthrough(session, components, user, payload))
     prepared = await service.prepare(session, components, user, request)
     if request.stream:
         return _streaming(service.stream(components, prepared))
@@ -55,11 +55,5 @@ async def chat_completions(
 
 @router.get("/models", response_model=ModelList, operation_id="openai_list_models")
 async def list_models(_: CurrentUser, components: ComponentsDep) -> ModelList:
-    """The models the configured endpoint offers (the default model if it cannot say)."""
-    try:
-        names = await components.llm.list_models()
-    except DocchatError:
-        names = []
-    default = components.settings.llm.model
-    ordered = [default, *(name for name in names if name != default)]
-    return ModelList(data=[ModelCard(id=name) for name in ordered])
+    """The models you may ask for: the default first, then those the operator allows."""
+    return ModelList(data=[ModelCard(id=name) for name in allowed_models(components.settings.llm)])

@@ -16,6 +16,8 @@ class ChatCompletionRequest(RequestModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool = False
     max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    n: int | None = Field(None, ge=1, le=128, description="Choices; docchat returns one")
     temperature: float | None = Field(None, ge=0, le=2)
     tools: list[dict[str, Any]] | None = None
     functions: list[dict[str, Any]] | None = None

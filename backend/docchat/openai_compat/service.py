@@ -9,6 +9,7 @@ the named category (or `all` readable documents), with `sources` in an extra fie
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -19,11 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.categories import repository as categories_repository
 from docchat.components import Components
+from docchat.config import LLMSettings
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus
 from docchat.events import service as events_service
-from docchat.kit.errors import BadRequest, NotFound
+from docchat.kit.errors import BadRequest, Forbidden, NotFound
 from docchat.llm import prompts
+from docchat.llm.catalog import resolve_model
 from docchat.llm.client import StreamEnd
 from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.retrieval.citations import apply_citations, has_markers, infer_citations
@@ -33,6 +36,36 @@ from docchat.retrieval.vectorstore import DocumentRef
 from docchat.users.models import User
 
 RAG_ROLES = {"system", "user", "assistant"}
+# What a pass-through request may carry: the OpenAI chat-completions fields docchat forwards.
+PASSTHROUGH_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "seed",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "functions",
+        "function_call",
+        "response_format",
+        "user",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+    }
+)
+# Several choices multiply the cost of a call; one is what chat clients use.
+MAX_CHOICES = 1
 ALL_INDEX = "all"
 NO_USER_PROMPT = "There must be a user prompt since the latest assistant message."
 
@@ -60,6 +93,32 @@ def is_passthrough(request: ChatCompletionRequest) -> bool:
         if message.get("role") == "user" and not _text_only(message.get("content")):
             return True
     return False
+
+
+def passthrough_payload(request: ChatCompletionRequest, settings: LLMSettings) -> dict[str, Any]:
+    """The body forwarded to the model: known fields only, an allowed model, at most one
+    choice, an answer no longer than LLM_MAX_TOKENS, a prompt that fits the context window."""
+    if not settings.passthrough:
+        raise Forbidden(
+            "Requests straight to the model are turned off on this server; send index_name "
+            "to answer from your documents"
+        )
+    body = request.model_dump(exclude_none=True, exclude={"index_name"})
+    unknown = sorted(set(body) - PASSTHROUGH_FIELDS)
+    if unknown:
+        raise BadRequest(f"Unsupported field(s) for this endpoint: {', '.join(unknown)}")
+    body["model"] = resolve_model(settings, request.model)
+    body["n"] = min(int(body.get("n", 1)), MAX_CHOICES)
+    asked = body.pop("max_completion_tokens", None) or body.get("max_tokens")
+    body["max_tokens"] = min(int(asked or settings.max_tokens), settings.max_tokens)
+    prompt_tokens = estimate_tokens(json.dumps(body["messages"], default=str))
+    if prompt_tokens + body["max_tokens"] > settings.context_window:
+        raise BadRequest(
+            f"The prompt is about {prompt_tokens} tokens; with an answer of up to "
+            f"{body['max_tokens']} tokens it exceeds the model's context window of "
+            f"{settings.context_window}"
+        )
+    return body
 
 
 def split_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -105,6 +164,7 @@ async def prepare(
     session: AsyncSession, components: Components, user: User, request: ChatCompletionRequest
 ) -> Prepared:
     assert request.index_name is not None
+    model = resolve_model(components.settings.llm, request.model)
     query, history = split_messages(request.messages)
     if not query.strip():
         raise BadRequest(NO_USER_PROMPT)
@@ -153,7 +213,7 @@ async def prepare(
         messages,
         entries,
         query,
-        request.model or components.settings.llm.model,
+        model,
         max_tokens,
         request.temperature,
     )
@@ -227,3 +287,61 @@ async def stream(components: Components, prepared: Prepared) -> AsyncIterator[di
             yield chunk({"content": item})
     sources = [entry.source.model_dump(mode="json") for entry in prepared.entries]
     yield chunk({}, "stop", sources=sources)
+
+
+# -- pass-through, metered ----------------------------------------------------------------------
+
+
+def _usage_payload(model: str, usage: dict[str, Any] | None, started: float) -> dict[str, Any]:
+    usage = usage or {}
+    return {
+        "via": "openai",
+        "mode": "passthrough",
+        "model": model,
+        "latency_ms": int((time.perf_counter() - started) * 1000),
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+    }
+
+
+async def _record_passthrough(
+    session: AsyncSession, components: Components, user_id: uuid.UUID, answer: dict[str, Any]
+) -> None:
+    question = {"via": "openai", "mode": "passthrough", "model": answer["model"]}
+    for event_type, payload in (
+        (events_service.QUERY_SUBMITTED, question),
+        (events_service.RESPONSE_GENERATED, answer),
+    ):
+        await events_service.record(session, event_type, user_id, payload)
+        events_service.publish(components.publisher, event_type, user_id, payload)
+
+
+async def passthrough(
+    session: AsyncSession, components: Components, user: User, payload: dict[str, Any]
+) -> dict[str, Any]:
+    """Forward to the model and record the call's usage like any answer's."""
+    started = time.perf_counter()
+    result = await components.llm.passthrough(payload)
+    answer = _usage_payload(payload["model"], result.get("usage"), started)
+    await _record_passthrough(session, components, user.id, answer)
+    return result
+
+
+async def passthrough_stream(
+    components: Components, user_id: uuid.UUID, payload: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """Forward a stream; its usage is asked for (and kept from the client unless it asked too),
+    then recorded in a session of its own once the stream has ended."""
+    started = time.perf_counter()
+    client_wants_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+    usage: dict[str, Any] | None = None
+    async for chunk in components.llm.passthrough_stream(
+        {**payload, "stream_options": {"include_usage": True}}
+    ):
+        usage = chunk.get("usage") or usage
+        if chunk.get("choices") or client_wants_usage:
+            yield chunk
+    answer = _usage_payload(payload["model"], usage, started)
+    async with components.sessionmaker() as session:
+        await _record_passthrough(session, components, user_id, answer)
+        await session.commit()

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.auth.security import hash_password
 from docchat.kit.errors import Conflict
 from docchat.kit.pagination import PageParams, paginate
 from docchat.users import repository
 from docchat.users.models import Role, User
+from docchat.users.passwords import hash_password
 from docchat.users.schemas import UserUpdate
 
 
@@ -24,22 +25,55 @@ async def create(
         raise Conflict("A user with this email already exists")
     user = User(
         email=email.lower(),
-        password_hash=hash_password(password),
+        password_hash=await hash_password(password),
         display_name=display_name,
         role=role,
     )
     return await repository.add(session, user)
 
 
-async def ensure_admin(session: AsyncSession, *, email: str, password: str) -> User:
-    """Make `email` an admin, creating the account if needed (idempotent)."""
+async def register(
+    session: AsyncSession, *, email: str, password: str, display_name: str = ""
+) -> User | None:
+    """A new account, or None when the email is taken. The caller answers both the same way,
+    so sign-up does not reveal who has an account; both cost the same hashing work."""
+    password_hash = await hash_password(password)
+    if await repository.get_by_email(session, email) is not None:
+        return None
+    user = User(email=email.lower(), password_hash=password_hash, display_name=display_name)
+    try:
+        async with session.begin_nested():  # two sign-ups for one email at once: one wins
+            return await repository.add(session, user)
+    except IntegrityError:
+        return None
+
+
+async def end_sessions(session: AsyncSession, user: User) -> None:
+    """Every access and refresh token issued so far stops working."""
+    user.session_generation += 1
+    await session.flush()
+
+
+async def ensure_admin(
+    session: AsyncSession, *, email: str, password: str, reset_password: bool
+) -> tuple[User, str]:
+    """Make `email` an administrator; returns the account and what was done.
+
+    Promoting an existing account sets the operator's password and ends its sessions: whoever
+    registered that email before (perhaps to wait for this promotion) is locked out. An
+    account that is an administrator already keeps its password unless `reset_password`."""
     user = await repository.get_by_email(session, email)
     if user is None:
-        return await create(session, email=email, password=password, role=Role.admin)
+        created = await create(session, email=email, password=password, role=Role.admin)
+        return created, "created"
+    if user.is_admin and user.is_active and not reset_password:
+        return user, "unchanged"
+    action = "promoted" if not user.is_admin else "password reset"
     user.role = Role.admin
     user.is_active = True
-    await session.flush()
-    return user
+    user.password_hash = await hash_password(password)
+    await end_sessions(session, user)
+    return user, action
 
 
 async def update(session: AsyncSession, user: User, changes: UserUpdate) -> User:

@@ -116,7 +116,14 @@ export async function register(email: string, password: string): Promise<void> {
     body: JSON.stringify({ email, password }),
   });
   if (!response.ok) throw new Error(errorMessage(await response.json(), "Sign-up failed"));
-  await login(email, password);
+  try {
+    await login(email, password);
+  } catch {
+    // Sign-up answers alike whether or not the email had an account, so say what may be true.
+    throw new Error(
+      "Could not log in with this email and password. If you already have an account, log in with its password instead.",
+    );
+  }
 }
 
 export interface StreamHandlers {

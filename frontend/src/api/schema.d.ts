@@ -71,7 +71,7 @@ export interface paths {
          * Login
          * @description OAuth2 password flow: form fields `username` (the email) and `password`.
          *
-         *     Repeated failures for one email are answered with 429 and `Retry-After`.
+         *     Repeated failures are answered with 429 and `Retry-After`.
          */
         post: operations["auth_login"];
         delete?: never;
@@ -129,7 +129,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register */
+        /**
+         * Register
+         * @description Create an account, then log in. The answer is the same when the email is taken (so
+         *     sign-up does not reveal who has an account); too-easy passwords are refused (422).
+         */
         post: operations["auth_register"];
         delete?: never;
         options?: never;
@@ -401,7 +405,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Update Me */
+        /**
+         * Update Me
+         * @description Change your display name or preferred model (one of the models `GET /v1/models` lists).
+         */
         patch: operations["users_update_me"];
         trace?: never;
     };
@@ -469,7 +476,7 @@ export interface paths {
         };
         /**
          * List Models
-         * @description The models the configured endpoint offers (the default model if it cannot say).
+         * @description The models you may ask for: the default first, then those the operator allows.
          */
         get: operations["openai_list_models"];
         put?: never;
@@ -542,6 +549,8 @@ export interface components {
              * @description `all`, or the name of one of your categories: answer from those documents
              */
             index_name?: string | null;
+            /** Max Completion Tokens */
+            max_completion_tokens?: number | null;
             /** Max Tokens */
             max_tokens?: number | null;
             /** Messages */
@@ -550,6 +559,11 @@ export interface components {
             }[];
             /** Model */
             model?: string | null;
+            /**
+             * N
+             * @description Choices; docchat returns one
+             */
+            n?: number | null;
             /**
              * Stream
              * @default false
@@ -886,6 +900,17 @@ export interface components {
             password: string;
         };
         /**
+         * RegistrationReceived
+         * @description The same whether the account was made or the email was taken: sign-up does not reveal
+         *     who has an account. Log in to continue.
+         */
+        RegistrationReceived: {
+            /** Detail */
+            detail: string;
+            /** Email */
+            email: string;
+        };
+        /**
          * Role
          * @enum {string}
          */
@@ -1209,7 +1234,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UserRead"];
+                    "application/json": components["schemas"]["RegistrationReceived"];
                 };
             };
             /** @description Validation Error */

@@ -1,0 +1,79 @@
+"""A model that stops mid-answer (killed, or a stream that ends with no finish reason) is an
+error everywhere: never a saved answer, never a `stop` on the OpenAI-compatible stream
+(issue 13, item 8)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import openai
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+
+from docchat.llm.client import CUT_OFF
+from tests.support.chat import ask_streaming
+from tests.support.llm_server import Reply, ScriptedLLM
+from tests.support.openai_sdk import sdk_for
+from tests.support.users import auth_headers
+
+ANSWER = "The bridge was finished in 1932 by Marta Lindqvist after six years of work."
+CUTS = [
+    pytest.param(Reply(content=ANSWER, cut_after=4, cut="end"), id="stream-ends-early"),
+    pytest.param(Reply(content=ANSWER, cut_after=4, cut="drop"), id="connection-drops"),
+]
+
+
+@pytest.fixture(autouse=True)
+def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    scripted_llm.reset()
+    yield scripted_llm
+    scripted_llm.reset()
+
+
+@pytest_asyncio.fixture
+async def sdk(app: FastAPI, client: httpx.AsyncClient) -> AsyncIterator[openai.AsyncOpenAI]:
+    headers = await auth_headers(client)
+    sdk = sdk_for(app, headers["Authorization"].removeprefix("Bearer "))
+    yield sdk
+    await sdk.close()
+
+
+@pytest.mark.parametrize("reply", CUTS)
+async def test_a_cut_off_chat_stream_ends_in_an_error_and_saves_no_answer(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM, reply: Reply
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script(reply)
+    _, events = await ask_streaming(client, headers, "When was the bridge finished?")
+    names = [name for name, _ in events]
+    assert names[-1] == "error" and "done" not in names
+    assert events[-1][1] == {"detail": CUT_OFF, "status": 502}
+    chat_id = events[0][1]["chat_id"]
+    saved = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
+    assert [message["role"] for message in saved["items"]] == ["user"]
+
+
+@pytest.mark.parametrize("reply", CUTS)
+@pytest.mark.parametrize("index_name", [None, "all"], ids=["pass-through", "documents"])
+async def test_a_cut_off_openai_stream_raises_in_the_sdk_instead_of_stopping(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, reply: Reply, index_name: str | None
+) -> None:
+    fresh_llm.script(reply)
+    extra = {"index_name": index_name} if index_name else {}
+    stream = await sdk.chat.completions.create(
+        model="scripted-model",
+        messages=[{"role": "user", "content": "When was the bridge finished?"}],
+        stream=True,
+        extra_body=extra,
+    )
+    finish_reasons: list[str | None] = []
+
+    async def read_all() -> None:
+        async for chunk in stream:
+            finish_reasons.extend(choice.finish_reason for choice in chunk.choices)
+
+    with pytest.raises(openai.APIError, match="stopped before finishing"):
+        await read_all()
+    assert "stop" not in finish_reasons
