@@ -116,11 +116,20 @@ def build_components(settings: Settings, embedder: Embedder) -> tuple[Components
 
 
 def start_server(
-    database_url: str, llm_url: str, data_dir: Path, port: int
+    database_url: str,
+    llm_url: str,
+    data_dir: Path,
+    port: int,
+    *,
+    extra_env: dict[str, str] | None = None,
+    code_root: Path = ROOT,
 ) -> subprocess.Popen[bytes]:
-    """`docchat serve` (API and in-process worker) in a process of its own, as users run it."""
+    """`docchat serve` (API and in-process worker) in a process of its own, as users run it.
+
+    `code_root` runs another checkout's code (to measure before and after a change)."""
     env = {
         **os.environ,
+        "PYTHONPATH": str(code_root / "backend"),
         "DATABASE_URL": database_url,
         "DATA_DIR": str(data_dir),
         "LLM_BASE_URL": llm_url,
@@ -128,10 +137,11 @@ def start_server(
         "LOG_LEVEL": "WARNING",
         "AUTH_SECRET_KEY": "bench-secret-key-0123456789-abcdefgh",
         "WORKER_POLL_SECONDS": "0.2",
+        **(extra_env or {}),
     }
     command = [sys.executable, "-m", "docchat.cli", "serve", "--port", str(port)]
     return subprocess.Popen(
-        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, env=env, cwd=code_root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
 
 

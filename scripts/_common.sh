@@ -85,3 +85,19 @@ ensure_frontend() {
   say "building the web app"
   (cd "$ROOT/frontend" && npm run --silent build >/dev/null)
 }
+
+# ensure_chromium: Debian's Chromium for the browser tests (never a browser download). Installed
+# when this runs as root with apt-get; otherwise stop at once with the line that installs it.
+ensure_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
+  local install="apt-get install -y chromium fonts-dejavu-core"
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Chromium for the browser tests ($install)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+    return 0
+  fi
+  die "The browser tests need Chromium. Install it with:
+  sudo $install
+  (or run only the other tests: bash scripts/test.sh --ignore=tests/e2e)"
+}

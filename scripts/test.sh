@@ -5,6 +5,10 @@ source "$(dirname "$0")/_common.sh"
 cd "$ROOT"
 ensure_venv "dev"
 ensure_postgres "${TEST_DATABASE_ADMIN_URL:-postgresql+asyncpg://postgres@127.0.0.1:5432/postgres}"
+case " $* " in
+  *" --ignore=tests/e2e "*) ;;
+  *) ensure_chromium ;;
+esac
 
 command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are required for the web app's checks"
 ensure_frontend

@@ -1,0 +1,264 @@
+"""`/healthz` latency while hostile clients attack a running server (issue 13, items 2-5).
+
+    .venv/bin/python -m bench.bench_abuse [--phase-seconds 10] [--code-root DIR]
+
+`docchat serve` runs in its own process with its in-process worker, as the run command starts
+it, with an OpenAI-protocol model that answers at once (in this process). A prober sends one
+`GET /healthz` every 25 ms, one at a time, through each phase:
+- idle;
+- oversize bodies: chunked uploads of up to 200 MB with an invalid token and chunked JSON
+  bodies of up to 200 MB to `/auth/register`, four at a time, again and again;
+- failed logins: 40 concurrent logins with wrong passwords, again and again (the login
+  throttles are raised for this phase, so that every attempt is hashed: the case of an
+  attacker with many addresses);
+- hostile PDF: a 20 KB PDF whose pages exhaust the reader, uploaded (the worker ingests it)
+  and attached to six messages at once (inline answers read it too).
+`--code-root` runs another checkout's server (the same benchmark before a change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+from tests.support.files import exhausting_pdf
+from tests.support.llm_server import free_port, start_scripted_llm
+from tests.support.raw_http import send_endless_body
+from tests.support.users import auth_headers, unique_email
+
+from bench.common import (
+    ROOT,
+    drop_database,
+    fresh_database,
+    machine,
+    median,
+    percentile,
+    start_server,
+    table,
+    wait_ready,
+)
+
+PROBE_GAP_SECONDS = 0.025
+MB = 1024 * 1024
+BOUNDARY = "bench"
+FILE_PART = (
+    f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n'
+    "Content-Type: text/plain\r\n\r\n"
+).encode()
+
+
+async def probe(base: str, until: asyncio.Event) -> list[float]:
+    timings: list[float] = []
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        while not until.is_set():
+            started = time.perf_counter()
+            (await client.get("/healthz")).raise_for_status()
+            timings.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(PROBE_GAP_SECONDS)
+    return timings
+
+
+async def during(base: str, attack: Callable[[], Awaitable[str]]) -> tuple[list[float], str, float]:
+    """Probe while `attack` runs; the timings, what the attack saw, and how long it took."""
+    stop = asyncio.Event()
+    prober = asyncio.create_task(probe(base, stop))
+    started = time.perf_counter()
+    outcome = await attack()
+    elapsed = time.perf_counter() - started
+    stop.set()
+    return await prober, outcome, elapsed
+
+
+async def repeat_until(
+    seconds: float, workers: int, one: Callable[[], Awaitable[str]]
+) -> Counter[str]:
+    deadline = time.monotonic() + seconds
+    seen: Counter[str] = Counter()
+
+    async def worker() -> None:
+        while time.monotonic() < deadline:
+            seen[await one()] += 1
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return seen
+
+
+def oversize_bodies(port: int, seconds: float) -> Callable[[], Awaitable[str]]:
+    sent: list[int] = []
+
+    def upload() -> str:
+        outcome = send_endless_body(
+            port,
+            "POST",
+            "/api/v1/documents",
+            {
+                "Authorization": "Bearer forged",
+                "Content-Type": f"multipart/form-data; boundary={BOUNDARY}",
+            },
+            give_up_after=200 * MB,
+            prefix=FILE_PART,
+        )
+        sent.append(outcome.sent_bytes)
+        return f"upload {outcome.status}"
+
+    def register() -> str:
+        outcome = send_endless_body(
+            port,
+            "POST",
+            "/api/v1/auth/register",
+            {"Content-Type": "application/json"},
+            give_up_after=200 * MB,
+        )
+        sent.append(outcome.sent_bytes)
+        return f"register {outcome.status}"
+
+    async def one(index: list[int] = [0]) -> str:  # noqa: B006 - alternates between the two
+        index[0] += 1
+        return await asyncio.to_thread(upload if index[0] % 2 else register)
+
+    async def attack() -> str:
+        seen = await repeat_until(seconds, 4, one)
+        return f"{sum(seen.values())} bodies ({dict(seen)}), at most {max(sent) / MB:.1f} MB sent"
+
+    return attack
+
+
+def failed_logins(base: str, seconds: float) -> Callable[[], Awaitable[str]]:
+    async def attack() -> str:
+        async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+
+            async def one() -> str:
+                response = await client.post(
+                    "/api/v1/auth/login",
+                    data={"username": unique_email("victim"), "password": "not the password"},
+                )
+                return str(response.status_code)
+
+            seen = await repeat_until(seconds, 40, one)
+        return f"{sum(seen.values())} logins ({dict(seen)})"
+
+    return attack
+
+
+def hostile_pdf(base: str, limit_seconds: float) -> Callable[[], Awaitable[str]]:
+    async def attack() -> str:
+        async with httpx.AsyncClient(base_url=base, timeout=limit_seconds + 60) as client:
+            headers = await auth_headers(client)
+            started = time.perf_counter()
+            uploaded = await client.post(
+                "/api/v1/documents", headers=headers, files={"file": ("x.pdf", exhausting_pdf())}
+            )
+            uploaded.raise_for_status()
+            url = f"/api/v1/documents/{uploaded.json()['id']}"
+            body = {"content": "What does it say?", "document_ids": [uploaded.json()["id"]]}
+            messages = [
+                asyncio.create_task(client.post("/api/v1/messages", headers=headers, json=body))
+                for _ in range(6)
+            ]
+            status = "processing"
+            while status == "processing" and time.perf_counter() - started < limit_seconds:
+                await asyncio.sleep(0.5)
+                status = (await client.get(url, headers=headers)).json()["status"]
+            ingest = time.perf_counter() - started
+            done, pending = await asyncio.wait(messages, timeout=max(1, limit_seconds - ingest))
+            for task in pending:
+                task.cancel()
+            answered = time.perf_counter() - started
+            codes = Counter(str(task.result().status_code) for task in done if not task.exception())
+        return (
+            f"document {status} after {ingest:.0f} s; {len(done)}/6 messages answered "
+            f"({dict(codes)}) after {answered:.0f} s"
+        )
+
+    return attack
+
+
+def row(label: str, timings: list[float], outcome: str, seconds: float) -> list[object]:
+    return [
+        label,
+        f"{seconds:.0f}",
+        len(timings),
+        f"{median(timings):.1f}",
+        f"{percentile(timings, 95):.1f}",
+        f"{percentile(timings, 99):.1f}",
+        f"{max(timings):.0f}",
+        outcome,
+    ]
+
+
+async def main(phase_seconds: float, code_root: Path) -> None:
+    llm = start_scripted_llm()
+    url = await fresh_database()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    rows: list[list[object]] = []
+    # Every login is hashed: no throttle helps (an attacker with many addresses).
+    unthrottled = {
+        "AUTH_LOGIN_MAX_FAILURES": "100000",
+        "AUTH_LOGIN_ADDRESS_MAX_FAILURES": "100000",
+        "AUTH_LOGIN_ACCOUNT_MAX_FAILURES": "100000",
+        "MAX_UPLOAD_MB": "50",
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        server = start_server(
+            url, llm.base_url, Path(folder), port, extra_env=unthrottled, code_root=code_root
+        )
+        try:
+            await wait_ready(base, probe="/healthz")
+            await during(base, lambda: asyncio.sleep(2, "warm-up"))
+
+            async def idle() -> str:
+                await asyncio.sleep(phase_seconds)
+                return "-"
+
+            for label, attack in (
+                ("idle", idle),
+                ("oversize bodies", oversize_bodies(port, phase_seconds)),
+                ("failed logins", failed_logins(base, phase_seconds)),
+                ("hostile PDF", hostile_pdf(base, 240)),
+            ):
+                timings, outcome, seconds = await during(base, attack)
+                rows.append(row(label, timings, outcome, seconds))
+                print(f"  {label}: done", flush=True)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # stuck in a reader thread (older versions)
+                server.kill()
+                server.wait()
+            llm.stop()
+    await drop_database(url)
+    print(
+        f"GET /healthz every {PROBE_GAP_SECONDS * 1000:.0f} ms during each attack; code: {code_root}; {machine()}"
+    )
+    print(
+        table(
+            [
+                "attack",
+                "s",
+                "probes",
+                "p50 ms",
+                "p95 ms",
+                "p99 ms",
+                "max ms",
+                "what the attacker saw",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--phase-seconds", type=float, default=10.0)
+    parser.add_argument("--code-root", type=Path, default=ROOT)
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.phase_seconds, arguments.code_root))
