@@ -30,8 +30,8 @@ from bench.common import (
     table,
 )
 from docchat.app import attach_components, create_app
-from docchat.documents.filetypes import FileKind
 from docchat.extraction.chunking import chunk_document
+from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import extract
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder

@@ -29,10 +29,11 @@ from bench.common import drop_database, fresh_database, machine, median, percent
 from docchat.db import create_engine, create_sessionmaker
 from docchat.documents.models import Document, DocumentStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.context import build_context
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.context import TokenBudget, build_context
+from docchat.retrieval.index import Chunk, DocumentRef, ThreadedIndex
 from docchat.retrieval.lexical import LexicalIndex, add_chunks
-from docchat.retrieval.search import HybridSearch, search
-from docchat.retrieval.vectorstore import ChromaVectorStore, Chunk, DocumentRef
+from docchat.retrieval.retriever import Retriever
 from docchat.users.models import User
 
 USERS, DOCUMENTS_PER_USER, DIMENSION = 100, 10, 384
@@ -113,11 +114,7 @@ async def fill(
 
 
 async def measure(
-    store: ChromaVectorStore,
-    embedder: LocalMiniLMEmbedder,
-    owners: dict[uuid.UUID, list[uuid.UUID]],
-    queries: int,
-    hybrid: HybridSearch | None,
+    retriever: Retriever, owners: dict[uuid.UUID, list[uuid.UUID]], queries: int
 ) -> list[float]:
     pick = random.Random(1)
     timings = []
@@ -125,16 +122,8 @@ async def measure(
         owner = pick.choice(list(owners))
         scope = [DocumentRef(document, owner) for document in owners[owner]]
         started = time.perf_counter()
-        result = await search(
-            embedder,
-            store,
-            pick.choice(QUESTIONS),
-            scope,
-            top_k=4,
-            similarity_floor=-1.0,
-            hybrid=hybrid,
-        )
-        build_context(result.chunks, 3500)
+        result = await retriever.search(pick.choice(QUESTIONS), scope, 4)
+        build_context(result.chunks, TokenBudget(3500))
         timings.append((time.perf_counter() - started) * 1000)
         assert result.unavailable is None and result.chunks
     return timings
@@ -161,10 +150,14 @@ async def main(queries: int, sizes: list[int]) -> None:
                 owners = await owners_in_database(sessionmaker)
                 await fill(store, sessionmaker, owners, total, rng)
                 load_seconds = time.perf_counter() - started
-                hybrid = HybridSearch(LexicalIndex(sessionmaker))
-                for label, mode in (("vector", None), ("hybrid", hybrid)):
-                    await measure(store, embedder, owners, 20, mode)  # warm up
-                    timings = await measure(store, embedder, owners, queries, mode)
+                index = ThreadedIndex(store)
+                lexical = LexicalIndex(sessionmaker)
+                for label, retriever in (
+                    ("vector", Retriever(embedder, index, similarity_floor=-1.0)),
+                    ("hybrid", Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)),
+                ):
+                    await measure(retriever, owners, 20)  # warm up
+                    timings = await measure(retriever, owners, queries)
                     rows.append(
                         [
                             f"{store.count():,}",

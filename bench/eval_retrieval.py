@@ -39,9 +39,9 @@ from bench.common import (
 from docchat.app import attach_components, create_app
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
+from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.query_embedding import embed_query
-from docchat.retrieval.search import HybridSearch, search
-from docchat.retrieval.vectorstore import DocumentRef
+from docchat.retrieval.retriever import Retriever
 
 DEPTH = 10
 
@@ -127,8 +127,9 @@ async def main(folder: Path, max_queries: int) -> None:
             ingest_seconds = time.perf_counter() - started
             scope = [DocumentRef(uuid.UUID(i), uuid.UUID(owner)) for i in names]
             index = components.lexical
-            hybrid = HybridSearch(index)
-            store = components.vector_store
+            hybrid = Retriever(
+                embedder, components.vector_index, similarity_floor=-1.0, lexical=index
+            )
             for query_id in judged:
                 question = queries[query_id]
                 vector = await embed_query(embedder, question)
@@ -139,21 +140,11 @@ async def main(folder: Path, max_queries: int) -> None:
                     ],
                     "vector alone (MiniLM)": [
                         names[str(hit.chunk.document_id)]
-                        for hit in await asyncio.to_thread(store.query, vector, scope, 50)
+                        for hit in await components.vector_index.query(vector, scope, 50)
                     ],
                     "docchat hybrid": [
                         names[str(hit.chunk.document_id)]
-                        for hit in (
-                            await search(
-                                embedder,
-                                store,
-                                question,
-                                scope,
-                                top_k=50,
-                                similarity_floor=-1.0,
-                                hybrid=hybrid,
-                            )
-                        ).chunks
+                        for hit in (await hybrid.search(question, scope, 50)).chunks
                     ],
                 }
                 for label, ranking in rankings.items():

@@ -86,6 +86,14 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
     server.stop()
 
 
+@pytest.fixture
+def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    """The scripted model with no queued replies and no recorded requests, before and after."""
+    scripted_llm.reset()
+    yield scripted_llm
+    scripted_llm.reset()
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("data")

@@ -20,12 +20,14 @@ from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
 from docchat.chats.router import chats_router, messages_router
+from docchat.chats.schemas import STREAM_EVENTS
 from docchat.components import Components, build_components
 from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
 from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
+from docchat.kit.openapi import publish_models
 from docchat.openai_compat.router import router as openai_router
 from docchat.users import service as users_service
 from docchat.users.router import router as users_router
@@ -47,7 +49,7 @@ async def _ensure_admin_from_settings(components: Components) -> None:
     settings = components.settings
     if not (settings.admin_email and settings.admin_password):
         return
-    async for session in session_scope(components.sessionmaker):
+    async with session_scope(components.sessionmaker) as session:
         password = settings.admin_password.get_secret_value()
         _, action = await users_service.ensure_admin(
             session, email=settings.admin_email, password=password, reset_password=False
@@ -57,7 +59,7 @@ async def _ensure_admin_from_settings(components: Components) -> None:
 
 def _readiness_probes(components: Components) -> dict[str, Callable[[], Awaitable[dict[str, Any]]]]:
     async def vector_store() -> dict[str, Any]:
-        await asyncio.to_thread(components.vector_store.ping)
+        await components.vector_index.ping()
         return {"ok": True}
 
     async def embedder() -> dict[str, Any]:
@@ -103,7 +105,8 @@ def create_app(
         if settings.worker.enabled if run_worker is None else run_worker:
             from docchat.ingestion.worker import IngestionWorker
 
-            worker_task = asyncio.create_task(IngestionWorker(components).run_forever(stop))
+            worker = IngestionWorker(components)
+            worker_task = asyncio.create_task(worker.run_forever(stop))
         try:
             yield
         finally:
@@ -168,6 +171,7 @@ def create_app(
     app.include_router(openai_router)
     app.include_router(health.router)
     docs_pages.install(app)
+    publish_models(app, STREAM_EVENTS.values())
     _mount_frontend(app, settings)
     return app
 

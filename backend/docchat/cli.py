@@ -64,7 +64,7 @@ async def _create_admin(email: str, password: str) -> str:
     engine = create_engine(get_settings().database_url, pool_size=1)
     action = ""
     try:
-        async for session in session_scope(create_sessionmaker(engine)):
+        async with session_scope(create_sessionmaker(engine)) as session:
             _, action = await users_service.ensure_admin(
                 session, email=email, password=password, reset_password=True
             )
@@ -82,32 +82,33 @@ def _migrate(_: argparse.Namespace) -> None:
     command.upgrade(Config(str(PROJECT_ROOT / "alembic.ini")), "head")
 
 
-async def _reindex() -> None:
-    """Drop the vector collection and queue every document again (after a model change)."""
-    from sqlalchemy import select
-
+async def _reindex(layout_only: bool) -> None:
+    """Rebuild the vector index for the configured embedder and queue every document again;
+    with `layout_only`, only move chunks of the older single-collection layout to their
+    owners' collections (no re-embedding)."""
     from docchat.components import build_vector_store
     from docchat.db import create_engine, create_sessionmaker, session_scope
-    from docchat.documents.models import Document, DocumentStatus
-    from docchat.ingestion import repository as jobs_repository
+    from docchat.documents import jobs
+    from docchat.documents import repository as documents_repository
+    from docchat.documents.models import DocumentStatus
     from docchat.llm.embeddings import build_embedder
 
     settings = get_settings()
     embedder = build_embedder(settings.embedding)
-    build_vector_store(settings, embedder).reset_collection()
+    store = build_vector_store(settings, embedder)
+    if layout_only:
+        print(f"moved {store.move_legacy_chunks()} chunks of the older layout")
+        return
+    store.reset_collection()
     engine = create_engine(settings.database_url, pool_size=1)
     try:
-        async for session in session_scope(create_sessionmaker(engine)):
-            documents = (
-                await session.execute(select(Document).where(Document.deleted_at.is_(None)))
-            ).scalars()
-            count = 0
+        async with session_scope(create_sessionmaker(engine)) as session:
+            documents = await documents_repository.live_documents(session)
             for document in documents:
                 document.status = DocumentStatus.processing
                 document.chunks_done = 0
-                await jobs_repository.enqueue(session, document.id)
-                count += 1
-        print(f"queued {count} documents for re-indexing with {embedder.name}")
+                await jobs.enqueue(session, document.id)
+        print(f"queued {len(documents)} documents for re-indexing with {embedder.name}")
     finally:
         await engine.dispose()
 
@@ -139,7 +140,14 @@ def main(argv: list[str] | None = None) -> None:
     admin.add_argument("email")
     admin.add_argument("--password", help="read from the terminal when omitted")
     commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
-    commands.add_parser("reindex", help="rebuild the vector index for the configured embedder")
+    reindex = commands.add_parser(
+        "reindex", help="rebuild the vector index for the configured embedder"
+    )
+    reindex.add_argument(
+        "--layout-only",
+        action="store_true",
+        help="only move chunks stored by versions with one collection to their owners'",
+    )
     commands.add_parser("openapi", help="print the OpenAPI schema (for the generated TS client)")
     args = parser.parse_args(argv)
 
@@ -162,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "migrate":
         _migrate(args)
     elif args.command == "reindex":
-        asyncio.run(_reindex())
+        asyncio.run(_reindex(args.layout_only))
     elif args.command == "openapi":
         sys.stdout.write(openapi_json())
 

@@ -1,24 +1,33 @@
-"""The parts built once in the app's lifespan and handed to routes by dependencies."""
+"""The composition root: the parts built once at start, and the services made from them.
+
+`Components` holds the edges (database sessions, embedder, vector store, model client, file
+storage, broker, file readers) and builds, once, what the app composes from them: the lexical
+index, the vector index, the `Retriever`, the `AnswerEngine`, and the services the routes use.
+Nothing below the app takes `Components`: routes ask for one part each through the
+dependencies in `docchat.dependencies`, and services receive only what they use.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Annotated
+from dataclasses import dataclass, field
 
-from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.answers.engine import AnswerEngine
+from docchat.chats.flow import MessageFlow
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
+from docchat.openai_compat.service import Completions
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.index import BlockingVectorStore, ThreadedIndex, VectorIndex
 from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
-from docchat.retrieval.search import HybridSearch
-from docchat.retrieval.vectorstore import ChromaVectorStore, VectorStore
+from docchat.retrieval.retriever import Retriever
 
 
 @dataclass
@@ -26,36 +35,54 @@ class Components:
     settings: Settings
     sessionmaker: async_sessionmaker[AsyncSession]
     embedder: Embedder
-    vector_store: VectorStore
+    vector_store: BlockingVectorStore
     llm: LLM
     storage: FileStorage
     publisher: EventPublisher
     # Files are read in sandboxed child processes: one for the worker, one for inline answers.
     extractor: ExtractionSandbox
     inline_reader: InlineReader
+    # Built from the parts above (again by `dataclasses.replace`, which tests use to swap one).
+    vector_index: VectorIndex = field(init=False)
+    lexical: LexicalIndex = field(init=False)
+    retriever: Retriever = field(init=False)
+    engine: AnswerEngine = field(init=False)
+    message_flow: MessageFlow = field(init=False)
+    completions: Completions = field(init=False)
+
+    def __post_init__(self) -> None:
+        rag = self.settings.rag
+        self.vector_index = ThreadedIndex(self.vector_store)
+        self.lexical = LexicalIndex(self.sessionmaker, rag.lexical_language)
+        self.retriever = Retriever.from_settings(
+            rag, self.embedder, self.vector_index, self.lexical
+        )
+        self.engine = AnswerEngine(
+            llm=self.llm,
+            retriever=self.retriever,
+            lexical=self.lexical,
+            inline_reader=self.inline_reader,
+            rag=rag,
+            llm_settings=self.settings.llm,
+        )
+        self.message_flow = MessageFlow(
+            settings=self.settings,
+            sessionmaker=self.sessionmaker,
+            engine=self.engine,
+            storage=self.storage,
+            publisher=self.publisher,
+        )
+        self.completions = Completions(
+            settings=self.settings,
+            sessionmaker=self.sessionmaker,
+            engine=self.engine,
+            llm=self.llm,
+            publisher=self.publisher,
+        )
 
     def close(self) -> None:
         self.extractor.close()
         self.inline_reader.sandbox.close()
-
-    @property
-    def lexical(self) -> LexicalIndex:
-        """BM25 over the chunks table, in the configured text search language."""
-        return LexicalIndex(self.sessionmaker, self.settings.rag.lexical_language)
-
-    @property
-    def hybrid(self) -> HybridSearch | None:
-        """How searches add BM25 to the vectors; None when hybrid search is off."""
-        rag = self.settings.rag
-        if not rag.hybrid:
-            return None
-        return HybridSearch(
-            index=self.lexical,
-            candidates=rag.candidates,
-            rrf_k=rag.rrf_k,
-            vector_weight=rag.vector_weight,
-            lexical_weight=rag.lexical_weight,
-        )
 
 
 def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader]:
@@ -112,11 +139,3 @@ async def build_components(
         extractor=extractor,
         inline_reader=inline_reader,
     )
-
-
-def get_components(request: Request) -> Components:
-    components: Components = request.app.state.components
-    return components
-
-
-ComponentsDep = Annotated[Components, Depends(get_components)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -59,10 +60,12 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
 
 
+@contextlib.asynccontextmanager
 async def session_scope(
     sessionmaker: async_sessionmaker[AsyncSession],
 ) -> AsyncIterator[AsyncSession]:
-    """A session whose work is committed when the block ends cleanly, rolled back otherwise."""
+    """`async with session_scope(...) as session:` commits when the block ends cleanly and
+    rolls back otherwise."""
     async with sessionmaker() as session:
         try:
             yield session

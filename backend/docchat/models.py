@@ -4,9 +4,8 @@ from docchat.auth.models import RefreshToken
 from docchat.categories.models import Category
 from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument
 from docchat.db import Base
-from docchat.documents.models import Document
+from docchat.documents.models import Document, IngestionJob
 from docchat.events.models import Event
-from docchat.ingestion.models import IngestionJob
 from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 

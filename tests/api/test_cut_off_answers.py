@@ -4,7 +4,7 @@ error everywhere: never a saved answer, never a `stop` on the OpenAI-compatible 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import openai
@@ -25,11 +25,8 @@ CUTS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    scripted_llm.reset()
+# Every test here starts with a model that has no scripted replies and no requests.
+pytestmark = pytest.mark.usefixtures("fresh_llm")
 
 
 @pytest_asyncio.fixture

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.components import Components
 from docchat.db import utcnow
-from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.documents.models import IngestionJob, JobStatus
 from docchat.ingestion.worker import IngestionWorker
 from tests.support.documents import upload, upload_and_process, vector_ref
 from tests.support.files import filler, make_pdf

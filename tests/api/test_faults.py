@@ -19,10 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.config import Settings, WorkerSettings
 from docchat.db import create_sessionmaker
-from docchat.documents.models import Document, DocumentStatus
-from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.vectorstore import ChromaVectorStore, DocumentRef
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.index import DocumentRef
 from docchat.users.models import User
 from tests.support.live_server import LiveServer
 from tests.support.tcp_proxy import TcpProxy

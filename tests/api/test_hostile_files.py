@@ -13,7 +13,7 @@ import pytest
 
 from docchat.components import Components
 from docchat.config import RAGSettings, Settings, WorkerSettings
-from docchat.documents.filetypes import FileKind
+from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from tests.support.documents import upload, upload_and_process

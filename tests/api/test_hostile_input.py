@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from docchat.components import Components
-from docchat.retrieval.vectorstore import VectorStoreUnavailable
+from docchat.retrieval.index import VectorStoreUnavailable
 from tests.support.documents import upload_and_process
 from tests.support.files import deeply_nested_pdf, page_count_bomb_pdf
 from tests.support.users import auth_headers

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
-from docchat.retrieval.search import HybridSearch, reciprocal_rank_fusion
-from docchat.retrieval.vectorstore import DocumentRef
+from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.retriever import reciprocal_rank_fusion
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process, vector_ref
 from tests.support.llm_server import ScriptedLLM
@@ -37,13 +36,6 @@ def fault_manual() -> str:
     return "\n\n".join(paragraphs)
 
 
-@pytest.fixture
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    scripted_llm.reset()
-
-
 def test_reciprocal_rank_fusion_rewards_agreement_and_weights() -> None:
     # b: 1/62 + 1/61; c: 2/63; a: 1/61; d: 1/62.
     assert reciprocal_rank_fusion([["a", "b", "c"], ["b", "d", "c"]], [1, 1], 60) == [
@@ -57,10 +49,10 @@ def test_reciprocal_rank_fusion_rewards_agreement_and_weights() -> None:
     assert reciprocal_rank_fusion([[], []], [1, 1], 60) == []
 
 
-def _hybrid(components: Components) -> HybridSearch:
-    hybrid = components.hybrid
-    assert hybrid is not None, "hybrid search is on by default"
-    return hybrid
+def _lexical(components: Components) -> LexicalIndex:
+    lexical = components.retriever.lexical
+    assert lexical is not None, "hybrid search is on by default"
+    return lexical
 
 
 async def _manual(
@@ -78,14 +70,14 @@ async def test_bm25_ranks_the_chunk_with_the_exact_code_first(
     client: httpx.AsyncClient, components: Components
 ) -> None:
     _, document = await _manual(client, components)
-    hybrid = _hybrid(components)
+    lexical = _lexical(components)
     scope = [vector_ref(document)]
     for index, code in enumerate(CODES):
-        hits = await hybrid.index.search(scope, f"What should I do about fault {code}?", 5)
+        hits = await lexical.search(scope, f"What should I do about fault {code}?", 5)
         assert hits[0].chunk.chunk_index == index, (code, hits)
         assert hits[0].score > hits[1].score  # words every chunk has add almost nothing
     # Stop words only: no lexemes, no hits, no error.
-    assert await hybrid.index.search(scope, "what is the", 5) == []
+    assert await lexical.search(scope, "what is the", 5) == []
 
 
 async def test_lexical_search_stays_in_scope_and_forgets_deleted_documents(
@@ -93,27 +85,27 @@ async def test_lexical_search_stays_in_scope_and_forgets_deleted_documents(
 ) -> None:
     _, mine = await _manual(client, components)
     other_headers, theirs = await _manual(client, components)
-    hybrid = _hybrid(components)
-    hits = await hybrid.index.search([vector_ref(mine)], f"fault {CODES[3]}", 20)
+    lexical = _lexical(components)
+    hits = await lexical.search([vector_ref(mine)], f"fault {CODES[3]}", 20)
     assert hits and {hit.chunk.document_id for hit in hits} == {uuid.UUID(mine["id"])}
     unknown = DocumentRef(uuid.uuid4(), uuid.uuid4())
-    assert await hybrid.index.search([unknown], f"fault {CODES[3]}", 20) == []
+    assert await lexical.search([unknown], f"fault {CODES[3]}", 20) == []
 
     url = f"/api/v1/documents/{theirs['id']}"
     assert (await client.delete(url, headers=other_headers)).status_code == 204
-    assert await hybrid.index.search([vector_ref(theirs)], f"fault {CODES[3]}", 20) == []
+    assert await lexical.search([vector_ref(theirs)], f"fault {CODES[3]}", 20) == []
 
 
 async def test_reprocessing_replaces_the_lexical_rows(
     client: httpx.AsyncClient, components: Components
 ) -> None:
     headers, document = await _manual(client, components)
-    hybrid = _hybrid(components)
-    before = await hybrid.index.search([vector_ref(document)], "pump seals", 50)
+    lexical = _lexical(components)
+    before = await lexical.search([vector_ref(document)], "pump seals", 50)
     url = f"/api/v1/documents/{document['id']}/reprocess"
     assert (await client.post(url, headers=headers)).status_code == 202
     await IngestionWorker(components).run_until_idle()
-    after = await hybrid.index.search([vector_ref(document)], "pump seals", 50)
+    after = await lexical.search([vector_ref(document)], "pump seals", 50)
     assert len(after) == len(before) == len(CODES)
 
 

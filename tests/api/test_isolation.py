@@ -32,13 +32,11 @@ MARKERS = ("ninth of March", "4.2 million")
 
 
 @pytest.fixture(autouse=True)
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    for request in scripted_llm.requests:
+def no_foreign_chunk_reaches_the_model(fresh_llm: ScriptedLLM) -> Iterator[None]:
+    yield
+    for request in fresh_llm.requests:
         text = json.dumps(request)
         assert not any(marker in text for marker in MARKERS), "a foreign chunk reached the LLM"
-    scripted_llm.reset()
 
 
 @pytest_asyncio.fixture

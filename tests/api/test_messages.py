@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,7 +14,7 @@ from docchat.config import LLMSettings
 from docchat.events.models import Event
 from docchat.llm import prompts
 from docchat.llm.client import LLM
-from docchat.retrieval.vectorstore import VectorStoreUnavailable
+from docchat.retrieval.index import VectorStoreUnavailable
 from tests.support.chat import ask, ask_streaming
 from tests.support.documents import upload, upload_and_process
 from tests.support.files import filler, make_pdf
@@ -36,11 +35,8 @@ RECIPE = (
 )
 
 
-@pytest.fixture(autouse=True)
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    scripted_llm.reset()
+# Every test here starts with a model that has no scripted replies and no requests.
+pytestmark = pytest.mark.usefixtures("fresh_llm")
 
 
 async def _document(

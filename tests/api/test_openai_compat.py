@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -29,11 +29,8 @@ KAITO = (
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
 
 
-@pytest.fixture(autouse=True)
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    scripted_llm.reset()
+# Every test here starts with a model that has no scripted replies and no requests.
+pytestmark = pytest.mark.usefixtures("fresh_llm")
 
 
 @pytest_asyncio.fixture

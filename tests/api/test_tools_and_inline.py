@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,8 @@ TOOL = {"options": {"retrieval": "tool"}}
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pdf"
 
 
-@pytest.fixture(autouse=True)
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    scripted_llm.reset()
+# Every test here starts with a model that has no scripted replies and no requests.
+pytestmark = pytest.mark.usefixtures("fresh_llm")
 
 
 def search_call(arguments: dict[str, Any] | str, call_id: str = "call_1") -> Reply:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from docchat.components import Components
 from docchat.llm import prompts
@@ -27,13 +25,6 @@ def sections(topics: list[str]) -> str:
         ]
         for topic in topics
     )
-
-
-@pytest.fixture
-def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    scripted_llm.reset()
-    yield scripted_llm
-    scripted_llm.reset()
 
 
 async def _report(

@@ -20,12 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.components import Components
 from docchat.config import WorkerSettings
 from docchat.db import utcnow
-from docchat.documents.models import Document, DocumentStatus
-from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
 from docchat.ingestion.worker import IngestionWorker, user_facing_reason
 from docchat.kit.errors import UpstreamError
 from docchat.retrieval import lexical
-from docchat.retrieval.vectorstore import Chunk, DocumentRef, VectorStoreUnavailable
+from docchat.retrieval.index import Chunk, DocumentRef, VectorStoreUnavailable
 from tests.support.documents import upload
 from tests.support.files import filler
 from tests.support.users import auth_headers

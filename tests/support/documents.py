@@ -7,7 +7,7 @@ import httpx
 
 from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
-from docchat.retrieval.vectorstore import DocumentRef
+from docchat.retrieval.index import DocumentRef
 
 
 async def upload(

@@ -9,12 +9,8 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
-from docchat.retrieval.vectorstore import (
-    ChromaVectorStore,
-    Chunk,
-    DocumentRef,
-    VectorStoreUnavailable,
-)
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.index import Chunk, DocumentRef, VectorStoreUnavailable
 
 DIMENSION = 3
 
@@ -97,6 +93,8 @@ def test_chunks_of_the_single_collection_layout_move_to_their_owners(tmp_path: P
             ],
         )
     store = open_store(tmp_path)
+    assert store.has_legacy_chunks()
+    assert store.move_legacy_chunks() == 2  # what `docchat reindex --layout-only` runs
     for document in documents:
         [hit] = store.query([1.0, 0.0, 0.0], [document], top_k=5)
         assert hit.chunk.text == f"text of {document.id}" and hit.chunk.page == 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from docchat.chats.whole_documents import asks_for_whole_documents, without_overlap
+from docchat.answers.whole_documents import asks_for_whole_documents, without_overlap
 
 
 @pytest.mark.parametrize(

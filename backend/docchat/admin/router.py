@@ -5,11 +5,11 @@ from fastapi import Request, status
 from docchat.admin import service
 from docchat.admin.schemas import UsageSummary
 from docchat.auth.dependencies import AdminUser
-from docchat.components import ComponentsDep
+from docchat.dependencies import SettingsDep, StorageDep
 from docchat.documents import service as documents_service
 from docchat.documents.models import Visibility
 from docchat.documents.schemas import DocumentRead
-from docchat.documents.upload_form import UPLOAD_REQUEST_BODY, upload_form
+from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 from docchat.users import service as users_service
@@ -26,19 +26,21 @@ router = make_router(prefix="/admin", tags=["admin"])
     openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
 )
 async def upload_shared_document(
-    request: Request, admin: AdminUser, session: SessionDep, components: ComponentsDep
+    request: Request,
+    admin: AdminUser,
+    session: SessionDep,
+    storage: StorageDep,
+    settings: SettingsDep,
 ) -> DocumentRead:
     """Upload a document every user can read (multipart `file`, read after the check)."""
-    async with upload_form(request) as form:
-        document = await documents_service.upload(
-            session,
-            components.storage,
-            admin,
-            form.file,
-            max_bytes=components.settings.max_upload_bytes,
-            category_id=form.category_id,
-            visibility=Visibility.shared,
-        )
+    document = await documents_service.upload_from_form(
+        request,
+        session,
+        storage,
+        admin,
+        max_bytes=settings.max_upload_bytes,
+        visibility=Visibility.shared,
+    )
     return DocumentRead.for_viewer(document, admin.id)
 
 

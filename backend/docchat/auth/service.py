@@ -3,9 +3,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.auth import repository
 from docchat.auth.models import RefreshToken
 from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
 from docchat.auth.schemas import RegisterRequest, RegistrationReceived, TokenPair
@@ -57,8 +57,7 @@ async def issue_tokens(
         family_id=family_id or uuid.uuid4(),
         expires_at=now + token_lifetime("refresh", settings),
     )
-    session.add(record)
-    await session.flush()
+    await repository.add_refresh_token(session, record)
     generation = user.session_generation
     return TokenPair(
         access_token=create_token(user.id, "access", settings, now=now, generation=generation),
@@ -88,14 +87,6 @@ async def login(
     return await issue_tokens(session, user, settings)
 
 
-async def _revoke_family(session: AsyncSession, family_id: uuid.UUID) -> None:
-    await session.execute(
-        update(RefreshToken)
-        .where(RefreshToken.family_id == family_id, RefreshToken.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-    )
-
-
 async def _stored_token(
     session: AsyncSession, refresh_token: str, settings: AuthSettings
 ) -> tuple[RefreshToken, TokenClaims] | None:
@@ -106,7 +97,7 @@ async def _stored_token(
         token_id = uuid.UUID(hex=claims.jti)
     except ValueError:
         return None
-    record = await session.get(RefreshToken, token_id, with_for_update=True)
+    record = await repository.get_for_update(session, token_id)
     if record is None or record.user_id != claims.user_id:
         return None
     return record, claims
@@ -118,7 +109,7 @@ async def refresh(session: AsyncSession, refresh_token: str, settings: AuthSetti
         raise Unauthorized(INVALID_REFRESH)
     record, claims = stored
     if record.used_at is not None or record.revoked_at is not None:
-        await _revoke_family(session, record.family_id)
+        await repository.revoke_family(session, record.family_id)
         # The revocation must outlive the 401 this request ends with.
         await session.commit()
         raise Unauthorized(REUSED_REFRESH)
@@ -133,7 +124,7 @@ async def logout(session: AsyncSession, refresh_token: str, settings: AuthSettin
     """End the login the refresh token belongs to (idempotent; unknown tokens are ignored)."""
     stored = await _stored_token(session, refresh_token, settings)
     if stored is not None:
-        await _revoke_family(session, stored[0].family_id)
+        await repository.revoke_family(session, stored[0].family_id)
 
 
 async def authenticate(session: AsyncSession, access_token: str, settings: AuthSettings) -> User:

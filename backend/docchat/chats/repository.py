@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument, MessageRole
+from docchat.db import utcnow
 
 
 def owned_by(user_id: uuid.UUID) -> Select[Chat]:
@@ -89,3 +91,23 @@ async def message_document_ids(session: AsyncSession, chat_id: uuid.UUID) -> lis
         .order_by("first")
     )
     return [row[0] for row in (await session.execute(statement)).all()]
+
+
+async def add_message(
+    session: AsyncSession, chat: Chat, role: MessageRole, content: str, **fields: Any
+) -> Message:
+    """A new message at the end of `chat` (which becomes the most recently active)."""
+    message = Message(chat_id=chat.id, role=role, content=content, **fields)
+    session.add(message)
+    chat.updated_at = utcnow()
+    await session.flush()
+    return message
+
+
+async def add_answer(session: AsyncSession, chat_id: uuid.UUID, **fields: Any) -> Message:
+    """The assistant's message, saved by a session other than the question's."""
+    message = Message(chat_id=chat_id, role=MessageRole.assistant, **fields)
+    session.add(message)
+    await session.execute(update(Chat).where(Chat.id == chat_id).values(updated_at=utcnow()))
+    await session.flush()
+    return message

@@ -7,10 +7,11 @@ from fastapi import Query, status
 from fastapi.responses import StreamingResponse
 
 from docchat.auth.dependencies import CurrentUser
-from docchat.chats import flow, service
+from docchat.chats import service
 from docchat.chats.dependencies import OwnedChat
 from docchat.chats.models import Chat
 from docchat.chats.schemas import (
+    STREAM_EVENT_SCHEMA,
     ChatCreate,
     ChatDetail,
     ChatDocumentsLink,
@@ -20,7 +21,7 @@ from docchat.chats.schemas import (
     MessageExchange,
     MessageRead,
 )
-from docchat.components import ComponentsDep
+from docchat.dependencies import MessageFlowDep
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 
@@ -108,25 +109,31 @@ async def unlink_document(chat: OwnedChat, document_id: uuid.UUID, session: Sess
 
 @messages_router.post("", response_model=MessageExchange, operation_id="messages_send")
 async def send_message(
-    data: MessageCreate, user: CurrentUser, session: SessionDep, components: ComponentsDep
+    data: MessageCreate, user: CurrentUser, session: SessionDep, flow: MessageFlowDep
 ) -> MessageExchange:
     """Ask a question; the answer is grounded in documents (message > chat > all readable)."""
-    return await flow.send(session, components, user, data)
+    return await flow.send(session, user, data)
 
 
 @messages_router.post(
     "/stream",
     response_class=StreamingResponse,
     operation_id="messages_stream",
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={
+        200: {
+            "description": "Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or "
+            "`error`; each event's `data` is the schema named after it (StreamMeta, ...)",
+            "content": {"text/event-stream": {"schema": STREAM_EVENT_SCHEMA}},
+        }
+    },
 )
 async def stream_message(
-    data: MessageCreate, user: CurrentUser, session: SessionDep, components: ComponentsDep
+    data: MessageCreate, user: CurrentUser, session: SessionDep, flow: MessageFlowDep
 ) -> StreamingResponse:
     """The same as `POST /messages`, as Server-Sent Events: meta, sources, delta…, done | error."""
-    turn = await flow.start_turn(session, components, user, data)
+    turn = await flow.start(session, user, data)
     return StreamingResponse(
-        flow.stream(components, turn),
+        flow.stream(turn),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

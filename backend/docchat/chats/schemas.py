@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from docchat.answers.meta import AnswerMeta
 from docchat.chats.models import MessageRole
+from docchat.kit.openapi import schema_ref
 from docchat.kit.schemas import RequestModel
 from docchat.retrieval.schemas import Source
 
@@ -86,7 +88,7 @@ class MessageRead(BaseModel):
     latency_ms: int | None
     prompt_tokens: int | None
     completion_tokens: int | None
-    meta: dict[str, Any] | None
+    meta: AnswerMeta | None = Field(description="About the answer (assistant messages)")
     created_at: datetime
 
 
@@ -94,3 +96,50 @@ class MessageExchange(BaseModel):
     chat_id: uuid.UUID
     user_message: MessageRead
     assistant_message: MessageRead
+
+
+# -- the events of POST /messages/stream (Server-Sent Events, in this order) ------------------
+
+
+class StreamMeta(BaseModel):
+    """`event: meta`: the chat and the saved user message, first."""
+
+    chat_id: uuid.UUID
+    user_message: MessageRead
+
+
+class StreamSources(AnswerMeta):
+    """`event: sources`: the passages the model was given, numbered as in the prompt, with
+    what is known about the answer so far."""
+
+    sources: list[Source]
+
+
+class StreamDelta(BaseModel):
+    """`event: delta`: the next piece of the answer's text."""
+
+    text: str
+
+
+class StreamDone(BaseModel):
+    """`event: done`: the saved answer (citations renumbered), last."""
+
+    assistant_message: MessageRead
+
+
+class StreamError(BaseModel):
+    """`event: error`: the answer failed; nothing of it was saved. Last."""
+
+    detail: str
+    status: int
+
+
+STREAM_EVENTS: dict[str, type[BaseModel]] = {
+    "meta": StreamMeta,
+    "sources": StreamSources,
+    "delta": StreamDelta,
+    "done": StreamDone,
+    "error": StreamError,
+}
+# The `text/event-stream` body of POST /messages/stream, as OpenAPI describes it.
+STREAM_EVENT_SCHEMA = {"oneOf": [schema_ref(model) for model in STREAM_EVENTS.values()]}

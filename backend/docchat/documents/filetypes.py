@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from enum import StrEnum
 from pathlib import PurePosixPath
 
+from docchat.extraction.kinds import FileKind
 from docchat.kit.errors import UnsupportedMediaType
 
-
-class FileKind(StrEnum):
-    pdf = "application/pdf"
-    markdown = "text/markdown"
-    text = "text/plain"
+__all__ = ["FileKind", "detect_kind", "sanitize_filename"]
 
 
 TEXT_SUFFIXES = {".txt": FileKind.text, ".text": FileKind.text, "": FileKind.text}

@@ -9,6 +9,7 @@ from sqlalchemy import Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.retrieval.index import DocumentRef
 from docchat.users.models import User
 
 
@@ -40,6 +41,31 @@ async def readable_among(
     if status is not None:
         statement = statement.where(Document.status == status)
     return list((await session.execute(statement.order_by(Document.created_at))).scalars())
+
+
+async def completed_refs(
+    session: AsyncSession,
+    user: User,
+    *,
+    among: Sequence[uuid.UUID] | None = None,
+    category_id: uuid.UUID | None = None,
+) -> list[DocumentRef]:
+    """The completed documents `user` may read (of `among`, or of a category), as the
+    indexes address them: the scope of a search."""
+    statement = readable_by(user).where(Document.status == DocumentStatus.completed)
+    if among is not None:
+        statement = statement.where(Document.id.in_(list(among)))
+    if category_id is not None:
+        statement = statement.where(Document.category_id == category_id)
+    ordered = statement.order_by(Document.created_at)
+    rows = (await session.execute(ordered.with_only_columns(Document.id, Document.owner_id))).all()
+    return [DocumentRef(row.id, row.owner_id) for row in rows]
+
+
+async def live_documents(session: AsyncSession) -> list[Document]:
+    """Every document not deleted, of every owner (for `docchat reindex`)."""
+    statement = select(Document).where(Document.deleted_at.is_(None))
+    return list((await session.execute(statement)).scalars())
 
 
 async def get_live(session: AsyncSession, document_id: uuid.UUID) -> Document | None:

@@ -7,15 +7,15 @@ from fastapi import Query, Request, status
 from fastapi.responses import FileResponse
 
 from docchat.auth.dependencies import CurrentUser
-from docchat.components import ComponentsDep
+from docchat.dependencies import SettingsDep, StorageDep, VectorIndexDep
 from docchat.documents import service
 from docchat.documents.dependencies import ReadableDocument
 from docchat.documents.models import DocumentStatus
 from docchat.documents.schemas import DocumentRead
-from docchat.documents.upload_form import UPLOAD_REQUEST_BODY, upload_form
+from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.errors import NotFound
 from docchat.kit.pagination import Page, PageDep
-from docchat.kit.routing import SessionDep, make_router
+from docchat.kit.routing import SessionDep, SessionmakerDep, make_router
 
 router = make_router(prefix="/documents", tags=["documents"])
 
@@ -28,21 +28,19 @@ router = make_router(prefix="/documents", tags=["documents"])
     openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
 )
 async def upload_document(
-    request: Request, user: CurrentUser, session: SessionDep, components: ComponentsDep
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    storage: StorageDep,
+    settings: SettingsDep,
 ) -> DocumentRead:
     """Store the file and process it in the background; poll the document for its status.
 
     The body (multipart: `file`, optional `category_id`) is read only once the caller is
     authenticated."""
-    async with upload_form(request) as form:
-        document = await service.upload(
-            session,
-            components.storage,
-            user,
-            form.file,
-            max_bytes=components.settings.max_upload_bytes,
-            category_id=form.category_id,
-        )
+    document = await service.upload_from_form(
+        request, session, storage, user, max_bytes=settings.max_upload_bytes
+    )
     return DocumentRead.for_viewer(document, user.id)
 
 
@@ -76,9 +74,9 @@ async def get_document(document: ReadableDocument, user: CurrentUser) -> Documen
     operation_id="documents_file",
     responses={200: {"content": {"application/pdf": {}, "text/plain": {}}}},
 )
-async def download_document(document: ReadableDocument, components: ComponentsDep) -> FileResponse:
+async def download_document(document: ReadableDocument, storage: StorageDep) -> FileResponse:
     """The original file, shown inline (append `#page=N` to open a PDF at a page)."""
-    path = components.storage.path(document.storage_key)
+    path = storage.path(document.storage_key)
     if not path.is_file():
         raise NotFound("The stored file is missing")
     return FileResponse(
@@ -105,13 +103,11 @@ async def reprocess_document(
     "/{document_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="documents_delete"
 )
 async def delete_document(
-    document: ReadableDocument, user: CurrentUser, session: SessionDep, components: ComponentsDep
+    document: ReadableDocument,
+    user: CurrentUser,
+    session: SessionDep,
+    index: VectorIndexDep,
+    storage: StorageDep,
+    sessionmaker: SessionmakerDep,
 ) -> None:
-    await service.delete(
-        session,
-        components.vector_store,
-        components.storage,
-        components.sessionmaker,
-        user,
-        document,
-    )
+    await service.delete(session, index, storage, sessionmaker, user, document)

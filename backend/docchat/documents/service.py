@@ -1,24 +1,24 @@
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 
+from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import UploadFile
 
 from docchat.categories import service as categories_service
 from docchat.db import utcnow
-from docchat.documents import repository
+from docchat.documents import jobs, repository
 from docchat.documents.filetypes import detect_kind, sanitize_filename
 from docchat.documents.models import Document, DocumentStatus, Visibility
 from docchat.documents.storage import FileStorage
-from docchat.ingestion import repository as jobs_repository
+from docchat.documents.upload_form import upload_form
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
 from docchat.kit.routing import after_commit
 from docchat.retrieval import lexical
-from docchat.retrieval.vectorstore import DocumentRef, VectorStore, VectorStoreUnavailable
+from docchat.retrieval.index import DocumentRef, VectorIndex, VectorStoreUnavailable
 from docchat.users.models import User
 
 
@@ -93,7 +93,7 @@ async def upload(
     )
     session.add(document)
     await session.flush()
-    await jobs_repository.enqueue(session, document.id)
+    await jobs.enqueue(session, document.id)
     return document
 
 
@@ -108,6 +108,29 @@ async def release_file(
         await session.commit()
 
 
+async def upload_from_form(
+    request: Request,
+    session: AsyncSession,
+    storage: FileStorage,
+    user: User,
+    *,
+    max_bytes: int,
+    visibility: Visibility = Visibility.private,
+) -> Document:
+    """`upload` of the multipart form in `request` (`file`, optional `category_id`), read now:
+    the caller was authenticated before a byte of it was."""
+    async with upload_form(request) as form:
+        return await upload(
+            session,
+            storage,
+            user,
+            form.file,
+            max_bytes=max_bytes,
+            category_id=form.category_id,
+            visibility=visibility,
+        )
+
+
 def _ensure_can_modify(user: User, document: Document) -> None:
     if document.visibility == Visibility.shared and not user.is_admin:
         raise Forbidden("Only administrators can change shared documents")
@@ -117,19 +140,19 @@ def _ensure_can_modify(user: User, document: Document) -> None:
 
 async def reprocess(session: AsyncSession, user: User, document: Document) -> Document:
     _ensure_can_modify(user, document)
-    await jobs_repository.cancel_pending(session, document.id, utcnow())
+    await jobs.cancel_pending(session, document.id, utcnow())
     document.status = DocumentStatus.processing
     document.error = None
     document.pages_done = 0
     document.chunks_done = 0
     await session.flush()
-    await jobs_repository.enqueue(session, document.id)
+    await jobs.enqueue(session, document.id)
     return document
 
 
 async def delete(
     session: AsyncSession,
-    vector_store: VectorStore,
+    vector_index: VectorIndex,
     storage: FileStorage,
     sessionmaker: async_sessionmaker[AsyncSession],
     user: User,
@@ -141,10 +164,10 @@ async def delete(
     key = document.storage_key
     after_commit(session, lambda: release_file(sessionmaker, storage, key))
     document.deleted_at = utcnow()
-    await jobs_repository.cancel_pending(session, document.id, document.deleted_at)
+    await jobs.cancel_pending(session, document.id, document.deleted_at)
     await lexical.delete_chunks(session, document.id)
     await session.flush()
     try:
-        await asyncio.to_thread(vector_store.delete_document, DocumentRef.of(document))
+        await vector_index.delete_document(DocumentRef.of(document))
     except VectorStoreUnavailable as exc:
         raise ServiceUnavailable("The vector store is unavailable; try deleting again") from exc

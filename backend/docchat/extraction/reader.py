@@ -20,7 +20,7 @@ from types import FrameType
 from pypdf import PageObject, PdfReader
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from docchat.documents.filetypes import FileKind
+from docchat.extraction.kinds import FileKind
 
 logger = logging.getLogger(__name__)
 MAX_PDF_PAGES = 5000

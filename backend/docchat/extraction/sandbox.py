@@ -24,8 +24,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from docchat.documents.filetypes import FileKind
 from docchat.extraction.chunking import TextChunk, chunk_document
+from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError, extract
 
 logger = logging.getLogger(__name__)

@@ -21,24 +21,27 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 # Every table, so foreign keys (documents -> categories, ...) resolve in a worker-only process.
 import docchat.models  # noqa: F401
-from docchat.components import Components
+from docchat.config import Settings
 from docchat.db import utcnow
+from docchat.documents import jobs as jobs_repository
 from docchat.documents import repository as documents_repository
-from docchat.documents.filetypes import FileKind
-from docchat.documents.models import Document
+from docchat.documents.models import Document, JobStatus
+from docchat.documents.storage import FileStorage
 from docchat.extraction.chunking import TextChunk
+from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
-from docchat.ingestion import repository as jobs_repository
-from docchat.ingestion.models import JobStatus
+from docchat.extraction.sandbox import ExtractionSandbox
 from docchat.kit.errors import DocchatError
+from docchat.llm.embeddings import Embedder
 from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
 from docchat.retrieval import lexical
-from docchat.retrieval.vectorstore import Chunk, DocumentRef, VectorStoreUnavailable
+from docchat.retrieval.index import Chunk, DocumentRef, VectorIndex, VectorStoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +76,27 @@ def user_facing_reason(exc: Exception) -> str:
     return "an internal error occurred"
 
 
+class WorkerParts(Protocol):
+    """What a worker uses: the composition root (`Components`) has these among its parts."""
+
+    settings: Settings
+    sessionmaker: async_sessionmaker[AsyncSession]
+    extractor: ExtractionSandbox
+    embedder: Embedder
+    vector_index: VectorIndex
+    storage: FileStorage
+
+
 class IngestionWorker:
-    def __init__(self, components: Components, worker_id: str | None = None) -> None:
-        self.components = components
-        self.settings = components.settings
+    def __init__(self, parts: WorkerParts, worker_id: str | None = None) -> None:
+        """`parts`: what the worker uses (the app's `Components` has them all); it keeps only
+        those, not the whole."""
+        self.settings = parts.settings
+        self.sessionmaker = parts.sessionmaker
+        self.extractor = parts.extractor
+        self.embedder = parts.embedder
+        self.index = parts.vector_index
+        self.storage = parts.storage
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
     async def run_forever(self, stop: asyncio.Event) -> None:
@@ -110,7 +130,7 @@ class IngestionWorker:
     # -- the claim and its fence ---------------------------------------------------------------
 
     async def _claim(self) -> ClaimedJob | None:
-        async with self.components.sessionmaker() as session:
+        async with self.sessionmaker() as session:
             job = await jobs_repository.claim_next(
                 session,
                 worker_id=self.worker_id,
@@ -127,7 +147,7 @@ class IngestionWorker:
     @contextlib.asynccontextmanager
     async def _fenced(self, job: ClaimedJob) -> AsyncIterator[AsyncSession]:
         """A transaction that holds the job's row: it commits only while the claim is ours."""
-        async with self.components.sessionmaker() as session:
+        async with self.sessionmaker() as session:
             if not await jobs_repository.hold_claim(session, job.id, job.token):
                 raise LostClaim(f"job {job.id} was taken over by another worker")
             yield session
@@ -137,7 +157,7 @@ class IngestionWorker:
         while True:
             await asyncio.sleep(self.settings.worker.heartbeat_seconds)
             try:
-                async with self.components.sessionmaker() as session:
+                async with self.sessionmaker() as session:
                     alive = await jobs_repository.heartbeat(session, job.id, job.token, utcnow())
                     await session.commit()
             except Exception as exc:  # the database blinked: try again at the next beat
@@ -193,7 +213,7 @@ class IngestionWorker:
         return "completed"
 
     async def _load_document(self, document_id: uuid.UUID) -> Document | None:
-        async with self.components.sessionmaker() as session:
+        async with self.sessionmaker() as session:
             return await documents_repository.get_live(session, document_id)
 
     def _check(self, lost: asyncio.Event, job: ClaimedJob) -> None:
@@ -205,8 +225,8 @@ class IngestionWorker:
     ) -> tuple[int, int]:
         """Pages and chunks of the document, with its vectors and lexical rows written."""
         rag = self.settings.rag
-        prepared = await self.components.extractor.prepare(
-            self.components.storage.path(document.storage_key),
+        prepared = await self.extractor.prepare(
+            self.storage.path(document.storage_key),
             FileKind(document.content_type),
             chunk_size=rag.chunk_size,
             chunk_overlap=rag.chunk_overlap,
@@ -214,7 +234,7 @@ class IngestionWorker:
         chunks = [self._record(document, chunk) for chunk in prepared.chunks]
         self._check(lost, job)
         ref = DocumentRef.of(document)
-        await asyncio.to_thread(self.components.vector_store.delete_document, ref)
+        await self.index.delete_document(ref)
         # The text goes in at once: inline answers read it while the vectors are made.
         async with self._fenced(job) as session:
             await lexical.delete_chunks(session, document.id)
@@ -242,16 +262,14 @@ class IngestionWorker:
         )
 
     async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
-        vectors = await asyncio.to_thread(
-            self.components.embedder.embed, [chunk.text for chunk in batch]
-        )
-        await asyncio.to_thread(self.components.vector_store.upsert, batch, vectors)
+        vectors = await asyncio.to_thread(self.embedder.embed, [chunk.text for chunk in batch])
+        await self.index.upsert(batch, vectors)
         async with self._fenced(job) as session:
             await documents_repository.set_progress(session, job.document_id, before + len(batch))
 
     async def _complete(self, job: ClaimedJob, ref: DocumentRef, chunk_count: int) -> None:
         """Completed only when both indexes hold exactly the document's chunks."""
-        stored = await asyncio.to_thread(self.components.vector_store.count, ref)
+        stored = await self.index.count(ref)
         async with self._fenced(job) as session:
             indexed = await lexical.count_chunks(session, job.document_id)
             if (stored, indexed) != (chunk_count, chunk_count):
@@ -263,7 +281,7 @@ class IngestionWorker:
                 await lexical.delete_chunks(session, job.document_id)
             await jobs_repository.finish(session, job.id, JobStatus.done, None, utcnow())
         if not live:
-            await asyncio.to_thread(self.components.vector_store.delete_document, ref)
+            await self.index.delete_document(ref)
 
     async def _finish(self, job: ClaimedJob, status: JobStatus, error: str | None) -> None:
         async with self._fenced(job) as session:

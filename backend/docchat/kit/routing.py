@@ -63,5 +63,14 @@ def get_session(request: Request) -> AsyncSession:
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
 
 
+def get_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
+    """For work that must run in sessions of its own (after the request's commits)."""
+    sessionmaker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    return sessionmaker
+
+
+SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(get_sessionmaker)]
+
+
 def make_router(**kwargs: object) -> APIRouter:
     return APIRouter(route_class=TransactionalRoute, **kwargs)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
@@ -187,7 +187,7 @@ class LLM:
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
-    ) -> AsyncIterator[str | StreamEnd]:
+    ) -> AsyncGenerator[str | StreamEnd, None]:
         options = self._options(model, temperature, max_tokens)
         started = time.perf_counter()
         try:

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from docchat.auth.dependencies import CurrentUser
-from docchat.components import ComponentsDep
+from docchat.dependencies import CompletionsDep, SettingsDep
 from docchat.kit.errors import DocchatError
 from docchat.kit.routing import SessionDep, make_router
 from docchat.llm.catalog import allowed_models
@@ -38,22 +38,23 @@ async def chat_completions(
     request: ChatCompletionRequest,
     user: CurrentUser,
     session: SessionDep,
-    components: ComponentsDep,
+    completions: CompletionsDep,
 ) -> JSONResponse | StreamingResponse:
     """OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
-    your documents and carry `sources`; without it the request goes to the model unchanged."""
+    your documents and carry `sources`; without it the request goes to the model as it came,
+    within limits (allowed models and fields, one choice, bounded length)."""
     if service.is_passthrough(request):
-        payload = service.passthrough_payload(request, components.settings.llm)
+        payload = service.passthrough_payload(request, completions.settings.llm)
         if request.stream:
-            return _streaming(service.passthrough_stream(components, user.id, payload))
-        return JSONResponse(await service.passthrough(session, components, user, payload))
-    prepared = await service.prepare(session, components, user, request)
+            return _streaming(completions.passthrough_stream(user.id, payload))
+        return JSONResponse(await completions.passthrough(session, user, payload))
+    prepared = await completions.prepare(session, user, request)
     if request.stream:
-        return _streaming(service.stream(components, prepared))
-    return JSONResponse(await service.complete(components, prepared))
+        return _streaming(completions.stream(user.id, prepared))
+    return JSONResponse(await completions.complete(user.id, prepared))
 
 
 @router.get("/models", response_model=ModelList, operation_id="openai_list_models")
-async def list_models(_: CurrentUser, components: ComponentsDep) -> ModelList:
+async def list_models(_: CurrentUser, settings: SettingsDep) -> ModelList:
     """The models you may ask for: the default first, then those the operator allows."""
-    return ModelList(data=[ModelCard(id=name) for name in allowed_models(components.settings.llm)])
+    return ModelList(data=[ModelCard(id=name) for name in allowed_models(settings.llm)])

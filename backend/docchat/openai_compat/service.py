@@ -16,23 +16,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, Question
 from docchat.categories import repository as categories_repository
-from docchat.components import Components
-from docchat.config import LLMSettings
+from docchat.config import LLMSettings, Settings
 from docchat.documents import repository as documents_repository
-from docchat.documents.models import Document, DocumentStatus
 from docchat.events import service as events_service
+from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import BadRequest, Forbidden, NotFound
-from docchat.llm import prompts
 from docchat.llm.catalog import resolve_model
-from docchat.llm.client import StreamEnd
+from docchat.llm.client import LLM
 from docchat.openai_compat.schemas import ChatCompletionRequest
-from docchat.retrieval.citations import apply_citations, has_markers, infer_citations
-from docchat.retrieval.context import ContextEntry, build_context, estimate_tokens, format_context
-from docchat.retrieval.search import search
-from docchat.retrieval.vectorstore import DocumentRef
+from docchat.retrieval.context import estimate_tokens
+from docchat.retrieval.index import DocumentRef
 from docchat.users.models import User
 
 RAG_ROLES = {"system", "user", "assistant"}
@@ -136,212 +133,229 @@ def split_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
 
 
 async def index_documents(session: AsyncSession, user: User, index_name: str) -> list[DocumentRef]:
-    statement = documents_repository.readable_by(user).where(
-        Document.status == DocumentStatus.completed
-    )
-    if index_name != ALL_INDEX:
-        category = await categories_repository.get_owned_by_name(session, user.id, index_name)
-        if category is None:
-            raise NotFound(f"Index {index_name!r} not found: use 'all' or one of your categories")
-        statement = statement.where(Document.category_id == category.id)
-    rows = (
-        await session.execute(statement.with_only_columns(Document.id, Document.owner_id))
-    ).all()
-    return [DocumentRef.of(row) for row in rows]
+    """The completed documents the index name stands for: all the caller may read, or those
+    of one of the caller's categories (404 for any other name)."""
+    if index_name == ALL_INDEX:
+        return await documents_repository.completed_refs(session, user)
+    category = await categories_repository.get_owned_by_name(session, user.id, index_name)
+    if category is None:
+        raise NotFound(f"Index {index_name!r} not found: use 'all' or one of your categories")
+    return await documents_repository.completed_refs(session, user, category_id=category.id)
 
 
 @dataclass(frozen=True)
 class Prepared:
-    messages: list[dict[str, Any]]
-    entries: list[ContextEntry]
-    query: str
-    model: str
-    max_tokens: int
-    temperature: float | None
+    """A request over the caller's documents, planned: ready for the model."""
+
+    question: Question
+    plan: Plan
+    index_name: str
+    started: float
 
 
-async def prepare(
-    session: AsyncSession, components: Components, user: User, request: ChatCompletionRequest
-) -> Prepared:
-    assert request.index_name is not None
-    model = resolve_model(components.settings.llm, request.model)
-    query, history = split_messages(request.messages)
-    if not query.strip():
-        raise BadRequest(NO_USER_PROMPT)
-    window = components.settings.llm.context_window
-    prompt_tokens = sum(estimate_tokens(_text(m.get("content"))) for m in request.messages)
-    if prompt_tokens > window:
-        raise BadRequest(
-            f"The prompt is about {prompt_tokens} tokens, more than the model's context "
-            f"window of {window}"
+def _completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+@dataclass(frozen=True)
+class Completions:
+    """The OpenAI-compatible endpoint: answers over the caller's documents through the same
+    answer engine as the chat routes, and metered pass-through to the model."""
+
+    settings: Settings
+    sessionmaker: async_sessionmaker[AsyncSession]
+    engine: AnswerEngine
+    llm: LLM
+    publisher: EventPublisher
+
+    # -- over documents ---------------------------------------------------------------------
+
+    async def prepare(
+        self, session: AsyncSession, user: User, request: ChatCompletionRequest
+    ) -> Prepared:
+        assert request.index_name is not None
+        started = time.perf_counter()
+        llm_settings = self.settings.llm
+        model = resolve_model(llm_settings, request.model)
+        query, history = split_messages(request.messages)
+        if not query.strip():
+            raise BadRequest(NO_USER_PROMPT)
+        window = llm_settings.context_window
+        prompt_tokens = sum(estimate_tokens(_text(m.get("content"))) for m in request.messages)
+        if prompt_tokens > window:
+            raise BadRequest(
+                f"The prompt is about {prompt_tokens} tokens, more than the model's context "
+                f"window of {window}"
+            )
+        documents = await index_documents(session, user, request.index_name)
+        question = Question(
+            text=query,
+            history=history,
+            documents=documents,
+            options=AnswerOptions(
+                rag_enabled=True,
+                top_k=self.settings.rag.top_k,
+                model=model,
+                whole_documents=False,
+                temperature=request.temperature,
+                max_tokens=request.max_tokens,
+            ),
+            general_system_prompt=False,
+            label=f"openai:{request.index_name}",
         )
-    wanted = request.max_tokens or components.settings.llm.max_tokens
-    budget = max(
-        0, min(components.settings.rag.max_context_tokens, window - prompt_tokens - wanted)
-    )
-    documents = await index_documents(session, user, request.index_name)
-    result = await search(
-        components.embedder,
-        components.vector_store,
-        query,
-        documents,
-        top_k=components.settings.rag.top_k,
-        similarity_floor=components.settings.rag.similarity_floor,
-        hybrid=components.hybrid,
-    )
-    entries = build_context(result.chunks, budget)
-    if entries:
-        grounded = prompts.grounded_messages([], format_context(entries), query, strict=False)
-        messages = [grounded[0], *history, {"role": "user", "content": query}]
-    else:
-        messages = [*history, {"role": "user", "content": query}]
-    used = sum(estimate_tokens(_text(m.get("content"))) for m in messages)
-    # Lowered to what the window leaves, never above what was asked.
-    max_tokens = max(1, min(wanted, window - used))
-    await events_service.record(
-        session,
-        events_service.QUERY_SUBMITTED,
-        user.id,
-        {
+        payload = {
             "query": query[:1000],
-            "model": request.model,
+            "model": model,
             "via": "openai",
             "index": request.index_name,
-        },
-    )
-    return Prepared(
-        messages,
-        entries,
-        query,
-        model,
-        max_tokens,
-        request.temperature,
-    )
-
-
-def _cited(content: str, prepared: Prepared) -> tuple[str, list[dict[str, Any]]]:
-    if not prepared.entries:
-        return content, []
-    candidates = [entry.source for entry in prepared.entries]
-    if not has_markers(content, len(candidates)):
-        content = infer_citations(content, [e.text for e in prepared.entries], prepared.query)
-    cited = apply_citations(content, candidates)
-    return cited.content, [source.model_dump(mode="json") for source in cited.sources]
-
-
-async def complete(components: Components, prepared: Prepared) -> dict[str, Any]:
-    completion = await components.llm.complete(
-        prepared.messages,
-        model=prepared.model,
-        max_tokens=prepared.max_tokens,
-        temperature=prepared.temperature,
-    )
-    content, sources = _cited(completion.content, prepared)
-    usage = None
-    if completion.prompt_tokens is not None and completion.completion_tokens is not None:
-        usage = {
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-            "total_tokens": completion.prompt_tokens + completion.completion_tokens,
         }
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": completion.model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": usage,
-        "sources": sources,
-    }
+        await self._record(session, events_service.QUERY_SUBMITTED, user.id, payload)
+        plan = await self.engine.plan(question)
+        return Prepared(question, plan, request.index_name, started)
 
-
-async def stream(components: Components, prepared: Prepared) -> AsyncIterator[dict[str, Any]]:
-    """OpenAI chunks. The text is the model's own, so the final chunk's `sources` lists every
-    passage it was given, numbered as in the prompt: `[n]` in the text is `sources[n-1]`."""
-    ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-        return {
-            "id": ident,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": prepared.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            **extra,
-        }
-
-    yield chunk({"role": "assistant", "content": ""})
-    async for item in components.llm.stream(
-        prepared.messages,
-        model=prepared.model,
-        max_tokens=prepared.max_tokens,
-        temperature=prepared.temperature,
-    ):
-        if not isinstance(item, StreamEnd):
-            yield chunk({"content": item})
-    sources = [entry.source.model_dump(mode="json") for entry in prepared.entries]
-    yield chunk({}, "stop", sources=sources)
-
-
-# -- pass-through, metered ----------------------------------------------------------------------
-
-
-def _usage_payload(model: str, usage: dict[str, Any] | None, started: float) -> dict[str, Any]:
-    usage = usage or {}
-    return {
-        "via": "openai",
-        "mode": "passthrough",
-        "model": model,
-        "latency_ms": int((time.perf_counter() - started) * 1000),
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "completion_tokens": usage.get("completion_tokens"),
-    }
-
-
-async def _record_passthrough(
-    session: AsyncSession, components: Components, user_id: uuid.UUID, answer: dict[str, Any]
-) -> None:
-    question = {"via": "openai", "mode": "passthrough", "model": answer["model"]}
-    for event_type, payload in (
-        (events_service.QUERY_SUBMITTED, question),
-        (events_service.RESPONSE_GENERATED, answer),
-    ):
+    async def _record(
+        self, session: AsyncSession, event_type: str, user_id: uuid.UUID, payload: dict[str, Any]
+    ) -> None:
         await events_service.record(session, event_type, user_id, payload)
-        events_service.publish(components.publisher, event_type, user_id, payload)
+        events_service.publish(self.publisher, event_type, user_id, payload)
 
+    async def _answered(
+        self, user_id: uuid.UUID, prepared: Prepared, generated: Generated, citations: int
+    ) -> None:
+        """`response_generated`, as the chat routes record it (in a session of its own)."""
+        meta = prepared.plan.meta
+        payload = {
+            "via": "openai",
+            "index": prepared.index_name,
+            "model": generated.model,
+            "latency_ms": int((time.perf_counter() - prepared.started) * 1000),
+            "citation_count": citations,
+            "retrieval_count": meta.retrieval_count or 0,
+            "grounded": citations > 0,
+            "prompt_tokens": generated.prompt_tokens,
+            "completion_tokens": generated.completion_tokens,
+        }
+        async with self.sessionmaker() as session:
+            await self._record(session, events_service.RESPONSE_GENERATED, user_id, payload)
+            await session.commit()
 
-async def passthrough(
-    session: AsyncSession, components: Components, user: User, payload: dict[str, Any]
-) -> dict[str, Any]:
-    """Forward to the model and record the call's usage like any answer's."""
-    started = time.perf_counter()
-    result = await components.llm.passthrough(payload)
-    answer = _usage_payload(payload["model"], result.get("usage"), started)
-    await _record_passthrough(session, components, user.id, answer)
-    return result
+    async def _generate(
+        self, prepared: Prepared, *, streaming: bool
+    ) -> AsyncIterator[str | Generated]:
+        async for item in self.engine.produce(
+            prepared.question, prepared.plan, streaming=streaming
+        ):
+            if isinstance(item, str | Generated):
+                yield item
 
+    async def complete(self, user_id: uuid.UUID, prepared: Prepared) -> dict[str, Any]:
+        generated: Generated | None = None
+        async for item in self._generate(prepared, streaming=False):
+            if isinstance(item, Generated):
+                generated = item
+        assert generated is not None
+        cited = self.engine.cite(prepared.question, prepared.plan, generated.content)
+        sources = [source.model_dump(mode="json") for source in cited.sources or []]
+        await self._answered(user_id, prepared, generated, len(sources))
+        usage = None
+        if generated.prompt_tokens is not None and generated.completion_tokens is not None:
+            usage = {
+                "prompt_tokens": generated.prompt_tokens,
+                "completion_tokens": generated.completion_tokens,
+                "total_tokens": generated.prompt_tokens + generated.completion_tokens,
+            }
+        return {
+            "id": _completion_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": generated.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": cited.content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": usage,
+            "sources": sources,
+        }
 
-async def passthrough_stream(
-    components: Components, user_id: uuid.UUID, payload: dict[str, Any]
-) -> AsyncIterator[dict[str, Any]]:
-    """Forward a stream; its usage is asked for (and kept from the client unless it asked too),
-    then recorded in a session of its own once the stream has ended."""
-    started = time.perf_counter()
-    client_wants_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
-    usage: dict[str, Any] | None = None
-    async for chunk in components.llm.passthrough_stream(
-        {**payload, "stream_options": {"include_usage": True}}
-    ):
-        usage = chunk.get("usage") or usage
-        if chunk.get("choices") or client_wants_usage:
-            yield chunk
-    answer = _usage_payload(payload["model"], usage, started)
-    async with components.sessionmaker() as session:
-        await _record_passthrough(session, components, user_id, answer)
-        await session.commit()
+    async def stream(self, user_id: uuid.UUID, prepared: Prepared) -> AsyncIterator[dict[str, Any]]:
+        """OpenAI chunks. The text is the model's own, so the final chunk's `sources` lists every
+        passage it was given, numbered as in the prompt: `[n]` in the text is `sources[n-1]`."""
+        ident, created = _completion_id(), int(time.time())
+        model = prepared.question.options.model
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+            return {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+
+        yield chunk({"role": "assistant", "content": ""})
+        generated: Generated | None = None
+        async for item in self._generate(prepared, streaming=True):
+            if isinstance(item, Generated):
+                generated = item
+            elif item:
+                yield chunk({"content": item})
+        assert generated is not None
+        sources = [source.model_dump(mode="json") for source in prepared.plan.candidates]
+        cited = self.engine.cite(prepared.question, prepared.plan, generated.content)
+        await self._answered(user_id, prepared, generated, len(cited.sources or []))
+        yield chunk({}, "stop", sources=sources)
+
+    # -- pass-through, metered ---------------------------------------------------------------
+
+    def _usage_payload(
+        self, model: str, usage: dict[str, Any] | None, started: float
+    ) -> dict[str, Any]:
+        usage = usage or {}
+        return {
+            "via": "openai",
+            "mode": "passthrough",
+            "model": model,
+            "latency_ms": int((time.perf_counter() - started) * 1000),
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens"),
+        }
+
+    async def _record_passthrough(
+        self, session: AsyncSession, user_id: uuid.UUID, answer: dict[str, Any]
+    ) -> None:
+        question = {"via": "openai", "mode": "passthrough", "model": answer["model"]}
+        await self._record(session, events_service.QUERY_SUBMITTED, user_id, question)
+        await self._record(session, events_service.RESPONSE_GENERATED, user_id, answer)
+
+    async def passthrough(
+        self, session: AsyncSession, user: User, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Forward to the model and record the call's usage like any answer's."""
+        started = time.perf_counter()
+        result = await self.llm.passthrough(payload)
+        answer = self._usage_payload(payload["model"], result.get("usage"), started)
+        await self._record_passthrough(session, user.id, answer)
+        return result
+
+    async def passthrough_stream(
+        self, user_id: uuid.UUID, payload: dict[str, Any]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Forward a stream; its usage is asked for (and kept from the client unless it asked
+        too), then recorded in a session of its own once the stream has ended."""
+        started = time.perf_counter()
+        client_wants_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+        usage: dict[str, Any] | None = None
+        async for chunk in self.llm.passthrough_stream(
+            {**payload, "stream_options": {"include_usage": True}}
+        ):
+            usage = chunk.get("usage") or usage
+            if chunk.get("choices") or client_wants_usage:
+                yield chunk
+        answer = self._usage_payload(payload["model"], usage, started)
+        async with self.sessionmaker() as session:
+            await self._record_passthrough(session, user_id, answer)
+            await session.commit()

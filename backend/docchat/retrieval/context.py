@@ -1,21 +1,71 @@
-"""Fit numbered context into a token budget, offline (no tokenizer download).
+"""Numbered context within one token budget, estimated offline (no tokenizer download).
 
-Tokens are estimated at four characters each, which over-counts for English and keeps
-other scripts on the safe side of the window.
+Tokens are estimated at four characters each, which over-counts for English and keeps other
+scripts on the safe side of the window. A `TokenBudget` is the one place that decides what
+fits: searched passages, passages the model's tool calls found, text read inline, and whole
+documents all spend from the budget their answer was given.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from docchat.retrieval.index import ScoredChunk
 from docchat.retrieval.schemas import PREVIEW_CHARS, Source
-from docchat.retrieval.vectorstore import ScoredChunk
 
 CHARS_PER_TOKEN = 4
+# Room for the instructions and formatting around the passages.
+PROMPT_OVERHEAD_TOKENS = 200
+# The best passage is cut to fit rather than dropped, unless less than this much room is left.
+MIN_CUT_CHARS = 200
 
 
 def estimate_tokens(text: str) -> int:
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+class TokenBudget:
+    """Tokens of context an answer may still spend (counted in characters, four a token)."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = max(0, tokens)
+        self.spent_chars = 0
+
+    @classmethod
+    def for_prompt(
+        cls, *, window: int, answer_tokens: int, prompt_tokens: int, cap: int
+    ) -> TokenBudget:
+        """What a context window leaves for passages once the answer, the rest of the prompt
+        and the instructions have their room, never more than `cap`."""
+        room = window - answer_tokens - prompt_tokens - PROMPT_OVERHEAD_TOKENS
+        return cls(min(cap, room))
+
+    @property
+    def remaining_chars(self) -> int:
+        return max(0, self.tokens * CHARS_PER_TOKEN - self.spent_chars)
+
+    @property
+    def remaining_tokens(self) -> int:
+        return self.remaining_chars // CHARS_PER_TOKEN
+
+    def fits(self, text: str) -> bool:
+        return len(text) <= self.remaining_chars
+
+    def spend(self, text: str) -> None:
+        self.spent_chars += len(text)
+
+    def take(self, text: str) -> bool:
+        """Spend `text` if it fits; False (nothing spent) if it does not."""
+        if not self.fits(text):
+            return False
+        self.spend(text)
+        return True
+
+    def cut(self, text: str) -> str:
+        """As much of `text` as fits, spent."""
+        piece = text[: self.remaining_chars]
+        self.spend(piece)
+        return piece
 
 
 @dataclass(frozen=True)
@@ -37,21 +87,19 @@ def source_of(hit: ScoredChunk) -> Source:
     )
 
 
-def build_context(hits: list[ScoredChunk], budget_tokens: int) -> list[ContextEntry]:
-    """Number the chunks in rank order and keep what fits in `budget_tokens`.
+def build_context(hits: list[ScoredChunk], budget: TokenBudget) -> list[ContextEntry]:
+    """Number the chunks in rank order and keep what fits in `budget`.
 
     The best chunk is cut to fit rather than dropped; later ones that do not fit are left out.
     """
     entries: list[ContextEntry] = []
-    remaining = budget_tokens * CHARS_PER_TOKEN
     for hit in hits:
         text = hit.chunk.text
-        if len(text) > remaining:
-            if entries or remaining < 200:
+        if not budget.take(text):
+            if entries or budget.remaining_chars < MIN_CUT_CHARS:
                 break
-            text = text[:remaining]
+            text = budget.cut(text)
         entries.append(ContextEntry(number=len(entries) + 1, text=text, source=source_of(hit)))
-        remaining -= len(text)
     return entries
 
 

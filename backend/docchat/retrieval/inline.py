@@ -16,13 +16,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docchat.documents.filetypes import FileKind
+from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox
-from docchat.retrieval.context import CHARS_PER_TOKEN
+from docchat.retrieval.context import TokenBudget
+from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.schemas import PREVIEW_CHARS, Source
-from docchat.retrieval.vectorstore import DocumentRef
 
 logger = logging.getLogger(__name__)
 # A file that could not be read inline is not tried again (inline) for this long.
@@ -90,15 +90,13 @@ class InlineReader:
         return await self._read(document)
 
     async def passages(
-        self, document: InlineDocument, lexical: LexicalIndex, *, budget_tokens: int
+        self, document: InlineDocument, lexical: LexicalIndex, budget: TokenBudget
     ) -> list[InlinePassage]:
-        """The document's chunks in reading order, as many as fit the budget ([] if unreadable)."""
+        """The document's chunks in reading order, as many as `budget` takes ([] if unreadable)."""
         passages: list[InlinePassage] = []
-        remaining = budget_tokens * CHARS_PER_TOKEN
         for piece in await self._pieces(document, lexical):
-            if len(piece.text) > remaining:
+            if not budget.take(piece.text):
                 break
-            remaining -= len(piece.text)
             source = Source(
                 document_id=document.id,
                 document_name=document.filename,

@@ -20,8 +20,8 @@ from sqlalchemy import cast, delete, func, select, text
 from sqlalchemy.dialects.postgresql import REGCONFIG, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.retrieval.index import Chunk, DocumentRef
 from docchat.retrieval.models import DocumentChunk
-from docchat.retrieval.vectorstore import Chunk, DocumentRef
 
 K1 = 1.2
 B = 0.75

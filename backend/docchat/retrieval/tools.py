@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docchat.llm.client import ToolCall
-from docchat.llm.embeddings import Embedder
-from docchat.retrieval.context import CHARS_PER_TOKEN, ContextEntry, source_of
-from docchat.retrieval.search import HybridSearch, search
-from docchat.retrieval.vectorstore import DocumentRef, VectorStore
+from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
+from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.retriever import Retriever
 
 TOOL_NAME = "semantic_search"
 MAX_TOOL_TOP_K = 20
@@ -52,13 +51,11 @@ def _error(message: str) -> str:
 class ToolRetrieval:
     """Runs the model's search calls over a fixed document scope, numbering what it finds."""
 
-    embedder: Embedder
-    store: VectorStore
+    retriever: Retriever
     documents: list[DocumentRef]
-    hybrid: HybridSearch | None
     default_top_k: int
-    similarity_floor: float
-    budget_tokens: int
+    # What the passages found may spend; passages read inline are already in `entries`.
+    budget: TokenBudget
     entries: list[ContextEntry] = field(default_factory=list)
     searches: int = 0
     unavailable: str | None = None
@@ -88,29 +85,19 @@ class ToolRetrieval:
             return _error(parsed)
         query, top_k = parsed
         self.searches += 1
-        result = await search(
-            self.embedder,
-            self.store,
-            query,
-            self.documents,
-            top_k=top_k,
-            similarity_floor=self.similarity_floor,
-            hybrid=self.hybrid,
-        )
+        result = await self.retriever.search(query, self.documents, top_k)
         if result.unavailable:
             self.unavailable = result.unavailable
             return _error("Document search is unavailable right now; answer without it")
         blocks = []
-        remaining = self.budget_tokens * CHARS_PER_TOKEN - sum(len(e.text) for e in self.entries)
         for hit in result.chunks:
             number = self._numbers.get(hit.chunk.id)
             if number is None:
-                if len(hit.chunk.text) > remaining:
+                if not self.budget.take(hit.chunk.text):
                     continue
                 number = len(self.entries) + 1
                 self._numbers[hit.chunk.id] = number
                 self.entries.append(ContextEntry(number, hit.chunk.text, source_of(hit)))
-                remaining -= len(hit.chunk.text)
             blocks.append(f"[{number}] {hit.chunk.text}")
         return "\n\n".join(blocks) if blocks else "No matching passages were found."
 

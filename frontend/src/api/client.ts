@@ -151,12 +151,19 @@ export async function streamMessage(
     return;
   }
   for await (const { event, data } of readSSE(response.body)) {
-    const payload = JSON.parse(data);
-    if (event === "meta") handlers.onMeta(payload.chat_id, payload.user_message);
-    else if (event === "sources") handlers.onSources(payload.sources);
-    else if (event === "delta") handlers.onDelta(payload.text);
-    else if (event === "done") handlers.onDone(payload.assistant_message);
-    else if (event === "error") handlers.onError(payload.detail);
+    // Each event's data is the schema named after it in the OpenAPI document.
+    if (event === "meta") {
+      const meta = JSON.parse(data) as Schemas["StreamMeta"];
+      handlers.onMeta(meta.chat_id, meta.user_message);
+    } else if (event === "sources") {
+      handlers.onSources((JSON.parse(data) as Schemas["StreamSources"]).sources);
+    } else if (event === "delta") {
+      handlers.onDelta((JSON.parse(data) as Schemas["StreamDelta"]).text);
+    } else if (event === "done") {
+      handlers.onDone((JSON.parse(data) as Schemas["StreamDone"]).assistant_message);
+    } else if (event === "error") {
+      handlers.onError((JSON.parse(data) as Schemas["StreamError"]).detail);
+    }
   }
 }
 

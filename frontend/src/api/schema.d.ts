@@ -458,7 +458,8 @@ export interface paths {
         /**
          * Chat Completions
          * @description OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
-         *     your documents and carry `sources`; without it the request goes to the model unchanged.
+         *     your documents and carry `sources`; without it the request goes to the model as it came,
+         *     within limits (allowed models and fields, one choice, bounded length).
          */
         post: operations["openai_chat_completions"];
         delete?: never;
@@ -491,6 +492,72 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AnswerMeta */
+        AnswerMeta: {
+            /** Citation Count */
+            citation_count?: number | null;
+            /**
+             * Citation Mode
+             * @description inferred: the model wrote no markers, so docchat matched sentences to passages
+             */
+            citation_mode?: ("model" | "inferred") | null;
+            /** Context Chars */
+            context_chars?: number | null;
+            /** Documents Searched */
+            documents_searched?: number | null;
+            /**
+             * Grounded
+             * @description The answer cites the documents
+             * @default false
+             */
+            grounded: boolean;
+            /**
+             * Inline Documents
+             * @description Documents still processing whose text was read directly
+             */
+            inline_documents?: number | null;
+            /**
+             * Llm Ms
+             * @description Time spent waiting for the model, every call included
+             */
+            llm_ms?: number | null;
+            /**
+             * Map Reduce Calls
+             * @description Model calls spent condensing whole documents
+             */
+            map_reduce_calls?: number | null;
+            /**
+             * Reason
+             * @description Why it is not grounded
+             */
+            reason?: ("no_documents" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
+            /** Reformulation Ms */
+            reformulation_ms?: number | null;
+            /** Retrieval */
+            retrieval?: ("auto" | "tool") | null;
+            /**
+             * Retrieval Count
+             * @description Passages the model was given
+             */
+            retrieval_count?: number | null;
+            /** Retrieval Mode */
+            retrieval_mode?: ("hybrid" | "vector" | "whole_documents") | null;
+            /** Retrieval Ms */
+            retrieval_ms?: number | null;
+            /**
+             * Scope
+             * @description Whose documents were searched: the message's, the chat's, or all the caller may read
+             */
+            scope?: ("message" | "chat" | "all") | null;
+            /** Tool Searches */
+            tool_searches?: number | null;
+            /** Whole Document Chunks */
+            whole_document_chunks?: number | null;
+            /** Whole Documents Skipped */
+            whole_documents_skipped?: "too_long" | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** Body_auth_login */
         Body_auth_login: {
             /** Client Id */
@@ -777,10 +844,8 @@ export interface components {
             id: string;
             /** Latency Ms */
             latency_ms: number | null;
-            /** Meta */
-            meta: {
-                [key: string]: unknown;
-            } | null;
+            /** @description About the answer (assistant messages) */
+            meta: components["schemas"]["AnswerMeta"] | null;
             /** Model */
             model: string | null;
             /** Prompt Tokens */
@@ -944,6 +1009,152 @@ export interface components {
              * @description Cosine similarity to the query; null for text read directly (inline mode)
              */
             similarity: number | null;
+        };
+        /**
+         * StreamDelta
+         * @description `event: delta`: the next piece of the answer's text.
+         */
+        StreamDelta: {
+            /** Text */
+            text: string;
+        };
+        /**
+         * StreamDone
+         * @description `event: done`: the saved answer (citations renumbered), last.
+         */
+        StreamDone: {
+            assistant_message: components["schemas"]["MessageRead"];
+        };
+        /**
+         * StreamError
+         * @description `event: error`: the answer failed; nothing of it was saved. Last.
+         */
+        StreamError: {
+            /** Detail */
+            detail: string;
+            /** Status */
+            status: number;
+        };
+        /**
+         * StreamMeta
+         * @description `event: meta`: the chat and the saved user message, first.
+         */
+        StreamMeta: {
+            /**
+             * Chat Id
+             * Format: uuid
+             */
+            chat_id: string;
+            user_message: components["schemas"]["MessageRead"];
+        };
+        /**
+         * StreamSources
+         * @description `event: sources`: the passages the model was given, numbered as in the prompt, with
+         *     what is known about the answer so far.
+         */
+        StreamSources: {
+            /**
+             * Citation Count
+             * @default null
+             */
+            citation_count: number | null;
+            /**
+             * Citation Mode
+             * @description inferred: the model wrote no markers, so docchat matched sentences to passages
+             * @default null
+             */
+            citation_mode: ("model" | "inferred") | null;
+            /**
+             * Context Chars
+             * @default null
+             */
+            context_chars: number | null;
+            /**
+             * Documents Searched
+             * @default null
+             */
+            documents_searched: number | null;
+            /**
+             * Grounded
+             * @description The answer cites the documents
+             * @default false
+             */
+            grounded: boolean;
+            /**
+             * Inline Documents
+             * @description Documents still processing whose text was read directly
+             * @default null
+             */
+            inline_documents: number | null;
+            /**
+             * Llm Ms
+             * @description Time spent waiting for the model, every call included
+             * @default null
+             */
+            llm_ms: number | null;
+            /**
+             * Map Reduce Calls
+             * @description Model calls spent condensing whole documents
+             * @default null
+             */
+            map_reduce_calls: number | null;
+            /**
+             * Reason
+             * @description Why it is not grounded
+             * @default null
+             */
+            reason: ("no_documents" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
+            /**
+             * Reformulation Ms
+             * @default null
+             */
+            reformulation_ms: number | null;
+            /**
+             * Retrieval
+             * @default null
+             */
+            retrieval: ("auto" | "tool") | null;
+            /**
+             * Retrieval Count
+             * @description Passages the model was given
+             * @default null
+             */
+            retrieval_count: number | null;
+            /**
+             * Retrieval Mode
+             * @default null
+             */
+            retrieval_mode: ("hybrid" | "vector" | "whole_documents") | null;
+            /**
+             * Retrieval Ms
+             * @default null
+             */
+            retrieval_ms: number | null;
+            /**
+             * Scope
+             * @description Whose documents were searched: the message's, the chat's, or all the caller may read
+             * @default null
+             */
+            scope: ("message" | "chat" | "all") | null;
+            /** Sources */
+            sources: components["schemas"]["Source"][];
+            /**
+             * Tool Searches
+             * @default null
+             */
+            tool_searches: number | null;
+            /**
+             * Whole Document Chunks
+             * @default null
+             */
+            whole_document_chunks: number | null;
+            /**
+             * Whole Documents Skipped
+             * @default null
+             */
+            whole_documents_skipped: "too_long" | null;
+        } & {
+            [key: string]: unknown;
         };
         /** TokenPair */
         TokenPair: {
@@ -1903,13 +2114,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Successful Response */
+            /** @description Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or `error`; each event's `data` is the schema named after it (StreamMeta, ...) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": unknown;
+                    "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
                 };
             };
             /** @description Validation Error */

@@ -1,15 +1,8 @@
-"""The vector-store edge (ChromaDB): one collection per document owner.
+"""The Chroma adapter: a `BlockingVectorStore` with one collection per document owner.
 
-Contract of `VectorStore`:
-- `upsert(chunks, embeddings)` stores chunks under their ids (`{document_id}_{chunk_index}`),
-  replacing any with the same id;
-- `delete_document(document)` removes every chunk of that document;
-- `query(embedding, documents, top_k)` returns at most `top_k` chunks of `documents` (never of
-  any other), most similar first, with cosine similarity;
-- `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
-  document and chunk index) that exist, keyed by chunk id;
-- calls are blocking; raise `VectorStoreUnavailable` when the store cannot serve.
-Access control is the caller's job: `documents` must come from the owner-scoped query.
+Chroma's client blocks, so the app serves this store through `index.ThreadedIndex`. Every call
+that reaches Chroma goes through one guard (`_guard`), which turns Chroma's errors into
+`VectorStoreUnavailable` and forgets a cached collection handle that failed.
 
 Why a collection per owner: Chroma applies a metadata filter by scanning the collection's
 metadata, so one shared collection made every scoped search cost grow with the whole
@@ -20,13 +13,13 @@ owners of shared documents), and their size is what the filter costs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
@@ -34,74 +27,17 @@ import numpy as np
 from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import NotFoundError
 
+from docchat.retrieval.index import (
+    Chunk,
+    ChunkAddress,
+    DocumentRef,
+    Embedding,
+    ScoredChunk,
+    VectorStoreUnavailable,
+    chunk_id,
+)
+
 logger = logging.getLogger(__name__)
-
-
-class VectorStoreUnavailable(Exception):
-    """The store cannot answer (down, unreadable, or built by another embedding model)."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    document_id: uuid.UUID
-    chunk_index: int
-    text: str
-    page: int | None
-    owner_id: uuid.UUID
-    visibility: str
-    filename: str
-
-    @property
-    def id(self) -> str:
-        return chunk_id(self.document_id, self.chunk_index)
-
-
-@dataclass(frozen=True)
-class ScoredChunk:
-    chunk: Chunk
-    similarity: float
-
-
-class OwnedDocument(Protocol):
-    @property
-    def id(self) -> uuid.UUID: ...
-
-    @property
-    def owner_id(self) -> uuid.UUID: ...
-
-
-@dataclass(frozen=True)
-class DocumentRef:
-    """A document as the vector store addresses it: its chunks live with its owner's."""
-
-    id: uuid.UUID
-    owner_id: uuid.UUID
-
-    @classmethod
-    def of(cls, document: OwnedDocument) -> DocumentRef:
-        return cls(document.id, document.owner_id)
-
-
-def chunk_id(document_id: uuid.UUID, chunk_index: int) -> str:
-    return f"{document_id}_{chunk_index}"
-
-
-class VectorStore(Protocol):
-    def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None: ...
-
-    def delete_document(self, document: DocumentRef) -> None: ...
-
-    def query(
-        self, embedding: Sequence[float], documents: Sequence[DocumentRef], top_k: int
-    ) -> list[ScoredChunk]: ...
-
-    def similarities(
-        self, embedding: Sequence[float], chunks: Sequence[tuple[DocumentRef, int]]
-    ) -> dict[str, float]: ...
-
-    def count(self, document: DocumentRef | None = None) -> int: ...
-
-    def ping(self) -> None: ...
 
 
 def _metadata(chunk: Chunk) -> dict[str, Any]:
@@ -187,7 +123,9 @@ def _query_owner(
 
 
 class ChromaVectorStore:
-    """Chunks in `{collection}_o_{owner}` collections; `{collection}` itself records the model."""
+    """Chunks in `{collection}_o_{owner}` collections; `{collection}` itself records the model.
+
+    Blocking: serve it through `index.ThreadedIndex`."""
 
     def __init__(
         self,
@@ -223,8 +161,12 @@ class ChromaVectorStore:
         self.mismatch = self._mismatch(self._marker)
         if self.mismatch:
             logger.error(self.mismatch)
-        else:
-            self._move_legacy_chunks()
+        elif self.has_legacy_chunks():
+            logger.warning(
+                "chunks of an older layout are waiting in %r: run "
+                "`docchat reindex --layout-only` to move them",
+                collection,
+            )
 
     def _model_metadata(self) -> dict[str, Any]:
         return {
@@ -276,8 +218,24 @@ class ChromaVectorStore:
         with self._lock:
             self._owners.pop(owner_id, None)
 
-    def _move_legacy_chunks(self) -> None:
-        """Chunks written before collections were split by owner move to their owner's."""
+    @contextlib.contextmanager
+    def _guard(self, owner_id: uuid.UUID, action: str) -> Iterator[None]:
+        """Chroma's failures leave as `VectorStoreUnavailable`, the failed handle forgotten."""
+        try:
+            yield
+        except VectorStoreUnavailable:
+            raise
+        except Exception as exc:
+            self._forget(owner_id)
+            raise VectorStoreUnavailable(f"vector store {action} failed: {exc}") from exc
+
+    def has_legacy_chunks(self) -> bool:
+        """Chunks wait in the single collection older versions used (`move_legacy_chunks`)."""
+        return not self.mismatch and int(self._marker.count()) > 0
+
+    def move_legacy_chunks(self) -> int:
+        """Move chunks written before collections were split by owner to their owner's
+        collection (run by `docchat reindex`); returns how many moved."""
         moved = 0
         while True:
             batch = self._marker.get(
@@ -297,15 +255,14 @@ class ChromaVectorStore:
             moved += len(chunks)
         if moved:
             logger.info("moved %d chunks into per-owner collections", moved)
+        return moved
 
-    def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
-        if not chunks:
-            return
+    def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None:
         grouped: dict[uuid.UUID, list[int]] = {}
         for position, chunk in enumerate(chunks):
             grouped.setdefault(chunk.owner_id, []).append(position)
         for owner_id, positions in grouped.items():
-            try:
+            with self._guard(owner_id, "write"):
                 collection = self._owner_collection(owner_id, create=True)
                 assert collection is not None
                 collection.upsert(
@@ -314,44 +271,29 @@ class ChromaVectorStore:
                     documents=[chunks[i].text for i in positions],
                     metadatas=[_metadata(chunks[i]) for i in positions],
                 )
-            except VectorStoreUnavailable:
-                raise
-            except Exception as exc:
-                self._forget(owner_id)
-                raise VectorStoreUnavailable(f"vector store write failed: {exc}") from exc
 
     def delete_document(self, document: DocumentRef) -> None:
-        try:
+        with self._guard(document.owner_id, "delete"):
             collection = self._owner_collection(document.owner_id, create=False)
             if collection is not None:
                 collection.delete(where={"document_id": str(document.id)})
-        except VectorStoreUnavailable:
-            raise
-        except Exception as exc:
-            self._forget(document.owner_id)
-            raise VectorStoreUnavailable(f"vector store delete failed: {exc}") from exc
 
     def query(
-        self, embedding: Sequence[float], documents: Sequence[DocumentRef], top_k: int
+        self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
     ) -> list[ScoredChunk]:
         if not documents or top_k <= 0:
             return []
         hits: list[ScoredChunk] = []
         for owner_id, document_ids in _by_owner(documents).items():
-            try:
+            with self._guard(owner_id, "query"):
                 collection = self._owner_collection(owner_id, create=False)
                 if collection is not None:
                     hits.extend(_query_owner(collection, list(embedding), document_ids, top_k))
-            except VectorStoreUnavailable:
-                raise
-            except Exception as exc:
-                self._forget(owner_id)
-                raise VectorStoreUnavailable(f"vector store query failed: {exc}") from exc
         hits.sort(key=lambda hit: hit.similarity, reverse=True)
         return hits[:top_k]
 
     def similarities(
-        self, embedding: Sequence[float], chunks: Sequence[tuple[DocumentRef, int]]
+        self, embedding: Embedding, chunks: Sequence[ChunkAddress]
     ) -> dict[str, float]:
         query = np.asarray(embedding, dtype=np.float64)
         query /= max(float(np.linalg.norm(query)), 1e-12)
@@ -360,16 +302,11 @@ class ChromaVectorStore:
             grouped.setdefault(document.owner_id, []).append(chunk_id(document.id, index))
         found: dict[str, float] = {}
         for owner_id, ids in grouped.items():
-            try:
+            with self._guard(owner_id, "read"):
                 collection = self._owner_collection(owner_id, create=False)
                 if collection is None:
                     continue
                 stored = collection.get(ids=ids, include=["embeddings"])
-            except VectorStoreUnavailable:
-                raise
-            except Exception as exc:
-                self._forget(owner_id)
-                raise VectorStoreUnavailable(f"vector store read failed: {exc}") from exc
             vectors = stored["embeddings"]
             if vectors is None or not len(stored["ids"]):
                 continue
@@ -381,10 +318,11 @@ class ChromaVectorStore:
 
     def count(self, document: DocumentRef | None = None) -> int:
         if document is not None:
-            collection = self._owner_collection(document.owner_id, create=False)
-            if collection is None:
-                return 0
-            found = collection.get(where={"document_id": str(document.id)}, include=[])
+            with self._guard(document.owner_id, "count"):
+                collection = self._owner_collection(document.owner_id, create=False)
+                if collection is None:
+                    return 0
+                found = collection.get(where={"document_id": str(document.id)}, include=[])
             return len(found["ids"])
         return sum(int(collection.count()) for collection in self._all_collections())
 

@@ -1,4 +1,5 @@
-"""All SQL for ingestion jobs: the claim that lets workers run in parallel, and the fence.
+"""The processing queue of documents (`ingestion_jobs`), all its SQL: the claim that lets
+workers run in parallel, and the fence.
 
 A claim gives the worker a fresh `claim_token`. Every write a worker makes for a job first
 locks the job row and checks that the token is still its own (`hold_claim`), in the same
@@ -14,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.ingestion.models import IngestionJob, JobStatus
+from docchat.documents.models import IngestionJob, JobStatus
 
 
 async def enqueue(session: AsyncSession, document_id: uuid.UUID) -> IngestionJob:

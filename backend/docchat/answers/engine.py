@@ -1,0 +1,424 @@
+"""The answer engine: a question over a document scope in, a grounded (or general) answer out.
+
+One path for the chat routes and the OpenAI-compatible endpoint, with no database of its own:
+1. `plan`: the context, under one `TokenBudget`: passages found by the `Retriever` (`auto`),
+   or none up front and the `semantic_search` tool (`tool`), whole documents for "summarise"
+   requests, and the text of documents still processing (inline); then the prompt;
+2. `produce`: the model calls (the bounded tool loop, then the answer), text as it comes;
+3. `cite`: the raw answer becomes the saved one, `[n]` markers renumbered over the sources it
+   cites.
+Every model call of an answer goes through one `MeteredLLM`, so the tokens and the time an
+answer reports are all of its calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from docchat.answers.meta import AnswerMeta, Scope
+from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_documents
+from docchat.config import LLMSettings, RAGSettings
+from docchat.extraction.kinds import FileKind
+from docchat.kit.errors import DocchatError
+from docchat.llm import prompts
+from docchat.llm.client import LLM, Completion, StreamEnd
+from docchat.llm.usage import MeteredLLM, Usage
+from docchat.retrieval.citations import (
+    apply_citations,
+    has_markers,
+    infer_citations,
+    says_information_is_missing,
+    strip_markers,
+)
+from docchat.retrieval.context import (
+    ContextEntry,
+    TokenBudget,
+    build_context,
+    estimate_tokens,
+    format_context,
+)
+from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.inline import InlineDocument, InlineReader, file_part, file_source
+from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.retriever import Retriever
+from docchat.retrieval.schemas import Source
+from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
+
+logger = logging.getLogger(__name__)
+MAX_TOOL_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    rag_enabled: bool
+    top_k: int
+    model: str
+    strict: bool = False
+    reformulate: bool = False
+    retrieval: Literal["auto", "tool"] = "auto"
+    # Read whole documents for "summarise this" / "compare these" requests.
+    whole_documents: bool = True
+    temperature: float | None = None
+    # The longest answer the caller wants (None: LLM_MAX_TOKENS); lowered to fit the window.
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    # Earlier messages, oldest first, as the model should see them.
+    history: list[dict[str, Any]]
+    # Completed documents to search: from the owner-scoped query only.
+    documents: list[DocumentRef]
+    options: AnswerOptions
+    scope: Scope | None = None
+    # Documents attached to this question that are still processing: read directly.
+    inline_documents: list[InlineDocument] = field(default_factory=list)
+    # Without passages: our general-conversation prompt (chats), or the messages as the
+    # caller sent them (the OpenAI-compatible endpoint).
+    general_system_prompt: bool = True
+    # Names the conversation in the logs (a chat id).
+    label: str = ""
+
+
+@dataclass
+class Plan:
+    """The prompt, and the passages an answer may cite (tool mode adds to them as it searches)."""
+
+    messages: list[dict[str, Any]]
+    usage: Usage
+    meta: AnswerMeta
+    max_tokens: int
+    entries: list[ContextEntry] = field(default_factory=list)
+    # Set when no model call is needed (strict mode with nothing found).
+    fixed_answer: str | None = None
+    tools: ToolRetrieval | None = None
+
+    @property
+    def candidates(self) -> list[Source]:
+        return [entry.source for entry in self.entries]
+
+
+@dataclass(frozen=True)
+class Generated:
+    content: str
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    # Wall time spent waiting for the language model, every call of the answer included.
+    llm_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class SourcesReady:
+    """Yielded by `produce` once retrieval is over, before the first piece of text."""
+
+
+@dataclass(frozen=True)
+class CitedAnswer:
+    content: str
+    sources: list[Source] | None
+    meta: AnswerMeta
+
+
+class AnswerEngine:
+    def __init__(
+        self,
+        *,
+        llm: LLM,
+        retriever: Retriever,
+        lexical: LexicalIndex,
+        inline_reader: InlineReader,
+        rag: RAGSettings,
+        llm_settings: LLMSettings,
+    ) -> None:
+        self.llm = llm
+        self.retriever = retriever
+        self.lexical = lexical
+        self.inline_reader = inline_reader
+        self.rag = rag
+        self.llm_settings = llm_settings
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def answer_tokens(self, options: AnswerOptions) -> int:
+        return options.max_tokens or self.llm_settings.max_tokens
+
+    def budget(self, question: Question) -> TokenBudget:
+        prompt_tokens = estimate_tokens(question.text) + sum(
+            estimate_tokens(str(message.get("content") or "")) for message in question.history
+        )
+        return TokenBudget.for_prompt(
+            window=self.llm_settings.context_window,
+            answer_tokens=self.answer_tokens(question.options),
+            prompt_tokens=prompt_tokens,
+            cap=self.rag.max_context_tokens,
+        )
+
+    def _fitted_max_tokens(self, question: Question, messages: list[dict[str, Any]]) -> int:
+        """The answer's length, lowered to what the window leaves after the prompt."""
+        used = sum(estimate_tokens(str(message.get("content") or "")) for message in messages)
+        room = self.llm_settings.context_window - used
+        return max(1, min(self.answer_tokens(question.options), room))
+
+    def _general(self, question: Question) -> list[dict[str, Any]]:
+        if question.general_system_prompt:
+            return prompts.general_messages(question.history, question.text)
+        return [*question.history, {"role": "user", "content": question.text}]
+
+    async def plan(self, question: Question) -> Plan:
+        options = question.options
+        usage = Usage()
+        llm = MeteredLLM(self.llm, usage)
+        meta = AnswerMeta(
+            grounded=False,
+            scope=question.scope,
+            retrieval=options.retrieval,
+            documents_searched=len(question.documents),
+        )
+        general = self._general(question)
+        if not options.rag_enabled:
+            meta = meta.model_copy(update={"reason": "rag_disabled", "documents_searched": 0})
+            return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
+        budget = self.budget(question)
+        searched: list[ContextEntry] = []
+        if options.retrieval == "auto":
+            searched = await self._searched_entries(question, llm, meta, budget)
+        inline, file_parts = await self._inline_entries(question, len(searched) + 1, budget)
+        if inline:
+            meta.inline_documents = len(question.inline_documents)
+        entries = searched + inline
+        if options.retrieval == "tool" and question.documents:
+            return self._tool_plan(question, entries, file_parts, meta, budget, usage)
+        if not entries:
+            meta.reason = meta.reason or ("no_match" if question.documents else "no_documents")
+            fixed = prompts.NOT_FOUND_ANSWER if options.strict else None
+            return Plan(
+                general, usage, meta, self._fitted_max_tokens(question, general), fixed_answer=fixed
+            )
+        context = format_context([entry for entry in entries if entry.text])
+        logger.info(
+            "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
+            question.label,
+            question.scope,
+            len(question.documents),
+            len(entries),
+            len(inline),
+            len(context),
+        )
+        grounded = prompts.grounded_messages(
+            question.history, context, question.text, strict=options.strict
+        )
+        _with_file_parts(grounded, file_parts)
+        meta.context_chars = len(context)
+        return Plan(
+            grounded, usage, meta, self._fitted_max_tokens(question, grounded), entries=entries
+        )
+
+    async def _search_query(self, question: Question, llm: MeteredLLM, meta: AnswerMeta) -> str:
+        if not (question.options.reformulate and question.history):
+            return question.text
+        started = time.perf_counter()
+        try:
+            rewritten = await llm.complete(
+                prompts.reformulation_messages(question.history, question.text),
+                model=question.options.model,
+                max_tokens=100,
+                temperature=0.0,
+            )
+        except DocchatError as exc:
+            logger.warning(
+                "query reformulation failed, searching with the question as asked: %s", exc
+            )
+            return question.text
+        finally:
+            meta.reformulation_ms = round((time.perf_counter() - started) * 1000, 1)
+        return rewritten.content.strip() or question.text
+
+    async def _searched_entries(
+        self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget
+    ) -> list[ContextEntry]:
+        if not question.documents:
+            return []
+        if question.options.whole_documents and asks_for_whole_documents(
+            question.text, question.scope
+        ):
+            whole = WholeDocuments(llm, self.lexical, self.rag, self.llm_settings)
+            entries = await whole.entries(
+                question.text,
+                question.documents,
+                model=question.options.model,
+                label=question.label,
+                meta=meta,
+                budget=budget,
+            )
+            if entries is not None:
+                return entries
+        query = await self._search_query(question, llm, meta)
+        result = await self.retriever.search(query, question.documents, question.options.top_k)
+        meta.retrieval_ms = round(result.elapsed_ms, 1)
+        meta.retrieval_count = len(result.chunks)
+        meta.retrieval_mode = self.retriever.mode
+        if result.unavailable:
+            meta.reason = "retrieval_unavailable"
+            return []
+        return build_context(result.chunks, budget)
+
+    async def _inline_entries(
+        self, question: Question, first_number: int, budget: TokenBudget
+    ) -> tuple[list[ContextEntry], list[dict[str, Any]]]:
+        """Passages read from documents still processing, or (PDF input on) the files themselves."""
+        entries: list[ContextEntry] = []
+        parts: list[dict[str, Any]] = []
+        for document in question.inline_documents:
+            number = first_number + len(entries)
+            if self.llm_settings.pdf_input and document.kind is FileKind.pdf:
+                parts.append(await _read_file_part(document))
+                entries.append(ContextEntry(number, "", file_source(document)))
+                continue
+            passages = await self.inline_reader.passages(document, self.lexical, budget)
+            for offset, passage in enumerate(passages):
+                entries.append(ContextEntry(number + offset, passage.text, passage.source))
+        return entries, parts
+
+    def _tool_plan(
+        self,
+        question: Question,
+        inline: list[ContextEntry],
+        file_parts: list[dict[str, Any]],
+        meta: AnswerMeta,
+        budget: TokenBudget,
+        usage: Usage,
+    ) -> Plan:
+        tools = ToolRetrieval(
+            retriever=self.retriever,
+            documents=question.documents,
+            default_top_k=question.options.top_k,
+            budget=budget,
+            entries=list(inline),
+        )
+        context = format_context([entry for entry in inline if entry.text])
+        messages = prompts.tool_messages(
+            question.history, context, question.text, strict=question.options.strict
+        )
+        _with_file_parts(messages, file_parts)
+        max_tokens = self._fitted_max_tokens(question, messages)
+        return Plan(messages, usage, meta, max_tokens, entries=list(inline), tools=tools)
+
+    # -- generation -----------------------------------------------------------------------------
+
+    async def produce(
+        self, question: Question, plan: Plan, *, streaming: bool
+    ) -> AsyncIterator[str | SourcesReady | Generated]:
+        """Text pieces of the answer (one piece when not streaming), then the `Generated` total."""
+        options = question.options
+        llm = MeteredLLM(self.llm, plan.usage)
+        if plan.fixed_answer is not None:
+            yield SourcesReady()
+            yield plan.fixed_answer
+            yield self._generated(plan, plan.fixed_answer, options.model)
+            return
+        messages = list(plan.messages)
+        if plan.tools is not None:
+            answered = await self._tool_rounds(question, plan, llm, messages)
+            _adopt_tool_results(plan)
+            if answered is not None:
+                yield SourcesReady()
+                yield answered.content
+                yield self._generated(plan, answered.content, answered.model)
+                return
+        yield SourcesReady()
+        model, max_tokens, temperature = options.model, plan.max_tokens, options.temperature
+        if not streaming:
+            completion = await llm.complete(
+                messages, model=model, max_tokens=max_tokens, temperature=temperature
+            )
+            yield completion.content
+            yield self._generated(plan, completion.content, completion.model)
+            return
+        pieces: list[str] = []
+        end = StreamEnd(model=options.model)
+        async for item in llm.stream(
+            messages, model=model, max_tokens=max_tokens, temperature=temperature
+        ):
+            if isinstance(item, StreamEnd):
+                end = item
+            else:
+                pieces.append(item)
+                yield item
+        yield self._generated(plan, "".join(pieces), end.model)
+
+    @staticmethod
+    def _generated(plan: Plan, content: str, model: str) -> Generated:
+        usage = plan.usage
+        return Generated(content, model, usage.prompt_tokens, usage.completion_tokens, usage.llm_ms)
+
+    async def _tool_rounds(
+        self, question: Question, plan: Plan, llm: MeteredLLM, messages: list[dict[str, Any]]
+    ) -> Completion | None:
+        """Let the model search until it answers; None when the rounds ran out without an answer."""
+        assert plan.tools is not None
+        for _ in range(MAX_TOOL_ROUNDS):
+            completion = await llm.complete(
+                messages, model=question.options.model, tools=[SEMANTIC_SEARCH_TOOL]
+            )
+            if not completion.tool_calls:
+                return completion
+            messages.append(assistant_tool_message(completion.content, completion.tool_calls))
+            for call in completion.tool_calls:
+                result = await plan.tools.run(call)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        return None
+
+    # -- citations ------------------------------------------------------------------------------
+
+    def cite(self, question: Question, plan: Plan, content: str) -> CitedAnswer:
+        """The answer as saved: markers renumbered over cited sources, or no sources at all."""
+        meta = plan.meta.model_copy()
+        strict = question.options.strict
+        candidates = plan.candidates
+        if plan.fixed_answer is not None or not candidates:
+            return CitedAnswer(content, None, meta)
+        if says_information_is_missing(content):
+            meta.grounded, meta.reason = False, "insufficient_information"
+            answer = prompts.NOT_FOUND_ANSWER if strict else strip_markers(content)
+            return CitedAnswer(answer, None, meta)
+        mode: Literal["model", "inferred"] = "model"
+        if not strict and not has_markers(content, len(candidates)):
+            passages = [entry.text for entry in plan.entries]
+            content = infer_citations(content, passages, question.text)
+            mode = "inferred"
+        cited = apply_citations(content, candidates)
+        if not cited.sources:
+            meta.grounded, meta.reason = False, "not_cited"
+            return CitedAnswer(prompts.NOT_FOUND_ANSWER if strict else cited.content, None, meta)
+        meta.reason = None
+        meta.grounded, meta.citation_count, meta.citation_mode = True, len(cited.sources), mode
+        return CitedAnswer(cited.content, cited.sources, meta)
+
+
+def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
+    """Put the file parts before the question in the last (user) message."""
+    if parts:
+        question = messages[-1]["content"]
+        messages[-1] = {"role": "user", "content": [*parts, {"type": "text", "text": question}]}
+
+
+async def _read_file_part(document: InlineDocument) -> dict[str, object]:
+    return await asyncio.to_thread(file_part, document)
+
+
+def _adopt_tool_results(plan: Plan) -> None:
+    assert plan.tools is not None
+    plan.entries = plan.tools.entries
+    plan.meta.tool_searches = plan.tools.searches
+    plan.meta.retrieval_count = len(plan.entries)
+    if plan.tools.unavailable:
+        plan.meta.reason = "retrieval_unavailable"
+    elif not plan.entries:
+        plan.meta.reason = "no_match"

@@ -1,0 +1,61 @@
+"""What an answer says about itself: grounded or not and why, how it was found, what it cost.
+
+Saved with each assistant message (`meta`) and sent on the stream's `sources` event; typed here
+so the API schema (and the web app's generated client) describe every field. Fields that do
+not apply to an answer are left out of it, not sent as null.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Reason = Literal[
+    "no_documents",
+    "no_match",
+    "not_cited",
+    "insufficient_information",
+    "rag_disabled",
+    "retrieval_unavailable",
+]
+Scope = Literal["message", "chat", "all"]
+RetrievalMode = Literal["hybrid", "vector", "whole_documents"]
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _optional(description: str | None = None) -> Any:
+    return Field(None, exclude_if=_is_none, description=description)
+
+
+class AnswerMeta(BaseModel):
+    # Messages saved by older versions may carry keys this version does not know.
+    model_config = ConfigDict(extra="allow")
+
+    grounded: bool = Field(False, description="The answer cites the documents")
+    reason: Reason | None = _optional("Why it is not grounded")
+    scope: Scope | None = _optional(
+        "Whose documents were searched: the message's, the chat's, or all the caller may read"
+    )
+    retrieval: Literal["auto", "tool"] | None = _optional()
+    documents_searched: int | None = _optional()
+    retrieval_mode: RetrievalMode | None = _optional()
+    retrieval_count: int | None = _optional("Passages the model was given")
+    retrieval_ms: float | None = _optional()
+    reformulation_ms: float | None = _optional()
+    llm_ms: float | None = _optional("Time spent waiting for the model, every call included")
+    context_chars: int | None = _optional()
+    inline_documents: int | None = _optional(
+        "Documents still processing whose text was read directly"
+    )
+    tool_searches: int | None = _optional()
+    whole_document_chunks: int | None = _optional()
+    map_reduce_calls: int | None = _optional("Model calls spent condensing whole documents")
+    whole_documents_skipped: Literal["too_long"] | None = _optional()
+    citation_count: int | None = _optional()
+    citation_mode: Literal["model", "inferred"] | None = _optional(
+        "inferred: the model wrote no markers, so docchat matched sentences to passages"
+    )

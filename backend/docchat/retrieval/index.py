@@ -1,0 +1,143 @@
+"""What the indexes store and the contract of a vector index, independent of any engine.
+
+Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thread):
+- `upsert(chunks, embeddings)` stores chunks under their ids (`{document_id}_{chunk_index}`),
+  replacing any with the same id;
+- `delete_document(document)` removes every chunk of that document;
+- `query(embedding, documents, top_k)` returns at most `top_k` chunks of `documents` (never of
+  any other), most similar first, with cosine similarity;
+- `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
+  document and chunk index) that exist, keyed by chunk id;
+- `count(document)` counts a document's chunks (or all chunks), `ping()` checks it can serve;
+- failures raise `VectorStoreUnavailable`.
+Access control is the caller's job: `documents` must come from the owner-scoped query.
+
+An engine whose client blocks (Chroma's does) implements `BlockingVectorStore`, the same
+methods without `async`, and `ThreadedIndex` serves it as a `VectorIndex`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class VectorStoreUnavailable(Exception):
+    """The store cannot answer (down, unreadable, or built by another embedding model)."""
+
+
+def chunk_id(document_id: uuid.UUID, chunk_index: int) -> str:
+    return f"{document_id}_{chunk_index}"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    document_id: uuid.UUID
+    chunk_index: int
+    text: str
+    page: int | None
+    owner_id: uuid.UUID
+    visibility: str
+    filename: str
+
+    @property
+    def id(self) -> str:
+        return chunk_id(self.document_id, self.chunk_index)
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    chunk: Chunk
+    similarity: float
+
+
+class OwnedDocument(Protocol):
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def owner_id(self) -> uuid.UUID: ...
+
+
+@dataclass(frozen=True)
+class DocumentRef:
+    """A document as the indexes address it: its id, and its owner (whose collection holds it)."""
+
+    id: uuid.UUID
+    owner_id: uuid.UUID
+
+    @classmethod
+    def of(cls, document: OwnedDocument) -> DocumentRef:
+        return cls(document.id, document.owner_id)
+
+
+Embedding = Sequence[float]
+ChunkAddress = tuple[DocumentRef, int]
+
+
+class VectorIndex(Protocol):
+    async def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None: ...
+
+    async def delete_document(self, document: DocumentRef) -> None: ...
+
+    async def query(
+        self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
+    ) -> list[ScoredChunk]: ...
+
+    async def similarities(
+        self, embedding: Embedding, chunks: Sequence[ChunkAddress]
+    ) -> dict[str, float]: ...
+
+    async def count(self, document: DocumentRef | None = None) -> int: ...
+
+    async def ping(self) -> None: ...
+
+
+class BlockingVectorStore(Protocol):
+    def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None: ...
+
+    def delete_document(self, document: DocumentRef) -> None: ...
+
+    def query(
+        self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
+    ) -> list[ScoredChunk]: ...
+
+    def similarities(
+        self, embedding: Embedding, chunks: Sequence[ChunkAddress]
+    ) -> dict[str, float]: ...
+
+    def count(self, document: DocumentRef | None = None) -> int: ...
+
+    def ping(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ThreadedIndex:
+    """A `VectorIndex` over a blocking store: each call runs in a worker thread."""
+
+    store: BlockingVectorStore
+
+    async def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None:
+        await asyncio.to_thread(self.store.upsert, chunks, embeddings)
+
+    async def delete_document(self, document: DocumentRef) -> None:
+        await asyncio.to_thread(self.store.delete_document, document)
+
+    async def query(
+        self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
+    ) -> list[ScoredChunk]:
+        return await asyncio.to_thread(self.store.query, embedding, documents, top_k)
+
+    async def similarities(
+        self, embedding: Embedding, chunks: Sequence[ChunkAddress]
+    ) -> dict[str, float]:
+        return await asyncio.to_thread(self.store.similarities, embedding, chunks)
+
+    async def count(self, document: DocumentRef | None = None) -> int:
+        return await asyncio.to_thread(self.store.count, document)
+
+    async def ping(self) -> None:
+        await asyncio.to_thread(self.store.ping)

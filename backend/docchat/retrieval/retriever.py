@@ -1,0 +1,198 @@
+"""The retriever: a question and a document scope in, the best passages of that scope out.
+
+One pipeline, built once at start and used by every path that searches (automatic retrieval,
+the `semantic_search` tool, the OpenAI-compatible endpoint, the benchmarks):
+1. embed the query (batched with other questions arriving at the same moment);
+2. vector search, and, for hybrid search, BM25 over the same scope, fused by reciprocal rank
+   fusion (chunks only BM25 found get their cosine similarity from the stored vectors);
+3. a `Reranker`, if one is configured, reorders the fused candidates;
+4. the similarity floor: chunks below it do not count as a match, so "nothing matches, answer
+   in general mode" means the same with or without hybrid search.
+The scope must come from the owner-scoped document query; the retriever never widens it.
+Failures of the embedder or the vector index are reported in `SearchResult.unavailable`, so
+the caller can answer in general mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from docchat.config import RAGSettings
+from docchat.llm.embeddings import Embedder
+from docchat.observability import RETRIEVAL_LATENCY
+from docchat.retrieval.index import DocumentRef, ScoredChunk, VectorIndex
+from docchat.retrieval.lexical import LexicalHit, LexicalIndex
+from docchat.retrieval.query_embedding import embed_query
+
+logger = logging.getLogger(__name__)
+RetrievalMode = Literal["hybrid", "vector"]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    chunks: list[ScoredChunk] = field(default_factory=list)
+    # Why nothing could be searched, when the vector store or the embedder failed.
+    unavailable: str | None = None
+    elapsed_ms: float = 0.0
+
+
+class Reranker(Protocol):
+    """Reorders candidates for a query, best first (a cross-encoder, a rerank service...)."""
+
+    async def rerank(
+        self, query: str, candidates: Sequence[ScoredChunk], top_k: int
+    ) -> list[ScoredChunk]: ...
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the BM25 ranking joins the vectors': `candidates` from each, weighted RRF."""
+
+    candidates: int = 20
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], k: int
+) -> list[str]:
+    """Ids ordered by the sum over rankings of weight / (k + rank), rank counted from 1."""
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    return sorted(scores, key=lambda key: -scores[key])
+
+
+class Retriever:
+    def __init__(
+        self,
+        embedder: Embedder,
+        index: VectorIndex,
+        *,
+        similarity_floor: float,
+        lexical: LexicalIndex | None = None,
+        fusion: Fusion | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.index = index
+        self.lexical = lexical
+        self.similarity_floor = similarity_floor
+        self.fusion = fusion or Fusion()
+        self.reranker = reranker
+
+    @classmethod
+    def from_settings(
+        cls, rag: RAGSettings, embedder: Embedder, index: VectorIndex, lexical: LexicalIndex
+    ) -> Retriever:
+        fusion = Fusion(
+            candidates=rag.candidates,
+            rrf_k=rag.rrf_k,
+            vector_weight=rag.vector_weight,
+            lexical_weight=rag.lexical_weight,
+        )
+        return cls(
+            embedder,
+            index,
+            similarity_floor=rag.similarity_floor,
+            lexical=lexical if rag.hybrid else None,
+            fusion=fusion,
+        )
+
+    @property
+    def mode(self) -> RetrievalMode:
+        return "vector" if self.lexical is None else "hybrid"
+
+    async def search(
+        self, query: str, documents: Sequence[DocumentRef], top_k: int
+    ) -> SearchResult:
+        """The `top_k` best chunks of `documents` for `query` whose similarity passes the floor."""
+        if not documents or not query.strip():
+            return SearchResult()
+        started = time.perf_counter()
+        try:
+            vector = await embed_query(self.embedder, query)
+            depth = top_k if self.lexical is None else max(self.fusion.candidates, top_k)
+            hits = await self._candidates(vector, query, documents, depth, top_k)
+            if self.reranker is not None:
+                hits = await self.reranker.rerank(query, hits, top_k)
+        except Exception as exc:
+            logger.warning("retrieval unavailable, answering in general mode: %s", exc)
+            return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
+        allowed = {document.id for document in documents}
+        kept = [
+            hit
+            for hit in hits
+            if hit.similarity >= self.similarity_floor and hit.chunk.document_id in allowed
+        ][:top_k]
+        elapsed = time.perf_counter() - started
+        RETRIEVAL_LATENCY.observe(elapsed)
+        return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
+
+    async def _candidates(
+        self,
+        vector: list[float],
+        query: str,
+        documents: Sequence[DocumentRef],
+        depth: int,
+        top_k: int,
+    ) -> list[ScoredChunk]:
+        if self.lexical is None:
+            return await self.index.query(vector, list(documents), depth)
+        # Both finish before anything is raised: a failed vector search must not leave the
+        # lexical query running on behind the request's back.
+        vector_result, lexical_result = await asyncio.gather(
+            self.index.query(vector, list(documents), depth),
+            self._lexical(self.lexical, documents, query, depth),
+            return_exceptions=True,
+        )
+        if isinstance(vector_result, BaseException):
+            raise vector_result
+        if isinstance(lexical_result, BaseException):
+            raise lexical_result
+        return await self._fused(vector, documents, vector_result, lexical_result, top_k)
+
+    @staticmethod
+    async def _lexical(
+        lexical: LexicalIndex, documents: Sequence[DocumentRef], query: str, depth: int
+    ) -> list[LexicalHit]:
+        try:
+            return await lexical.search(documents, query, depth)
+        except Exception as exc:  # the vectors alone still answer
+            logger.warning("lexical search failed, using vector search alone: %s", exc)
+            return []
+
+    async def _fused(
+        self,
+        vector: list[float],
+        documents: Sequence[DocumentRef],
+        vector_hits: list[ScoredChunk],
+        lexical_hits: list[LexicalHit],
+        top_k: int,
+    ) -> list[ScoredChunk]:
+        """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
+        fusion = self.fusion
+        fused = reciprocal_rank_fusion(
+            [[hit.chunk.id for hit in vector_hits], [hit.id for hit in lexical_hits]],
+            [fusion.vector_weight, fusion.lexical_weight],
+            fusion.rrf_k,
+        )
+        found = {hit.chunk.id: hit for hit in vector_hits}
+        # Only chunks that can still reach the answer need their cosine similarity fetched.
+        contenders = set(fused[: top_k * 3])
+        missing = [hit for hit in lexical_hits if hit.id not in found and hit.id in contenders]
+        if missing:
+            refs = {document.id: document for document in documents}
+            wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in missing]
+            similarities = await self.index.similarities(vector, wanted)
+            for hit in missing:
+                if hit.id in similarities:
+                    found[hit.id] = ScoredChunk(hit.chunk, similarities[hit.id])
+        return [found[key] for key in fused if key in found]
