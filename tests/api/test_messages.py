@@ -291,6 +291,40 @@ async def test_reformulation_rewrites_the_search_query(
     assert response.json()["assistant_message"]["sources"][0]["document_name"] == "bridge.md"
 
 
+async def test_the_tokens_of_an_answer_count_every_model_call_it_made(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await _document(client, components, headers, "bridge.md", BRIDGE)
+    first = await ask(client, headers, "What is the Zephyr?")
+    fresh_llm.reset()
+    fresh_llm.script("When was the Zephyr suspension bridge completed", "In 1932 [1].")
+    response = await ask(
+        client,
+        headers,
+        "when was it finished?",
+        chat_id=first.json()["chat_id"],
+        options={"reformulate": True},
+    )
+    answer = response.json()["assistant_message"]
+    rewrite, final = fresh_llm.requests  # the reformulation, then the answer
+    sent = [
+        sum(len(str(m.get("content") or "")) for m in request["messages"]) // 4
+        for request in (rewrite, final)
+    ]
+    assert answer["prompt_tokens"] == sum(sent)  # was the final call's alone
+    completions = len("When was the Zephyr suspension bridge completed") // 4
+    assert answer["completion_tokens"] == completions + len("In 1932 [1].") // 4
+    event = await _last_event(components, "response_generated")
+    assert event["prompt_tokens"] == sum(sent)
+
+
+async def _last_event(components: Components, event_type: str) -> dict[str, Any]:
+    async with components.sessionmaker() as session:
+        statement = select(Event).where(Event.type == event_type).order_by(Event.created_at.desc())
+        return (await session.execute(statement.limit(1))).scalar_one().payload
+
+
 async def test_preferred_model_and_request_model(
     client: httpx.AsyncClient, fresh_llm: ScriptedLLM
 ) -> None:

@@ -145,6 +145,28 @@ async def test_simple_query_is_grounded_with_sources(
     assert sent[1:] == [SYSTEM, {"role": "user", "content": "What is KAITO?"}]
 
 
+async def test_answers_over_documents_record_the_answer_like_the_chat_routes(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, session: AsyncSession
+) -> None:
+    fresh_llm.script("KAITO is a Kubernetes operator [1].", "Use helm [1].")
+    question = [{"role": "user", "content": "What is KAITO?"}]
+    await create(sdk, question, extra_body={"index_name": "all"})
+    stream = await create(sdk, question, stream=True, extra_body={"index_name": "all"})
+    _ = [chunk async for chunk in stream]
+    rows = (
+        await session.execute(
+            select(Event)
+            .where(Event.type == "response_generated")
+            .order_by(Event.created_at.desc())
+            .limit(2)
+        )
+    ).scalars()
+    recorded = [row.payload for row in rows]
+    assert [payload["index"] for payload in recorded] == ["all", "all"]
+    assert all(payload["grounded"] and payload["citation_count"] == 1 for payload in recorded)
+    assert all(payload["prompt_tokens"] and payload["latency_ms"] >= 0 for payload in recorded)
+
+
 async def test_multi_turn_searches_the_latest_question_and_keeps_history(
     sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM
 ) -> None:
