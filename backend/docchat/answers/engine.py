@@ -64,7 +64,7 @@ class AnswerOptions:
     # Read whole documents for "summarise this" / "compare these" requests.
     whole_documents: bool = True
     temperature: float | None = None
-    # The longest answer the caller wants (None: LLM_MAX_TOKENS); lowered to fit the window.
+    # The longest answer the caller wants (None or more: LLM_MAX_TOKENS); lowered to fit.
     max_tokens: int | None = None
 
 
@@ -147,7 +147,9 @@ class AnswerEngine:
     # -- planning -------------------------------------------------------------------------------
 
     def answer_tokens(self, options: AnswerOptions) -> int:
-        return options.max_tokens or self.llm_settings.max_tokens
+        """What the caller asked for, never more than LLM_MAX_TOKENS."""
+        longest = self.llm_settings.max_tokens
+        return min(options.max_tokens or longest, longest)
 
     def budget(self, question: Question) -> TokenBudget:
         prompt_tokens = estimate_tokens(question.text) + sum(

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
+import os
 import resource
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -79,7 +81,7 @@ def _limit_cpu(seconds: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
-def _child(connection: Connection, memory_mb: int) -> None:
+def _child(requests: Connection, replies: Connection, memory_mb: int) -> None:
     """The child's loop: one request in, one ("ok", PreparedDocument) or ("error", text) out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a child ends
     limit = memory_mb * 1024 * 1024
@@ -87,7 +89,7 @@ def _child(connection: Connection, memory_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     while True:
         try:
-            request: _Request = connection.recv()
+            request: _Request = requests.recv()
         except EOFError:
             return
         _limit_cpu(request.cpu_seconds)
@@ -106,7 +108,43 @@ def _child(connection: Connection, memory_mb: int) -> None:
             reply = ("error", f"The file needs more than {memory_mb} MB of memory to read")
         except Exception as exc:  # a parser bug must not kill the loop
             reply = ("error", f"The file could not be read ({type(exc).__name__}: {exc})"[:500])
-        connection.send(reply)
+        replies.send(reply)
+
+
+@dataclass
+class _Child:
+    process: subprocess.Popen[bytes]
+    requests: Connection
+    replies: Connection
+
+    def close(self) -> None:
+        self.requests.close()
+        self.replies.close()
+
+
+def _spawn(memory_mb: int) -> _Child:
+    """A fresh interpreter running `_child` (`python -m` this module: nothing of the parent's
+    `__main__` is imported again, whatever program the parent is)."""
+    to_child_read, to_child_write = os.pipe()
+    from_child_read, from_child_write = os.pipe()
+    command = [
+        sys.executable,
+        "-m",
+        "docchat.extraction.sandbox",
+        str(to_child_read),
+        str(from_child_write),
+        str(memory_mb),
+    ]
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        command, pass_fds=(to_child_read, from_child_write), stdin=subprocess.DEVNULL
+    )
+    os.close(to_child_read)
+    os.close(from_child_write)
+    return _Child(
+        process,
+        Connection(to_child_write, readable=False),
+        Connection(from_child_read, writable=False),
+    )
 
 
 class ExtractionSandbox:
@@ -115,41 +153,31 @@ class ExtractionSandbox:
     def __init__(self, limits: Limits, *, name: str = "extraction") -> None:
         self.limits = limits
         self.name = name
-        self._context = multiprocessing.get_context("spawn")
-        self._process: Any = None
-        self._connection: Connection | None = None
+        self._child: _Child | None = None
         self._lock = asyncio.Lock()
         # A thread of its own to wait on the child: never one of the loop's shared threads.
         self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-wait")
 
-    def _start(self) -> Connection:
-        if self._process is not None and self._process.is_alive() and self._connection:
-            return self._connection
-        parent, child = self._context.Pipe()
-        process = self._context.Process(
-            target=_child, args=(child, self.limits.memory_mb), name=f"docchat-{self.name}"
-        )
-        process.daemon = True
-        process.start()
-        child.close()
-        self._process, self._connection = process, parent
-        return parent
+    def _start(self) -> _Child:
+        if self._child is None or self._child.process.poll() is not None:
+            self._kill()
+            self._child = _spawn(self.limits.memory_mb)
+        return self._child
 
     def _kill(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-        if self._process is not None:
-            self._process.kill()
-            self._process.join(EXIT_GRACE_SECONDS)
-        self._process = self._connection = None
+        if self._child is not None:
+            self._child.close()
+            self._child.process.kill()
+            self._child.process.wait(EXIT_GRACE_SECONDS)
+        self._child = None
 
     def _run(self, request: _Request, wall_seconds: float) -> PreparedDocument:
-        connection = self._start()
+        child = self._start()
         started = time.monotonic()
         try:
-            connection.send(request)
-            answered = connection.poll(wall_seconds)
-            reply = connection.recv() if answered else None
+            child.requests.send(request)
+            answered = child.replies.poll(wall_seconds)
+            reply = child.replies.recv() if answered else None
         except (EOFError, OSError, BrokenPipeError):
             reply = None
             answered = True  # the child died (CPU or memory limit, or a crash)
@@ -199,12 +227,28 @@ class ExtractionSandbox:
         return await asyncio.shield(running)
 
     def close(self) -> None:
-        """Stop the child (idempotent)."""
-        if self._connection is not None:
-            self._connection.close()
-        if self._process is not None:
-            self._process.join(EXIT_GRACE_SECONDS)
-            if self._process.is_alive():
-                self._process.kill()
-        self._process = self._connection = None
+        """Stop the child (idempotent): it exits when its requests pipe closes."""
+        if self._child is not None:
+            self._child.close()
+            try:
+                self._child.process.wait(EXIT_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._child.process.kill()
+                self._child.process.wait()
+        self._child = None
         self._waiter.shutdown(wait=False)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s extraction %(name)s %(message)s"
+    )
+    # Run as `python -m`, this file is `__main__`; the loop runs from the module proper, so
+    # what it sends pickles under the names the parent knows.
+    from docchat.extraction import sandbox
+
+    sandbox._child(
+        Connection(int(sys.argv[1]), writable=False),
+        Connection(int(sys.argv[2]), readable=False),
+        int(sys.argv[3]),
+    )
