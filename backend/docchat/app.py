@@ -128,7 +128,6 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.state.settings = settings
     auth = settings.auth
     app.state.login_limiter = LoginLimiter(
         auth.login_max_failures,
