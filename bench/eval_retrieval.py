@@ -1,28 +1,40 @@
-"""Retrieval quality: BM25 alone, vector alone (MiniLM) and docchat's hybrid, side by side.
+"""Retrieval quality: BM25 alone, vectors alone and the ways of fusing them, side by side.
 
-    .venv/bin/python -m bench.eval_retrieval --dataset DIR [--max-queries 300]
+    .venv/bin/python -m bench.eval_retrieval [--dataset DIR] [--level paragraphs|articles|both]
+                                             [--queries sample|all|N] [--rerank-url URL]
 
-DIR is a retrieval test collection in the BEIR layout: `corpus.jsonl` (`_id`, `title`,
-`text`), `queries.jsonl` (`_id`, `text`) and `qrels/test.tsv` (`query-id`, `corpus-id`,
-`score`, with a header line). Every corpus entry is uploaded as a document through the API
-and ingested by the real worker (extraction, 1000/200 chunking, MiniLM, Chroma, the
-PostgreSQL lexical index) into a fresh database; each query is then answered by the three
-retrievers over the same scope (all the user's documents). Chunks are mapped back to their
-documents (a document ranks where its best chunk ranks) and scored against the judgements:
-recall@1/4/10, MRR@10 and nDCG@10.
+DIR is a collection in the BEIR layout (default: `bench/datasets/squad-dev`, SQuAD v1.1 dev):
+`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv` and, for the articles level,
+`documents.jsonl` with `paragraph_offsets`. Everything goes through the real service: documents
+are uploaded through the API and ingested by the real worker (extraction, 1000/200 chunking,
+MiniLM, Chroma, the PostgreSQL lexical index) into a fresh database.
+
+- paragraphs: every paragraph is a document; a document ranks where its best chunk ranks.
+- articles: every whole article is a document, as a user would upload it; each chunk is mapped
+  back to the paragraphs it overlaps (by character offset), so chunking is part of what is
+  measured. A question is found at rank k when one of the first k chunks overlaps its paragraph.
+
+Each question is searched once per side (the service's candidate depth, `RAG_CANDIDATES`);
+the fusion rows fuse those same candidates, so they differ only in the fusion. The last rows run
+the service's own `Retriever` with the default settings (and with a reranker, when a rerank
+service is given). Scores: recall@1/4/10, MRR@10, nDCG@10 (one judged paragraph per question).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
+import dataclasses
 import json
 import math
+import re
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -37,73 +49,155 @@ from bench.common import (
     table,
 )
 from docchat.app import attach_components, create_app
+from docchat.components import Components
+from docchat.config import RAGSettings, RerankSettings
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.fusion import Fusion
+from docchat.retrieval.index import DocumentRef, chunk_id
 from docchat.retrieval.query_embedding import embed_query
-from docchat.retrieval.retriever import Retriever
+from docchat.retrieval.retriever import Reranker, Retriever
 
 DEPTH = 10
+# How deep the single-retriever rows read: enough chunks to fill DEPTH documents.
+SINGLE_DEPTH = 50
+DEFAULT_DATASET = Path(__file__).parent / "datasets" / "squad-dev"
+METRICS = ["recall@1", "recall@4", "recall@10", "mrr@10", "ndcg@10"]
 
 
-def read_collection(
-    folder: Path,
-) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
-    corpus = {}
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            entry = json.loads(line)
-            corpus[str(entry["_id"])] = "\n\n".join(
-                part for part in (entry.get("title"), entry.get("text")) if part
-            )
-    queries = {}
-    with (folder / "queries.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            entry = json.loads(line)
-            queries[str(entry["_id"])] = str(entry["text"])
-    qrels: dict[str, dict[str, int]] = {}
+@dataclass(frozen=True)
+class Upload:
+    """One document to upload, and how to read its chunks back as judged units."""
+
+    key: str
+    filename: str
+    text: str
+    # [start, end) of each judged unit in `text`; empty: the whole document is one unit, `key`.
+    units: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Collection:
+    uploads: list[Upload]
+    queries: dict[str, str]
+    qrels: dict[str, set[str]]
+    # Whole documents are the units (paragraphs level): a document ranks once, at its best chunk.
+    documents_are_units: bool
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _safe_filename(title: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", title).strip("_")[:120] or "document"
+
+
+def read_collection(folder: Path, level: str) -> Collection:
+    queries = {str(entry["_id"]): str(entry["text"]) for entry in _jsonl(folder / "queries.jsonl")}
+    qrels: dict[str, set[str]] = {}
     with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as rows:
         for row in csv.DictReader(rows, delimiter="\t"):
             if int(row["score"]) > 0:
-                qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
-    return corpus, queries, qrels
+                qrels.setdefault(row["query-id"], set()).add(row["corpus-id"])
+    if level == "articles":
+        uploads = []
+        for entry in _jsonl(folder / "documents.jsonl"):
+            key, offsets = str(entry["_id"]), entry["paragraph_offsets"]
+            assert isinstance(offsets, list)
+            units = {f"{key}-{i}": (int(span[0]), int(span[1])) for i, span in enumerate(offsets)}
+            title = str(entry.get("title") or key)
+            uploads.append(Upload(key, f"{_safe_filename(title)}.txt", str(entry["text"]), units))
+        return Collection(uploads, queries, qrels, documents_are_units=False)
+    uploads = [
+        Upload(
+            str(entry["_id"]),
+            f"{_safe_filename(str(entry['_id']))}.txt",
+            "\n\n".join(str(part) for part in (entry.get("title"), entry.get("text")) if part),
+        )
+        for entry in _jsonl(folder / "corpus.jsonl")
+    ]
+    return Collection(uploads, queries, qrels, documents_are_units=True)
 
 
-def documents_in_order(corpus_ids: Sequence[str]) -> list[str]:
-    """A document ranks where its best chunk ranks."""
-    seen: list[str] = []
-    for corpus_id in corpus_ids:
-        if corpus_id not in seen:
-            seen.append(corpus_id)
-    return seen
+def pick_queries(folder: Path, collection: Collection, which: str) -> list[str]:
+    judged = [query_id for query_id in collection.queries if query_id in collection.qrels]
+    if which == "all":
+        return judged
+    if which == "sample":
+        sample = folder / "queries-sample-1000.txt"
+        if sample.exists():
+            wanted = {line.strip() for line in sample.read_text().splitlines() if line.strip()}
+            return [query_id for query_id in judged if query_id in wanted]
+        which = "1000"
+    return judged[: int(which)]
 
 
-def scores(ranking: Sequence[str], relevant: dict[str, int]) -> dict[str, float]:
-    found = [corpus_id in relevant for corpus_id in ranking[:DEPTH]]
-    total = len(relevant)
-    first = next((rank for rank, hit in enumerate(found, start=1) if hit), None)
-    gains = [relevant.get(corpus_id, 0) for corpus_id in ranking[:DEPTH]]
-    dcg = sum((2**gain - 1) / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1))
-    ideal = sorted(relevant.values(), reverse=True)[:DEPTH]
-    idcg = sum((2**gain - 1) / math.log2(rank + 1) for rank, gain in enumerate(ideal, start=1))
+def first_hit(ranking: Sequence[frozenset[str]], relevant: set[str]) -> int | None:
+    """Rank (from 1) of the first retrieved unit that overlaps a relevant one, within DEPTH."""
+    for rank, units in enumerate(ranking[:DEPTH], start=1):
+        if units & relevant:
+            return rank
+    return None
+
+
+def scores_of(rank: int | None) -> dict[str, float]:
     return {
-        "recall@1": sum(found[:1]) / total,
-        "recall@4": sum(found[:4]) / total,
-        "recall@10": sum(found[:10]) / total,
-        "mrr@10": 1 / first if first else 0.0,
-        "ndcg@10": dcg / idcg if idcg else 0.0,
+        "recall@1": float(rank is not None and rank <= 1),
+        "recall@4": float(rank is not None and rank <= 4),
+        "recall@10": float(rank is not None),
+        "mrr@10": 1 / rank if rank else 0.0,
+        "ndcg@10": 1 / math.log2(rank + 1) if rank else 0.0,
     }
 
 
-async def main(folder: Path, max_queries: int) -> None:
-    corpus, queries, qrels = read_collection(folder)
-    judged = [query_id for query_id in queries if query_id in qrels][:max_queries]
+@dataclass
+class Ingested:
+    components: Components
+    scope: list[DocumentRef]
+    # chunk id -> the judged units it overlaps
+    units_of_chunk: dict[str, frozenset[str]]
+    seconds: float
+    chunks: int
+
+
+def _locate_chunks(upload: Upload, texts: Sequence[str]) -> list[tuple[int, int]]:
+    """[start, end) of each chunk in the uploaded text (the splitter only trims whitespace)."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for text in texts:
+        start = upload.text.find(text, cursor)
+        if start < 0:
+            start = upload.text.find(text)
+        if start < 0:
+            raise ValueError(f"chunk of {upload.key} not found in its text")
+        spans.append((start, start + len(text)))
+        cursor = start + 1
+    return spans
+
+
+def _overlapping(upload: Upload, span: tuple[int, int]) -> frozenset[str]:
+    if not upload.units:
+        return frozenset({upload.key})
+    start, end = span
+    return frozenset(
+        unit for unit, (low, high) in upload.units.items() if low < end and start < high
+    )
+
+
+@contextlib.asynccontextmanager
+async def ingested(
+    uploads: Sequence[Upload], rag: RAGSettings | None = None
+) -> AsyncIterator[Ingested]:
+    """A fresh installation holding `uploads`, ingested by the real worker, for one user."""
     embedder = LocalMiniLMEmbedder()
     url = await fresh_database()
-    totals: dict[str, dict[str, float]] = {}
     try:
         with tempfile.TemporaryDirectory() as data:
             settings = build_settings(url, Path(data))
+            if rag is not None:
+                settings = settings.model_copy(update={"rag": rag})
             components, engine = build_components(settings, embedder)
             app = create_app(settings, run_worker=False)
             attach_components(app, components)
@@ -112,69 +206,179 @@ async def main(folder: Path, max_queries: int) -> None:
                 transport=httpx.ASGITransport(app=app), base_url="http://eval", timeout=120
             ) as client:
                 headers = await auth_headers(client)
-                names: dict[str, str] = {}
-                for corpus_id, text in corpus.items():
+                by_id: dict[uuid.UUID, Upload] = {}
+                owner = uuid.UUID(int=0)
+                for upload in uploads:
                     response = await client.post(
                         "/api/v1/documents",
                         headers=headers,
-                        files={"file": (f"{corpus_id}.txt", text.encode(), "text/plain")},
+                        files={"file": (upload.filename, upload.text.encode(), "text/plain")},
                     )
                     response.raise_for_status()
-                    names[response.json()["id"]] = corpus_id
-                await IngestionWorker(components).run_until_idle(max_jobs=len(corpus) + 10)
-                listing = await client.get("/api/v1/documents?limit=1", headers=headers)
-                owner = listing.json()["items"][0]["owner_id"]
-            ingest_seconds = time.perf_counter() - started
-            scope = [DocumentRef(uuid.UUID(i), uuid.UUID(owner)) for i in names]
-            index = components.lexical
-            hybrid = Retriever(
-                embedder, components.vector_index, similarity_floor=-1.0, lexical=index
-            )
-            for query_id in judged:
-                question = queries[query_id]
-                vector = await embed_query(embedder, question)
-                rankings = {
-                    "BM25 alone": [
-                        names[str(hit.chunk.document_id)]
-                        for hit in await index.search(scope, question, 50)
-                    ],
-                    "vector alone (MiniLM)": [
-                        names[str(hit.chunk.document_id)]
-                        for hit in await components.vector_index.query(vector, scope, 50)
-                    ],
-                    "docchat hybrid": [
-                        names[str(hit.chunk.document_id)]
-                        for hit in (await hybrid.search(question, scope, 50)).chunks
-                    ],
-                }
-                for label, ranking in rankings.items():
-                    for metric, value in scores(
-                        documents_in_order(ranking), qrels[query_id]
-                    ).items():
-                        totals.setdefault(label, {}).setdefault(metric, 0.0)
-                        totals[label][metric] += value
+                    body = response.json()
+                    by_id[uuid.UUID(body["id"])] = upload
+                    owner = uuid.UUID(body["owner_id"])
+                await IngestionWorker(components).run_until_idle(max_jobs=len(uploads) + 10)
+            seconds = time.perf_counter() - started
+            scope = [DocumentRef(document_id, owner) for document_id in by_id]
+            units_of_chunk: dict[str, frozenset[str]] = {}
+            chunks = await components.lexical.document_chunks(scope)
+            by_document: dict[uuid.UUID, list[str]] = {}
+            for chunk in chunks:
+                by_document.setdefault(chunk.document_id, []).append(chunk.text)
+            for chunk_list_id, texts in by_document.items():
+                upload = by_id[chunk_list_id]
+                for index, span in enumerate(_locate_chunks(upload, texts)):
+                    units_of_chunk[chunk_id(chunk_list_id, index)] = _overlapping(upload, span)
+            yield Ingested(components, scope, units_of_chunk, seconds, len(chunks))
             await engine.dispose()  # type: ignore[attr-defined]
     finally:
         await drop_database(url)
-    metrics = ["recall@1", "recall@4", "recall@10", "mrr@10", "ndcg@10"]
-    print(
-        f"Retrieval quality on {folder.name}: {len(corpus)} documents, {len(judged)} judged "
-        f"queries; ingestion {ingest_seconds:.0f} s; {machine()}"
+
+
+@dataclass(frozen=True)
+class Candidates:
+    vector: list[tuple[str, float]]
+    lexical: list[tuple[str, float]]
+    others: dict[str, float]
+
+
+async def candidates_for(ingest: Ingested, question: str, depth: int) -> Candidates:
+    components = ingest.components
+    vector = await embed_query(components.embedder, question)
+    vector_hits = await components.vector_index.query(vector, ingest.scope, depth)
+    lexical_hits = await components.lexical.search(ingest.scope, question, depth)
+    seen = {hit.chunk.id for hit in vector_hits}
+    refs = {document.id: document for document in ingest.scope}
+    missing = [hit for hit in lexical_hits if hit.id not in seen]
+    others = await components.vector_index.similarities(
+        vector, [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in missing]
     )
-    print(
-        table(
-            ["retriever", *metrics],
-            [
-                [label, *(f"{values[metric] / len(judged):.3f}" for metric in metrics)]
-                for label, values in totals.items()
-            ],
+    return Candidates(
+        [(hit.chunk.id, hit.similarity) for hit in vector_hits],
+        [(hit.id, hit.score) for hit in lexical_hits],
+        others,
+    )
+
+
+def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]]:
+    """The rankings compared, each a function of the same candidates. The single-retriever rows
+    read deeper lists (enough chunks to fill ten documents); fusion fuses the top
+    `base.candidates` of each, as the service does."""
+    depth = base.candidates
+
+    def fused(fusion: Fusion) -> Callable[[Candidates], list[str]]:
+        return lambda found: fusion.fuse(found.vector[:depth], found.lexical[:depth], found.others)
+
+    def variant(method: str, vector_weight: float, lexical_weight: float) -> Fusion:
+        return dataclasses.replace(
+            base,
+            method=method,  # type: ignore[arg-type]
+            vector_weight=vector_weight,
+            lexical_weight=lexical_weight,
         )
-    )
+
+    return {
+        "BM25 alone": lambda found: [key for key, _ in found.lexical],
+        "vector alone (MiniLM)": lambda found: [key for key, _ in found.vector],
+        "hybrid, RRF k=60 (before)": fused(variant("rrf", 1, 1)),
+        "hybrid, RRF k=60, 0.3 vector / 0.7 BM25": fused(variant("rrf", 0.3, 0.7)),
+        "hybrid, convex 0.5 / 0.5": fused(variant("convex", 1, 1)),
+        "hybrid, convex 0.3 vector / 0.7 BM25": fused(variant("convex", 0.3, 0.7)),
+        "hybrid, convex 0.7 vector / 0.3 BM25": fused(variant("convex", 0.7, 0.3)),
+    }
+
+
+async def evaluate(
+    folder: Path, level: str, which: str, reranker: Reranker | None
+) -> tuple[str, list[list[str]]]:
+    collection = read_collection(folder, level)
+    query_ids = pick_queries(folder, collection, which)
+    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    totals: dict[str, dict[str, float]] = {}
+
+    def add(label: str, chunk_ids: Sequence[str], relevant: set[str], units: Ingested) -> None:
+        ranking = [units.units_of_chunk.get(chunk_id, frozenset()) for chunk_id in chunk_ids]
+        if collection.documents_are_units:
+            ranking = list(dict.fromkeys(ranking))
+        for metric, value in scores_of(first_hit(ranking, relevant)).items():
+            totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
+
+    async with ingested(collection.uploads) as ingest:
+        fusion = Fusion(
+            method=rag.fusion,
+            candidates=rag.candidates,
+            rrf_k=rag.rrf_k,
+            vector_weight=rag.vector_weight,
+            lexical_weight=rag.lexical_weight,
+        )
+        variants = fusion_variants(fusion)
+        index = ingest.components
+        service = Retriever.from_settings(
+            rag.model_copy(update={"similarity_floor": -1.0}),
+            index.embedder,
+            index.vector_index,
+            index.lexical,
+        )
+        reranked = None
+        if reranker is not None:
+            reranked = Retriever.from_settings(
+                rag.model_copy(update={"similarity_floor": -1.0}),
+                index.embedder,
+                index.vector_index,
+                index.lexical,
+            )
+            reranked.reranker = reranker
+        started = time.perf_counter()
+        for query_id in query_ids:
+            question, relevant = collection.queries[query_id], collection.qrels[query_id]
+            found = await candidates_for(ingest, question, max(rag.candidates, SINGLE_DEPTH))
+            for label, rank in variants.items():
+                add(label, rank(found), relevant, ingest)
+            result = await service.search(question, ingest.scope, DEPTH)
+            add(
+                f"docchat hybrid, defaults ({rag.fusion})",
+                [c.chunk.id for c in result.chunks],
+                relevant,
+                ingest,
+            )
+            if reranked is not None:
+                result = await reranked.search(question, ingest.scope, DEPTH)
+                add(
+                    "docchat hybrid + rerank", [c.chunk.id for c in result.chunks], relevant, ingest
+                )
+        searching = time.perf_counter() - started
+        header = (
+            f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks "
+            f"(ingested in {ingest.seconds:.0f} s), {len(query_ids)} questions "
+            f"({searching:.0f} s); {machine()}"
+        )
+    rows = [
+        [label, *(f"{values[metric] / len(query_ids):.3f}" for metric in METRICS)]
+        for label, values in totals.items()
+    ]
+    return header, rows
+
+
+async def main(folder: Path, levels: list[str], which: str, rerank_url: str | None) -> None:
+    reranker: Reranker | None = None
+    if rerank_url:
+        from docchat.retrieval.rerank import HttpReranker
+
+        reranker = HttpReranker(RerankSettings(_env_file=None, url=rerank_url))  # type: ignore[call-arg]
+    for level in levels:
+        header, rows = await evaluate(folder, level, which, reranker)
+        print(header)
+        print(table(["retriever", *METRICS], rows))
+        print()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", type=Path, required=True)
-    parser.add_argument("--max-queries", type=int, default=300)
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--level", choices=["paragraphs", "articles", "both"], default="both")
+    parser.add_argument("--queries", default="sample", help="sample (1,000), all, or a count")
+    parser.add_argument("--rerank-url", default=None, help="a /rerank service to measure")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.dataset, arguments.max_queries))
+    chosen = ["paragraphs", "articles"] if arguments.level == "both" else [arguments.level]
+    asyncio.run(main(arguments.dataset, chosen, arguments.queries, arguments.rerank_url))

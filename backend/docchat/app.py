@@ -114,6 +114,7 @@ def create_app(
             if worker_task is not None:
                 await worker_task
             await components.llm.close()
+            await components.retriever.close()
             await components.publisher.close()
             if components_factory is None:
                 components.close()

@@ -55,7 +55,7 @@ class Components:
         self.vector_index = ThreadedIndex(self.vector_store)
         self.lexical = LexicalIndex(self.sessionmaker, rag.lexical_language)
         self.retriever = Retriever.from_settings(
-            rag, self.embedder, self.vector_index, self.lexical
+            rag, self.embedder, self.vector_index, self.lexical, self.settings.rerank
         )
         self.engine = AnswerEngine(
             llm=self.llm,

@@ -170,12 +170,19 @@ class RAGSettings(BaseSettings):
     )
     hybrid: bool = Field(
         True,
-        description="Fuse BM25 (PostgreSQL full text) with vector search by reciprocal rank fusion",
+        description="Fuse BM25 (PostgreSQL full text) with vector search (see RAG_FUSION)",
+    )
+    fusion: Literal["convex", "rrf"] = Field(
+        "convex",
+        description=(
+            "convex: add the normalised scores of both sides (weighted); "
+            "rrf: reciprocal rank fusion of the two rankings"
+        ),
     )
     candidates: int = Field(
         20, ge=1, le=200, description="Chunks each retriever proposes before fusion (hybrid)"
     )
-    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant k: 1 / (k + rank)")
+    rrf_k: int = Field(60, ge=1, description="Rank fusion constant k: 1 / (k + rank) (fusion rrf)")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion")
     lexical_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion")
     lexical_language: str = Field(
@@ -196,6 +203,28 @@ class RAGSettings(BaseSettings):
         15.0,
         gt=0,
         description="Longest wait to read a document still processing into a prompt (inline mode)",
+    )
+
+
+class RerankSettings(BaseSettings):
+    model_config = _config("RERANK_")
+
+    url: str | None = Field(
+        None,
+        description=(
+            "A rerank service's endpoint (e.g. http://host:8080/v1/rerank) that reorders the "
+            "search candidates; unset: no reranking"
+        ),
+    )
+    model: str = Field("", description="Model name sent to the rerank service (if it wants one)")
+    api_key: SecretStr = Field(SecretStr(""), description="Bearer key of the rerank service")
+    texts_field: Literal["documents", "texts"] = Field(
+        "documents",
+        description="Request field holding the passages: documents (Cohere, Jina, vLLM, "
+        "llama.cpp) or texts (Hugging Face text-embeddings-inference)",
+    )
+    timeout_seconds: float = Field(
+        5.0, gt=0, description="Longest wait for the rerank service (then the fused order stands)"
     )
 
 
@@ -288,6 +317,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     rag: RAGSettings = Field(default_factory=RAGSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @model_validator(mode="after")

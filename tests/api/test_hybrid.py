@@ -10,9 +10,9 @@ import httpx
 
 from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
+from docchat.retrieval.fusion import reciprocal_rank_fusion
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
-from docchat.retrieval.retriever import reciprocal_rank_fusion
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process, vector_ref
 from tests.support.llm_server import ScriptedLLM

@@ -551,3 +551,36 @@ async def test_meta_tells_the_time_spent_waiting_for_the_model(
     done = dict(events)["done"]["assistant_message"]
     assert response.status_code == 200
     assert 300 <= done["meta"]["llm_ms"] <= done["latency_ms"] + 1
+
+
+GENERAL_WITH_MARKERS = "Paris is the capital of France [1][2]. Use `cities[0]` in code [3]."
+GENERAL_CLEANED = "Paris is the capital of France. Use `cities[0]` in code."
+
+
+async def test_a_general_answer_keeps_no_citation_markers(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await _document(client, components, headers, "bridge.md", BRIDGE)
+    fresh_llm.script(GENERAL_WITH_MARKERS)
+    answer = (await ask(client, headers, "What is the capital of France?")).json()
+    message = answer["assistant_message"]
+    assert message["sources"] is None and message["meta"]["reason"] == "no_match"
+    assert message["content"] == GENERAL_CLEANED
+
+    # Streamed: the deltas never show a marker, even one split across pieces.
+    pieces = ["Paris is the capital of France [", "1][", "2]. Use `cities[0]` in code [3", "]."]
+    fresh_llm.script(Reply(content=GENERAL_WITH_MARKERS, pieces=pieces))
+    response, events = await ask_streaming(client, headers, "What is the capital of France?")
+    assert response.status_code == 200
+    streamed = "".join(data["text"] for name, data in events if name == "delta")
+    assert streamed == GENERAL_CLEANED
+    done = next(data for name, data in events if name == "done")
+    assert done["assistant_message"]["content"] == GENERAL_CLEANED
+    # Stored as shown: the chat's history has no marker either.
+    chat = await client.get(
+        f"/api/v1/chats/{done['assistant_message']['chat_id']}/messages", headers=headers
+    )
+    assert chat.status_code == 200
+    stored = [item["content"] for item in chat.json()["items"] if item["role"] == "assistant"]
+    assert stored == [GENERAL_CLEANED]

@@ -17,7 +17,7 @@ from docchat.components import Components
 from docchat.events.models import Event
 from docchat.llm import prompts
 from tests.support.documents import upload_and_process
-from tests.support.llm_server import ScriptedLLM
+from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.openai_sdk import sdk_for
 from tests.support.users import auth_headers
 
@@ -369,3 +369,19 @@ async def test_passthrough_can_be_turned_off(
     finally:
         components.settings.llm.passthrough = True
     assert len(fresh_llm.requests) == 1
+
+
+async def test_a_general_answer_over_an_index_carries_no_markers(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM
+) -> None:
+    question = [{"role": "user", "content": "What is the capital of France?"}]
+    fresh_llm.script("Paris [1].", Reply(content="Paris [1][2].", pieces=["Paris [", "1][2", "]."]))
+    completion = await create(sdk, question, extra_body={"index_name": "all"})
+    assert completion.choices[0].message.content == "Paris."
+    assert completion.model_extra["sources"] == []
+
+    stream = await create(sdk, question, stream=True, extra_body={"index_name": "all"})
+    chunks = [chunk async for chunk in stream]
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+    assert text == "Paris."
+    assert chunks[-1].model_extra["sources"] == []

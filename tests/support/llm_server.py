@@ -129,17 +129,7 @@ class ScriptedLLM:
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the scripted LLM server did not start")
-            time.sleep(0.02)
+        self._server, self._thread = serve_in_thread(app, self.port, "the scripted LLM server")
         return self
 
     def stop(self) -> None:
@@ -197,6 +187,22 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
 def _words(text: str) -> list[str]:
     words = text.split(" ")
     return [word if i == len(words) - 1 else word + " " for i, word in enumerate(words)]
+
+
+def serve_in_thread(
+    app: Starlette, port: int, name: str
+) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serve `app` on loopback from a daemon thread; returns once it accepts connections."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not start")
+        time.sleep(0.02)
+    return server, thread
 
 
 def free_port() -> int:

@@ -5,6 +5,7 @@ import uuid
 import pytest
 
 from docchat.retrieval.citations import (
+    MarkerFilter,
     apply_citations,
     has_markers,
     infer_citations,
@@ -107,3 +108,32 @@ def test_nothing_is_inferred_for_unrelated_or_echoing_answers() -> None:
 def test_has_markers_ignores_numbers_outside_the_context() -> None:
     assert has_markers("See [2].", 2) and not has_markers("See [3].", 2)
     assert not has_markers("No citation.", 2)
+
+
+MARKED = [
+    "Paris is the capital [1]. It is large [2, 3].",
+    "Use `items[1]` and [2] here [4][4]",
+    "```python\nvalues[0] = 1  # [1]\n```\nDone [1].",
+    "A bracket [not a marker] and [12",
+    "Trailing spaces before markers   [7]",
+]
+
+
+@pytest.mark.parametrize("answer", MARKED)
+def test_streamed_markers_are_removed_wherever_the_pieces_break(answer: str) -> None:
+    expected = strip_markers(answer)
+    for first in range(len(answer) + 1):
+        for second in range(first, len(answer) + 1, 3):
+            markers = MarkerFilter()
+            pieces = [answer[:first], answer[first:second], answer[second:]]
+            shown = "".join(markers.feed(piece) for piece in pieces) + markers.flush()
+            assert shown.strip() == expected, (first, second)
+
+
+def test_markers_in_code_are_code() -> None:
+    assert strip_markers("See `rows[2]` [1].") == "See `rows[2]`."
+    assert strip_markers("```\nx[1]\n```\nok [2]") == "```\nx[1]\n```\nok"
+    cited = apply_citations("Index with `a[2]` as in [2].", CANDIDATES)
+    assert cited.content == "Index with `a[2]` as in [1]."
+    assert [s.chunk_id for s in cited.sources] == [CANDIDATES[1].chunk_id]
+    assert not has_markers("only `code[1]` here", len(CANDIDATES))

@@ -29,6 +29,7 @@ from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
 from docchat.retrieval.citations import (
+    MarkerFilter,
     apply_citations,
     has_markers,
     infer_citations,
@@ -345,14 +346,20 @@ class AnswerEngine:
             return
         pieces: list[str] = []
         end = StreamEnd(model=options.model)
+        # With no sources, `[n]` markers point at nothing: they never reach the reader.
+        markers = MarkerFilter() if not plan.candidates else None
         async for item in llm.stream(
             messages, model=model, max_tokens=max_tokens, temperature=temperature
         ):
             if isinstance(item, StreamEnd):
                 end = item
-            else:
-                pieces.append(item)
-                yield item
+                continue
+            pieces.append(item)
+            shown = markers.feed(item) if markers is not None else item
+            if shown:
+                yield shown
+        if markers is not None and (rest := markers.flush().rstrip()):
+            yield rest
         yield self._generated(plan, "".join(pieces), end.model)
 
     @staticmethod
@@ -384,8 +391,10 @@ class AnswerEngine:
         meta = plan.meta.model_copy()
         strict = question.options.strict
         candidates = plan.candidates
-        if plan.fixed_answer is not None or not candidates:
+        if plan.fixed_answer is not None:
             return CitedAnswer(content, None, meta)
+        if not candidates:
+            return CitedAnswer(strip_markers(content), None, meta)
         if says_information_is_missing(content):
             meta.grounded, meta.reason = False, "insufficient_information"
             answer = prompts.NOT_FOUND_ANSWER if strict else strip_markers(content)

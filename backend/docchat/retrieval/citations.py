@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from docchat.retrieval.schemas import Source
@@ -12,6 +12,10 @@ MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A marker with the spaces before it, so that removing it leaves no gap ("word [9]." -> "word.").
 SPACED_MARKER = re.compile(r"([ \t]*)\[(\d+(?:\s*,\s*\d+)*)\]")
 REPEATED_MARKER = re.compile(r"(\[\d+\])(?:\s*\1)+")
+# Code (fenced blocks, inline spans) is never a citation: `items[1]` stays as written.
+CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+# What may still become a marker when more text arrives: "[", "[1", "[1, 2".
+MARKER_PREFIX = re.compile(r"\[(?:\d+(?:\s*,\s*\d*)*)?\Z")
 # Phrases with which a model says the context did not hold the answer (seed 001's check).
 INSUFFICIENT_PHRASES = (
     "do not contain information",
@@ -127,8 +131,69 @@ def says_information_is_missing(answer: str) -> bool:
     return any(phrase in lowered for phrase in INSUFFICIENT_PHRASES)
 
 
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """`text` with `change` applied to everything but its code spans and blocks."""
+    parts: list[str] = []
+    last = 0
+    for match in CODE.finditer(text):
+        parts.append(change(text[last : match.start()]))
+        parts.append(match.group())
+        last = match.end()
+    parts.append(change(text[last:]))
+    return "".join(parts)
+
+
+def _prose(text: str) -> str:
+    """`text` with its code blanked out, for finding markers."""
+    return CODE.sub(" ", text)
+
+
 def strip_markers(answer: str) -> str:
-    return SPACED_MARKER.sub("", answer).strip()
+    """The answer without [n] markers (an answer with no sources must not point at any)."""
+    return _outside_code(answer, lambda prose: SPACED_MARKER.sub("", prose)).strip()
+
+
+class MarkerFilter:
+    """Removes [n] markers from an answer as it streams (for an answer with no sources).
+
+    A piece ending in what may be the start of a marker ("[", "[1") is held back until the
+    next piece settles it, and so are the spaces before it, so that the streamed text reads as
+    `strip_markers` of the whole. Text in code spans passes untouched.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._in_code = False
+
+    def feed(self, piece: str) -> str:
+        text, self._held = self._held + piece, ""
+        out: list[str] = []
+        spaces = ""
+        position = 0
+        while position < len(text):
+            char = text[position]
+            if char == "`":
+                self._in_code = not self._in_code
+            elif char == "[" and not self._in_code:
+                marker = MARKER.match(text, position)
+                if marker is not None:
+                    spaces, position = "", marker.end()  # drop the marker and its spaces
+                    continue
+                if MARKER_PREFIX.match(text, position):
+                    self._held = spaces + text[position:]
+                    return "".join(out)
+            if char in " \t":
+                spaces += char
+            else:
+                out.append(spaces + char)
+                spaces = ""
+            position += 1
+        self._held = spaces
+        return "".join(out)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
 
 
 def apply_citations(answer: str, candidates: Sequence[Source]) -> CitedAnswer:
@@ -140,7 +205,7 @@ def apply_citations(answer: str, candidates: Sequence[Source]) -> CitedAnswer:
     new_number: dict[int, int] = {}
     by_place: dict[tuple[str, int | None], int] = {}
     sources: list[Source] = []
-    for match in MARKER.finditer(answer):
+    for match in MARKER.finditer(_prose(answer)):
         for raw in match.group(1).split(","):
             number = int(raw)
             if number in new_number or not 1 <= number <= len(candidates):
@@ -160,7 +225,9 @@ def apply_citations(answer: str, candidates: Sequence[Source]) -> CitedAnswer:
                 numbers.append(mapped)
         return match.group(1) + "".join(f"[{n}]" for n in numbers) if numbers else ""
 
-    content = REPEATED_MARKER.sub(r"\1", SPACED_MARKER.sub(renumber, answer))
+    content = _outside_code(
+        answer, lambda prose: REPEATED_MARKER.sub(r"\1", SPACED_MARKER.sub(renumber, prose))
+    )
     return CitedAnswer(content=content.strip(), sources=sources)
 
 
@@ -172,7 +239,7 @@ def _distinctive(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
 def has_markers(answer: str, candidate_count: int) -> bool:
     return any(
         1 <= int(raw) <= candidate_count
-        for match in MARKER.finditer(answer)
+        for match in MARKER.finditer(_prose(answer))
         for raw in match.group(1).split(",")
     )
 

@@ -3,8 +3,8 @@
 One pipeline, built once at start and used by every path that searches (automatic retrieval,
 the `semantic_search` tool, the OpenAI-compatible endpoint, the benchmarks):
 1. embed the query (batched with other questions arriving at the same moment);
-2. vector search, and, for hybrid search, BM25 over the same scope, fused by reciprocal rank
-   fusion (chunks only BM25 found get their cosine similarity from the stored vectors);
+2. vector search, and, for hybrid search, BM25 over the same scope, fused into one ranking
+   (`fusion.py`; chunks only BM25 found get their cosine similarity from the stored vectors);
 3. a `Reranker`, if one is configured, reorders the fused candidates;
 4. the similarity floor: chunks below it do not count as a match, so "nothing matches, answer
    in general mode" means the same with or without hybrid search.
@@ -22,12 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from docchat.config import RAGSettings
+from docchat.config import RAGSettings, RerankSettings
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
+from docchat.retrieval.fusion import Fusion
 from docchat.retrieval.index import DocumentRef, ScoredChunk, VectorIndex
 from docchat.retrieval.lexical import LexicalHit, LexicalIndex
 from docchat.retrieval.query_embedding import embed_query
+from docchat.retrieval.rerank import HttpReranker
 
 logger = logging.getLogger(__name__)
 RetrievalMode = Literal["hybrid", "vector"]
@@ -48,26 +50,7 @@ class Reranker(Protocol):
         self, query: str, candidates: Sequence[ScoredChunk], top_k: int
     ) -> list[ScoredChunk]: ...
 
-
-@dataclass(frozen=True)
-class Fusion:
-    """How the BM25 ranking joins the vectors': `candidates` from each, weighted RRF."""
-
-    candidates: int = 20
-    rrf_k: int = 60
-    vector_weight: float = 1.0
-    lexical_weight: float = 1.0
-
-
-def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], weights: Sequence[float], k: int
-) -> list[str]:
-    """Ids ordered by the sum over rankings of weight / (k + rank), rank counted from 1."""
-    scores: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, key in enumerate(ranking, start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-    return sorted(scores, key=lambda key: -scores[key])
+    async def close(self) -> None: ...
 
 
 class Retriever:
@@ -90,9 +73,15 @@ class Retriever:
 
     @classmethod
     def from_settings(
-        cls, rag: RAGSettings, embedder: Embedder, index: VectorIndex, lexical: LexicalIndex
+        cls,
+        rag: RAGSettings,
+        embedder: Embedder,
+        index: VectorIndex,
+        lexical: LexicalIndex,
+        rerank: RerankSettings | None = None,
     ) -> Retriever:
         fusion = Fusion(
+            method=rag.fusion,
             candidates=rag.candidates,
             rrf_k=rag.rrf_k,
             vector_weight=rag.vector_weight,
@@ -104,7 +93,12 @@ class Retriever:
             similarity_floor=rag.similarity_floor,
             lexical=lexical if rag.hybrid else None,
             fusion=fusion,
+            reranker=HttpReranker(rerank) if rerank is not None and rerank.url else None,
         )
+
+    async def close(self) -> None:
+        if self.reranker is not None:
+            await self.reranker.close()
 
     @property
     def mode(self) -> RetrievalMode:
@@ -119,8 +113,10 @@ class Retriever:
         started = time.perf_counter()
         try:
             vector = await embed_query(self.embedder, query)
-            depth = top_k if self.lexical is None else max(self.fusion.candidates, top_k)
-            hits = await self._candidates(vector, query, documents, depth, top_k)
+            # Fusion and reranking choose among more candidates than they keep.
+            widen = self.lexical is not None or self.reranker is not None
+            depth = max(self.fusion.candidates, top_k) if widen else top_k
+            hits = await self._candidates(vector, query, documents, depth)
             if self.reranker is not None:
                 hits = await self.reranker.rerank(query, hits, top_k)
         except Exception as exc:
@@ -142,7 +138,6 @@ class Retriever:
         query: str,
         documents: Sequence[DocumentRef],
         depth: int,
-        top_k: int,
     ) -> list[ScoredChunk]:
         if self.lexical is None:
             return await self.index.query(vector, list(documents), depth)
@@ -157,7 +152,7 @@ class Retriever:
             raise vector_result
         if isinstance(lexical_result, BaseException):
             raise lexical_result
-        return await self._fused(vector, documents, vector_result, lexical_result, top_k)
+        return await self._fused(vector, documents, vector_result, lexical_result)
 
     @staticmethod
     async def _lexical(
@@ -175,24 +170,23 @@ class Retriever:
         documents: Sequence[DocumentRef],
         vector_hits: list[ScoredChunk],
         lexical_hits: list[LexicalHit],
-        top_k: int,
     ) -> list[ScoredChunk]:
         """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
-        fusion = self.fusion
-        fused = reciprocal_rank_fusion(
-            [[hit.chunk.id for hit in vector_hits], [hit.id for hit in lexical_hits]],
-            [fusion.vector_weight, fusion.lexical_weight],
-            fusion.rrf_k,
-        )
         found = {hit.chunk.id: hit for hit in vector_hits}
-        # Only chunks that can still reach the answer need their cosine similarity fetched.
-        contenders = set(fused[: top_k * 3])
-        missing = [hit for hit in lexical_hits if hit.id not in found and hit.id in contenders]
+        # Chunks only BM25 proposed get their cosine similarity from the stored vectors: the
+        # floor and convex fusion both need it.
+        missing = [hit for hit in lexical_hits if hit.id not in found]
+        others: dict[str, float] = {}
         if missing:
             refs = {document.id: document for document in documents}
             wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in missing]
-            similarities = await self.index.similarities(vector, wanted)
+            others = await self.index.similarities(vector, wanted)
             for hit in missing:
-                if hit.id in similarities:
-                    found[hit.id] = ScoredChunk(hit.chunk, similarities[hit.id])
-        return [found[key] for key in fused if key in found]
+                if hit.id in others:
+                    found[hit.id] = ScoredChunk(hit.chunk, others[hit.id])
+        fused = self.fusion.fuse(
+            [(hit.chunk.id, hit.similarity) for hit in vector_hits],
+            [(hit.id, hit.score) for hit in lexical_hits if hit.id in found],
+            others,
+        )
+        return [found[key] for key in fused]
