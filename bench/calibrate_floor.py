@@ -5,8 +5,9 @@
 Half of the collection's articles (every other one) are uploaded whole, through the API and the
 real worker; questions about those are answerable, questions about the other half are not (their
 article is absent). Each question is searched by the service's own retriever with its default
-settings and no floor; a question is answered from documents when one of the `RAG_TOP_K`
-passages it keeps has a cosine similarity at or above the floor. For a range of floors this
+settings and no floor; a question is answered from documents when one of its candidate
+passages has a match score (cosine similarity, plus a weight times the share of the question's
+BM25 weight the passage matches) at or above the floor. For a range of floors this
 prints how often an answerable question would wrongly get a general answer and how often a
 question about an absent article would wrongly be answered from documents.
 Targets: at most 2% and at most 10%.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from pathlib import Path
 
 from bench.common import machine, table
@@ -23,19 +25,45 @@ from bench.eval_retrieval import DEFAULT_DATASET, ingested, pick_queries, read_c
 from docchat.config import RAGSettings
 from docchat.retrieval.retriever import Retriever
 
-FLOORS = [round(0.05 * step, 2) for step in range(0, 15)]
+FLOORS = [round(0.3 + 0.025 * step, 3) for step in range(0, 15)]
+EVIDENCE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.5]
+MOST_WRONGLY_GENERAL = 0.02
+# Every fused candidate, so that a passage past the first few that passes the floor counts.
+ALL_CANDIDATES = 50
+
+Passages = list[tuple[float, float]]  # (cosine similarity, BM25 coverage) of each candidate
 
 
-async def main(folder: Path, which: str) -> None:
+def best_match(passages: Passages, evidence: float) -> float:
+    return max(
+        (cosine + evidence * min(coverage, 1.0) for cosine, coverage in passages), default=-9
+    )
+
+
+def rates(answerable: list[float], absent: list[float], floor: float) -> tuple[float, float]:
+    wrongly_general = sum(value < floor for value in answerable) / len(answerable)
+    wrongly_grounded = sum(value >= floor for value in absent) / len(absent)
+    return wrongly_general, wrongly_grounded
+
+
+def highest_safe_floor(answerable: list[float]) -> float:
+    """The highest floor (in steps of 0.005) leaving at most 2% of answerable questions general."""
+    floor = 0.0
+    while rates(answerable, [0.0], floor + 0.005)[0] <= MOST_WRONGLY_GENERAL:
+        floor += 0.005
+    return round(floor, 3)
+
+
+async def main(folder: Path, which: str, save: Path | None) -> None:
     collection = read_collection(folder, "articles")
     uploaded = collection.uploads[::2]
     present = {upload.key for upload in uploaded}
     rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
-    best: dict[bool, list[float]] = {True: [], False: []}
+    found: dict[bool, list[Passages]] = {True: [], False: []}
     async with ingested(uploaded) as ingest:
         parts = ingest.components
         retriever = Retriever.from_settings(
-            rag.model_copy(update={"similarity_floor": -1.0}),
+            rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
             parts.embedder,
             parts.vector_index,
             parts.lexical,
@@ -43,26 +71,49 @@ async def main(folder: Path, which: str) -> None:
         for query_id in pick_queries(folder, collection, which):
             paragraph = next(iter(collection.qrels[query_id]))
             is_answerable = paragraph.rsplit("-", 1)[0] in present
-            result = await retriever.search(collection.queries[query_id], ingest.scope, rag.top_k)
-            best[is_answerable].append(max((hit.similarity for hit in result.chunks), default=-1.0))
-    answerable, absent = best[True], best[False]
-    rows = []
-    for floor in FLOORS:
-        wrongly_general = sum(value < floor for value in answerable) / len(answerable)
-        wrongly_grounded = sum(value >= floor for value in absent) / len(absent)
-        mark = " (default)" if abs(floor - rag.similarity_floor) < 1e-9 else ""
-        rows.append([f"{floor:.2f}{mark}", f"{wrongly_general:.1%}", f"{wrongly_grounded:.1%}"])
+            question = collection.queries[query_id]
+            result = await retriever.search(question, ingest.scope, ALL_CANDIDATES)
+            found[is_answerable].append(
+                [(hit.similarity, hit.lexical_coverage) for hit in result.chunks]
+            )
+    if save is not None:
+        payload = json.dumps({"answerable": found[True], "absent": found[False]})
+        await asyncio.to_thread(save.write_text, payload)
+    default = Retriever.from_settings(rag, parts.embedder, parts.vector_index, parts.lexical)
     print(
         f"{folder.name}: {len(uploaded)} of {len(collection.uploads)} articles uploaded "
-        f"({ingest.chunks} chunks); {len(answerable)} answerable questions, {len(absent)} about "
-        f"absent articles; retrieval {rag.fusion}, top {rag.top_k}; {machine()}"
+        f"({ingest.chunks} chunks); {len(found[True])} answerable questions, "
+        f"{len(found[False])} about absent articles; retrieval {rag.fusion}; {machine()}"
     )
-    print(table(["floor", "answerable, wrongly general", "absent article, wrongly grounded"], rows))
+    answerable = [best_match(p, rag.lexical_evidence) for p in found[True]]
+    absent = [best_match(p, rag.lexical_evidence) for p in found[False]]
+    rows = []
+    for floor in FLOORS:
+        general, grounded = rates(answerable, absent, floor)
+        mark = " (default)" if abs(floor - (default.match_floor or 0)) < 1e-9 else ""
+        rows.append([f"{floor:.3f}{mark}", f"{general:.1%}", f"{grounded:.1%}"])
+    print(f"Match score = cosine + {rag.lexical_evidence} x BM25 coverage:")
+    print(table(["floor", "answerable, wrongly general", "absent, wrongly grounded"], rows))
+    rows = []
+    for evidence in EVIDENCE_WEIGHTS:
+        answerable = [best_match(p, evidence) for p in found[True]]
+        absent = [best_match(p, evidence) for p in found[False]]
+        floor = highest_safe_floor(answerable)
+        general, grounded = rates(answerable, absent, floor)
+        rows.append([f"{evidence}", f"{floor:.3f}", f"{general:.1%}", f"{grounded:.1%}"])
+    print("Each weight of the BM25 evidence at the highest floor leaving at most 2% general:")
+    print(
+        table(
+            ["BM25 evidence weight", "floor", "wrongly general", "wrongly grounded"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--queries", default="sample", help="sample (1,000), all, or a count")
+    parser.add_argument("--save", type=Path, help="write every question's candidates (JSON)")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.dataset, arguments.queries))
+    asyncio.run(main(arguments.dataset, arguments.queries, arguments.save))

@@ -315,7 +315,7 @@ async def evaluate(
         variants = fusion_variants(fusion)
         index = ingest.components
         service = Retriever.from_settings(
-            rag.model_copy(update={"similarity_floor": -1.0}),
+            rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
             index.embedder,
             index.vector_index,
             index.lexical,
@@ -323,7 +323,7 @@ async def evaluate(
         reranked = None
         if reranker is not None:
             reranked = Retriever.from_settings(
-                rag.model_copy(update={"similarity_floor": -1.0}),
+                rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
                 index.embedder,
                 index.vector_index,
                 index.lexical,

@@ -144,12 +144,32 @@ class RAGSettings(BaseSettings):
     top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question")
     chunk_size: int = Field(1000, ge=100, description="Characters per chunk")
     chunk_overlap: int = Field(200, ge=0, description="Characters shared by consecutive chunks")
-    # Cosine similarity below which a chunk does not count as a match (general fallback).
+    # Two floors on a passage's match score (cosine similarity, plus in hybrid mode a share of
+    # its BM25 evidence): one for using a passage at all, one for "anything matches".
     similarity_floor: float = Field(
         0.25,
         ge=-1,
+        le=2,
+        description="Match score below which a passage is not given to the model",
+    )
+    match_floor: float | None = Field(
+        None,
+        ge=-1,
+        le=2,
+        description=(
+            "Over everything the user may read, the best passage must reach this match score, "
+            "or the answer is general conversation (documents the user chose skip this check); "
+            "unset: the calibrated default (0.5 hybrid, 0.35 vector)"
+        ),
+    )
+    lexical_evidence: float = Field(
+        0.2,
+        ge=0,
         le=1,
-        description="Cosine similarity below which a chunk is no match (general fallback)",
+        description=(
+            "Weight of BM25 coverage (the share of the question's words, by IDF, a passage "
+            "holds) in the match score (hybrid)"
+        ),
     )
     max_context_tokens: int = Field(
         3500, ge=100, description="Most tokens of document context in one prompt"

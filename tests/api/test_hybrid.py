@@ -126,3 +126,19 @@ async def test_answers_cite_the_chunk_named_by_its_code(
     fresh_llm.script("Stop the pump [1].")
     answer = await ask(client, headers, f"What does fault {CODES[6]} mean?")
     assert answer.json()["assistant_message"]["meta"]["retrieval_mode"] == "vector"
+
+
+async def test_bm25_coverage_is_the_share_of_the_question_a_chunk_holds(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    _, document = await _manual(client, components)
+    lexical = _lexical(components)
+    scope = [vector_ref(document)]
+    exact = await lexical.search(scope, f"fault {CODES[4]} pump", 3)
+    assert exact[0].chunk.chunk_index == 4
+    # Every word of the question is in the chunk (some more than once): about 1.
+    assert 0.9 <= exact[0].coverage <= 1.6
+    assert exact[1].coverage < 0.5 * exact[0].coverage  # the code is most of the weight
+    # Words no chunk holds weigh in as the rarest words there can be.
+    vague = await lexical.search(scope, "pump zanzibar quokka", 3)
+    assert vague and vague[0].coverage < 0.2

@@ -16,7 +16,7 @@ from docchat.llm import prompts
 from docchat.llm.client import LLM
 from docchat.retrieval.index import VectorStoreUnavailable
 from tests.support.chat import ask, ask_streaming
-from tests.support.documents import upload, upload_and_process
+from tests.support.documents import upload, upload_and_process, vector_ref
 from tests.support.files import filler, make_pdf
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.users import auth_headers
@@ -584,3 +584,29 @@ async def test_a_general_answer_keeps_no_citation_markers(
     assert chat.status_code == 200
     stored = [item["content"] for item in chat.json()["items"] if item["role"] == "assistant"]
     assert stored == [GENERAL_CLEANED]
+
+
+async def test_a_weak_match_counts_only_in_documents_the_user_chose(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    bridge = await _document(client, components, headers, "bridge.md", BRIDGE)
+    # Mostly about other things: the bridge passage is a weak match (above the passage floor,
+    # below the match floor).
+    question = "Zephyr bridge, Mount Karsk volcano and sourdough bread starter?"
+    retriever = components.retriever
+    result = await retriever.search(question, [vector_ref(bridge)], 4, chosen=True)
+    assert len(result.chunks) == 1
+    score = retriever.match_score(result.chunks[0])
+    assert retriever.similarity_floor <= score < (retriever.match_floor or 0)
+
+    # Over everything the user may read: nothing matches, a general answer.
+    fresh_llm.script("I know nothing about those.")
+    general = (await ask(client, headers, question)).json()["assistant_message"]
+    assert general["meta"]["reason"] == "no_match" and general["sources"] is None
+    assert "Lindqvist" not in fresh_llm.prompt_text()
+    # Attached to the message: the user asked about it, so the passage is used.
+    fresh_llm.script("The Zephyr bridge was completed in 1932 [1].")
+    grounded = (await ask(client, headers, question, document_ids=[bridge["id"]])).json()
+    assert grounded["assistant_message"]["meta"]["grounded"] is True
+    assert "Lindqvist" in fresh_llm.prompt_text()

@@ -86,6 +86,11 @@ class Question:
     # Names the conversation in the logs (a chat id).
     label: str = ""
 
+    @property
+    def chose_documents(self) -> bool:
+        """The user picked the documents (for the message or the chat), not "all I may read"."""
+        return self.scope in ("message", "chat")
+
 
 @dataclass
 class Plan:
@@ -263,7 +268,9 @@ class AnswerEngine:
             if entries is not None:
                 return entries
         query = await self._search_query(question, llm, meta)
-        result = await self.retriever.search(query, question.documents, question.options.top_k)
+        result = await self.retriever.search(
+            query, question.documents, question.options.top_k, chosen=question.chose_documents
+        )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_count = len(result.chunks)
         meta.retrieval_mode = self.retriever.mode
@@ -304,6 +311,7 @@ class AnswerEngine:
             default_top_k=question.options.top_k,
             budget=budget,
             entries=list(inline),
+            chosen=question.chose_documents,
         )
         context = format_context([entry for entry in inline if entry.text])
         messages = prompts.tool_messages(

@@ -52,6 +52,9 @@ class Chunk:
 class ScoredChunk:
     chunk: Chunk
     similarity: float
+    # Share of the question's BM25 weight (IDF) this chunk matches: 0 when BM25 did not run or
+    # did not propose it, about 1 when it holds every word of the question.
+    lexical_coverage: float = 0.0
 
 
 class OwnedDocument(Protocol):

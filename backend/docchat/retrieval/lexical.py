@@ -62,10 +62,20 @@ ranked AS (
     GROUP BY m.document_id, m.chunk_index
     ORDER BY score DESC, m.document_id, m.chunk_index
     LIMIT :limit
+),
+-- What a chunk holding each of the question's lexemes once would score: the sum of their IDFs
+-- (a lexeme the scope does not hold counts with the IDF of df = 0).
+ideal AS (
+    SELECT sum(ln(1 + (s.n - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5))) AS total
+    FROM question q
+    CROSS JOIN LATERAL unnest(q.lexemes) AS l(lexeme)
+    LEFT JOIN frequency f ON f.lexeme = l.lexeme
+    CROSS JOIN scope s
 )
-SELECT r.score, c.document_id, c.chunk_index, c.page, c.text,
-       d.owner_id, d.visibility, d.filename
+SELECT r.score, r.score / nullif(i.total, 0) AS coverage,
+       c.document_id, c.chunk_index, c.page, c.text, d.owner_id, d.visibility, d.filename
 FROM ranked r
+CROSS JOIN ideal i
 JOIN document_chunks c USING (document_id, chunk_index)
 JOIN documents d ON d.id = c.document_id
 ORDER BY r.score DESC, c.document_id, c.chunk_index
@@ -94,6 +104,8 @@ def _chunk_of(row: Any) -> Chunk:
 class LexicalHit:
     chunk: Chunk
     score: float
+    # The score over what a chunk holding every word of the question once would get.
+    coverage: float = 0.0
 
     @property
     def id(self) -> str:
@@ -174,7 +186,10 @@ class LexicalIndex:
                     "limit": limit,
                 },
             )
-            return [LexicalHit(_chunk_of(row), float(row.score)) for row in rows]
+            return [
+                LexicalHit(_chunk_of(row), float(row.score), float(row.coverage or 0.0))
+                for row in rows
+            ]
 
     async def document_chunks(self, documents: Sequence[DocumentRef]) -> list[Chunk]:
         """Every chunk of `documents`, each document's in reading order, documents as given."""

@@ -33,6 +33,10 @@ from docchat.retrieval.rerank import HttpReranker
 
 logger = logging.getLogger(__name__)
 RetrievalMode = Literal["hybrid", "vector"]
+# The match floor when RAG_MATCH_FLOOR is unset, per mode, from `bench.calibrate_floor` (README,
+# "Retrieval quality"): the highest at which at most 2% of answerable questions get a general
+# answer.
+CALIBRATED_MATCH_FLOOR: dict[RetrievalMode, float] = {"hybrid": 0.5, "vector": 0.35}
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,16 @@ class Retriever:
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
         reranker: Reranker | None = None,
+        lexical_evidence: float = 0.0,
+        match_floor: float | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
         self.lexical = lexical
         self.similarity_floor = similarity_floor
+        # "Nothing matches" over a wide scope: the best passage must reach this, or none count.
+        self.match_floor = match_floor
+        self.lexical_evidence = lexical_evidence if lexical is not None else 0.0
         self.fusion = fusion or Fusion()
         self.reranker = reranker
 
@@ -87,10 +96,14 @@ class Retriever:
             vector_weight=rag.vector_weight,
             lexical_weight=rag.lexical_weight,
         )
+        mode: RetrievalMode = "hybrid" if rag.hybrid else "vector"
+        match_floor = rag.match_floor
         return cls(
             embedder,
             index,
             similarity_floor=rag.similarity_floor,
+            match_floor=CALIBRATED_MATCH_FLOOR[mode] if match_floor is None else match_floor,
+            lexical_evidence=rag.lexical_evidence,
             lexical=lexical if rag.hybrid else None,
             fusion=fusion,
             reranker=HttpReranker(rerank) if rerank is not None and rerank.url else None,
@@ -104,10 +117,22 @@ class Retriever:
     def mode(self) -> RetrievalMode:
         return "vector" if self.lexical is None else "hybrid"
 
+    def _anything_matches(self, passing: Sequence[ScoredChunk]) -> bool:
+        if self.match_floor is None or not passing:
+            return True
+        return max(self.match_score(hit) for hit in passing) >= self.match_floor
+
+    def match_score(self, hit: ScoredChunk) -> float:
+        """What the floor judges: cosine similarity, plus (hybrid) a share of the BM25 evidence."""
+        return hit.similarity + self.lexical_evidence * min(hit.lexical_coverage, 1.0)
+
     async def search(
-        self, query: str, documents: Sequence[DocumentRef], top_k: int
+        self, query: str, documents: Sequence[DocumentRef], top_k: int, *, chosen: bool = False
     ) -> SearchResult:
-        """The `top_k` best chunks of `documents` for `query` whose similarity passes the floor."""
+        """The `top_k` best chunks of `documents` for `query` whose match score passes the floor.
+
+        Unless the user chose the documents for this question, nothing is returned when even
+        the best passage stays below the match floor: the question is about something else."""
         if not documents or not query.strip():
             return SearchResult()
         started = time.perf_counter()
@@ -123,11 +148,14 @@ class Retriever:
             logger.warning("retrieval unavailable, answering in general mode: %s", exc)
             return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
         allowed = {document.id for document in documents}
-        kept = [
+        passing = [
             hit
             for hit in hits
-            if hit.similarity >= self.similarity_floor and hit.chunk.document_id in allowed
-        ][:top_k]
+            if self.match_score(hit) >= self.similarity_floor and hit.chunk.document_id in allowed
+        ]
+        if not chosen and not self._anything_matches(passing):
+            passing = []
+        kept = passing[:top_k]
         elapsed = time.perf_counter() - started
         RETRIEVAL_LATENCY.observe(elapsed)
         return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
@@ -172,7 +200,11 @@ class Retriever:
         lexical_hits: list[LexicalHit],
     ) -> list[ScoredChunk]:
         """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
-        found = {hit.chunk.id: hit for hit in vector_hits}
+        coverage = {hit.id: hit.coverage for hit in lexical_hits}
+        found = {
+            hit.chunk.id: ScoredChunk(hit.chunk, hit.similarity, coverage.get(hit.chunk.id, 0.0))
+            for hit in vector_hits
+        }
         # Chunks only BM25 proposed get their cosine similarity from the stored vectors: the
         # floor and convex fusion both need it.
         missing = [hit for hit in lexical_hits if hit.id not in found]
@@ -183,7 +215,7 @@ class Retriever:
             others = await self.index.similarities(vector, wanted)
             for hit in missing:
                 if hit.id in others:
-                    found[hit.id] = ScoredChunk(hit.chunk, others[hit.id])
+                    found[hit.id] = ScoredChunk(hit.chunk, others[hit.id], hit.coverage)
         fused = self.fusion.fuse(
             [(hit.chunk.id, hit.similarity) for hit in vector_hits],
             [(hit.id, hit.score) for hit in lexical_hits if hit.id in found],

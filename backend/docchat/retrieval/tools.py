@@ -57,6 +57,8 @@ class ToolRetrieval:
     # What the passages found may spend; passages read inline are already in `entries`.
     budget: TokenBudget
     entries: list[ContextEntry] = field(default_factory=list)
+    # The user chose these documents (message or chat): the retriever's lower floor applies.
+    chosen: bool = False
     searches: int = 0
     unavailable: str | None = None
     _numbers: dict[str, int] = field(default_factory=dict)
@@ -85,7 +87,7 @@ class ToolRetrieval:
             return _error(parsed)
         query, top_k = parsed
         self.searches += 1
-        result = await self.retriever.search(query, self.documents, top_k)
+        result = await self.retriever.search(query, self.documents, top_k, chosen=self.chosen)
         if result.unavailable:
             self.unavailable = result.unavailable
             return _error("Document search is unavailable right now; answer without it")
