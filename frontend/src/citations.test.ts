@@ -3,12 +3,17 @@ import { citationNumber, linkCitations } from "./citations";
 
 describe("linkCitations", () => {
   it("turns markers into citation links", () => {
-    expect(linkCitations("Built in 1887 [1][2].")).toBe("Built in 1887 [\\[1\\]](#cite-1)[\\[2\\]](#cite-2).");
+    expect(linkCitations("Built in 1887 [1][2].", 2)).toBe("Built in 1887 [\\[1\\]](#cite-1)[\\[2\\]](#cite-2).");
   });
 
   it("leaves code and existing links alone", () => {
-    expect(linkCitations("`a[1]` and [x](http://e.com) [3]")).toBe("`a[1]` and [x](http://e.com) [\\[3\\]](#cite-3)");
-    expect(linkCitations("```\nlist[0]\n```")).toBe("```\nlist[0]\n```");
+    expect(linkCitations("`a[1]` and [x](http://e.com) [3]", 3)).toBe("`a[1]` and [x](http://e.com) [\\[3\\]](#cite-3)");
+    expect(linkCitations("```\nlist[0]\n```", 1)).toBe("```\nlist[0]\n```");
+  });
+
+  it("links only markers that have a source", () => {
+    expect(linkCitations("General answer [1][2].", 0)).toBe("General answer [1][2].");
+    expect(linkCitations("One source [1], not [2].", 1)).toBe("One source [\\[1\\]](#cite-1), not [2].");
   });
 });
 

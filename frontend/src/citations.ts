@@ -2,12 +2,19 @@
 
 export const CITATION_PREFIX = "#cite-";
 
-/** `text [1][2]` -> `text [[1]](#cite-1)[[2]](#cite-2)`, leaving code spans and blocks alone. */
-export function linkCitations(markdown: string): string {
+/**
+ * `text [1][2]` -> `text [[1]](#cite-1)[[2]](#cite-2)`, leaving code spans and blocks alone.
+ * Only markers with a source to show (1..sourceCount) become links; the others stay text.
+ */
+export function linkCitations(markdown: string, sourceCount: number): string {
   return markdown
     .split(/(```[\s\S]*?```|`[^`\n]*`)/g)
     .map((part, index) =>
-      index % 2 === 1 ? part : part.replace(/\[(\d{1,3})\](?!\()/g, (_, n) => `[\\[${n}\\]](${CITATION_PREFIX}${n})`),
+      index % 2 === 1
+        ? part
+        : part.replace(/\[(\d{1,3})\](?!\()/g, (marker, n: string) =>
+            Number(n) >= 1 && Number(n) <= sourceCount ? `[\\[${n}\\]](${CITATION_PREFIX}${n})` : marker,
+          ),
     )
     .join("");
 }

@@ -18,7 +18,13 @@ interface Pending {
   error: string | null;
 }
 
-function AnswerText({ message, onCite }: { message: Pick<Message, "content">; onCite(n: number): void }) {
+function AnswerText({
+  message,
+  onCite,
+}: {
+  message: Pick<Message, "content" | "sources">;
+  onCite(n: number): void;
+}) {
   return (
     <Markdown
       components={{
@@ -39,7 +45,7 @@ function AnswerText({ message, onCite }: { message: Pick<Message, "content">; on
         },
       }}
     >
-      {linkCitations(message.content)}
+      {linkCitations(message.content, message.sources?.length ?? 0)}
     </Markdown>
   );
 }
@@ -182,7 +188,7 @@ export default function Conversation({ chatId, selectedDocumentIds, onChatCreate
                   {pending.error}
                 </p>
               ) : (
-                <AnswerText message={{ content: pending.text || "…" }} onCite={() => undefined} />
+                <AnswerText message={{ content: pending.text || "…", sources: null }} onCite={() => undefined} />
               )}
             </article>
           </>
