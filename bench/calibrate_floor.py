@@ -23,10 +23,10 @@ from pathlib import Path
 from bench.common import machine, table
 from bench.eval_retrieval import DEFAULT_DATASET, ingested, pick_queries, read_collection
 from docchat.config import RAGSettings
-from docchat.retrieval.retriever import Retriever
+from docchat.retrieval.retriever import CALIBRATED_MATCH_FLOOR, Retriever
 
 FLOORS = [round(0.3 + 0.025 * step, 3) for step in range(0, 15)]
-EVIDENCE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.5]
+EVIDENCE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0]
 MOST_WRONGLY_GENERAL = 0.02
 # Every fused candidate, so that a passage past the first few that passes the floor counts.
 ALL_CANDIDATES = 50
@@ -54,12 +54,13 @@ def highest_safe_floor(answerable: list[float]) -> float:
     return round(floor, 3)
 
 
-async def main(folder: Path, which: str, save: Path | None) -> None:
+async def search_all(folder: Path, which: str) -> tuple[str, dict[str, list[Passages]]]:
+    """Every question's candidates (cosine, coverage), by whether its article is uploaded."""
     collection = read_collection(folder, "articles")
     uploaded = collection.uploads[::2]
     present = {upload.key for upload in uploaded}
     rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
-    found: dict[bool, list[Passages]] = {True: [], False: []}
+    found: dict[str, list[Passages]] = {"answerable": [], "absent": []}
     async with ingested(uploaded) as ingest:
         parts = ingest.components
         retriever = Retriever.from_settings(
@@ -70,34 +71,36 @@ async def main(folder: Path, which: str, save: Path | None) -> None:
         )
         for query_id in pick_queries(folder, collection, which):
             paragraph = next(iter(collection.qrels[query_id]))
-            is_answerable = paragraph.rsplit("-", 1)[0] in present
+            side = "answerable" if paragraph.rsplit("-", 1)[0] in present else "absent"
             question = collection.queries[query_id]
             result = await retriever.search(question, ingest.scope, ALL_CANDIDATES)
-            found[is_answerable].append(
-                [(hit.similarity, hit.lexical_coverage) for hit in result.chunks]
-            )
-    if save is not None:
-        payload = json.dumps({"answerable": found[True], "absent": found[False]})
-        await asyncio.to_thread(save.write_text, payload)
-    default = Retriever.from_settings(rag, parts.embedder, parts.vector_index, parts.lexical)
-    print(
+            found[side].append([(hit.similarity, hit.lexical_coverage) for hit in result.chunks])
+    title = (
         f"{folder.name}: {len(uploaded)} of {len(collection.uploads)} articles uploaded "
-        f"({ingest.chunks} chunks); {len(found[True])} answerable questions, "
-        f"{len(found[False])} about absent articles; retrieval {rag.fusion}; {machine()}"
+        f"({ingest.chunks} chunks); {len(found['answerable'])} answerable questions, "
+        f"{len(found['absent'])} about absent articles; retrieval {rag.fusion}; {machine()}"
     )
-    answerable = [best_match(p, rag.lexical_evidence) for p in found[True]]
-    absent = [best_match(p, rag.lexical_evidence) for p in found[False]]
+    return title, found
+
+
+def report(title: str, found: dict[str, list[Passages]]) -> None:
+    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    default_floor = CALIBRATED_MATCH_FLOOR["hybrid" if rag.hybrid else "vector"]
+    default_floor = default_floor if rag.match_floor is None else rag.match_floor
+    print(title)
+    answerable = [best_match(p, rag.lexical_evidence) for p in found["answerable"]]
+    absent = [best_match(p, rag.lexical_evidence) for p in found["absent"]]
     rows = []
-    for floor in FLOORS:
+    for floor in sorted({*FLOORS, default_floor}):
         general, grounded = rates(answerable, absent, floor)
-        mark = " (default)" if abs(floor - (default.match_floor or 0)) < 1e-9 else ""
+        mark = " (default)" if abs(floor - default_floor) < 1e-9 else ""
         rows.append([f"{floor:.3f}{mark}", f"{general:.1%}", f"{grounded:.1%}"])
     print(f"Match score = cosine + {rag.lexical_evidence} x BM25 coverage:")
     print(table(["floor", "answerable, wrongly general", "absent, wrongly grounded"], rows))
     rows = []
     for evidence in EVIDENCE_WEIGHTS:
-        answerable = [best_match(p, evidence) for p in found[True]]
-        absent = [best_match(p, evidence) for p in found[False]]
+        answerable = [best_match(p, evidence) for p in found["answerable"]]
+        absent = [best_match(p, evidence) for p in found["absent"]]
         floor = highest_safe_floor(answerable)
         general, grounded = rates(answerable, absent, floor)
         rows.append([f"{evidence}", f"{floor:.3f}", f"{general:.1%}", f"{grounded:.1%}"])
@@ -110,10 +113,23 @@ async def main(folder: Path, which: str, save: Path | None) -> None:
     )
 
 
+async def main(folder: Path, which: str, save: Path | None, load: Path | None) -> None:
+    if load is not None:
+        saved = json.loads(await asyncio.to_thread(load.read_text))
+        report(saved["title"], saved["found"])
+        return
+    title, found = await search_all(folder, which)
+    if save is not None:
+        payload = json.dumps({"title": title, "found": found})
+        await asyncio.to_thread(save.write_text, payload)
+    report(title, found)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--queries", default="sample", help="sample (1,000), all, or a count")
     parser.add_argument("--save", type=Path, help="write every question's candidates (JSON)")
+    parser.add_argument("--load", type=Path, help="report on candidates saved by --save")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.dataset, arguments.queries, arguments.save))
+    asyncio.run(main(arguments.dataset, arguments.queries, arguments.save, arguments.load))

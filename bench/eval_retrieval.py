@@ -290,11 +290,13 @@ def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]
 
 
 async def evaluate(
-    folder: Path, level: str, which: str, reranker: Reranker | None
+    folder: Path, level: str, which: str, reranker: Reranker | None, chunk_header: bool | None
 ) -> tuple[str, list[list[str]]]:
     collection = read_collection(folder, level)
     query_ids = pick_queries(folder, collection, which)
     rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    if chunk_header is not None:
+        rag = rag.model_copy(update={"chunk_header": chunk_header})
     totals: dict[str, dict[str, float]] = {}
 
     def add(label: str, chunk_ids: Sequence[str], relevant: set[str], units: Ingested) -> None:
@@ -304,7 +306,7 @@ async def evaluate(
         for metric, value in scores_of(first_hit(ranking, relevant)).items():
             totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
 
-    async with ingested(collection.uploads) as ingest:
+    async with ingested(collection.uploads, rag) as ingest:
         fusion = Fusion(
             method=rag.fusion,
             candidates=rag.candidates,
@@ -349,7 +351,8 @@ async def evaluate(
                 )
         searching = time.perf_counter() - started
         header = (
-            f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks "
+            f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks, "
+            f"chunk headers {'on' if rag.chunk_header else 'off'} "
             f"(ingested in {ingest.seconds:.0f} s), {len(query_ids)} questions "
             f"({searching:.0f} s); {machine()}"
         )
@@ -360,15 +363,17 @@ async def evaluate(
     return header, rows
 
 
-async def main(folder: Path, levels: list[str], which: str, rerank_url: str | None) -> None:
+async def main(
+    folder: Path, levels: list[str], which: str, rerank_url: str | None, header: bool | None
+) -> None:
     reranker: Reranker | None = None
     if rerank_url:
         from docchat.retrieval.rerank import HttpReranker
 
         reranker = HttpReranker(RerankSettings(_env_file=None, url=rerank_url))  # type: ignore[call-arg]
     for level in levels:
-        header, rows = await evaluate(folder, level, which, reranker)
-        print(header)
+        title, rows = await evaluate(folder, level, which, reranker, header)
+        print(title)
         print(table(["retriever", *METRICS], rows))
         print()
 
@@ -379,6 +384,13 @@ if __name__ == "__main__":
     parser.add_argument("--level", choices=["paragraphs", "articles", "both"], default="both")
     parser.add_argument("--queries", default="sample", help="sample (1,000), all, or a count")
     parser.add_argument("--rerank-url", default=None, help="a /rerank service to measure")
+    parser.add_argument(
+        "--chunk-header",
+        choices=["on", "off"],
+        default=None,
+        help="override RAG_CHUNK_HEADER (default: the setting's default)",
+    )
     arguments = parser.parse_args()
     chosen = ["paragraphs", "articles"] if arguments.level == "both" else [arguments.level]
-    asyncio.run(main(arguments.dataset, chosen, arguments.queries, arguments.rerank_url))
+    header = None if arguments.chunk_header is None else arguments.chunk_header == "on"
+    asyncio.run(main(arguments.dataset, chosen, arguments.queries, arguments.rerank_url, header))

@@ -90,7 +90,6 @@ async def _reindex(layout_only: bool) -> None:
     from docchat.db import create_engine, create_sessionmaker, session_scope
     from docchat.documents import jobs
     from docchat.documents import repository as documents_repository
-    from docchat.documents.models import DocumentStatus
     from docchat.llm.embeddings import build_embedder
 
     settings = get_settings()
@@ -105,9 +104,8 @@ async def _reindex(layout_only: bool) -> None:
         async with session_scope(create_sessionmaker(engine)) as session:
             documents = await documents_repository.live_documents(session)
             for document in documents:
-                document.status = DocumentStatus.processing
                 document.chunks_done = 0
-                await jobs.enqueue(session, document.id)
+                await jobs.enqueue(session, document)
         print(f"queued {len(documents)} documents for re-indexing with {embedder.name}")
     finally:
         await engine.dispose()

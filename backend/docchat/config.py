@@ -144,6 +144,13 @@ class RAGSettings(BaseSettings):
     top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question")
     chunk_size: int = Field(1000, ge=100, description="Characters per chunk")
     chunk_overlap: int = Field(200, ge=0, description="Characters shared by consecutive chunks")
+    chunk_header: bool = Field(
+        False,
+        description=(
+            "Embed and index each chunk with its document's title first (takes effect for "
+            "documents processed afterwards)"
+        ),
+    )
     # Two floors on a passage's match score (cosine similarity, plus in hybrid mode a share of
     # its BM25 evidence): one for using a passage at all, one for "anything matches".
     similarity_floor: float = Field(
@@ -159,11 +166,11 @@ class RAGSettings(BaseSettings):
         description=(
             "Over everything the user may read, the best passage must reach this match score, "
             "or the answer is general conversation (documents the user chose skip this check); "
-            "unset: the calibrated default (0.5 hybrid, 0.35 vector)"
+            "unset: the calibrated default (0.49 hybrid, 0.34 vector)"
         ),
     )
     lexical_evidence: float = Field(
-        0.2,
+        0.3,
         ge=0,
         le=1,
         description=(

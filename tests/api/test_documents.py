@@ -29,7 +29,8 @@ async def test_upload_is_accepted_then_processed_with_pages(
     response = await upload(client, headers, "earth.pdf", pdf)
     assert response.status_code == 202
     accepted = response.json()
-    assert accepted["status"] == "processing" and accepted["progress"] == 0.0
+    assert accepted["status"] == "queued" and accepted["progress"] == 0.0
+    assert accepted["queue_position"] == 1  # nothing else is waiting
     assert accepted["content_type"] == "application/pdf" and accepted["size_bytes"] == len(pdf)
 
     await IngestionWorker(components).run_until_idle()
@@ -227,7 +228,7 @@ async def test_reprocess_is_idempotent(client: httpx.AsyncClient, components: Co
     )
     before = components.vector_store.count(vector_ref(document))
     response = await client.post(f"/api/v1/documents/{document['id']}/reprocess", headers=headers)
-    assert response.status_code == 202 and response.json()["status"] == "processing"
+    assert response.status_code == 202 and response.json()["status"] == "queued"
     await IngestionWorker(components).run_until_idle()
     after = (await client.get(f"/api/v1/documents/{document['id']}", headers=headers)).json()
     assert after["status"] == "completed"
@@ -248,10 +249,12 @@ async def test_list_filters_and_paginates(
         await client.get(f"/api/v1/documents?category_id={category['id']}", headers=headers)
     ).json()
     assert [item["filename"] for item in in_category["items"]] == ["a.md"]
-    processing = (
-        await client.get("/api/v1/documents?status=processing&limit=2", headers=headers)
-    ).json()
-    assert processing["total"] == 3 and len(processing["items"]) == 2
+    waiting = (await client.get("/api/v1/documents?status=queued&limit=2", headers=headers)).json()
+    assert waiting["total"] == 3 and len(waiting["items"]) == 2
+    # One owner's queue, oldest first.
+    listed = (await client.get("/api/v1/documents", headers=headers)).json()["items"]
+    positions = {item["filename"]: item["queue_position"] for item in listed}
+    assert positions == {"a.md": 1, "b.md": 2, "c.md": 3}
     # Another user's category cannot be used.
     other = await auth_headers(client)
     response = await upload(client, other, "d.md", b"delta", data={"category_id": category["id"]})
@@ -333,9 +336,7 @@ async def test_transient_failure_is_retried_then_fails(
         await session.commit()
         assert await IngestionWorker(broken).run_once() is True, attempt
         status = (await client.get(f"/api/v1/documents/{document_id}", headers=headers)).json()
-        expected = (
-            "failed" if attempt == components.settings.worker.max_attempts - 1 else "processing"
-        )
+        expected = "failed" if attempt == components.settings.worker.max_attempts - 1 else "queued"
         assert status["status"] == expected
     # The owner is told what kind of failure it was; the raw error stays with the job.
     assert status["error"] == (

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.config import Settings, WorkerSettings
 from docchat.db import create_sessionmaker
+from docchat.documents import jobs
 from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.chroma import ChromaVectorStore
@@ -140,11 +141,10 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
             size_bytes=len(text),
             sha256="0" * 64,
             storage_key="ab/tides",
-            status=DocumentStatus.processing,
         )
         session.add(document)
         await session.flush()
-        session.add(IngestionJob(document_id=document.id))
+        await jobs.enqueue(session, document)
         await session.commit()
         document_id = document.id
 

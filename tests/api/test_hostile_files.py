@@ -111,7 +111,8 @@ async def test_messages_attaching_a_hostile_pdf_do_not_stall_anyone_else(
     async with httpx.AsyncClient(base_url=inline_server.url, timeout=120) as client:
         attacker = await auth_headers(client)
         poisoned = await upload(client, attacker, "x.pdf", exhausting_pdf())
-        assert poisoned.status_code == 202 and poisoned.json()["status"] == "processing"
+        assert poisoned.status_code == 202
+        assert poisoned.json()["status"] in ("queued", "processing")
         body = {"content": "What does it say?", "document_ids": [poisoned.json()["id"]]}
         attacks = [
             asyncio.create_task(client.post("/api/v1/messages", headers=attacker, json=body))

@@ -142,3 +142,22 @@ async def test_bm25_coverage_is_the_share_of_the_question_a_chunk_holds(
     # Words no chunk holds weigh in as the rarest words there can be.
     vague = await lexical.search(scope, "pump zanzibar quokka", 3)
     assert vague and vague[0].coverage < 0.2
+
+
+async def test_chunk_headers_let_a_passage_be_found_by_its_document_title(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    text = b"It was completed in 1932 by the engineer Marta Lindqvist."
+    for header in (False, True):
+        rag = components.settings.rag.model_copy(update={"chunk_header": header})
+        with_setting = dataclasses.replace(
+            components, settings=components.settings.model_copy(update={"rag": rag})
+        )
+        headers = await auth_headers(client)
+        document = await upload_and_process(
+            client, with_setting, headers, "Zephyr_suspension_bridge.md", text
+        )
+        hits = await _lexical(with_setting).search([vector_ref(document)], "zephyr bridge", 3)
+        assert bool(hits) is header
+        if header:  # the stored text is the passage's own, without the header
+            assert hits[0].chunk.text == text.decode()

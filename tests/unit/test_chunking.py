@@ -17,3 +17,15 @@ def test_chunks_keep_pages_and_run_one_index() -> None:
     assert len(page_one) == 3  # 1800 characters at a stride of 800
     # Consecutive chunks of a page overlap.
     assert page_one[0].text[-100:].strip().split()[-1] in page_one[1].text
+
+
+def test_titles_come_from_file_names() -> None:
+    from docchat.extraction.chunking import title_of, with_header
+
+    assert title_of("Annual_report-2024.pdf") == "Annual report 2024"
+    assert title_of("notes") == "notes"
+    assert title_of(".env") == ".env"
+    assert (
+        with_header("Zephyr bridge", "It opened in 1932.") == "Zephyr bridge\n\nIt opened in 1932."
+    )
+    assert with_header("", "text") == "text"

@@ -41,7 +41,7 @@ async def upload_shared_document(
         max_bytes=settings.max_upload_bytes,
         visibility=Visibility.shared,
     )
-    return DocumentRead.for_viewer(document, admin.id)
+    return (await documents_service.as_read(session, [document], admin.id))[0]
 
 
 @router.get("/users", response_model=Page[UserRead], operation_id="admin_list_users")

@@ -104,7 +104,7 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
             sha256=document.sha256,
         )
         for document in requested
-        if document.status == DocumentStatus.processing
+        if document.status in (DocumentStatus.queued, DocumentStatus.processing)
     ]
 
 

@@ -1,5 +1,10 @@
 """The processing queue of documents (`ingestion_jobs`), all its SQL: the claim that lets
-workers run in parallel, and the fence.
+workers run in parallel and take turns between owners, and the fence.
+
+Fairness: the next job is the oldest due job of the owner who has the fewest jobs running and
+was served longest ago. So workers go round the owners with work waiting, one document each:
+a user's one-page upload waits for one document of every other owner in the queue, not for
+another user's backlog of thousands.
 
 A claim gives the worker a fresh `claim_token`. Every write a worker makes for a job first
 locks the job row and checks that the token is still its own (`hold_claim`), in the same
@@ -10,16 +15,19 @@ dead) can no longer write progress, results or the job's end.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.documents.models import IngestionJob, JobStatus
+from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
 
 
-async def enqueue(session: AsyncSession, document_id: uuid.UUID) -> IngestionJob:
-    job = IngestionJob(document_id=document_id)
+async def enqueue(session: AsyncSession, document: Document) -> IngestionJob:
+    """Queue the document for processing; it waits as `queued` until a worker takes it."""
+    document.status = DocumentStatus.queued
+    job = IngestionJob(document_id=document.id, owner_id=document.owner_id)
     session.add(job)
     await session.flush()
     return job
@@ -34,27 +42,54 @@ async def cancel_pending(session: AsyncSession, document_id: uuid.UUID, now: dat
     )
 
 
+# Stale running jobs first (their worker died), then round robin between owners: each
+# owner's queue in order, owners with fewer running jobs and served longer ago first.
+_NEXT_JOB = text(
+    """
+WITH due AS (
+    SELECT id, owner_id,
+           row_number() OVER (PARTITION BY owner_id ORDER BY available_at, created_at, id) AS turn
+    FROM ingestion_jobs
+    WHERE status = 'queued' AND available_at <= :now
+),
+served AS (
+    SELECT j.owner_id,
+           count(*) FILTER (WHERE j.status = 'running') AS running,
+           max(j.claimed_at) AS last_claimed
+    FROM ingestion_jobs j
+    WHERE j.owner_id IN (SELECT owner_id FROM due)
+    GROUP BY j.owner_id
+),
+candidates AS (
+    SELECT id, 0 AS stale, 1 AS turn, 0 AS running, NULL::timestamptz AS last_claimed
+    FROM ingestion_jobs
+    WHERE status = 'running' AND coalesce(heartbeat_at, claimed_at) < :stale_before
+    UNION ALL
+    SELECT d.id, 1, d.turn, s.running, s.last_claimed
+    FROM due d JOIN served s USING (owner_id)
+)
+SELECT j.id
+FROM ingestion_jobs j
+JOIN candidates c USING (id)
+ORDER BY c.stale, c.turn, c.running, c.last_claimed NULLS FIRST, j.available_at, j.created_at
+LIMIT 1
+FOR UPDATE OF j SKIP LOCKED
+"""
+)
+
+
 async def claim_next(
     session: AsyncSession, *, worker_id: str, now: datetime, stale_after: timedelta
 ) -> IngestionJob | None:
-    """Take the oldest runnable job: queued and due, or running without a recent heartbeat."""
-    last_sign_of_life = func.coalesce(IngestionJob.heartbeat_at, IngestionJob.claimed_at)
-    statement = (
-        select(IngestionJob)
-        .where(
-            or_(
-                (IngestionJob.status == JobStatus.queued) & (IngestionJob.available_at <= now),
-                (IngestionJob.status == JobStatus.running)
-                & (last_sign_of_life < now - stale_after),
-            )
-        )
-        .order_by(IngestionJob.available_at, IngestionJob.created_at)
-        .limit(1)
-        .with_for_update(skip_locked=True)
-    )
-    job = (await session.execute(statement)).scalar_one_or_none()
-    if job is None:
+    """Take the next runnable job (queued and due, or running without a recent heartbeat),
+    taking turns between owners."""
+    job_id = (
+        await session.execute(_NEXT_JOB, {"now": now, "stale_before": now - stale_after})
+    ).scalar_one_or_none()
+    if job_id is None:
         return None
+    job = await session.get(IngestionJob, job_id)
+    assert job is not None  # locked above
     job.status = JobStatus.running
     job.attempts += 1
     job.claimed_at = now
@@ -63,6 +98,58 @@ async def claim_next(
     job.claim_token = uuid.uuid4()
     await session.flush()
     return job
+
+
+# Where each waiting job stands. Workers serve the owners in a fixed rotation (the order of
+# `_NEXT_JOB`: fewest running, served longest ago, oldest waiting), one job per owner per
+# round, skipping owners whose queue ran dry. So the k-th job of an owner comes after k - 1
+# full rounds (each owner's first k - 1 jobs, or all it has) and, in round k, after the owners
+# ahead of its own that still have a k-th job.
+_QUEUE_POSITIONS = text(
+    """
+WITH waiting AS (
+    SELECT document_id, owner_id,
+           row_number() OVER (PARTITION BY owner_id ORDER BY available_at, created_at, id) AS turn
+    FROM ingestion_jobs
+    WHERE status = 'queued'
+),
+owners AS (
+    SELECT w.owner_id, count(*) AS waiting,
+           (SELECT min(q.available_at) FROM ingestion_jobs q
+            WHERE q.owner_id = w.owner_id AND q.status = 'queued') AS head_at,
+           (SELECT count(*) FROM ingestion_jobs r
+            WHERE r.owner_id = w.owner_id AND r.status = 'running') AS running,
+           (SELECT max(c.claimed_at) FROM ingestion_jobs c
+            WHERE c.owner_id = w.owner_id) AS last_claimed
+    FROM waiting w
+    GROUP BY w.owner_id
+),
+rotation AS (
+    SELECT owner_id, waiting,
+           row_number() OVER (ORDER BY running, last_claimed NULLS FIRST, head_at, owner_id)
+               AS place
+    FROM owners
+)
+SELECT w.document_id,
+       1 + (SELECT sum(least(o.waiting, w.turn - 1)) FROM rotation o)
+         + (SELECT count(*) FROM rotation o JOIN rotation mine ON mine.owner_id = w.owner_id
+            WHERE o.place < mine.place AND o.waiting >= w.turn) AS position
+FROM waiting w
+WHERE w.document_id = ANY(:documents)
+"""
+)
+
+
+async def queue_positions(
+    session: AsyncSession, document_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, int]:
+    """The place of each waiting document in the queue as it stands (1: the next a worker
+    takes). Documents uploaded later by owners served earlier in the rotation can still go
+    first. Only documents waiting for a worker are in the result."""
+    if not document_ids:
+        return {}
+    rows = await session.execute(_QUEUE_POSITIONS, {"documents": list(document_ids)})
+    return {row.document_id: int(row.position) for row in rows}
 
 
 async def hold_claim(session: AsyncSession, job_id: uuid.UUID, token: uuid.UUID) -> bool:

@@ -16,6 +16,8 @@ class Visibility(StrEnum):
 
 
 class DocumentStatus(StrEnum):
+    # Waiting for a worker (`queue_position` says how many documents go first), then read.
+    queued = "queued"
     processing = "processing"
     completed = "completed"
     failed = "failed"
@@ -39,7 +41,7 @@ class Document(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     storage_key: Mapped[str] = mapped_column(String(200))
-    status: Mapped[DocumentStatus] = mapped_column(String(16), default=DocumentStatus.processing)
+    status: Mapped[DocumentStatus] = mapped_column(String(16), default=DocumentStatus.queued)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     page_count: Mapped[int | None] = mapped_column(default=None)
     chunk_count: Mapped[int | None] = mapped_column(default=None)
@@ -62,9 +64,14 @@ class IngestionJob(IdMixin, TimestampMixin, Base):
     __table_args__ = (
         Index("ix_ingestion_jobs_document_id", "document_id"),
         Index("ix_ingestion_jobs_status_available_at", "status", "available_at"),
+        # The fair claim reads each owner's queue and when the owner was last served.
+        Index("ix_ingestion_jobs_owner_status", "owner_id", "status", "available_at"),
+        Index("ix_ingestion_jobs_owner_claimed_at", "owner_id", "claimed_at"),
     )
 
     document_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    # The document's owner: workers take turns between owners (see `claim_next`).
+    owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     status: Mapped[JobStatus] = mapped_column(String(16), default=JobStatus.queued)
     attempts: Mapped[int] = mapped_column(default=0)
     available_at: Mapped[datetime] = mapped_column(default=utcnow)

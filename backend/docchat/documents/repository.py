@@ -89,6 +89,19 @@ async def set_extracted(
     )
 
 
+async def set_waiting(session: AsyncSession, document_id: uuid.UUID, waiting: bool) -> None:
+    """`queued` while the document waits for a worker, `processing` once one has it."""
+    status = DocumentStatus.queued if waiting else DocumentStatus.processing
+    await session.execute(
+        update(Document)
+        .where(
+            Document.id == document_id,
+            Document.status.in_([DocumentStatus.queued, DocumentStatus.processing]),
+        )
+        .values(status=status)
+    )
+
+
 async def set_progress(session: AsyncSession, document_id: uuid.UUID, chunks_done: int) -> None:
     await session.execute(
         update(Document).where(Document.id == document_id).values(chunks_done=chunks_done)

@@ -41,7 +41,7 @@ async def upload_document(
     document = await service.upload_from_form(
         request, session, storage, user, max_bytes=settings.max_upload_bytes
     )
-    return DocumentRead.for_viewer(document, user.id)
+    return (await service.as_read(session, [document], user.id))[0]
 
 
 @router.get("", response_model=Page[DocumentRead], operation_id="documents_list")
@@ -56,7 +56,7 @@ async def list_documents(
         session, user, page, status=status, category_id=category_id
     )
     return Page(
-        items=[DocumentRead.for_viewer(item, user.id) for item in items],
+        items=await service.as_read(session, items, user.id),
         total=total,
         skip=page.skip,
         limit=page.limit,
@@ -64,8 +64,10 @@ async def list_documents(
 
 
 @router.get("/{document_id}", response_model=DocumentRead, operation_id="documents_get")
-async def get_document(document: ReadableDocument, user: CurrentUser) -> DocumentRead:
-    return DocumentRead.for_viewer(document, user.id)
+async def get_document(
+    document: ReadableDocument, user: CurrentUser, session: SessionDep
+) -> DocumentRead:
+    return (await service.as_read(session, [document], user.id))[0]
 
 
 @router.get(
@@ -96,7 +98,8 @@ async def download_document(document: ReadableDocument, storage: StorageDep) -> 
 async def reprocess_document(
     document: ReadableDocument, user: CurrentUser, session: SessionDep
 ) -> DocumentRead:
-    return DocumentRead.for_viewer(await service.reprocess(session, user, document), user.id)
+    reprocessed = await service.reprocess(session, user, document)
+    return (await service.as_read(session, [reprocessed], user.id))[0]
 
 
 @router.delete(

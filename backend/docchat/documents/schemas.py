@@ -27,21 +27,34 @@ class DocumentRead(BaseModel):
     chunk_count: int | None
     pages_done: int
     chunks_done: int
+    queue_position: int | None = Field(
+        None,
+        description=(
+            "While queued: its place in the queue as it stands (1: next); workers take turns "
+            "between owners, one document each"
+        ),
+    )
     created_at: datetime
     updated_at: datetime
 
     @classmethod
-    def for_viewer(cls, document: Document, viewer_id: uuid.UUID) -> DocumentRead:
+    def for_viewer(
+        cls, document: Document, viewer_id: uuid.UUID, queue_position: int | None = None
+    ) -> DocumentRead:
         """The document as `viewer_id` may see it: other people's ids stay out."""
         read = cls.model_validate(document)
         if read.owner_id != viewer_id:
             read.owner_id = None
+        if read.status == DocumentStatus.queued:
+            read.queue_position = queue_position
         return read
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def progress(self) -> float:
         """0..1 while processing: extraction counts for a tenth, embedding for the rest."""
+        if self.status == DocumentStatus.queued:
+            return 0.0
         if self.status != DocumentStatus.processing:
             return 1.0
         extracted = 0.1 if self.page_count else 0.0

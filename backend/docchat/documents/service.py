@@ -12,6 +12,7 @@ from docchat.db import utcnow
 from docchat.documents import jobs, repository
 from docchat.documents.filetypes import detect_kind, sanitize_filename
 from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.documents.schemas import DocumentRead
 from docchat.documents.storage import FileStorage
 from docchat.documents.upload_form import upload_form
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
@@ -89,12 +90,24 @@ async def upload(
         size_bytes=received.size_bytes,
         sha256=received.sha256,
         storage_key=key,
-        status=DocumentStatus.processing,
+        status=DocumentStatus.queued,
     )
     session.add(document)
     await session.flush()
-    await jobs.enqueue(session, document.id)
+    await jobs.enqueue(session, document)
     return document
+
+
+async def as_read(
+    session: AsyncSession, documents: Sequence[Document], viewer_id: uuid.UUID
+) -> list[DocumentRead]:
+    """The documents as the viewer sees them, with the queue position of those waiting."""
+    waiting = [document.id for document in documents if document.status == DocumentStatus.queued]
+    positions = await jobs.queue_positions(session, waiting)
+    return [
+        DocumentRead.for_viewer(document, viewer_id, positions.get(document.id))
+        for document in documents
+    ]
 
 
 async def release_file(
@@ -141,12 +154,11 @@ def _ensure_can_modify(user: User, document: Document) -> None:
 async def reprocess(session: AsyncSession, user: User, document: Document) -> Document:
     _ensure_can_modify(user, document)
     await jobs.cancel_pending(session, document.id, utcnow())
-    document.status = DocumentStatus.processing
     document.error = None
     document.pages_done = 0
     document.chunks_done = 0
+    await jobs.enqueue(session, document)
     await session.flush()
-    await jobs.enqueue(session, document.id)
     return document
 
 

@@ -18,6 +18,17 @@ class TextChunk:
     text: str
 
 
+def title_of(filename: str) -> str:
+    """A document's title from its file name: `Annual_report-2024.pdf` -> `Annual report 2024`."""
+    stem = filename.rsplit(".", 1)[0] if "." in filename.strip(".") else filename
+    return " ".join(stem.replace("_", " ").replace("-", " ").split())
+
+
+def with_header(title: str, text: str) -> str:
+    """What is embedded and indexed for a chunk when chunk headers are on (RAG_CHUNK_HEADER)."""
+    return f"{title}\n\n{text}" if title else text
+
+
 def chunk_document(document: ExtractedDocument, *, size: int, overlap: int) -> list[TextChunk]:
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=size, chunk_overlap=overlap, separators=SEPARATORS

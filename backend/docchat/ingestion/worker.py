@@ -33,7 +33,7 @@ from docchat.documents import jobs as jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, JobStatus
 from docchat.documents.storage import FileStorage
-from docchat.extraction.chunking import TextChunk
+from docchat.extraction.chunking import TextChunk, title_of, with_header
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox
@@ -141,6 +141,7 @@ class IngestionWorker:
             if job is not None:
                 assert job.claim_token is not None
                 claimed = ClaimedJob(job.id, job.document_id, job.attempts, job.claim_token)
+                await documents_repository.set_waiting(session, job.document_id, False)
             await session.commit()
             return claimed
 
@@ -238,7 +239,9 @@ class IngestionWorker:
         # The text goes in at once: inline answers read it while the vectors are made.
         async with self._fenced(job) as session:
             await lexical.delete_chunks(session, document.id)
-            await lexical.add_chunks(session, chunks, rag.lexical_language)
+            await lexical.add_chunks(
+                session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
+            )
             await documents_repository.set_extracted(
                 session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)
             )
@@ -248,6 +251,13 @@ class IngestionWorker:
             await self._embed_and_store(job, chunks[start : start + batch_size], start)
         await self._complete(job, ref, len(chunks))
         return prepared.page_count, len(chunks)
+
+    def _indexed(self, chunk: Chunk) -> str:
+        """What the embedder and BM25 see of a chunk: with RAG_CHUNK_HEADER, the document's
+        title first, so a passage that never names its subject is still found by it."""
+        if not self.settings.rag.chunk_header:
+            return chunk.text
+        return with_header(title_of(chunk.filename), chunk.text)
 
     @staticmethod
     def _record(document: Document, chunk: TextChunk) -> Chunk:
@@ -262,7 +272,8 @@ class IngestionWorker:
         )
 
     async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
-        vectors = await asyncio.to_thread(self.embedder.embed, [chunk.text for chunk in batch])
+        texts = [self._indexed(chunk) for chunk in batch]
+        vectors = await asyncio.to_thread(self.embedder.embed, texts)
         await self.index.upsert(batch, vectors)
         async with self._fenced(job) as session:
             await documents_repository.set_progress(session, job.document_id, before + len(batch))
@@ -307,4 +318,5 @@ class IngestionWorker:
         delay = timedelta(seconds=min(300, 2**job.attempts))
         async with self._fenced(job) as session:
             await jobs_repository.requeue(session, job.id, available_at=utcnow() + delay, error=raw)
+            await documents_repository.set_waiting(session, job.document_id, True)
         return "retried"

@@ -120,10 +120,18 @@ def word_count(content: str) -> int:
 INSERT_BATCH = 500
 
 
-async def add_chunks(session: AsyncSession, chunks: Sequence[Chunk], language: str) -> None:
+async def add_chunks(
+    session: AsyncSession,
+    chunks: Sequence[Chunk],
+    language: str,
+    indexed_texts: Sequence[str] | None = None,
+) -> None:
     """Index chunks (the caller commits); `language` is a PostgreSQL text search config.
 
-    Idempotent: a chunk written again (a retried job) replaces the row it had."""
+    `indexed_texts`, when given, is what BM25 sees of each chunk (its text with a header);
+    the stored text stays the chunk's own. Idempotent: a chunk written again (a retried job)
+    replaces the row it had."""
+    indexed = list(indexed_texts) if indexed_texts is not None else [c.text for c in chunks]
     config = cast(language, REGCONFIG)
     for start in range(0, len(chunks), INSERT_BATCH):
         statement = insert(DocumentChunk).values(
@@ -133,10 +141,14 @@ async def add_chunks(session: AsyncSession, chunks: Sequence[Chunk], language: s
                     "chunk_index": chunk.chunk_index,
                     "page": chunk.page,
                     "text": chunk.text,
-                    "tokens": word_count(chunk.text),
-                    "tsv": func.to_tsvector(config, chunk.text),
+                    "tokens": word_count(text),
+                    "tsv": func.to_tsvector(config, text),
                 }
-                for chunk in chunks[start : start + INSERT_BATCH]
+                for chunk, text in zip(
+                    chunks[start : start + INSERT_BATCH],
+                    indexed[start : start + INSERT_BATCH],
+                    strict=True,
+                )
             ]
         )
         excluded = statement.excluded

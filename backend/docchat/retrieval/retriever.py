@@ -36,7 +36,7 @@ RetrievalMode = Literal["hybrid", "vector"]
 # The match floor when RAG_MATCH_FLOOR is unset, per mode, from `bench.calibrate_floor` (README,
 # "Retrieval quality"): the highest at which at most 2% of answerable questions get a general
 # answer.
-CALIBRATED_MATCH_FLOOR: dict[RetrievalMode, float] = {"hybrid": 0.5, "vector": 0.35}
+CALIBRATED_MATCH_FLOOR: dict[RetrievalMode, float] = {"hybrid": 0.49, "vector": 0.34}
 
 
 @dataclass(frozen=True)

@@ -750,6 +750,11 @@ export interface components {
              * @description 0..1 while processing: extraction counts for a tenth, embedding for the rest.
              */
             readonly progress: number;
+            /**
+             * Queue Position
+             * @description While queued: its place in the queue as it stands (1: next); workers take turns between owners, one document each
+             */
+            queue_position?: number | null;
             /** Sha256 */
             sha256: string;
             /** Size Bytes */
@@ -766,7 +771,7 @@ export interface components {
          * DocumentStatus
          * @enum {string}
          */
-        DocumentStatus: "processing" | "completed" | "failed";
+        DocumentStatus: "queued" | "processing" | "completed" | "failed";
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */

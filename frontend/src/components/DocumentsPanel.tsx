@@ -20,6 +20,14 @@ interface Props {
 const POLL_MS = 1500;
 let nextUploadId = 0;
 
+/** 1 -> "1st", 22 -> "22nd", 13 -> "13th". */
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffixes: Record<number, string> = { 1: "st", 2: "nd", 3: "rd" };
+  const suffix = tens >= 11 && tens <= 13 ? "th" : (suffixes[n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
 export default function DocumentsPanel({ selected, onSelectedChange, chatId, linkedIds, onLinked, uploadUrl = "/api/v1/documents" }: Props) {
   const [documents, setDocuments] = useState<DocumentInfo[]>([]);
   const [uploads, setUploads] = useState<Upload[]>([]);
@@ -36,8 +44,8 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
     void refresh();
   }, [refresh]);
 
-  // Live status: poll while anything is still processing.
-  const processing = documents.some((d) => d.status === "processing");
+  // Live status: poll while anything is waiting or being processed.
+  const processing = documents.some((d) => d.status === "queued" || d.status === "processing");
   useEffect(() => {
     if (!processing) return;
     const timer = window.setInterval(() => void refresh(), POLL_MS);
@@ -151,6 +159,9 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
             </label>
             <div className="doc-status">
               <span className={`status ${d.status}`}>{d.status}</span>
+              {d.status === "queued" && d.queue_position != null && (
+                <span className="muted">{d.queue_position === 1 ? "next in line" : `${ordinal(d.queue_position)} in line`}</span>
+              )}
               {d.status === "processing" && <progress max={1} value={d.progress} aria-label={`Processing ${d.filename}`} />}
               {d.status === "completed" && (
                 <span className="muted">
