@@ -243,12 +243,16 @@ class Candidates:
     others: dict[str, float]
 
 
-async def candidates_for(ingest: Ingested, question: str, depth: int) -> Candidates:
+async def candidates_for(
+    ingest: Ingested, question: str, depth: int, fused_depth: int
+) -> Candidates:
+    """Each side's `depth` best, and the similarity of every lexical candidate that is not
+    among the vector side's `fused_depth` best (what fusion of that depth needs)."""
     components = ingest.components
     vector = await embed_query(components.embedder, question)
     vector_hits = await components.vector_index.query(vector, ingest.scope, depth)
     lexical_hits = await components.lexical.search(ingest.scope, question, depth)
-    seen = {hit.chunk.id for hit in vector_hits}
+    seen = {hit.chunk.id for hit in vector_hits[:fused_depth]}
     refs = {document.id: document for document in ingest.scope}
     missing = [hit for hit in lexical_hits if hit.id not in seen]
     others = await components.vector_index.similarities(
@@ -334,7 +338,9 @@ async def evaluate(
         started = time.perf_counter()
         for query_id in query_ids:
             question, relevant = collection.queries[query_id], collection.qrels[query_id]
-            found = await candidates_for(ingest, question, max(rag.candidates, SINGLE_DEPTH))
+            found = await candidates_for(
+                ingest, question, max(rag.candidates, SINGLE_DEPTH), rag.candidates
+            )
             for label, rank in variants.items():
                 add(label, rank(found), relevant, ingest)
             result = await service.search(question, ingest.scope, DEPTH)
