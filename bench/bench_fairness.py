@@ -27,6 +27,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tests.support.users import auth_headers
 
+from bench.bench_ingestion import prose
 from bench.common import (
     build_components,
     build_settings,
@@ -41,36 +42,10 @@ from docchat.documents.models import Document, DocumentStatus
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 
-WORDS = [
-    "harbour",
-    "tide",
-    "vessel",
-    "engine",
-    "survey",
-    "report",
-    "budget",
-    "council",
-    "river",
-    "bridge",
-    "station",
-    "archive",
-    "record",
-    "member",
-    "meeting",
-    "schedule",
-    "weather",
-    "season",
-    "cargo",
-    "crane",
-    "dock",
-    "permit",
-    "audit",
-    "ledger",
-]
 
-
-def page_of_text(rng: random.Random, words: int = 180) -> bytes:
-    return (" ".join(rng.choice(WORDS) for _ in range(words)) + ".\n").encode()
+def page_of_text(rng: random.Random) -> bytes:
+    """About a page of prose (one chunk)."""
+    return prose(rng, 900).encode()
 
 
 async def completed_count(

@@ -76,7 +76,7 @@ WORDS = [
 
 
 def prose(rng: random.Random, characters: int) -> str:
-    sentences = []
+    sentences: list[str] = []
     while sum(len(s) for s in sentences) < characters:
         words = [rng.choice(WORDS) for _ in range(rng.randint(8, 18))]
         sentences.append(" ".join(words).capitalize() + ".")

@@ -21,9 +21,15 @@ import json
 from pathlib import Path
 
 from bench.common import machine, table
-from bench.eval_retrieval import DEFAULT_DATASET, ingested, pick_queries, read_collection
+from bench.eval_retrieval import (
+    DEFAULT_DATASET,
+    ingested,
+    pick_queries,
+    read_collection,
+    unfloored_retriever,
+)
 from docchat.config import RAGSettings
-from docchat.retrieval.retriever import CALIBRATED_MATCH_FLOOR, Retriever
+from docchat.retrieval.retriever import CALIBRATED_MATCH_FLOOR
 
 FLOORS = [round(0.3 + 0.025 * step, 3) for step in range(0, 15)]
 EVIDENCE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0]
@@ -62,13 +68,7 @@ async def search_all(folder: Path, which: str) -> tuple[str, dict[str, list[Pass
     rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
     found: dict[str, list[Passages]] = {"answerable": [], "absent": []}
     async with ingested(uploaded) as ingest:
-        parts = ingest.components
-        retriever = Retriever.from_settings(
-            rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
-            parts.embedder,
-            parts.vector_index,
-            parts.lexical,
-        )
+        retriever = unfloored_retriever(ingest.components, rag)
         for query_id in pick_queries(folder, collection, which):
             paragraph = next(iter(collection.qrels[query_id]))
             side = "answerable" if paragraph.rsplit("-", 1)[0] in present else "absent"

@@ -236,6 +236,16 @@ async def ingested(
         await drop_database(url)
 
 
+def unfloored_retriever(components: Components, rag: RAGSettings) -> Retriever:
+    """The service's retriever with these settings, every candidate kept (no floors)."""
+    return Retriever.from_settings(
+        rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
+        components.embedder,
+        components.vector_index,
+        components.lexical,
+    )
+
+
 @dataclass(frozen=True)
 class Candidates:
     vector: list[tuple[str, float]]
@@ -311,29 +321,11 @@ async def evaluate(
             totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
 
     async with ingested(collection.uploads, rag) as ingest:
-        fusion = Fusion(
-            method=rag.fusion,
-            candidates=rag.candidates,
-            rrf_k=rag.rrf_k,
-            vector_weight=rag.vector_weight,
-            lexical_weight=rag.lexical_weight,
-        )
-        variants = fusion_variants(fusion)
-        index = ingest.components
-        service = Retriever.from_settings(
-            rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
-            index.embedder,
-            index.vector_index,
-            index.lexical,
-        )
+        variants = fusion_variants(Fusion.from_settings(rag))
+        service = unfloored_retriever(ingest.components, rag)
         reranked = None
         if reranker is not None:
-            reranked = Retriever.from_settings(
-                rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
-                index.embedder,
-                index.vector_index,
-                index.lexical,
-            )
+            reranked = unfloored_retriever(ingest.components, rag)
             reranked.reranker = reranker
         started = time.perf_counter()
         for query_id in query_ids:

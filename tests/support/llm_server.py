@@ -48,8 +48,7 @@ class ScriptedLLM:
         self.default = Reply(content="I am the scripted model.")
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     # -- scripting -------------------------------------------------------------------------
     def script(self, *replies: Reply | str) -> None:
@@ -129,14 +128,12 @@ class ScriptedLLM:
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )
-        self._server, self._thread = serve_in_thread(app, self.port, "the scripted LLM server")
+        self._server = LoopbackServer(app, self.port, "the scripted LLM server")
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
 
 def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
@@ -189,20 +186,25 @@ def _words(text: str) -> list[str]:
     return [word if i == len(words) - 1 else word + " " for i, word in enumerate(words)]
 
 
-def serve_in_thread(
-    app: Starlette, port: int, name: str
-) -> tuple[uvicorn.Server, threading.Thread]:
-    """Serve `app` on loopback from a daemon thread; returns once it accepts connections."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{name} did not start")
-        time.sleep(0.02)
-    return server, thread
+class LoopbackServer:
+    """An ASGI app served on loopback from a daemon thread, for the scripted test peers."""
+
+    def __init__(self, app: Starlette, port: int, name: str) -> None:
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
 
 
 def free_port() -> int:

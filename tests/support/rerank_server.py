@@ -4,17 +4,15 @@ told to favour, records every request, and can be told to fail."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.support.llm_server import free_port, serve_in_thread
+from tests.support.llm_server import LoopbackServer, free_port
 
 
 @dataclass
@@ -25,8 +23,7 @@ class RerankServer:
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     port: int = field(default_factory=free_port)
-    _server: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
+    _server: LoopbackServer | None = None
 
     @property
     def url(self) -> str:
@@ -55,11 +52,9 @@ class RerankServer:
 
     def start(self) -> RerankServer:
         app = Starlette(routes=[Route("/v1/rerank", self._rerank, methods=["POST"])])
-        self._server, self._thread = serve_in_thread(app, self.port, "the rerank server")
+        self._server = LoopbackServer(app, self.port, "the rerank server")
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from docchat.config import RAGSettings
+
 FusionMethod = Literal["convex", "rrf"]
 
 
@@ -28,6 +30,16 @@ class Fusion:
     rrf_k: int = 60
     vector_weight: float = 1.0
     lexical_weight: float = 1.0
+
+    @classmethod
+    def from_settings(cls, rag: RAGSettings) -> Fusion:
+        return cls(
+            method=rag.fusion,
+            candidates=rag.candidates,
+            rrf_k=rag.rrf_k,
+            vector_weight=rag.vector_weight,
+            lexical_weight=rag.lexical_weight,
+        )
 
     def fuse(
         self,

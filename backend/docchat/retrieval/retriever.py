@@ -6,8 +6,10 @@ the `semantic_search` tool, the OpenAI-compatible endpoint, the benchmarks):
 2. vector search, and, for hybrid search, BM25 over the same scope, fused into one ranking
    (`fusion.py`; chunks only BM25 found get their cosine similarity from the stored vectors);
 3. a `Reranker`, if one is configured, reorders the fused candidates;
-4. the similarity floor: chunks below it do not count as a match, so "nothing matches, answer
-   in general mode" means the same with or without hybrid search.
+4. the floors, on each passage's match score (cosine similarity, plus in hybrid mode a share
+   of its BM25 coverage of the question): passages under the similarity floor are dropped, and
+   over a wide scope ("everything I may read") the best passage must also reach the match
+   floor, or nothing matches and the answer is general conversation.
 The scope must come from the owner-scoped document query; the retriever never widens it.
 Failures of the embedder or the vector index are reported in `SearchResult.unavailable`, so
 the caller can answer in general mode.
@@ -89,13 +91,6 @@ class Retriever:
         lexical: LexicalIndex,
         rerank: RerankSettings | None = None,
     ) -> Retriever:
-        fusion = Fusion(
-            method=rag.fusion,
-            candidates=rag.candidates,
-            rrf_k=rag.rrf_k,
-            vector_weight=rag.vector_weight,
-            lexical_weight=rag.lexical_weight,
-        )
         mode: RetrievalMode = "hybrid" if rag.hybrid else "vector"
         match_floor = rag.match_floor
         return cls(
@@ -105,7 +100,7 @@ class Retriever:
             match_floor=CALIBRATED_MATCH_FLOOR[mode] if match_floor is None else match_floor,
             lexical_evidence=rag.lexical_evidence,
             lexical=lexical if rag.hybrid else None,
-            fusion=fusion,
+            fusion=Fusion.from_settings(rag),
             reranker=HttpReranker(rerank) if rerank is not None and rerank.url else None,
         )
 
