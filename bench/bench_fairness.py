@@ -42,6 +42,9 @@ from docchat.documents.models import Document, DocumentStatus
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 
+# How often B looks at its upload (the web app polls every 1.5 s; finer here, for the timing).
+POLL_SECONDS = 0.25
+
 
 def page_of_text(rng: random.Random) -> bytes:
     """About a page of prose (one chunk)."""
@@ -89,7 +92,7 @@ async def time_to_completed(
     while time.perf_counter() - started < limit:
         if (await client.get(url, headers=headers)).json()["status"] == "completed":
             return time.perf_counter() - started
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(POLL_SECONDS)
     return float("inf")
 
 
