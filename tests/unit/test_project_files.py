@@ -48,3 +48,12 @@ def test_compose_app_environment_uses_real_settings() -> None:
     environment = _compose()["services"]["app"]["environment"]
     unknown = set(environment) - known
     assert not unknown, f"docker-compose sets variables docchat does not read: {unknown}"
+
+
+def test_the_local_model_gets_its_own_port_whatever_port_docchat_is_given() -> None:
+    # llama_cpp.server reads HOST and PORT from the environment over its --host/--port flags,
+    # so `PORT=8011 bash scripts/run.sh` once put the model on docchat's port (found by running
+    # it). The script must hand the model its own values in the command's environment.
+    script = (ROOT / "scripts" / "run.sh").read_text()
+    launch = next(line for line in script.splitlines() if "-m llama_cpp.server" in line)
+    assert 'PORT="$LLM_PORT"' in launch and "HOST=127.0.0.1" in launch
