@@ -595,7 +595,7 @@ async def test_a_weak_match_counts_only_in_documents_the_user_chose(
     # below the match floor).
     question = "Zephyr bridge, Mount Karsk volcano and sourdough bread starter?"
     retriever = components.retriever
-    result = await retriever.search(question, [vector_ref(bridge)], 4, chosen=True)
+    result = await retriever.search(question, [vector_ref(bridge)], 4, require_match=False)
     assert len(result.chunks) == 1
     score = retriever.match_score(result.chunks[0])
     assert retriever.similarity_floor <= score < (retriever.match_floor or 0)
@@ -610,3 +610,26 @@ async def test_a_weak_match_counts_only_in_documents_the_user_chose(
     grounded = (await ask(client, headers, question, document_ids=[bridge["id"]])).json()
     assert grounded["assistant_message"]["meta"]["grounded"] is True
     assert "Lindqvist" in fresh_llm.prompt_text()
+
+
+async def test_a_follow_up_in_a_chat_about_a_document_keeps_using_it(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await _document(client, components, headers, "bridge.md", BRIDGE)
+    fresh_llm.script("It was completed in 1932 [1].")
+    first = (await ask(client, headers, "When was the Zephyr bridge completed?")).json()
+    assert first["assistant_message"]["meta"]["grounded"] is True
+    # "it" and a word the passage lacks: a weak match on its own (above the passage floor,
+    # below the match floor), over everything the user may read.
+    follow_up = "Who designed it?"
+    chat_id = first["assistant_message"]["chat_id"]
+    fresh_llm.script("Marta Lindqvist designed it [1].")
+    message = (await ask(client, headers, follow_up, chat_id=chat_id)).json()["assistant_message"]
+    assert message["meta"]["scope"] == "all" and message["meta"]["grounded"] is True
+    assert "Lindqvist" in fresh_llm.prompt_text()
+
+    # The same words opening a new chat: nothing matches, a general answer.
+    fresh_llm.script("I cannot say.")
+    fresh = (await ask(client, headers, follow_up)).json()["assistant_message"]
+    assert fresh["meta"]["reason"] == "no_match" and fresh["sources"] is None

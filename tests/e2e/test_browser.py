@@ -97,6 +97,9 @@ async def test_a_user_chats_with_a_document(
     await expect(page.get_by_test_id("message-user")).to_have_count(2)
     history = [m["content"] for m in scripted_llm.last_request["messages"]]
     assert "When was the Northwind lighthouse built?" in history
+    # ...and is still answered from the document the chat is about, with its source.
+    follow_up = page.get_by_test_id("message-assistant").nth(1)
+    await expect(follow_up.get_by_text("1 source")).to_be_visible()
 
     # An unrelated question gets a general answer, marked as such.
     scripted_llm.script("Paris is the capital of France.")

@@ -86,10 +86,15 @@ class Question:
     # Names the conversation in the logs (a chat id).
     label: str = ""
 
+    # The chat's previous answer came from documents: this question may well follow up on it
+    # ("and how far can it be seen?") in words that match no passage by themselves.
+    follows_grounded_answer: bool = False
+
     @property
-    def chose_documents(self) -> bool:
-        """The user picked the documents (for the message or the chat), not "all I may read"."""
-        return self.scope in ("message", "chat")
+    def require_match(self) -> bool:
+        """Whether a passage must reach the match floor for the answer to use documents: not
+        when the user picked them (message or chat) or the chat is already about them."""
+        return self.scope not in ("message", "chat") and not self.follows_grounded_answer
 
 
 @dataclass
@@ -269,7 +274,7 @@ class AnswerEngine:
                 return entries
         query = await self._search_query(question, llm, meta)
         result = await self.retriever.search(
-            query, question.documents, question.options.top_k, chosen=question.chose_documents
+            query, question.documents, question.options.top_k, require_match=question.require_match
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_count = len(result.chunks)
@@ -311,7 +316,7 @@ class AnswerEngine:
             default_top_k=question.options.top_k,
             budget=budget,
             entries=list(inline),
-            chosen=question.chose_documents,
+            require_match=question.require_match,
         )
         context = format_context([entry for entry in inline if entry.text])
         messages = prompts.tool_messages(

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.answers.engine import AnswerOptions, Question
 from docchat.answers.meta import Scope
 from docchat.chats import repository, service
-from docchat.chats.models import Chat, MessageRole
+from docchat.chats.models import Chat, Message, MessageRole
 from docchat.chats.schemas import MessageCreate, MessageRead
 from docchat.config import Settings
 from docchat.documents import repository as documents_repository
@@ -108,17 +108,14 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
     ]
 
 
-async def _history(
-    session: AsyncSession, chat_id: uuid.UUID, before_seq: int, settings: Settings
-) -> list[dict[str, str]]:
-    rag = settings.rag
-    messages = await repository.recent_history(
-        session, chat_id, pairs=rag.max_history_pairs, before_seq=before_seq
-    )
-    return [
-        {"role": str(message.role), "content": message.content[: rag.history_message_chars]}
-        for message in messages
-    ]
+def _history(messages: list[Message], settings: Settings) -> list[dict[str, str]]:
+    limit = settings.rag.history_message_chars
+    return [{"role": str(message.role), "content": message.content[:limit]} for message in messages]
+
+
+def _last_answer_was_grounded(messages: list[Message]) -> bool:
+    answers = [message for message in messages if message.role == MessageRole.assistant]
+    return bool(answers and answers[-1].sources)
 
 
 async def start_turn(
@@ -146,9 +143,13 @@ async def start_turn(
         user.id,
         {"chat_id": str(chat.id), "query": request.content[:1000], "model": options.model},
     )
+    earlier = await repository.recent_history(
+        session, chat.id, pairs=settings.rag.max_history_pairs, before_seq=message.seq
+    )
     question = Question(
         text=request.content,
-        history=await _history(session, chat.id, message.seq, settings),
+        history=_history(earlier, settings),
+        follows_grounded_answer=_last_answer_was_grounded(earlier),
         documents=documents,
         options=options,
         scope=scope,

@@ -122,12 +122,17 @@ class Retriever:
         return hit.similarity + self.lexical_evidence * min(hit.lexical_coverage, 1.0)
 
     async def search(
-        self, query: str, documents: Sequence[DocumentRef], top_k: int, *, chosen: bool = False
+        self,
+        query: str,
+        documents: Sequence[DocumentRef],
+        top_k: int,
+        *,
+        require_match: bool = True,
     ) -> SearchResult:
         """The `top_k` best chunks of `documents` for `query` whose match score passes the floor.
 
-        Unless the user chose the documents for this question, nothing is returned when even
-        the best passage stays below the match floor: the question is about something else."""
+        With `require_match`, nothing is returned when even the best passage stays below the
+        match floor: the question is about something else."""
         if not documents or not query.strip():
             return SearchResult()
         started = time.perf_counter()
@@ -148,7 +153,7 @@ class Retriever:
             for hit in hits
             if self.match_score(hit) >= self.similarity_floor and hit.chunk.document_id in allowed
         ]
-        if not chosen and not self._anything_matches(passing):
+        if require_match and not self._anything_matches(passing):
             passing = []
         kept = passing[:top_k]
         elapsed = time.perf_counter() - started

@@ -57,8 +57,8 @@ class ToolRetrieval:
     # What the passages found may spend; passages read inline are already in `entries`.
     budget: TokenBudget
     entries: list[ContextEntry] = field(default_factory=list)
-    # The user chose these documents (message or chat): the retriever's lower floor applies.
-    chosen: bool = False
+    # False when the user chose the documents or the chat is already about them (see Question).
+    require_match: bool = True
     searches: int = 0
     unavailable: str | None = None
     _numbers: dict[str, int] = field(default_factory=dict)
@@ -87,7 +87,9 @@ class ToolRetrieval:
             return _error(parsed)
         query, top_k = parsed
         self.searches += 1
-        result = await self.retriever.search(query, self.documents, top_k, chosen=self.chosen)
+        result = await self.retriever.search(
+            query, self.documents, top_k, require_match=self.require_match
+        )
         if result.unavailable:
             self.unavailable = result.unavailable
             return _error("Document search is unavailable right now; answer without it")
