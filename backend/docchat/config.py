@@ -165,7 +165,8 @@ class RAGSettings(BaseSettings):
         le=2,
         description=(
             "Over everything the user may read, the best passage must reach this match score, "
-            "or the answer is general conversation (documents the user chose skip this check); "
+            "or the answer is general conversation (documents the user chose, and follow-ups to "
+            "an answer from documents, skip this check); "
             "unset: the calibrated default (0.49 hybrid, 0.34 vector)"
         ),
     )
