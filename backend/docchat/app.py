@@ -15,7 +15,9 @@ from fastapi.staticfiles import StaticFiles
 
 from docchat import docs_pages, health, observability
 from docchat.admin.router import router as admin_router
+from docchat.audit.router import router as audit_router
 from docchat.auth.keys import with_signing_key
+from docchat.auth.keys_router import router as api_keys_router
 from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
@@ -30,6 +32,7 @@ from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.openapi import publish_models
 from docchat.openai_compat.router import router as openai_router
 from docchat.users import service as users_service
+from docchat.users.admin_router import router as users_admin_router
 from docchat.users.router import router as users_router
 
 logger = logging.getLogger("docchat")
@@ -160,12 +163,15 @@ def create_app(
 
     for router in (
         auth_router,
+        api_keys_router,
         users_router,
+        users_admin_router,
         categories_router,
         documents_router,
         chats_router,
         messages_router,
         admin_router,
+        audit_router,
     ):
         app.include_router(router, prefix="/api/v1")
     app.include_router(openai_router)

@@ -1,4 +1,4 @@
-"""`docchat` command line: serve, worker, create-admin, migrate, reindex."""
+"""`docchat` command line: serve, worker, create-admin, users, migrate, reindex."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from docchat.config import Settings, get_settings
+from docchat.users import commands as users_commands
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -137,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     admin = commands.add_parser("create-admin", help="create or promote an administrator")
     admin.add_argument("email")
     admin.add_argument("--password", help="read from the terminal when omitted")
+    users_commands.add_parser(commands)
     commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
     reindex = commands.add_parser(
         "reindex", help="rebuild the vector index for the configured embedder"
@@ -165,6 +167,11 @@ def main(argv: list[str] | None = None) -> None:
                 f"{args.email} is an administrator ({action}): its password is now the one "
                 "given here and every earlier session of the account has ended"
             )
+    elif args.command == "users":
+        succeeded, output = asyncio.run(users_commands.run(args, get_settings().database_url))
+        if not succeeded:
+            sys.exit(output)
+        print(output)
     elif args.command == "migrate":
         _migrate(args)
     elif args.command == "reindex":

@@ -1,7 +1,8 @@
 """One typed settings object, read from the environment (and `.env`) once at start.
 
-Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`. Nothing else
-in the code base reads `os.environ`; everything takes its values from `get_settings()`.
+Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`.
+Nothing else in the code base reads `os.environ`; everything takes its values from
+`get_settings()`.
 """
 
 from __future__ import annotations
@@ -256,6 +257,27 @@ class RerankSettings(BaseSettings):
     )
 
 
+class QuotaSettings(BaseSettings):
+    model_config = _config("QUOTA_")
+
+    daily_tokens: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Model tokens (prompt and answer, every call of an answer) a user may use per UTC "
+            "day; 0: no limit. Administrators can set another value per user"
+        ),
+    )
+    storage_mb: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Megabytes of uploaded files a user may keep; 0: no limit. Administrators can set "
+            "another value per user"
+        ),
+    )
+
+
 class WorkerSettings(BaseSettings):
     model_config = _config("WORKER_")
 
@@ -346,6 +368,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     rag: RAGSettings = Field(default_factory=RAGSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    quota: QuotaSettings = Field(default_factory=QuotaSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @model_validator(mode="after")

@@ -1,6 +1,7 @@
 """Every table, imported in one place so Alembic and the app see the whole metadata."""
 
-from docchat.auth.models import RefreshToken
+from docchat.audit.models import AuditEntry
+from docchat.auth.models import ApiKey, RefreshToken
 from docchat.categories.models import Category
 from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument
 from docchat.db import Base
@@ -10,6 +11,8 @@ from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 
 __all__ = [
+    "ApiKey",
+    "AuditEntry",
     "Base",
     "Category",
     "Chat",

@@ -10,10 +10,7 @@ from docchat.documents import service as documents_service
 from docchat.documents.models import Visibility
 from docchat.documents.schemas import DocumentRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
-from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
-from docchat.users import service as users_service
-from docchat.users.schemas import UserRead
 
 router = make_router(prefix="/admin", tags=["admin"])
 
@@ -39,15 +36,10 @@ async def upload_shared_document(
         storage,
         admin,
         max_bytes=settings.max_upload_bytes,
+        quota=settings.quota,
         visibility=Visibility.shared,
     )
     return (await documents_service.as_read(session, [document], admin.id))[0]
-
-
-@router.get("/users", response_model=Page[UserRead], operation_id="admin_list_users")
-async def list_users(_: AdminUser, session: SessionDep, page: PageDep) -> Page[UserRead]:
-    items, total = await users_service.list_users(session, page)
-    return page_of(UserRead, items, total, page)
 
 
 @router.get("/usage", response_model=UsageSummary, operation_id="admin_usage")

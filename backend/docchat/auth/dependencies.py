@@ -3,15 +3,21 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from fastapi.security import OAuth2PasswordBearer
 
-from docchat.auth import service
+from docchat.auth import api_keys, service
+from docchat.auth.scopes import Scope, required_scope
 from docchat.dependencies import SettingsDep
 from docchat.kit.errors import Forbidden, Unauthorized
 from docchat.kit.routing import SessionDep
 from docchat.users.models import User
 
 oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
+SET_BY_ADMIN = (
+    "Your password was set by an administrator: choose a new one first "
+    "(POST /api/v1/users/me/password)"
+)
 
 
 def get_client_address(request: Request) -> str:
@@ -22,14 +28,33 @@ def get_client_address(request: Request) -> str:
 ClientAddress = Annotated[str, Depends(get_client_address)]
 
 
-async def get_current_user(
+def _route_scope(request: Request) -> Scope | None:
+    route = request.scope.get("route")
+    tags = [str(tag) for tag in route.tags] if isinstance(route, APIRoute) else []
+    return required_scope(request.method, tags)
+
+
+async def get_signed_in_user(
+    request: Request,
     session: SessionDep,
     settings: SettingsDep,
     token: Annotated[str | None, Depends(oauth2_scheme)],
 ) -> User:
+    """The caller, by access token or API key; may still owe a password change."""
     if not token:
         raise Unauthorized()
+    if api_keys.looks_like_key(token):
+        return await api_keys.authenticate(session, token, _route_scope(request))
     return await service.authenticate(session, token, settings.auth)
+
+
+SignedInUser = Annotated[User, Depends(get_signed_in_user)]
+
+
+async def get_current_user(user: SignedInUser) -> User:
+    if user.must_change_password:
+        raise Forbidden(SET_BY_ADMIN)
+    return user
 
 
 CurrentUser = Annotated[User, Depends(get_current_user)]

@@ -5,18 +5,19 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.audit import service as audit
 from docchat.auth import repository
 from docchat.auth.models import RefreshToken
 from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
-from docchat.auth.schemas import RegisterRequest, RegistrationReceived, TokenPair
+from docchat.auth.schemas import PasswordChange, RegisterRequest, RegistrationReceived, TokenPair
 from docchat.auth.security import TokenClaims, create_token, decode_token, token_lifetime
 from docchat.config import AuthSettings
 from docchat.db import utcnow
-from docchat.kit.errors import Forbidden, Unauthorized
+from docchat.kit.errors import Forbidden, Unauthorized, Unprocessable
 from docchat.users import repository as users_repository
 from docchat.users import service as users_service
 from docchat.users.models import User
-from docchat.users.passwords import verify_password
+from docchat.users.passwords import hash_password, personal_words, verify_password, weakness
 
 INVALID_CREDENTIALS = "Incorrect email or password"
 INVALID_REFRESH = "Invalid or expired refresh token"
@@ -65,6 +66,7 @@ async def issue_tokens(
             user.id, "refresh", settings, now=now, jti=record.id, generation=generation
         ),
         expires_in=settings.access_token_minutes * 60,
+        password_change_required=user.must_change_password,
     )
 
 
@@ -82,8 +84,49 @@ async def login(
     password_ok = await verify_password(password, user.password_hash if user else None)
     if user is None or not password_ok or not user.is_active:
         limiter.failed(address, email)
+        reason = "unknown email" if user is None else "inactive" if password_ok else "password"
+        await audit.record(
+            session,
+            audit.AuditAction.login_failed,
+            actor=None,
+            actor_email=email.lower()[:320],
+            target=("user", user.id) if user else None,
+            address=address,
+            reason=reason,
+        )
+        await session.commit()  # the entry must outlive the 401's rollback
         raise Unauthorized(INVALID_CREDENTIALS)
     limiter.succeeded(address, email)
+    await audit.record(
+        session, audit.AuditAction.login, actor=user, target=("user", user.id), address=address
+    )
+    return await issue_tokens(session, user, settings)
+
+
+async def change_password(
+    session: AsyncSession,
+    user: User,
+    data: PasswordChange,
+    settings: AuthSettings,
+    address: str,
+) -> TokenPair:
+    """Set a new password. Every session of the account ends (a thief's too) but the caller's,
+    which gets a new token pair; API keys are separate credentials and keep working."""
+    if not await verify_password(data.current_password, user.password_hash):
+        raise Forbidden("The current password is not correct")
+    problem = weakness(data.new_password, related=personal_words(user.email, user.display_name))
+    if problem:
+        raise Unprocessable(problem)
+    user.password_hash = await hash_password(data.new_password)
+    user.must_change_password = False
+    await users_service.end_sessions(session, user)
+    await audit.record(
+        session,
+        audit.AuditAction.password_changed,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+    )
     return await issue_tokens(session, user, settings)
 
 

@@ -37,6 +37,7 @@ from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import DocchatError
+from docchat.quotas import service as quotas
 from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class MessageFlow:
     publisher: EventPublisher
 
     async def start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
+        await quotas.ensure_tokens_left(session, user, self.settings.quota)
         turn = await start_turn(session, self.settings, self.storage, user, request)
         payload = {"chat_id": str(turn.chat_id), "model": turn.question.options.model}
         events_service.publish(self.publisher, events_service.QUERY_SUBMITTED, user.id, payload)

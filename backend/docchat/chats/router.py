@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import Query, status
 from fastapi.responses import StreamingResponse
 
-from docchat.auth.dependencies import CurrentUser
+from docchat.auth.dependencies import ClientAddress, CurrentUser
 from docchat.chats import service
 from docchat.chats.dependencies import OwnedChat
 from docchat.chats.models import Chat
@@ -75,8 +75,10 @@ async def update_chat(
 @chats_router.delete(
     "/{chat_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="chats_delete"
 )
-async def delete_chat(chat: OwnedChat, session: SessionDep) -> None:
-    await service.delete(session, chat)
+async def delete_chat(
+    chat: OwnedChat, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> None:
+    await service.delete(session, user, chat, address)
 
 
 @chats_router.get(

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.audit import service as audit
 from docchat.categories import service as categories_service
 from docchat.chats import repository
 from docchat.chats.models import Chat, Message
@@ -73,9 +74,12 @@ async def update(session: AsyncSession, user: User, chat: Chat, changes: ChatUpd
     return chat
 
 
-async def delete(session: AsyncSession, chat: Chat) -> None:
+async def delete(session: AsyncSession, user: User, chat: Chat, address: str | None) -> None:
     chat.deleted_at = utcnow()
-    await session.flush()
+    target = ("chat", chat.id)
+    await audit.record(
+        session, audit.AuditAction.chat_deleted, actor=user, target=target, address=address
+    )
 
 
 async def document_ids(session: AsyncSession, chat: Chat) -> list[uuid.UUID]:

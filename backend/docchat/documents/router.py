@@ -39,7 +39,12 @@ async def upload_document(
     The body (multipart: `file`, optional `category_id`) is read only once the caller is
     authenticated."""
     document = await service.upload_from_form(
-        request, session, storage, user, max_bytes=settings.max_upload_bytes
+        request,
+        session,
+        storage,
+        user,
+        max_bytes=settings.max_upload_bytes,
+        quota=settings.quota,
     )
     return (await service.as_read(session, [document], user.id))[0]
 

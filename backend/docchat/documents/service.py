@@ -7,7 +7,9 @@ from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import UploadFile
 
+from docchat.audit import service as audit
 from docchat.categories import service as categories_service
+from docchat.config import QuotaSettings
 from docchat.db import utcnow
 from docchat.documents import jobs, repository
 from docchat.documents.filetypes import detect_kind, sanitize_filename
@@ -18,6 +20,7 @@ from docchat.documents.upload_form import upload_form
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
 from docchat.kit.routing import after_commit
+from docchat.quotas import service as quotas
 from docchat.retrieval import lexical
 from docchat.retrieval.index import DocumentRef, VectorIndex, VectorStoreUnavailable
 from docchat.users.models import User
@@ -66,6 +69,7 @@ async def upload(
     file: UploadFile,
     *,
     max_bytes: int,
+    quota: QuotaSettings,
     category_id: uuid.UUID | None = None,
     visibility: Visibility = Visibility.private,
 ) -> Document:
@@ -75,6 +79,7 @@ async def upload(
     filename = sanitize_filename(file.filename)
     received = await storage.receive(file, max_bytes)
     try:
+        await quotas.ensure_room_for(session, user, received.size_bytes, quota)
         kind = detect_kind(filename, received.head)
         # Held until commit: a removal of the same file waits until this row is visible.
         await repository.lock_storage_key(session, received.key)
@@ -128,6 +133,7 @@ async def upload_from_form(
     user: User,
     *,
     max_bytes: int,
+    quota: QuotaSettings,
     visibility: Visibility = Visibility.private,
 ) -> Document:
     """`upload` of the multipart form in `request` (`file`, optional `category_id`), read now:
@@ -139,6 +145,7 @@ async def upload_from_form(
             user,
             form.file,
             max_bytes=max_bytes,
+            quota=quota,
             category_id=form.category_id,
             visibility=visibility,
         )
@@ -178,7 +185,14 @@ async def delete(
     document.deleted_at = utcnow()
     await jobs.cancel_pending(session, document.id, document.deleted_at)
     await lexical.delete_chunks(session, document.id)
-    await session.flush()
+    await audit.record(
+        session,
+        audit.AuditAction.document_deleted,
+        actor=user,
+        target=("document", document.id),
+        filename=document.filename,
+        visibility=document.visibility,
+    )
     try:
         await vector_index.delete_document(DocumentRef.of(document))
     except VectorStoreUnavailable as exc:

@@ -15,6 +15,8 @@ class Event(IdMixin, TimestampMixin, Base):
     __table_args__ = (
         Index("ix_events_user_id", "user_id"),
         Index("ix_events_type", "type"),
+        # A user's tokens today (quotas) read only that user's recent answers.
+        Index("ix_events_user_id_type_created_at", "user_id", "type", "created_at"),
     )
 
     type: Mapped[str] = mapped_column(String(64))

@@ -13,6 +13,7 @@ from docchat.kit.routing import SessionDep, make_router
 from docchat.llm.catalog import allowed_models
 from docchat.openai_compat import service
 from docchat.openai_compat.schemas import ChatCompletionRequest, ModelCard, ModelList
+from docchat.quotas import service as quotas
 
 router = make_router(prefix="/v1", tags=["openai-compatible"])
 
@@ -43,6 +44,7 @@ async def chat_completions(
     """OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
     your documents and carry `sources`; without it the request goes to the model as it came,
     within limits (allowed models and fields, one choice, bounded length)."""
+    await quotas.ensure_tokens_left(session, user, completions.settings.quota)
     if service.is_passthrough(request):
         payload = service.passthrough_payload(request, completions.settings.llm)
         if request.stream:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import String
+from sqlalchemy import BigInteger, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin
@@ -24,6 +24,11 @@ class User(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     preferred_model: Mapped[str | None] = mapped_column(String(200), default=None)
     # Carried by every token; raising it ends all of the user's sessions at once.
     session_generation: Mapped[int] = mapped_column(default=0, server_default="0")
+    # Set by an administrator's temporary password: nothing else works until it is changed.
+    must_change_password: Mapped[bool] = mapped_column(default=False, server_default="false")
+    # Quotas; None takes the server's default (QUOTA_*), 0 means no limit.
+    daily_token_limit: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    storage_limit_mb: Mapped[int | None] = mapped_column(default=None)
 
     @property
     def is_admin(self) -> bool:

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
-from docchat.auth.dependencies import CurrentUser
+from docchat.auth import service as auth_service
+from docchat.auth.dependencies import ClientAddress, CurrentUser, SignedInUser
+from docchat.auth.schemas import PasswordChange, TokenPair
 from docchat.dependencies import SettingsDep
 from docchat.kit.routing import SessionDep, make_router
 from docchat.llm.catalog import resolve_model
+from docchat.quotas import service as quotas
+from docchat.quotas.schemas import QuotaUsage
 from docchat.users import service
 from docchat.users.schemas import UserRead, UserUpdate
 
@@ -11,8 +15,22 @@ router = make_router(prefix="/users", tags=["users"])
 
 
 @router.get("/me", response_model=UserRead, operation_id="users_me")
-async def read_me(user: CurrentUser) -> UserRead:
+async def read_me(user: SignedInUser) -> UserRead:
+    """Your account (also while `must_change_password` is true, so a client can ask for it)."""
     return UserRead.model_validate(user)
+
+
+@router.post("/me/password", response_model=TokenPair, operation_id="users_change_password")
+async def change_password(
+    data: PasswordChange,
+    user: SignedInUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    address: ClientAddress,
+) -> TokenPair:
+    """Choose a new password (required after an administrator set one). Every other session
+    of the account ends; the new token pair returned keeps this client signed in."""
+    return await auth_service.change_password(session, user, data, settings.auth, address)
 
 
 @router.patch("/me", response_model=UserRead, operation_id="users_update_me")
@@ -23,3 +41,9 @@ async def update_me(
     if changes.preferred_model:
         resolve_model(settings.llm, changes.preferred_model.strip())
     return UserRead.model_validate(await service.update(session, user, changes))
+
+
+@router.get("/me/usage", response_model=QuotaUsage, operation_id="users_my_usage")
+async def my_usage(user: CurrentUser, session: SessionDep, settings: SettingsDep) -> QuotaUsage:
+    """Your model tokens today and stored bytes, against your quotas (null: no limit)."""
+    return await quotas.usage(session, user, settings.quota)

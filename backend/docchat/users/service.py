@@ -1,12 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.kit.errors import Conflict
-from docchat.kit.pagination import PageParams, paginate
 from docchat.users import repository
 from docchat.users.models import Role, User
 from docchat.users.passwords import hash_password
@@ -85,8 +82,3 @@ async def update(session: AsyncSession, user: User, changes: UserUpdate) -> User
         user.preferred_model = (fields["preferred_model"] or "").strip() or None
     await session.flush()
     return user
-
-
-async def list_users(session: AsyncSession, page: PageParams) -> tuple[Sequence[User], int]:
-    statement = repository.active_users().order_by(User.created_at.desc(), User.id)
-    return await paginate(session, statement, page)

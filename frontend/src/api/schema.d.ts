@@ -4,6 +4,27 @@
  */
 
 export interface paths {
+    "/api/v1/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Audit Log
+         * @description Security-relevant actions, newest first: logins and failures, API keys, user
+         *     administration, deletions. Read-only: no route changes or removes an entry.
+         */
+        get: operations["admin_audit_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/documents": {
         parameters: {
             query?: never;
@@ -48,11 +69,107 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List Users */
+        /**
+         * List Users
+         * @description Accounts, newest first, with search and filters.
+         */
         get: operations["admin_list_users"];
+        put?: never;
+        /**
+         * Create User
+         * @description Add an account (works with self sign-up off). Without `password`, a temporary one is
+         *     generated and returned once; the user must change it at the first login.
+         */
+        post: operations["admin_create_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get User */
+        get: operations["admin_get_user"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update User
+         * @description Change the role, deactivate (every session and API key stops at once) or reactivate,
+         *     rename, or set quotas. The last active administrator cannot be demoted or deactivated.
+         */
+        patch: operations["admin_update_user"];
+        trace?: never;
+    };
+    "/api/v1/admin/users/{user_id}/reset-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset Password
+         * @description A temporary password (shown once) that must be changed at the next login; every
+         *     session of the account ends now.
+         */
+        post: operations["admin_reset_password"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Keys
+         * @description Your keys, newest first, revoked and expired ones included (never their secrets).
+         */
+        get: operations["api_keys_list"];
+        put?: never;
+        /**
+         * Create Key
+         * @description A new personal API key. `secret` is in this answer only: store it now. Use it as a
+         *     bearer token on `/api/v1` and as `api_key` of an OpenAI client pointed at `/v1`.
+         */
+        post: operations["api_keys_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke Key
+         * @description Revoke a key: the next request made with it is refused (401).
+         */
+        delete: operations["api_keys_revoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -398,7 +515,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read Me */
+        /**
+         * Read Me
+         * @description Your account (also while `must_change_password` is true, so a client can ask for it).
+         */
         get: operations["users_me"];
         put?: never;
         post?: never;
@@ -410,6 +530,47 @@ export interface paths {
          * @description Change your display name or preferred model (one of the models `GET /v1/models` lists).
          */
         patch: operations["users_update_me"];
+        trace?: never;
+    };
+    "/api/v1/users/me/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change Password
+         * @description Choose a new password (required after an administrator set one). Every other session
+         *     of the account ends; the new token pair returned keeps this client signed in.
+         */
+        post: operations["users_change_password"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/me/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My Usage
+         * @description Your model tokens today and stored bytes, against your quotas (null: no limit).
+         */
+        get: operations["users_my_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/healthz": {
@@ -492,6 +653,123 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AdminUserCreate */
+        AdminUserCreate: {
+            /**
+             * Display Name
+             * @default
+             */
+            display_name: string;
+            /**
+             * Email
+             * Format: email
+             */
+            email: string;
+            /**
+             * Must Change Password
+             * @description The user must choose a new password at the first login
+             * @default true
+             */
+            must_change_password: boolean;
+            /**
+             * Password
+             * @description Omit to have a temporary password generated (returned once)
+             */
+            password?: string | null;
+            /** @default user */
+            role: components["schemas"]["Role"];
+        };
+        /** AdminUserCreated */
+        AdminUserCreated: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Daily Token Limit
+             * @description Tokens per day (null: the server's default; 0: no limit)
+             */
+            daily_token_limit: number | null;
+            /** Display Name */
+            display_name: string;
+            /** Email */
+            email: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Is Active */
+            is_active: boolean;
+            /** Must Change Password */
+            must_change_password: boolean;
+            /** Preferred Model */
+            preferred_model: string | null;
+            role: components["schemas"]["Role"];
+            /**
+             * Storage Limit Mb
+             * @description Stored megabytes (null: the server's default; 0: no limit)
+             */
+            storage_limit_mb: number | null;
+            /**
+             * Temporary Password
+             * @description The generated password (only when none was given); shown this once
+             */
+            temporary_password: string | null;
+        };
+        /** AdminUserRead */
+        AdminUserRead: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Daily Token Limit
+             * @description Tokens per day (null: the server's default; 0: no limit)
+             */
+            daily_token_limit: number | null;
+            /** Display Name */
+            display_name: string;
+            /** Email */
+            email: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Is Active */
+            is_active: boolean;
+            /** Must Change Password */
+            must_change_password: boolean;
+            /** Preferred Model */
+            preferred_model: string | null;
+            role: components["schemas"]["Role"];
+            /**
+             * Storage Limit Mb
+             * @description Stored megabytes (null: the server's default; 0: no limit)
+             */
+            storage_limit_mb: number | null;
+        };
+        /**
+         * AdminUserUpdate
+         * @description Fields that are sent change; the limits take null to return to the server's default.
+         */
+        AdminUserUpdate: {
+            /** Daily Token Limit */
+            daily_token_limit?: number | null;
+            /** Display Name */
+            display_name?: string | null;
+            /**
+             * Is Active
+             * @description false ends every session and stops every API key of the user at once
+             */
+            is_active?: boolean | null;
+            role?: components["schemas"]["Role"] | null;
+            /** Storage Limit Mb */
+            storage_limit_mb?: number | null;
+        };
         /** AnswerMeta */
         AnswerMeta: {
             /** Citation Count */
@@ -557,6 +835,117 @@ export interface components {
             whole_documents_skipped?: "too_long" | null;
         } & {
             [key: string]: unknown;
+        };
+        /** ApiKeyCreate */
+        ApiKeyCreate: {
+            /**
+             * Expires At
+             * @description When the key stops working; never
+             */
+            expires_at?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Scopes
+             * @description What the key may do: read, chat, upload, admin (admins only)
+             */
+            scopes: components["schemas"]["Scope"][];
+        };
+        /** ApiKeyCreated */
+        ApiKeyCreated: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Expires At */
+            expires_at: string | null;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Prefix
+             * @description The key's first characters, to recognise it
+             */
+            prefix: string;
+            /** Revoked At */
+            revoked_at: string | null;
+            /** Scopes */
+            scopes: components["schemas"]["Scope"][];
+            /**
+             * Secret
+             * @description The whole key; shown this once and never again
+             */
+            secret: string;
+        };
+        /** ApiKeyRead */
+        ApiKeyRead: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Expires At */
+            expires_at: string | null;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Prefix
+             * @description The key's first characters, to recognise it
+             */
+            prefix: string;
+            /** Revoked At */
+            revoked_at: string | null;
+            /** Scopes */
+            scopes: components["schemas"]["Scope"][];
+        };
+        /**
+         * AuditAction
+         * @description The actions recorded; their names are part of the API (the log's filter).
+         * @enum {string}
+         */
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted";
+        /** AuditEntryRead */
+        AuditEntryRead: {
+            /** Action */
+            action: string;
+            /** Actor Email */
+            actor_email: string | null;
+            /** Actor Id */
+            actor_id: string | null;
+            /** Address */
+            address: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Detail */
+            detail: {
+                [key: string]: unknown;
+            };
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Target Id */
+            target_id: string | null;
+            /** Target Type */
+            target_type: string | null;
         };
         /** Body_auth_login */
         Body_auth_login: {
@@ -894,6 +1283,28 @@ export interface components {
              */
             object: string;
         };
+        /** Page[AdminUserRead] */
+        Page_AdminUserRead_: {
+            /** Items */
+            items: components["schemas"]["AdminUserRead"][];
+            /** Limit */
+            limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
+        /** Page[AuditEntryRead] */
+        Page_AuditEntryRead_: {
+            /** Items */
+            items: components["schemas"]["AuditEntryRead"][];
+            /** Limit */
+            limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
         /** Page[CategoryRead] */
         Page_CategoryRead_: {
             /** Items */
@@ -938,16 +1349,48 @@ export interface components {
             /** Total */
             total: number;
         };
-        /** Page[UserRead] */
-        Page_UserRead_: {
-            /** Items */
-            items: components["schemas"]["UserRead"][];
-            /** Limit */
-            limit: number;
-            /** Skip */
-            skip: number;
-            /** Total */
-            total: number;
+        /** PasswordChange */
+        PasswordChange: {
+            /** Current Password */
+            current_password: string;
+            /** New Password */
+            new_password: string;
+        };
+        /** PasswordResetDone */
+        PasswordResetDone: {
+            /**
+             * Temporary Password
+             * @description Shown this once; to be changed at next login
+             */
+            temporary_password: string;
+        };
+        /** QuotaUsage */
+        QuotaUsage: {
+            /**
+             * Daily Token Limit
+             * @description null: no limit
+             */
+            daily_token_limit: number | null;
+            /**
+             * Storage Limit Bytes
+             * @description null: no limit
+             */
+            storage_limit_bytes: number | null;
+            /**
+             * Stored Bytes
+             * @description Size of the files of your live documents
+             */
+            stored_bytes: number;
+            /**
+             * Tokens Reset At
+             * Format: date-time
+             */
+            tokens_reset_at: string;
+            /**
+             * Tokens Today
+             * @description Model tokens used since 00:00 UTC
+             */
+            tokens_today: number;
         };
         /** RefreshRequest */
         RefreshRequest: {
@@ -985,6 +1428,11 @@ export interface components {
          * @enum {string}
          */
         Role: "user" | "admin";
+        /**
+         * Scope
+         * @enum {string}
+         */
+        Scope: "read" | "chat" | "upload" | "admin";
         /**
          * Source
          * @description One cited place in a document, as stored with an assistant message.
@@ -1170,6 +1618,12 @@ export interface components {
              * @description Seconds until the access token expires
              */
             expires_in: number;
+            /**
+             * Password Change Required
+             * @description The password was set by an administrator: change it first
+             * @default false
+             */
+            password_change_required: boolean;
             /** Refresh Token */
             refresh_token: string;
             /**
@@ -1212,6 +1666,8 @@ export interface components {
             id: string;
             /** Is Active */
             is_active: boolean;
+            /** Must Change Password */
+            must_change_password: boolean;
             /** Preferred Model */
             preferred_model: string | null;
             role: components["schemas"]["Role"];
@@ -1250,6 +1706,48 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    admin_audit_log: {
+        parameters: {
+            query?: {
+                /** @description Only this action */
+                action?: components["schemas"]["AuditAction"] | null;
+                /** @description Only what this user did */
+                actor_id?: string | null;
+                /** @description Only what was done to this id */
+                target_id?: string | null;
+                /** @description From this time on */
+                since?: string | null;
+                /** @description Before this time */
+                until?: string | null;
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_AuditEntryRead_"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     admin_upload_shared_document: {
         parameters: {
             query?: never;
@@ -1305,6 +1803,10 @@ export interface operations {
     admin_list_users: {
         parameters: {
             query?: {
+                /** @description Part of the email or display name */
+                q?: string | null;
+                role?: components["schemas"]["Role"] | null;
+                active?: boolean | null;
                 skip?: number;
                 limit?: number;
             };
@@ -1320,8 +1822,220 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_UserRead_"];
+                    "application/json": components["schemas"]["Page_AdminUserRead_"];
                 };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    admin_create_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminUserCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUserCreated"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    admin_get_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUserRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    admin_update_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminUserUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUserRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    admin_reset_password: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordResetDone"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    api_keys_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyRead"][];
+                };
+            };
+        };
+    };
+    api_keys_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    api_keys_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Validation Error */
             422: {
@@ -2188,6 +2902,59 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    users_change_password: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordChange"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenPair"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    users_my_usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaUsage"];
                 };
             };
         };

@@ -1,0 +1,106 @@
+"""The audit log: who did what to whom, from where. Services call `record`; nothing edits.
+
+An entry joins the transaction of the action it describes, so it exists exactly when the
+action happened. Failed logins are the exception the caller handles: it commits the entry
+before answering 401, since that request's transaction is otherwise rolled back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit.models import AuditEntry
+from docchat.kit.pagination import PageParams, paginate
+from docchat.kit.schemas import strip_nul
+from docchat.users.models import User
+
+
+class AuditAction(StrEnum):
+    """The actions recorded; their names are part of the API (the log's filter)."""
+
+    login = "auth.login"
+    login_failed = "auth.login_failed"
+    password_changed = "auth.password_changed"  # noqa: S105
+    api_key_created = "api_key.created"
+    api_key_revoked = "api_key.revoked"
+    user_created = "user.created"
+    user_deactivated = "user.deactivated"
+    user_reactivated = "user.reactivated"
+    user_role_changed = "user.role_changed"
+    user_password_reset = "user.password_reset"  # noqa: S105
+    user_quota_changed = "user.quota_changed"
+    document_deleted = "document.deleted"
+    chat_deleted = "chat.deleted"
+
+
+# Who acted when it was not a signed-in user (the `docchat users ...` commands).
+COMMAND_LINE = "command line"
+
+
+async def record(
+    session: AsyncSession,
+    action: AuditAction,
+    *,
+    actor: User | None,
+    target: tuple[str, uuid.UUID | str] | None = None,
+    address: str | None = None,
+    actor_email: str | None = None,
+    **detail: Any,
+) -> None:
+    """Add one entry to the request's transaction. `actor_email` names an actor that is not a
+    user (the command line) or one that could not be identified (a failed login's email)."""
+    target_type, target_id = target if target else (None, None)
+    session.add(
+        AuditEntry(
+            action=action,
+            actor_id=actor.id if actor else None,
+            actor_email=actor.email if actor else actor_email,
+            target_type=target_type,
+            target_id=str(target_id) if target_id is not None else None,
+            address=address,
+            detail=strip_nul(detail),
+        )
+    )
+    await session.flush()
+
+
+def _filtered(
+    action: AuditAction | None,
+    actor_id: uuid.UUID | None,
+    target_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> Select[AuditEntry]:
+    statement = select(AuditEntry)
+    if action:
+        statement = statement.where(AuditEntry.action == action)
+    if actor_id:
+        statement = statement.where(AuditEntry.actor_id == actor_id)
+    if target_id:
+        statement = statement.where(AuditEntry.target_id == target_id)
+    if since:
+        statement = statement.where(AuditEntry.created_at >= since)
+    if until:
+        statement = statement.where(AuditEntry.created_at < until)
+    return statement.order_by(AuditEntry.created_at.desc(), AuditEntry.id)
+
+
+async def search(
+    session: AsyncSession,
+    page: PageParams,
+    *,
+    action: AuditAction | None = None,
+    actor_id: uuid.UUID | None = None,
+    target_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> tuple[Sequence[AuditEntry], int]:
+    """Newest first, filtered by whichever of the arguments are given."""
+    return await paginate(session, _filtered(action, actor_id, target_id, since, until), page)

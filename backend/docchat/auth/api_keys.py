@@ -1,0 +1,134 @@
+"""Personal API keys: created by their user, shown once, stored as a hash, revocable.
+
+A key is `dck_` and 43 URL-safe characters (256 random bits). It is accepted wherever a bearer
+token is, on `/api/v1` and on `/v1`, within its scopes; it stops working when it is revoked,
+expires, or its user is deactivated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit import service as audit
+from docchat.auth.models import ApiKey
+from docchat.auth.scopes import Scope
+from docchat.db import utcnow
+from docchat.kit.errors import Forbidden, NotFound, Unauthorized
+from docchat.users import repository as users_repository
+from docchat.users.models import User
+
+KEY_PREFIX = "dck_"
+SHOWN_CHARS = 12  # `dck_` and 8 characters: enough to tell keys apart in a list
+# last_used_at is written at most this often per key, not on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+INVALID_KEY = "Invalid, expired or revoked API key"
+
+
+def looks_like_key(token: str) -> bool:
+    return token.startswith(KEY_PREFIX)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _new_secret() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+async def create(
+    session: AsyncSession,
+    user: User,
+    *,
+    name: str,
+    scopes: Sequence[Scope],
+    expires_at: datetime | None,
+    address: str | None,
+) -> tuple[ApiKey, str]:
+    """A new key and its secret (the only time the secret exists outside the client)."""
+    if Scope.admin in scopes and not user.is_admin:
+        raise Forbidden("Only administrators can create keys with the admin scope")
+    if expires_at is not None and expires_at <= utcnow():
+        raise Forbidden("The expiry date must be in the future")
+    secret = _new_secret()
+    key = ApiKey(
+        user_id=user.id,
+        name=name.strip(),
+        prefix=secret[:SHOWN_CHARS],
+        secret_hash=_digest(secret),
+        scopes=sorted(set(scopes)),
+        expires_at=expires_at,
+    )
+    session.add(key)
+    await session.flush()
+    await audit.record(
+        session,
+        audit.AuditAction.api_key_created,
+        actor=user,
+        target=("api_key", key.id),
+        address=address,
+        name=key.name,
+        prefix=key.prefix,
+        scopes=key.scopes,
+    )
+    return key, secret
+
+
+async def list_for(session: AsyncSession, user: User) -> Sequence[ApiKey]:
+    """The user's keys, revoked ones included (so a list explains why a script stopped)."""
+    statement = (
+        select(ApiKey)
+        .where(ApiKey.user_id == user.id)
+        .order_by(ApiKey.created_at.desc(), ApiKey.id)
+    )
+    return (await session.execute(statement)).scalars().all()
+
+
+async def revoke(
+    session: AsyncSession, user: User, key_id: uuid.UUID, *, address: str | None
+) -> None:
+    key = await session.get(ApiKey, key_id, with_for_update=True)
+    if key is None or key.user_id != user.id:
+        raise NotFound("API key not found")
+    if key.revoked_at is not None:
+        return
+    key.revoked_at = utcnow()
+    await audit.record(
+        session,
+        audit.AuditAction.api_key_revoked,
+        actor=user,
+        target=("api_key", key.id),
+        address=address,
+        prefix=key.prefix,
+    )
+
+
+async def authenticate(session: AsyncSession, secret: str, needed: Scope | None) -> User:
+    """The user a key acts for, if it is live and its scopes cover `needed`."""
+    statement = select(ApiKey).where(ApiKey.secret_hash == _digest(secret))
+    key = (await session.execute(statement)).scalar_one_or_none()
+    now = utcnow()
+    if (
+        key is None
+        or key.revoked_at is not None
+        or (key.expires_at is not None and key.expires_at <= now)
+    ):
+        raise Unauthorized(INVALID_KEY)
+    user = await users_repository.get_active(session, key.user_id)
+    if user is None:
+        raise Unauthorized(INVALID_KEY)
+    if needed is None:
+        raise Forbidden("API keys cannot be used here; log in with your password")
+    if needed not in key.scopes:
+        raise Forbidden(f"This API key lacks the '{needed}' scope")
+    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+        key.last_used_at = now
+        await session.flush()
+    return user
