@@ -178,3 +178,49 @@ async def test_deleted_documents_and_chats_are_gone_everywhere(
         c["id"] != alice["chat"]
         for c in (await client.get("/api/v1/chats", headers=headers)).json()["items"]
     )
+
+
+async def test_api_keys_reach_only_their_owners_data(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    alice: dict[str, Any],
+    bob: dict[str, str],
+    fresh_llm: ScriptedLLM,
+) -> None:
+    alice_key = await client.post(
+        "/api/v1/api-keys", headers=alice["headers"], json={"name": "a", "scopes": ["read"]}
+    )
+    bob_key = await client.post(
+        "/api/v1/api-keys",
+        headers=bob,
+        json={"name": "b", "scopes": ["read", "chat", "upload"]},
+    )
+    bob_secret = {"Authorization": f"Bearer {bob_key.json()['secret']}"}
+    # Bob can neither see nor revoke Alice's key; his key opens none of her doors.
+    assert (await client.get("/api/v1/api-keys", headers=bob)).json()[0]["name"] == "b"
+    revoke = await client.delete(f"/api/v1/api-keys/{alice_key.json()['id']}", headers=bob)
+    assert revoke.status_code == 404
+    for path in (
+        f"/api/v1/documents/{alice['document']}",
+        f"/api/v1/documents/{alice['document']}/file",
+        f"/api/v1/chats/{alice['chat']}",
+    ):
+        assert (await client.get(path, headers=bob_secret)).status_code == 404, path
+    question = "When does Project Nightjar launch from Kiruna?"
+    asked = await ask(client, bob_secret, question, document_ids=[alice["document"]])
+    assert asked.status_code == 404
+    answer = (await ask(client, bob_secret, question)).json()["assistant_message"]
+    assert answer["sources"] is None
+    sdk = sdk_for(app, bob_key.json()["secret"])
+    try:
+        await sdk.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": question}],
+            extra_body={"index_name": "all"},
+        )
+    finally:
+        await sdk.close()
+    # Administration is not reachable by a user, with a login or a key.
+    for path in ("/api/v1/admin/users", "/api/v1/admin/audit"):
+        assert (await client.get(path, headers=bob)).status_code == 403
+        assert (await client.get(path, headers=bob_secret)).status_code == 403

@@ -60,3 +60,45 @@ def test_no_server_errors(case: schemathesis.Case, fuzz_server: LiveServer, toke
     failure = (case.method, case.path, case.query, case.body, response.status_code)
     assert response.status_code < 500, failure
     assert "Traceback" not in response.text
+
+
+@pytest.fixture(scope="module")
+def admin_token(fuzz_server: LiveServer, settings: Settings) -> str:
+    """An administrator made the way an operator would (ADMIN_* is not set on this server)."""
+    import asyncio
+
+    from docchat.db import create_engine, create_sessionmaker, session_scope
+    from docchat.users import service as users_service
+    from docchat.users.models import Role
+
+    email = f"fuzz-admin-{uuid.uuid4().hex[:8]}@example.com"
+
+    async def make_admin() -> None:
+        engine = create_engine(settings.database_url, pool_size=1)
+        async with session_scope(create_sessionmaker(engine)) as session:
+            await users_service.create(session, email=email, password=PASSWORD, role=Role.admin)
+        await engine.dispose()
+
+    asyncio.run(make_admin())
+    with httpx.Client(base_url=fuzz_server.url) as client:
+        response = client.post("/api/v1/auth/login", data={"username": email, "password": PASSWORD})
+        return str(response.json()["access_token"])
+
+
+@schema.include(path_regex="^/api/v1/admin").parametrize()
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_no_server_errors_as_administrator(
+    case: schemathesis.Case, fuzz_server: LiveServer, admin_token: str
+) -> None:
+    """The administration routes, fuzzed with the rights to reach past their 403."""
+    response = case.call(
+        base_url=fuzz_server.url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30
+    )
+    failure = (case.method, case.path, case.query, case.body, response.status_code)
+    assert response.status_code < 500, failure
+    assert "Traceback" not in response.text
