@@ -3,8 +3,10 @@ import { api, loadTokens, logout, onSessionEnd, type User } from "./api/client";
 import AuthPage from "./pages/AuthPage";
 import ChatPage from "./pages/ChatPage";
 import AdminPage from "./pages/AdminPage";
+import AccountPage from "./pages/AccountPage";
+import ChangePasswordPage from "./pages/ChangePasswordPage";
 
-type View = "chat" | "admin";
+type View = "chat" | "admin" | "account";
 
 export default function App() {
   const [user, setUser] = useState<User | null>(null);
@@ -27,6 +29,7 @@ export default function App() {
 
   if (checking) return <p className="loading">Loading…</p>;
   if (!user) return <AuthPage onAuthenticated={loadUser} />;
+  if (user.must_change_password) return <ChangePasswordPage email={user.email} onChanged={() => void loadUser()} onLogout={logout} />;
   return (
     <div className="app">
       <header className="topbar">
@@ -39,13 +42,13 @@ export default function App() {
               {view === "admin" ? "Back to chats" : "Admin"}
             </button>
           )}
-          <span className="who" title={user.email}>
-            {user.email}
-          </span>
+          <button onClick={() => setView(view === "account" ? "chat" : "account")} title={user.email} aria-label={`Account: ${user.email}`}>
+            {view === "account" ? "Back to chats" : <span className="who">{user.email}</span>}
+          </button>
           <button onClick={logout}>Log out</button>
         </nav>
       </header>
-      {view === "admin" ? <AdminPage /> : <ChatPage />}
+      {view === "admin" ? <AdminPage currentUserId={user.id} /> : view === "account" ? <AccountPage user={user} /> : <ChatPage />}
     </div>
   );
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
+import httpx
 from playwright.async_api import Browser, Page, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
@@ -186,9 +187,9 @@ async def test_admin_shares_a_document_with_everyone(
     await admin.get_by_label("Email").fill(ADMIN_EMAIL)
     await admin.get_by_label("Password").fill(ADMIN_PASSWORD)
     await admin.get_by_role("button", name="Log in").click()
-    await admin.get_by_role("button", name="Admin").click()
+    await admin.get_by_role("button", name="Admin", exact=True).click()
     await expect(admin.get_by_role("heading", name="Usage")).to_be_visible()
-    await expect(admin.get_by_role("table")).to_contain_text(ADMIN_EMAIL)
+    await expect(admin.get_by_role("table", name="Users")).to_contain_text(ADMIN_EMAIL)
     await admin.get_by_test_id("file-input").set_input_files(
         [
             {
@@ -214,6 +215,58 @@ async def test_admin_shares_a_document_with_everyone(
     await document.get_by_role("button", name="Delete").click()
     await expect(user.get_by_role("alert")).to_contain_text("Only administrators")
     await other.close()
+
+
+async def log_in(page: Page, server: LiveServer, email: str, password: str) -> None:
+    await page.goto(server.url)
+    await page.get_by_label("Email").fill(email)
+    await page.get_by_label("Password").fill(password)
+    await page.get_by_role("button", name="Log in").click()
+
+
+async def test_admin_adds_a_colleague_who_chooses_a_password_and_makes_an_api_key(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Admin", exact=True).click()
+    colleague = f"colleague-{uuid.uuid4().hex[:8]}@example.com"
+    await admin.get_by_label("Email of the new user").fill(colleague)
+    await admin.get_by_role("button", name="Add user").click()
+    temporary = (await admin.get_by_test_id("temporary-password").inner_text()).strip()
+    assert len(temporary) >= 12
+    users = admin.get_by_role("table", name="Users")
+    await expect(users).to_contain_text(f"{colleague} (temporary password)")
+    await expect(admin.get_by_role("table", name="Audit log")).to_contain_text("user.created")
+    await admin.screenshot(path=str(SCREENSHOTS / "admin-users.png"), full_page=True)
+    await context.close()
+
+    phone = await browser.new_context(viewport={"width": 390, "height": 844})
+    page = await phone.new_page()
+    await log_in(page, live_server, colleague, temporary)
+    await expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
+    await page.get_by_label("Password you were given").fill(temporary)
+    await page.get_by_label("New password").fill("violet harbour lantern")
+    await page.get_by_role("button", name="Change password").click()
+    await expect(page.get_by_role("button", name="+ New chat")).to_be_visible()
+
+    await page.get_by_role("button", name=f"Account: {colleague}").click()
+    await expect(page.get_by_role("heading", name="API keys")).to_be_visible()
+    await page.get_by_label("Name").fill("phone script")
+    await page.get_by_role("button", name="Create key").click()
+    secret = (await page.get_by_test_id("new-key").inner_text()).strip()
+    assert secret.startswith("dck_")
+    await page.screenshot(path=str(SCREENSHOTS / "account-phone.png"), full_page=True)
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        me = await http.get("/api/v1/users/me", headers={"Authorization": f"Bearer {secret}"})
+        assert me.status_code == 200 and me.json()["email"] == colleague
+        page.once("dialog", lambda dialog: dialog.accept())
+        await page.get_by_role("button", name="Revoke phone script").click()
+        await expect(page.get_by_role("table", name="Your API keys")).to_contain_text("revoked")
+        gone = await http.get("/api/v1/users/me", headers={"Authorization": f"Bearer {secret}"})
+        assert gone.status_code == 401
+    await phone.close()
 
 
 async def test_api_docs_render_without_internet(browser: Browser, live_server: LiveServer) -> None:

@@ -32,6 +32,11 @@ function saveTokens(tokens: Tokens | null): void {
   else localStorage.removeItem(STORAGE_KEY);
 }
 
+/** Keeps the token pair a password change returns (the other sessions of the account end). */
+export function replaceTokens(tokens: Tokens): void {
+  saveTokens(tokens);
+}
+
 /** Called when the session ends (logout, or a refresh that failed): the app shows the login page. */
 export function onSessionEnd(listener: () => void): () => void {
   listeners.add(listener);

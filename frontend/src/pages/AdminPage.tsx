@@ -1,17 +1,15 @@
 import { useEffect, useState } from "react";
-import { api, type Schemas, type User } from "../api/client";
+import { api, type Schemas } from "../api/client";
+import AuditLog from "../components/AuditLog";
 import DocumentsPanel from "../components/DocumentsPanel";
+import UsersAdmin from "../components/UsersAdmin";
 
-export default function AdminPage() {
-  const [users, setUsers] = useState<User[]>([]);
-  const [total, setTotal] = useState(0);
+export default function AdminPage({ currentUserId }: { currentUserId: string }) {
   const [usage, setUsage] = useState<Schemas["UsageSummary"] | null>(null);
+  // Bumped by each change made on this page, so the audit log shows it at once.
+  const [revision, setRevision] = useState(0);
 
   useEffect(() => {
-    void api.GET("/api/v1/admin/users", { params: { query: { limit: 100 } } }).then(({ data }) => {
-      setUsers(data?.items ?? []);
-      setTotal(data?.total ?? 0);
-    });
     void api.GET("/api/v1/admin/usage").then(({ data }) => setUsage(data ?? null));
   }, []);
 
@@ -41,28 +39,13 @@ export default function AdminPage() {
         <p className="muted">Documents uploaded here are readable by every user.</p>
         <DocumentsPanel selected={[]} onSelectedChange={() => undefined} chatId={null} linkedIds={[]} onLinked={() => undefined} uploadUrl="/api/v1/admin/documents" />
       </section>
-      <section aria-labelledby="users-title" className="card">
-        <h2 id="users-title">Users ({total})</h2>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Active</th>
-              <th scope="col">Joined</th>
-            </tr>
-          </thead>
-          <tbody>
-            {users.map((user) => (
-              <tr key={user.id}>
-                <td>{user.email}</td>
-                <td>{user.role}</td>
-                <td>{user.is_active ? "yes" : "no"}</td>
-                <td>{new Date(user.created_at).toLocaleDateString()}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      <section aria-labelledby="users-title" className="card wide">
+        <h2 id="users-title">Users</h2>
+        <UsersAdmin currentUserId={currentUserId} onChanged={() => setRevision((value) => value + 1)} />
+      </section>
+      <section aria-labelledby="audit-title" className="card wide">
+        <h2 id="audit-title">Audit log</h2>
+        <AuditLog revision={revision} />
       </section>
     </main>
   );

@@ -1,0 +1,195 @@
+import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { api, errorMessage, type Schemas, type User } from "../api/client";
+import PasswordForm from "../components/PasswordForm";
+
+type ApiKey = Schemas["ApiKeyRead"];
+type Scope = Schemas["Scope"];
+const SCOPES: { scope: Scope; label: string }[] = [
+  { scope: "read", label: "Read documents and chats" },
+  { scope: "chat", label: "Ask questions (also /v1 for OpenAI clients)" },
+  { scope: "upload", label: "Upload and delete documents" },
+  { scope: "admin", label: "Administration" },
+];
+
+function megabytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+function keyState(key: ApiKey): string {
+  if (key.revoked_at) return `revoked ${new Date(key.revoked_at).toLocaleDateString()}`;
+  if (key.expires_at && new Date(key.expires_at) <= new Date()) return "expired";
+  return key.last_used_at ? `last used ${new Date(key.last_used_at).toLocaleString()}` : "never used";
+}
+
+function Usage() {
+  const [usage, setUsage] = useState<Schemas["QuotaUsage"] | null>(null);
+  useEffect(() => {
+    void api.GET("/api/v1/users/me/usage").then(({ data }) => setUsage(data ?? null));
+  }, []);
+  if (!usage) return null;
+  return (
+    <dl className="stats">
+      <dt>Tokens today</dt>
+      <dd>
+        {usage.tokens_today.toLocaleString()}
+        {usage.daily_token_limit != null ? ` of ${usage.daily_token_limit.toLocaleString()}` : " (no limit)"}
+      </dd>
+      <dt>Stored files</dt>
+      <dd>
+        {megabytes(usage.stored_bytes)}
+        {usage.storage_limit_bytes != null ? ` of ${megabytes(usage.storage_limit_bytes)}` : " (no limit)"}
+      </dd>
+    </dl>
+  );
+}
+
+function ApiKeys({ user }: { user: User }) {
+  const [keys, setKeys] = useState<ApiKey[]>([]);
+  const [name, setName] = useState("");
+  const [scopes, setScopes] = useState<Scope[]>(["read", "chat"]);
+  const [expires, setExpires] = useState("");
+  const [secret, setSecret] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const load = useCallback(async () => {
+    const { data } = await api.GET("/api/v1/api-keys");
+    setKeys(data ?? []);
+  }, []);
+  useEffect(() => void load(), [load]);
+
+  async function create(event: FormEvent) {
+    event.preventDefault();
+    setError(null);
+    const expires_at = expires ? new Date(`${expires}T23:59:59`).toISOString() : null;
+    const { data, error: failure } = await api.POST("/api/v1/api-keys", { body: { name, scopes, expires_at } });
+    if (!data) {
+      setError(errorMessage(failure, "The key could not be created"));
+      return;
+    }
+    setSecret(data.secret);
+    setName("");
+    await load();
+  }
+
+  async function revoke(key: ApiKey) {
+    if (!window.confirm(`Revoke “${key.name}”? Programs using it stop working at once.`)) return;
+    await api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: key.id } } });
+    await load();
+  }
+
+  const offered = SCOPES.filter(({ scope }) => scope !== "admin" || user.role === "admin");
+  return (
+    <>
+      <p className="muted">
+        For scripts, mobile apps and OpenAI clients: send the key as <code>Authorization: Bearer …</code>, or set it as{" "}
+        <code>api_key</code> with <code>base_url</code> <code>{window.location.origin}/v1</code>.
+      </p>
+      {secret && (
+        <div className="notice" role="status">
+          <p>Copy your new key now: it will not be shown again.</p>
+          <code className="secret" data-testid="new-key">{secret}</code>
+          <div className="row">
+            <button type="button" onClick={() => void navigator.clipboard?.writeText(secret)}>
+              Copy
+            </button>
+            <button type="button" onClick={() => setSecret(null)}>
+              Done
+            </button>
+          </div>
+        </div>
+      )}
+      <form onSubmit={create} className="stack" aria-label="New API key">
+        <label>
+          Name
+          <input required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. laptop script" />
+        </label>
+        <fieldset>
+          <legend>Allowed to</legend>
+          {offered.map(({ scope, label }) => (
+            <label key={scope} className="check">
+              <input
+                type="checkbox"
+                checked={scopes.includes(scope)}
+                onChange={(e) => setScopes(e.target.checked ? [...scopes, scope] : scopes.filter((s) => s !== scope))}
+              />
+              {label}
+            </label>
+          ))}
+        </fieldset>
+        <label>
+          Expires (optional)
+          <input type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
+        </label>
+        {error && (
+          <p role="alert" className="error">
+            {error}
+          </p>
+        )}
+        <button type="submit" className="primary" disabled={!name.trim() || scopes.length === 0}>
+          Create key
+        </button>
+      </form>
+      <div className="table-scroll">
+        <table>
+          <caption className="sr-only">Your API keys</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((key) => (
+              <tr key={key.id}>
+                <td>{key.name}</td>
+                <td>
+                  <code>{key.prefix}…</code>
+                </td>
+                <td>{key.scopes.join(", ")}</td>
+                <td>{keyState(key)}</td>
+                <td>
+                  {!key.revoked_at && (
+                    <button type="button" onClick={() => void revoke(key)} aria-label={`Revoke ${key.name}`}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+            {keys.length === 0 && (
+              <tr>
+                <td colSpan={5} className="muted">
+                  No keys yet.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+export default function AccountPage({ user }: { user: User }) {
+  return (
+    <main className="admin">
+      <section aria-labelledby="usage-title" className="card">
+        <h2 id="usage-title">Your usage</h2>
+        <Usage />
+      </section>
+      <section aria-labelledby="keys-title" className="card wide">
+        <h2 id="keys-title">API keys</h2>
+        <ApiKeys user={user} />
+      </section>
+      <section aria-labelledby="password-title" className="card">
+        <h2 id="password-title">Password</h2>
+        <PasswordForm onChanged={() => undefined} />
+      </section>
+    </main>
+  );
+}
