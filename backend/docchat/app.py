@@ -31,6 +31,7 @@ from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.openapi import publish_models
 from docchat.openai_compat.router import router as openai_router
+from docchat.sharing.router import collections_router, groups_admin_router, groups_router
 from docchat.users import service as users_service
 from docchat.users.admin_router import router as users_admin_router
 from docchat.users.router import router as users_router
@@ -168,10 +169,13 @@ def create_app(
         users_admin_router,
         categories_router,
         documents_router,
+        collections_router,
+        groups_router,
         chats_router,
         messages_router,
         admin_router,
         audit_router,
+        groups_admin_router,
     ):
         app.include_router(router, prefix="/api/v1")
     app.include_router(openai_router)

@@ -3,10 +3,17 @@
 from docchat.audit.models import AuditEntry
 from docchat.auth.models import ApiKey, RefreshToken
 from docchat.categories.models import Category
-from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument
+from docchat.chats.models import Chat, ChatCollection, ChatDocument, Message, MessageDocument
 from docchat.db import Base
 from docchat.documents.models import Document, IngestionJob
 from docchat.events.models import Event
+from docchat.membership.models import (
+    Collection,
+    CollectionDocument,
+    CollectionMember,
+    Group,
+    GroupMember,
+)
 from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 
@@ -16,10 +23,16 @@ __all__ = [
     "Base",
     "Category",
     "Chat",
+    "ChatCollection",
     "ChatDocument",
+    "Collection",
+    "CollectionDocument",
+    "CollectionMember",
     "Document",
     "DocumentChunk",
     "Event",
+    "Group",
+    "GroupMember",
     "IngestionJob",
     "Message",
     "MessageDocument",

@@ -224,3 +224,38 @@ async def test_api_keys_reach_only_their_owners_data(
     for path in ("/api/v1/admin/users", "/api/v1/admin/audit"):
         assert (await client.get(path, headers=bob)).status_code == 403
         assert (await client.get(path, headers=bob_secret)).status_code == 403
+
+
+async def test_collections_are_404_to_non_members_on_every_path(
+    client: httpx.AsyncClient, alice: dict[str, Any], bob: dict[str, str], fresh_llm: ScriptedLLM
+) -> None:
+    headers = alice["headers"]
+    collection = (
+        await client.post("/api/v1/collections", headers=headers, json={"name": "Nightjar"})
+    ).json()["id"]
+    await client.put(
+        f"/api/v1/collections/{collection}/documents/{alice['document']}", headers=headers
+    )
+    bob_chat = (await client.post("/api/v1/chats", headers=bob, json={})).json()["id"]
+    base = f"/api/v1/collections/{collection}"
+    attempts = [
+        ("GET", base, None),
+        ("PATCH", base, {"name": "mine"}),
+        ("DELETE", base, None),
+        ("GET", f"{base}/documents", None),
+        ("PUT", f"{base}/documents/{alice['document']}", None),
+        ("DELETE", f"{base}/documents/{alice['document']}", None),
+        ("GET", f"{base}/members", None),
+        ("POST", f"{base}/members", {"email": "bob@example.com"}),
+        ("POST", "/api/v1/chats", {"collection_ids": [collection]}),
+        ("PUT", f"/api/v1/chats/{bob_chat}/collections/{collection}", None),
+    ]
+    for method, path, body in attempts:
+        response = await client.request(method, path, headers=bob, json=body)
+        assert response.status_code == 404, (method, path, response.text)
+    question = "When does Project Nightjar launch from Kiruna?"
+    assert (await ask(client, bob, question, collection_ids=[collection])).status_code == 404
+    listed = (await client.get("/api/v1/collections", headers=bob)).json()["items"]
+    assert [item["name"] for item in listed] == ["Everyone"]
+    # Alice's own collection still works for her.
+    assert (await client.get(base, headers=headers)).json()["document_count"] == 1

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.audit.models import AuditEntry
 from docchat.kit.pagination import PageParams, paginate
 from docchat.kit.schemas import strip_nul
-from docchat.users.models import User
 
 
 class AuditAction(StrEnum):
@@ -38,6 +37,27 @@ class AuditAction(StrEnum):
     user_quota_changed = "user.quota_changed"
     document_deleted = "document.deleted"
     chat_deleted = "chat.deleted"
+    collection_created = "collection.created"
+    collection_deleted = "collection.deleted"
+    collection_member_added = "collection.member_added"
+    collection_member_changed = "collection.member_changed"
+    collection_member_removed = "collection.member_removed"
+    collection_document_added = "collection.document_added"
+    collection_document_removed = "collection.document_removed"
+    group_created = "group.created"
+    group_deleted = "group.deleted"
+    group_member_added = "group.member_added"
+    group_member_removed = "group.member_removed"
+
+
+class Actor(Protocol):
+    """Who acted: a user (the audit log depends on no other package)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def email(self) -> str: ...
 
 
 # Who acted when it was not a signed-in user (the `docchat users ...` commands).
@@ -48,7 +68,7 @@ async def record(
     session: AsyncSession,
     action: AuditAction,
     *,
-    actor: User | None,
+    actor: Actor | None,
     target: tuple[str, uuid.UUID | str] | None = None,
     address: str | None = None,
     actor_email: str | None = None,

@@ -22,6 +22,7 @@ class Scope(StrEnum):
 LOGIN_ONLY_TAGS = frozenset({"auth", "api-keys"})
 WRITE_SCOPE_BY_TAG = {
     "documents": Scope.upload,
+    "collections": Scope.upload,
     "chats": Scope.chat,
     "messages": Scope.chat,
     "categories": Scope.chat,

@@ -70,3 +70,18 @@ class MessageDocument(Base):
     document_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
     )
+
+
+class ChatCollection(Base):
+    """A collection a chat is linked to: its documents are the chat's scope, as they are at
+    each question (membership and contents are read then, never cached)."""
+
+    __tablename__ = "chat_collections"
+    __table_args__ = (Index("ix_chat_collections_collection_id", "collection_id"),)
+
+    chat_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True
+    )
+    collection_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True
+    )

@@ -10,7 +10,14 @@ from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.chats.models import Chat, ChatDocument, Message, MessageDocument, MessageRole
+from docchat.chats.models import (
+    Chat,
+    ChatCollection,
+    ChatDocument,
+    Message,
+    MessageDocument,
+    MessageRole,
+)
 from docchat.db import utcnow
 
 
@@ -45,6 +52,31 @@ async def unlink_document(session: AsyncSession, chat_id: uuid.UUID, document_id
     result = await session.execute(
         delete(ChatDocument).where(
             ChatDocument.chat_id == chat_id, ChatDocument.document_id == document_id
+        )
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def collection_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
+    statement = select(ChatCollection.collection_id).where(ChatCollection.chat_id == chat_id)
+    return list((await session.execute(statement)).scalars())
+
+
+async def link_collections(
+    session: AsyncSession, chat_id: uuid.UUID, collection_ids: Sequence[uuid.UUID]
+) -> None:
+    if not collection_ids:
+        return
+    rows = [{"chat_id": chat_id, "collection_id": identifier} for identifier in collection_ids]
+    await session.execute(insert(ChatCollection).values(rows).on_conflict_do_nothing())
+
+
+async def unlink_collection(
+    session: AsyncSession, chat_id: uuid.UUID, collection_id: uuid.UUID
+) -> int:
+    result = await session.execute(
+        delete(ChatCollection).where(
+            ChatCollection.chat_id == chat_id, ChatCollection.collection_id == collection_id
         )
     )
     return int(result.rowcount)  # type: ignore[attr-defined]

@@ -24,14 +24,18 @@ from docchat.chats.schemas import (
 from docchat.dependencies import MessageFlowDep
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
+from docchat.users.models import User
 
 chats_router = make_router(prefix="/chats", tags=["chats"])
 messages_router = make_router(prefix="/messages", tags=["messages"])
 
 
-async def _detail(session: SessionDep, chat: Chat) -> ChatDetail:
-    document_ids = await service.document_ids(session, chat)
-    return ChatDetail(**ChatRead.model_validate(chat).model_dump(), document_ids=document_ids)
+async def _detail(session: SessionDep, user: User, chat: Chat) -> ChatDetail:
+    return ChatDetail(
+        **ChatRead.model_validate(chat).model_dump(),
+        document_ids=await service.document_ids(session, chat),
+        collection_ids=await service.collection_ids(session, user, chat),
+    )
 
 
 @chats_router.post(
@@ -44,8 +48,9 @@ async def create_chat(data: ChatCreate, user: CurrentUser, session: SessionDep) 
         title=data.title or "New chat",
         category_id=data.category_id,
         document_ids=data.document_ids,
+        collection_ids=data.collection_ids,
     )
-    return await _detail(session, chat)
+    return await _detail(session, user, chat)
 
 
 @chats_router.get("", response_model=Page[ChatRead], operation_id="chats_list")
@@ -61,15 +66,15 @@ async def list_chats(
 
 
 @chats_router.get("/{chat_id}", response_model=ChatDetail, operation_id="chats_get")
-async def get_chat(chat: OwnedChat, session: SessionDep) -> ChatDetail:
-    return await _detail(session, chat)
+async def get_chat(chat: OwnedChat, user: CurrentUser, session: SessionDep) -> ChatDetail:
+    return await _detail(session, user, chat)
 
 
 @chats_router.patch("/{chat_id}", response_model=ChatDetail, operation_id="chats_update")
 async def update_chat(
     data: ChatUpdate, chat: OwnedChat, user: CurrentUser, session: SessionDep
 ) -> ChatDetail:
-    return await _detail(session, await service.update(session, user, chat, data))
+    return await _detail(session, user, await service.update(session, user, chat, data))
 
 
 @chats_router.delete(
@@ -97,7 +102,7 @@ async def link_documents(
     data: ChatDocumentsLink, chat: OwnedChat, user: CurrentUser, session: SessionDep
 ) -> ChatDetail:
     await service.link_documents(session, user, chat, data.document_ids)
-    return await _detail(session, chat)
+    return await _detail(session, user, chat)
 
 
 @chats_router.delete(
@@ -139,3 +144,26 @@ async def stream_message(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@chats_router.put(
+    "/{chat_id}/collections/{collection_id}",
+    response_model=ChatDetail,
+    operation_id="chats_link_collection",
+)
+async def link_collection(
+    chat: OwnedChat, collection_id: uuid.UUID, user: CurrentUser, session: SessionDep
+) -> ChatDetail:
+    """Link a collection you can read: its documents (as they are at each question) become
+    part of the chat's scope."""
+    await service.link_collection(session, user, chat, collection_id)
+    return await _detail(session, user, chat)
+
+
+@chats_router.delete(
+    "/{chat_id}/collections/{collection_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="chats_unlink_collection",
+)
+async def unlink_collection(chat: OwnedChat, collection_id: uuid.UUID, session: SessionDep) -> None:
+    await service.unlink_collection(session, chat, collection_id)

@@ -21,6 +21,9 @@ class ChatCreate(RequestModel):
     document_ids: list[uuid.UUID] = Field(
         default_factory=list, max_length=MAX_DOCUMENTS_PER_MESSAGE
     )
+    collection_ids: list[uuid.UUID] = Field(
+        default_factory=list, max_length=MAX_DOCUMENTS_PER_MESSAGE
+    )
 
 
 class ChatUpdate(RequestModel):
@@ -40,6 +43,9 @@ class ChatRead(BaseModel):
 
 class ChatDetail(ChatRead):
     document_ids: list[uuid.UUID]
+    collection_ids: list[uuid.UUID] = Field(
+        description="Linked collections you may still read; their documents are the chat's scope"
+    )
 
 
 class ChatDocumentsLink(RequestModel):
@@ -64,6 +70,11 @@ class MessageCreate(RequestModel):
     content: str = Field(min_length=1)
     document_ids: list[uuid.UUID] = Field(
         default_factory=list, max_length=MAX_DOCUMENTS_PER_MESSAGE
+    )
+    collection_ids: list[uuid.UUID] = Field(
+        default_factory=list,
+        max_length=MAX_DOCUMENTS_PER_MESSAGE,
+        description="Collections whose documents this message searches (with document_ids)",
     )
     category_id: uuid.UUID | None = None
     options: MessageOptions = Field(default_factory=MessageOptions)

@@ -14,6 +14,9 @@ from docchat.db import utcnow
 from docchat.documents import service as documents_service
 from docchat.kit.errors import NotFound
 from docchat.kit.pagination import PageParams, paginate
+from docchat.membership.access import readable_collections
+from docchat.membership.models import Collection
+from docchat.sharing import collections as sharing
 from docchat.users.models import User
 
 TITLE_CHARS = 50
@@ -40,14 +43,17 @@ async def create(
     title: str,
     category_id: uuid.UUID | None = None,
     document_ids: Sequence[uuid.UUID] = (),
+    collection_ids: Sequence[uuid.UUID] = (),
 ) -> Chat:
     if category_id is not None:
         await categories_service.get_owned(session, user, category_id)
     documents = await documents_service.require_readable(session, user, document_ids)
+    collections = await sharing.require_readable(session, user, collection_ids)
     chat = Chat(owner_id=user.id, title=title, category_id=category_id)
     session.add(chat)
     await session.flush()
     await repository.link_documents(session, chat.id, [d.id for d in documents])
+    await repository.link_collections(session, chat.id, collections)
     return chat
 
 
@@ -94,6 +100,28 @@ async def link_documents(
     chat.updated_at = utcnow()
     await session.flush()
     return await repository.document_ids(session, chat.id)
+
+
+async def collection_ids(session: AsyncSession, user: User, chat: Chat) -> list[uuid.UUID]:
+    """The chat's linked collections that the user may still read."""
+    linked = await repository.collection_ids(session, chat.id)
+    statement = readable_collections(user).where(Collection.id.in_(linked))
+    readable = {collection.id for collection in (await session.execute(statement)).scalars()}
+    return [identifier for identifier in linked if identifier in readable]
+
+
+async def link_collection(
+    session: AsyncSession, user: User, chat: Chat, collection_id: uuid.UUID
+) -> None:
+    await sharing.require_readable(session, user, [collection_id])
+    await repository.link_collections(session, chat.id, [collection_id])
+    chat.updated_at = utcnow()
+    await session.flush()
+
+
+async def unlink_collection(session: AsyncSession, chat: Chat, collection_id: uuid.UUID) -> None:
+    if await repository.unlink_collection(session, chat.id, collection_id) == 0:
+        raise NotFound("That collection is not linked to this chat")
 
 
 async def unlink_document(session: AsyncSession, chat: Chat, document_id: uuid.UUID) -> None:

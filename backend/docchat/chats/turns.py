@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.answers.engine import AnswerOptions, Question
 from docchat.answers.meta import Scope
-from docchat.chats import repository, service
+from docchat.chats import repository
+from docchat.chats import service as chats_service
 from docchat.chats.models import Chat, Message, MessageRole
 from docchat.chats.schemas import MessageCreate, MessageRead
 from docchat.config import Settings
@@ -29,6 +30,7 @@ from docchat.kit.errors import Unprocessable
 from docchat.llm.catalog import resolve_model
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.inline import InlineDocument
+from docchat.sharing import collections as sharing
 from docchat.users.models import User
 
 
@@ -57,27 +59,37 @@ def _options(settings: Settings, user: User, request: MessageCreate) -> AnswerOp
 
 async def _open_chat(session: AsyncSession, user: User, request: MessageCreate) -> Chat:
     if request.chat_id is None:
-        return await service.create(
+        return await chats_service.create(
             session,
             user,
-            title=service.title_from(request.content),
+            title=chats_service.title_from(request.content),
             category_id=request.category_id,
             document_ids=request.document_ids,
+            collection_ids=request.collection_ids,
         )
     # Locked so that two messages sent at once into one chat are numbered one after the other.
-    return await service.get_owned(session, user, request.chat_id, for_update=True)
+    return await chats_service.get_owned(session, user, request.chat_id, for_update=True)
 
 
 async def _scope(
-    session: AsyncSession, user: User, chat: Chat, requested: list[Document]
+    session: AsyncSession,
+    user: User,
+    chat: Chat,
+    requested: list[Document],
+    collections: list[uuid.UUID],
 ) -> tuple[Scope, list[DocumentRef]]:
-    """Message documents > chat documents > all readable ones; only completed ones count."""
-    if requested:
-        completed = [d for d in requested if d.status == DocumentStatus.completed]
-        return "message", [DocumentRef.of(document) for document in completed]
+    """The message's documents and collections > the chat's > all readable documents; only
+    completed documents count. Collections are read now: a revoked one adds nothing."""
+    if requested or collections:
+        return "message", await documents_repository.completed_refs(
+            session, user, among=[d.id for d in requested], collections=collections
+        )
     linked = await repository.document_ids(session, chat.id)
-    if linked:
-        return "chat", await documents_repository.completed_refs(session, user, among=linked)
+    linked_collections = await chats_service.collection_ids(session, user, chat)
+    if linked or await repository.collection_ids(session, chat.id):
+        return "chat", await documents_repository.completed_refs(
+            session, user, among=linked, collections=linked_collections
+        )
     return "all", await documents_repository.completed_refs(session, user)
 
 
@@ -130,11 +142,12 @@ async def start_turn(
     if len(request.content) > limit:
         raise Unprocessable(f"The message is too long: at most {limit} characters")
     requested = await documents_service.require_readable(session, user, request.document_ids)
+    collections = await sharing.require_readable(session, user, request.collection_ids)
     chat = await _open_chat(session, user, request)
     message = await repository.add_message(session, chat, MessageRole.user, request.content)
     await repository.link_message_documents(session, message.id, [d.id for d in requested])
     options = _options(settings, user, request)
-    scope, documents = await _scope(session, user, chat, requested)
+    scope, documents = await _scope(session, user, chat, requested, collections)
     if options.retrieval == "tool":
         documents = await _conversation_documents(session, user, chat, documents)
     await events_service.record(

@@ -5,20 +5,38 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import Select, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.membership.access import shared_document_ids
+from docchat.membership.models import EVERYONE_ID, CollectionDocument
 from docchat.retrieval.index import DocumentRef
 from docchat.users.models import User
 
 
 def readable_by(user: User) -> Select[Document]:
-    """Documents `user` may read: their own and every shared one, never deleted ones."""
+    """Documents `user` may read, never deleted ones: their own, those shared with everyone,
+    and those in a collection the user (or one of their groups) is a member of."""
     return select(Document).where(
         Document.deleted_at.is_(None),
-        or_(Document.owner_id == user.id, Document.visibility == Visibility.shared),
+        or_(
+            Document.owner_id == user.id,
+            Document.visibility == Visibility.shared,
+            Document.id.in_(shared_document_ids(user.id)),
+        ),
     )
+
+
+def in_collections(collection_ids: Sequence[uuid.UUID]) -> ColumnElement[bool]:
+    """A document condition: in one of these collections (Everyone: shared with everyone)."""
+    members = select(CollectionDocument.document_id).where(
+        CollectionDocument.collection_id.in_(list(collection_ids))
+    )
+    condition = Document.id.in_(members)
+    if EVERYONE_ID in collection_ids:
+        return or_(condition, Document.visibility == Visibility.shared)
+    return condition
 
 
 async def get_readable(
@@ -48,13 +66,17 @@ async def completed_refs(
     user: User,
     *,
     among: Sequence[uuid.UUID] | None = None,
+    collections: Sequence[uuid.UUID] | None = None,
     category_id: uuid.UUID | None = None,
 ) -> list[DocumentRef]:
-    """The completed documents `user` may read (of `among`, or of a category), as the
-    indexes address them: the scope of a search."""
+    """The completed documents `user` may read (of `among` and the documents of
+    `collections`, or of a category), as the indexes address them: the scope of a search.
+    The collections must be ones the user may read (`sharing.service.require_readable`)."""
     statement = readable_by(user).where(Document.status == DocumentStatus.completed)
-    if among is not None:
-        statement = statement.where(Document.id.in_(list(among)))
+    if among is not None or collections is not None:
+        statement = statement.where(
+            or_(Document.id.in_(list(among or [])), in_collections(collections or []))
+        )
     if category_id is not None:
         statement = statement.where(Document.category_id == category_id)
     ordered = statement.order_by(Document.created_at)
@@ -144,3 +166,11 @@ async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
         Document.storage_key == key, Document.deleted_at.is_(None)
     )
     return (await session.execute(statement.limit(1))).first() is not None
+
+
+async def stored_bytes(session: AsyncSession, owner_id: uuid.UUID) -> int:
+    """Size of the files of the owner's live documents (for the storage quota)."""
+    statement = select(func.coalesce(func.sum(Document.size_bytes), 0)).where(
+        Document.owner_id == owner_id, Document.deleted_at.is_(None)
+    )
+    return int((await session.execute(statement)).scalar_one())

@@ -79,7 +79,8 @@ async def upload(
     filename = sanitize_filename(file.filename)
     received = await storage.receive(file, max_bytes)
     try:
-        await quotas.ensure_room_for(session, user, received.size_bytes, quota)
+        stored = await repository.stored_bytes(session, user.id)
+        quotas.ensure_room_for(user, quota, stored=stored, incoming_bytes=received.size_bytes)
         kind = detect_kind(filename, received.head)
         # Held until commit: a removal of the same file waits until this row is visible.
         await repository.lock_storage_key(session, received.key)

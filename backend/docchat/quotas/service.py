@@ -18,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.config import QuotaSettings
 from docchat.db import utcnow
-from docchat.documents.models import Document
 from docchat.events.models import Event
 from docchat.events.service import RESPONSE_GENERATED
 from docchat.kit.errors import TooManyRequests
@@ -61,21 +60,16 @@ async def tokens_since(session: AsyncSession, user_id: uuid.UUID, since: datetim
     return int((await session.execute(statement)).scalar_one())
 
 
-async def stored_bytes(session: AsyncSession, user_id: uuid.UUID) -> int:
-    statement = select(func.coalesce(func.sum(Document.size_bytes), 0)).where(
-        Document.owner_id == user_id, Document.deleted_at.is_(None)
-    )
-    return int((await session.execute(statement)).scalar_one())
-
-
-async def usage(session: AsyncSession, user: User, settings: QuotaSettings) -> QuotaUsage:
+async def usage(
+    session: AsyncSession, user: User, settings: QuotaSettings, *, stored_bytes: int
+) -> QuotaUsage:
     limits = limits_for(user, settings)
     start, resets_at = _day_bounds(utcnow())
     return QuotaUsage(
         tokens_today=await tokens_since(session, user.id, start),
         daily_token_limit=limits.daily_tokens,
         tokens_reset_at=resets_at,
-        stored_bytes=await stored_bytes(session, user.id),
+        stored_bytes=stored_bytes,
         storage_limit_bytes=limits.storage_bytes,
     )
 
@@ -97,15 +91,15 @@ async def ensure_tokens_left(session: AsyncSession, user: User, settings: QuotaS
         )
 
 
-async def ensure_room_for(
-    session: AsyncSession, user: User, incoming_bytes: int, settings: QuotaSettings
+def ensure_room_for(
+    user: User, settings: QuotaSettings, *, stored: int, incoming_bytes: int
 ) -> None:
-    """Refuse (429) an upload that would take the user's stored files over the quota. There is
-    no Retry-After: room comes back only when documents are deleted or the limit is raised."""
+    """Refuse (429) an upload that would take the user's stored files (`stored` bytes) over the
+    quota. There is no Retry-After: room comes back only when documents are deleted or the
+    limit is raised."""
     limit = limits_for(user, settings).storage_bytes
     if limit is None:
         return
-    stored = await stored_bytes(session, user.id)
     if stored + incoming_bytes > limit:
         raise TooManyRequests(
             f"Storage quota exceeded: this file ({incoming_bytes / MEGABYTE:.1f} MB) does not fit "

@@ -4,6 +4,7 @@ from docchat.auth import service as auth_service
 from docchat.auth.dependencies import ClientAddress, CurrentUser, SignedInUser
 from docchat.auth.schemas import PasswordChange, TokenPair
 from docchat.dependencies import SettingsDep
+from docchat.documents import repository as documents_repository
 from docchat.kit.routing import SessionDep, make_router
 from docchat.llm.catalog import resolve_model
 from docchat.quotas import service as quotas
@@ -46,4 +47,5 @@ async def update_me(
 @router.get("/me/usage", response_model=QuotaUsage, operation_id="users_my_usage")
 async def my_usage(user: CurrentUser, session: SessionDep, settings: SettingsDep) -> QuotaUsage:
     """Your model tokens today and stored bytes, against your quotas (null: no limit)."""
-    return await quotas.usage(session, user, settings.quota)
+    stored = await documents_repository.stored_bytes(session, user.id)
+    return await quotas.usage(session, user, settings.quota, stored_bytes=stored)

@@ -1,0 +1,68 @@
+"""Who belongs to which collection, directly or through groups: the SQL that
+`documents.repository.readable_by` (every document read) builds on.
+
+Each question reads membership afresh (no cache), so a member removed or a document taken out
+of a collection is out of the scope of the very next question.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import Select, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.membership.models import (
+    EVERYONE_ID,
+    ROLE_RANK,
+    Collection,
+    CollectionDocument,
+    CollectionMember,
+    CollectionRole,
+    GroupMember,
+)
+from docchat.users.models import User
+
+
+def _memberships(user_id: uuid.UUID) -> Select[CollectionMember]:
+    """The user's memberships: their own, and those of the groups they belong to."""
+    groups = select(GroupMember.group_id).where(GroupMember.user_id == user_id)
+    return select(CollectionMember).where(
+        or_(CollectionMember.user_id == user_id, CollectionMember.group_id.in_(groups))
+    )
+
+
+def member_collection_ids(user_id: uuid.UUID) -> Select[tuple[uuid.UUID]]:
+    memberships = _memberships(user_id).subquery()
+    return select(memberships.c.collection_id)
+
+
+def shared_document_ids(user_id: uuid.UUID) -> Select[uuid.UUID]:
+    """Documents that reach the user through a live collection they (or a group) belong to."""
+    return (
+        select(CollectionDocument.document_id)
+        .join(Collection, Collection.id == CollectionDocument.collection_id)
+        .where(
+            Collection.deleted_at.is_(None),
+            CollectionDocument.collection_id.in_(member_collection_ids(user_id)),
+        )
+    )
+
+
+def readable_collections(user: User) -> Select[Collection]:
+    """Live collections the user may see: Everyone, and those they (or a group) belong to."""
+    return select(Collection).where(
+        Collection.deleted_at.is_(None),
+        or_(Collection.id == EVERYONE_ID, Collection.id.in_(member_collection_ids(user.id))),
+    )
+
+
+async def role_in(
+    session: AsyncSession, user: User, collection_id: uuid.UUID
+) -> CollectionRole | None:
+    """The user's strongest role in the collection (directly or through groups), or None."""
+    if collection_id == EVERYONE_ID:
+        return CollectionRole.editor if user.is_admin else CollectionRole.viewer
+    statement = _memberships(user.id).where(CollectionMember.collection_id == collection_id)
+    roles = [member.role for member in (await session.execute(statement)).scalars()]
+    return max(roles, key=lambda role: ROLE_RANK[CollectionRole(role)], default=None)

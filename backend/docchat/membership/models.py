@@ -1,0 +1,94 @@
+"""Sharing: groups of users, and collections of documents shared with users and groups."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, func
+from sqlalchemy.orm import Mapped, mapped_column
+
+from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin, utcnow
+
+# The built-in collection "Everyone" (a row made by the migration): every user is a viewer and
+# administrators are editors; its documents are those whose `visibility` is `shared`, so it has
+# no rows in collection_documents and no members.
+EVERYONE_ID = uuid.UUID("00000000-0000-0000-0000-00000000e0e0")
+
+
+class CollectionRole(StrEnum):
+    viewer = "viewer"  # reads the documents and asks about them
+    editor = "editor"  # also adds and removes documents
+    owner = "owner"  # also renames, deletes, and decides who is a member
+
+
+ROLE_RANK = {CollectionRole.viewer: 1, CollectionRole.editor: 2, CollectionRole.owner: 3}
+
+
+class Group(IdMixin, TimestampMixin, Base):
+    __tablename__ = "groups"
+    __table_args__ = (Index("uq_groups_name_lower", func.lower("name"), unique=True),)
+
+    name: Mapped[str] = mapped_column(String(100))
+    description: Mapped[str] = mapped_column(String(1000), default="")
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+    __table_args__ = (Index("ix_group_members_user_id", "user_id"),)
+
+    group_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, server_default=func.now())
+
+
+class Collection(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
+    __tablename__ = "collections"
+
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(String(1000), default="")
+    created_by: Mapped[uuid.UUID | None] = mapped_column(default=None)
+
+
+class CollectionMember(IdMixin, Base):
+    """A user or a group (exactly one of them) and its role in a collection."""
+
+    __tablename__ = "collection_members"
+    __table_args__ = (
+        CheckConstraint("(user_id IS NULL) <> (group_id IS NULL)", name="user_or_group"),
+        Index("uq_collection_members_user", "collection_id", "user_id", unique=True),
+        Index("uq_collection_members_group", "collection_id", "group_id", unique=True),
+        Index("ix_collection_members_user_id", "user_id"),
+        Index("ix_collection_members_group_id", "group_id"),
+    )
+
+    collection_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("collections.id", ondelete="CASCADE")
+    )
+    user_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), default=None
+    )
+    group_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("groups.id", ondelete="CASCADE"), default=None
+    )
+    role: Mapped[CollectionRole] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, server_default=func.now())
+
+
+class CollectionDocument(Base):
+    __tablename__ = "collection_documents"
+    __table_args__ = (Index("ix_collection_documents_document_id", "document_id"),)
+
+    collection_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True
+    )
+    document_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
+    )
+    added_by: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, server_default=func.now())

@@ -1,0 +1,397 @@
+"""Collections: named sets of documents shared with users and groups in roles.
+
+Rules: a viewer reads and asks; an editor also adds documents (only ones they own, so nobody
+re-shares what was shared with them) and removes any; an owner also renames, deletes and
+manages members, and a collection always keeps an owner. Everything a caller may not see is
+a 404. The built-in collection Everyone has all users as viewers and administrators as editors.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit import service as audit
+from docchat.db import utcnow
+from docchat.documents import repository as documents_repository
+from docchat.documents.models import Document, Visibility
+from docchat.documents.repository import in_collections
+from docchat.kit.errors import Conflict, Forbidden, NotFound
+from docchat.kit.pagination import PageParams, paginate
+from docchat.membership.access import readable_collections, role_in
+from docchat.membership.models import (
+    EVERYONE_ID,
+    ROLE_RANK,
+    Collection,
+    CollectionDocument,
+    CollectionMember,
+    CollectionRole,
+    Group,
+)
+from docchat.sharing.schemas import (
+    CollectionCreate,
+    CollectionRead,
+    CollectionUpdate,
+    MemberAdd,
+    MemberRead,
+)
+from docchat.users import repository as users_repository
+from docchat.users.models import User
+
+NOT_FOUND = "Collection not found"
+BUILTIN = "Everyone is built in: every user reads it and administrators manage its documents"
+LAST_OWNER = "A collection must keep an owner: make someone else owner first"
+
+
+async def _record(
+    session: AsyncSession,
+    action: audit.AuditAction,
+    user: User,
+    collection: Collection,
+    address: str | None,
+    **detail: Any,
+) -> None:
+    await audit.record(
+        session,
+        action,
+        actor=user,
+        target=("collection", collection.id),
+        address=address,
+        collection=collection.name,
+        **detail,
+    )
+
+
+async def require_role(
+    session: AsyncSession, user: User, collection_id: uuid.UUID, needed: CollectionRole
+) -> tuple[Collection, CollectionRole]:
+    """The collection and the caller's role, if the role is at least `needed`; a collection the
+    caller cannot see is a 404, one where the role is too weak a 403."""
+    collection = await session.get(Collection, collection_id)
+    role = await role_in(session, user, collection_id) if collection else None
+    if collection is None or collection.deleted_at is not None or role is None:
+        raise NotFound(NOT_FOUND)
+    if ROLE_RANK[role] < ROLE_RANK[needed]:
+        raise Forbidden(f"This needs the {needed} role in the collection (yours: {role})")
+    return collection, role
+
+
+async def require_readable(
+    session: AsyncSession, user: User, collection_ids: Sequence[uuid.UUID]
+) -> list[uuid.UUID]:
+    """Every id must be a collection the user may read: one that is not is a 404."""
+    wanted = list(dict.fromkeys(collection_ids))
+    if not wanted:
+        return []
+    statement = readable_collections(user).where(Collection.id.in_(wanted))
+    found = {collection.id for collection in (await session.execute(statement)).scalars()}
+    missing = [str(identifier) for identifier in wanted if identifier not in found]
+    if missing:
+        raise NotFound(f"Collection not found: {missing[0]}")
+    return wanted
+
+
+async def _document_count(session: AsyncSession, user: User, collection_id: uuid.UUID) -> int:
+    statement = documents_repository.readable_by(user).where(in_collections([collection_id]))
+    count = select(func.count()).select_from(statement.subquery())
+    return int((await session.execute(count)).scalar_one())
+
+
+async def as_read(session: AsyncSession, user: User, collection: Collection) -> CollectionRead:
+    role = await role_in(session, user, collection.id)
+    assert role is not None
+    return CollectionRead(
+        id=collection.id,
+        name=collection.name,
+        description=collection.description,
+        builtin=collection.id == EVERYONE_ID,
+        role=role,
+        document_count=await _document_count(session, user, collection.id),
+        created_at=collection.created_at,
+    )
+
+
+async def list_readable(
+    session: AsyncSession, user: User, page: PageParams
+) -> tuple[list[CollectionRead], int]:
+    """Everyone first, then the user's collections by name."""
+    statement = readable_collections(user).order_by(
+        (Collection.id != EVERYONE_ID), func.lower(Collection.name), Collection.id
+    )
+    rows, total = await paginate(session, statement, page)
+    return [await as_read(session, user, collection) for collection in rows], total
+
+
+async def create(
+    session: AsyncSession, user: User, data: CollectionCreate, address: str | None
+) -> Collection:
+    collection = Collection(
+        name=data.name.strip(), description=data.description.strip(), created_by=user.id
+    )
+    session.add(collection)
+    await session.flush()
+    session.add(
+        CollectionMember(collection_id=collection.id, user_id=user.id, role=CollectionRole.owner)
+    )
+    await session.flush()
+    await _record(session, audit.AuditAction.collection_created, user, collection, address)
+    return collection
+
+
+async def update(
+    session: AsyncSession, user: User, collection_id: uuid.UUID, data: CollectionUpdate
+) -> Collection:
+    collection, _ = await require_role(session, user, collection_id, CollectionRole.owner)
+    if collection.id == EVERYONE_ID:
+        raise Forbidden(BUILTIN)
+    if data.name is not None:
+        collection.name = data.name.strip()
+    if data.description is not None:
+        collection.description = data.description.strip()
+    await session.flush()
+    return collection
+
+
+async def delete_collection(
+    session: AsyncSession, user: User, collection_id: uuid.UUID, address: str | None
+) -> None:
+    """The collection goes; its documents stay with their owners (and other collections)."""
+    collection, _ = await require_role(session, user, collection_id, CollectionRole.owner)
+    if collection.id == EVERYONE_ID:
+        raise Forbidden(BUILTIN)
+    collection.deleted_at = utcnow()
+    await session.flush()
+    await _record(session, audit.AuditAction.collection_deleted, user, collection, address)
+
+
+async def documents(
+    session: AsyncSession, user: User, collection_id: uuid.UUID, page: PageParams
+) -> tuple[Sequence[Document], int]:
+    await require_role(session, user, collection_id, CollectionRole.viewer)
+    statement = (
+        documents_repository.readable_by(user)
+        .where(in_collections([collection_id]))
+        .order_by(Document.created_at.desc(), Document.id)
+    )
+    return await paginate(session, statement, page)
+
+
+async def add_document(
+    session: AsyncSession,
+    user: User,
+    collection_id: uuid.UUID,
+    document_id: uuid.UUID,
+    address: str | None,
+) -> None:
+    collection, _ = await require_role(session, user, collection_id, CollectionRole.editor)
+    document = await documents_repository.get_readable(session, user, document_id)
+    if document is None:
+        raise NotFound("Document not found")
+    if document.owner_id != user.id:
+        raise Forbidden("Only documents you own can be added to a collection")
+    if collection.id == EVERYONE_ID:
+        document.visibility = Visibility.shared
+    else:
+        await session.execute(
+            insert(CollectionDocument)
+            .values(collection_id=collection.id, document_id=document.id, added_by=user.id)
+            .on_conflict_do_nothing()
+        )
+    await session.flush()
+    await _record(
+        session,
+        audit.AuditAction.collection_document_added,
+        user,
+        collection,
+        address,
+        document_id=str(document.id),
+        filename=document.filename,
+    )
+
+
+async def remove_document(
+    session: AsyncSession,
+    user: User,
+    collection_id: uuid.UUID,
+    document_id: uuid.UUID,
+    address: str | None,
+) -> None:
+    """Out of the collection from the next question on; the document itself stays."""
+    collection, _ = await require_role(session, user, collection_id, CollectionRole.editor)
+    if collection.id == EVERYONE_ID:
+        document = await session.get(Document, document_id)
+        if document is None or document.visibility != Visibility.shared:
+            raise NotFound("That document is not in this collection")
+        document.visibility = Visibility.private
+    else:
+        removed = await session.execute(
+            delete(CollectionDocument).where(
+                CollectionDocument.collection_id == collection.id,
+                CollectionDocument.document_id == document_id,
+            )
+        )
+        if removed.rowcount == 0:  # type: ignore[attr-defined]
+            raise NotFound("That document is not in this collection")
+    await session.flush()
+    await _record(
+        session,
+        audit.AuditAction.collection_document_removed,
+        user,
+        collection,
+        address,
+        document_id=str(document_id),
+    )
+
+
+async def members(session: AsyncSession, user: User, collection_id: uuid.UUID) -> list[MemberRead]:
+    await require_role(session, user, collection_id, CollectionRole.viewer)
+    statement = (
+        select(CollectionMember, User.email, Group.name)
+        .outerjoin(User, User.id == CollectionMember.user_id)
+        .outerjoin(Group, Group.id == CollectionMember.group_id)
+        .where(CollectionMember.collection_id == collection_id)
+        .order_by(CollectionMember.created_at, CollectionMember.id)
+    )
+    return [
+        MemberRead(
+            id=member.id,
+            role=member.role,
+            user_id=member.user_id,
+            email=email,
+            group_id=member.group_id,
+            group_name=group_name,
+            created_at=member.created_at,
+        )
+        for member, email, group_name in (await session.execute(statement)).all()
+    ]
+
+
+async def _managed(session: AsyncSession, user: User, collection_id: uuid.UUID) -> Collection:
+    collection, _ = await require_role(session, user, collection_id, CollectionRole.owner)
+    if collection.id == EVERYONE_ID:
+        raise Forbidden(BUILTIN)
+    return collection
+
+
+async def add_member(
+    session: AsyncSession,
+    user: User,
+    collection_id: uuid.UUID,
+    data: MemberAdd,
+    address: str | None,
+) -> CollectionMember:
+    collection = await _managed(session, user, collection_id)
+    member = CollectionMember(collection_id=collection.id, role=data.role)
+    if data.email is not None:
+        invited = await users_repository.get_by_email(session, str(data.email))
+        if invited is None:
+            raise NotFound(f"No user with the email {data.email}")
+        member.user_id, who = invited.id, invited.email
+    else:
+        group = await session.get(Group, data.group_id)
+        if group is None:
+            raise NotFound("Group not found")
+        member.group_id, who = group.id, f"group {group.name}"
+    existing = select(CollectionMember.id).where(
+        CollectionMember.collection_id == collection.id,
+        CollectionMember.user_id == member.user_id
+        if member.user_id
+        else CollectionMember.group_id == member.group_id,
+    )
+    if (await session.execute(existing)).first() is not None:
+        raise Conflict(f"{who} is already a member: change their role instead")
+    session.add(member)
+    await session.flush()
+    await _record(
+        session,
+        audit.AuditAction.collection_member_added,
+        user,
+        collection,
+        address,
+        member=who,
+        role=member.role,
+    )
+    return member
+
+
+async def _member(
+    session: AsyncSession, collection: Collection, member_id: uuid.UUID
+) -> CollectionMember:
+    member = await session.get(CollectionMember, member_id, with_for_update=True)
+    if member is None or member.collection_id != collection.id:
+        raise NotFound("Member not found")
+    return member
+
+
+async def _ensure_another_owner(
+    session: AsyncSession, collection: Collection, member: CollectionMember
+) -> None:
+    if member.role != CollectionRole.owner:
+        return
+    others = select(func.count(CollectionMember.id)).where(
+        CollectionMember.collection_id == collection.id,
+        CollectionMember.role == CollectionRole.owner,
+        CollectionMember.id != member.id,
+    )
+    if (await session.execute(others)).scalar_one() == 0:
+        raise Conflict(LAST_OWNER)
+
+
+async def change_member(
+    session: AsyncSession,
+    user: User,
+    collection_id: uuid.UUID,
+    member_id: uuid.UUID,
+    role: CollectionRole,
+    address: str | None,
+) -> None:
+    collection = await _managed(session, user, collection_id)
+    member = await _member(session, collection, member_id)
+    if role != CollectionRole.owner:
+        await _ensure_another_owner(session, collection, member)
+    before, member.role = member.role, role
+    await session.flush()
+    await _record(
+        session,
+        audit.AuditAction.collection_member_changed,
+        user,
+        collection,
+        address,
+        member_id=str(member.id),
+        before=before,
+        after=role,
+    )
+
+
+async def remove_member(
+    session: AsyncSession,
+    user: User,
+    collection_id: uuid.UUID,
+    member_id: uuid.UUID,
+    address: str | None,
+) -> None:
+    """An owner removes anyone; a member may remove themselves (leave)."""
+    collection, role = await require_role(session, user, collection_id, CollectionRole.viewer)
+    if collection.id == EVERYONE_ID:
+        raise Forbidden(BUILTIN)
+    member = await _member(session, collection, member_id)
+    if role != CollectionRole.owner and member.user_id != user.id:
+        raise Forbidden("Only an owner of the collection can remove other members")
+    await _ensure_another_owner(session, collection, member)
+    await session.delete(member)
+    await session.flush()
+    await _record(
+        session,
+        audit.AuditAction.collection_member_removed,
+        user,
+        collection,
+        address,
+        member_id=str(member.id),
+        user_id=str(member.user_id) if member.user_id else None,
+        group_id=str(member.group_id) if member.group_id else None,
+    )

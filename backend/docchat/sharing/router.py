@@ -1,0 +1,274 @@
+from __future__ import annotations
+
+import uuid
+
+from fastapi import status
+
+from docchat.auth.dependencies import AdminUser, ClientAddress, CurrentUser
+from docchat.documents import service as documents_service
+from docchat.documents.schemas import DocumentRead
+from docchat.kit.pagination import Page, PageDep
+from docchat.kit.routing import SessionDep, make_router
+from docchat.membership.models import CollectionRole
+from docchat.sharing import collections, groups
+from docchat.sharing.schemas import (
+    CollectionCreate,
+    CollectionRead,
+    CollectionUpdate,
+    GroupCreate,
+    GroupMemberRead,
+    GroupRead,
+    GroupUpdate,
+    MemberAdd,
+    MemberRead,
+    MemberUpdate,
+)
+
+collections_router = make_router(prefix="/collections", tags=["collections"])
+groups_router = make_router(prefix="/groups", tags=["groups"])
+groups_admin_router = make_router(prefix="/admin/groups", tags=["admin"])
+
+
+@collections_router.get("", response_model=Page[CollectionRead], operation_id="collections_list")
+async def list_collections(
+    user: CurrentUser, session: SessionDep, page: PageDep
+) -> Page[CollectionRead]:
+    """Collections you can read (Everyone first), with your role in each."""
+    items, total = await collections.list_readable(session, user, page)
+    return Page(items=items, total=total, skip=page.skip, limit=page.limit)
+
+
+@collections_router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=CollectionRead,
+    operation_id="collections_create",
+)
+async def create_collection(
+    data: CollectionCreate, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> CollectionRead:
+    """A new collection; you are its owner."""
+    collection = await collections.create(session, user, data, address)
+    return await collections.as_read(session, user, collection)
+
+
+@collections_router.get(
+    "/{collection_id}", response_model=CollectionRead, operation_id="collections_get"
+)
+async def get_collection(
+    collection_id: uuid.UUID, user: CurrentUser, session: SessionDep
+) -> CollectionRead:
+    collection, _ = await collections.require_role(
+        session, user, collection_id, CollectionRole.viewer
+    )
+    return await collections.as_read(session, user, collection)
+
+
+@collections_router.patch(
+    "/{collection_id}", response_model=CollectionRead, operation_id="collections_update"
+)
+async def update_collection(
+    collection_id: uuid.UUID, data: CollectionUpdate, user: CurrentUser, session: SessionDep
+) -> CollectionRead:
+    """Rename or describe (owners)."""
+    collection = await collections.update(session, user, collection_id, data)
+    return await collections.as_read(session, user, collection)
+
+
+@collections_router.delete(
+    "/{collection_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="collections_delete",
+)
+async def delete_collection(
+    collection_id: uuid.UUID, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> None:
+    """Delete the collection (owners); its documents stay with their owners."""
+    await collections.delete_collection(session, user, collection_id, address)
+
+
+@collections_router.get(
+    "/{collection_id}/documents",
+    response_model=Page[DocumentRead],
+    operation_id="collections_list_documents",
+)
+async def list_documents(
+    collection_id: uuid.UUID, user: CurrentUser, session: SessionDep, page: PageDep
+) -> Page[DocumentRead]:
+    items, total = await collections.documents(session, user, collection_id, page)
+    reads = await documents_service.as_read(session, items, user.id)
+    return Page(items=reads, total=total, skip=page.skip, limit=page.limit)
+
+
+@collections_router.put(
+    "/{collection_id}/documents/{document_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="collections_add_document",
+)
+async def add_document(
+    collection_id: uuid.UUID,
+    document_id: uuid.UUID,
+    user: CurrentUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> None:
+    """Add one of your documents (editors and owners; idempotent)."""
+    await collections.add_document(session, user, collection_id, document_id, address)
+
+
+@collections_router.delete(
+    "/{collection_id}/documents/{document_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="collections_remove_document",
+)
+async def remove_document(
+    collection_id: uuid.UUID,
+    document_id: uuid.UUID,
+    user: CurrentUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> None:
+    """Take a document out (editors and owners): no later answer of members uses it."""
+    await collections.remove_document(session, user, collection_id, document_id, address)
+
+
+@collections_router.get(
+    "/{collection_id}/members",
+    response_model=list[MemberRead],
+    operation_id="collections_list_members",
+)
+async def list_members(
+    collection_id: uuid.UUID, user: CurrentUser, session: SessionDep
+) -> list[MemberRead]:
+    return await collections.members(session, user, collection_id)
+
+
+@collections_router.post(
+    "/{collection_id}/members",
+    status_code=status.HTTP_201_CREATED,
+    response_model=list[MemberRead],
+    operation_id="collections_add_member",
+)
+async def add_member(
+    collection_id: uuid.UUID,
+    data: MemberAdd,
+    user: CurrentUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> list[MemberRead]:
+    """Share with a user (by email) or a group, as viewer, editor or owner (owners)."""
+    await collections.add_member(session, user, collection_id, data, address)
+    return await collections.members(session, user, collection_id)
+
+
+@collections_router.patch(
+    "/{collection_id}/members/{member_id}",
+    response_model=list[MemberRead],
+    operation_id="collections_change_member",
+)
+async def change_member(
+    collection_id: uuid.UUID,
+    member_id: uuid.UUID,
+    data: MemberUpdate,
+    user: CurrentUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> list[MemberRead]:
+    await collections.change_member(session, user, collection_id, member_id, data.role, address)
+    return await collections.members(session, user, collection_id)
+
+
+@collections_router.delete(
+    "/{collection_id}/members/{member_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="collections_remove_member",
+)
+async def remove_member(
+    collection_id: uuid.UUID,
+    member_id: uuid.UUID,
+    user: CurrentUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> None:
+    """Remove a member (owners), or leave (yourself): effective from the next question."""
+    await collections.remove_member(session, user, collection_id, member_id, address)
+
+
+@groups_router.get("", response_model=Page[GroupRead], operation_id="groups_list")
+async def list_groups(_: CurrentUser, session: SessionDep, page: PageDep) -> Page[GroupRead]:
+    """The installation's groups, to share collections with."""
+    items, total = await groups.list_groups(session, page)
+    return Page(items=items, total=total, skip=page.skip, limit=page.limit)
+
+
+@groups_admin_router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=GroupRead,
+    operation_id="admin_create_group",
+)
+async def create_group(
+    data: GroupCreate, admin: AdminUser, session: SessionDep, address: ClientAddress
+) -> GroupRead:
+    return GroupRead.model_validate(await groups.create(session, admin, data, address))
+
+
+@groups_admin_router.patch(
+    "/{group_id}", response_model=GroupRead, operation_id="admin_update_group"
+)
+async def update_group(
+    group_id: uuid.UUID, data: GroupUpdate, _: AdminUser, session: SessionDep
+) -> GroupRead:
+    return GroupRead.model_validate(await groups.update(session, group_id, data))
+
+
+@groups_admin_router.delete(
+    "/{group_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="admin_delete_group"
+)
+async def delete_group(
+    group_id: uuid.UUID, admin: AdminUser, session: SessionDep, address: ClientAddress
+) -> None:
+    """Delete a group: what was shared with it is no longer shared with its members."""
+    await groups.delete_group(session, admin, group_id, address)
+
+
+@groups_admin_router.get(
+    "/{group_id}/members",
+    response_model=Page[GroupMemberRead],
+    operation_id="admin_list_group_members",
+)
+async def list_group_members(
+    group_id: uuid.UUID, _: AdminUser, session: SessionDep, page: PageDep
+) -> Page[GroupMemberRead]:
+    items, total = await groups.members(session, group_id, page)
+    return Page(items=list(items), total=total, skip=page.skip, limit=page.limit)
+
+
+@groups_admin_router.put(
+    "/{group_id}/members/{user_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="admin_add_group_member",
+)
+async def add_group_member(
+    group_id: uuid.UUID,
+    user_id: uuid.UUID,
+    admin: AdminUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> None:
+    await groups.add_member(session, admin, group_id, user_id, address)
+
+
+@groups_admin_router.delete(
+    "/{group_id}/members/{user_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="admin_remove_group_member",
+)
+async def remove_group_member(
+    group_id: uuid.UUID,
+    user_id: uuid.UUID,
+    admin: AdminUser,
+    session: SessionDep,
+    address: ClientAddress,
+) -> None:
+    await groups.remove_member(session, admin, group_id, user_id, address)

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, EmailStr, Field, model_validator
+
+from docchat.kit.schemas import RequestModel
+from docchat.membership.models import CollectionRole
+
+
+class CollectionCreate(RequestModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=1000)
+
+
+class CollectionUpdate(RequestModel):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=1000)
+
+
+class CollectionRead(BaseModel):
+    id: uuid.UUID
+    name: str
+    description: str
+    builtin: bool = Field(description="The built-in collection of documents shared with everyone")
+    role: CollectionRole = Field(description="Your role in this collection")
+    document_count: int
+    created_at: datetime
+
+
+class MemberAdd(RequestModel):
+    """A user (by email) or a group (by id), and the role they get."""
+
+    email: EmailStr | None = None
+    group_id: uuid.UUID | None = None
+    role: CollectionRole = CollectionRole.viewer
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MemberAdd:
+        if (self.email is None) == (self.group_id is None):
+            raise ValueError("give either email or group_id")
+        return self
+
+
+class MemberUpdate(RequestModel):
+    role: CollectionRole
+
+
+class MemberRead(BaseModel):
+    id: uuid.UUID
+    role: CollectionRole
+    user_id: uuid.UUID | None
+    email: str | None = Field(description="For a user member")
+    group_id: uuid.UUID | None
+    group_name: str | None = Field(description="For a group member")
+    created_at: datetime
+
+
+class GroupCreate(RequestModel):
+    name: str = Field(min_length=1, max_length=100)
+    description: str = Field("", max_length=1000)
+
+
+class GroupUpdate(RequestModel):
+    name: str | None = Field(None, min_length=1, max_length=100)
+    description: str | None = Field(None, max_length=1000)
+
+
+class GroupRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    name: str
+    description: str
+    member_count: int = 0
+
+
+class GroupMemberRead(BaseModel):
+    user_id: uuid.UUID
+    email: str
+    display_name: str
