@@ -8,6 +8,7 @@ The built-in collection "Everyone" is a row with a fixed id; its documents are t
 shared with everyone (`visibility = 'shared'`), as before.
 """
 
+import uuid
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -158,9 +159,21 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("chat_id", "collection_id", name="pk_chat_collections"),
     )
     op.create_index("ix_chat_collections_collection_id", "chat_collections", ["collection_id"])
-    op.execute(
-        "INSERT INTO collections (id, name, description) VALUES "
-        f"('{EVERYONE_ID}', 'Everyone', 'Documents an administrator shared with every user')"
+    collections = sa.table(
+        "collections",
+        sa.column("id", sa.Uuid()),
+        sa.column("name", sa.String()),
+        sa.column("description", sa.String()),
+    )
+    op.bulk_insert(
+        collections,
+        [
+            {
+                "id": uuid.UUID(EVERYONE_ID),
+                "name": "Everyone",
+                "description": "Documents an administrator shared with every user",
+            }
+        ],
     )
 
 
