@@ -4,9 +4,10 @@ import AuthPage from "./pages/AuthPage";
 import ChatPage from "./pages/ChatPage";
 import AdminPage from "./pages/AdminPage";
 import AccountPage from "./pages/AccountPage";
+import CollectionsPage from "./pages/CollectionsPage";
 import ChangePasswordPage from "./pages/ChangePasswordPage";
 
-type View = "chat" | "admin" | "account";
+type View = "chat" | "admin" | "account" | "collections";
 
 export default function App() {
   const [user, setUser] = useState<User | null>(null);
@@ -37,18 +38,28 @@ export default function App() {
           docchat
         </button>
         <nav aria-label="Main">
+          <button onClick={() => setView(view === "collections" ? "chat" : "collections")}>
+            {view === "collections" ? "Back to chats" : "Collections"}
+          </button>
           {user.role === "admin" && (
             <button onClick={() => setView(view === "admin" ? "chat" : "admin")}>
               {view === "admin" ? "Back to chats" : "Admin"}
             </button>
           )}
           <button onClick={() => setView(view === "account" ? "chat" : "account")} title={user.email} aria-label={`Account: ${user.email}`}>
-            {view === "account" ? "Back to chats" : <span className="who">{user.email}</span>}
+            {view === "account" ? (
+              "Back to chats"
+            ) : (
+              <>
+                <span className="who">{user.email}</span>
+                <span className="phone-only">Account</span>
+              </>
+            )}
           </button>
           <button onClick={logout}>Log out</button>
         </nav>
       </header>
-      {view === "admin" ? <AdminPage currentUserId={user.id} /> : view === "account" ? <AccountPage user={user} /> : <ChatPage />}
+      {view === "admin" ? <AdminPage currentUserId={user.id} /> : view === "account" ? <AccountPage user={user} /> : view === "collections" ? <CollectionsPage userId={user.id} /> : <ChatPage />}
     </div>
   );
 }

@@ -205,15 +205,14 @@ async def test_admin_shares_a_document_with_everyone(
     await admin.screenshot(path=str(SCREENSHOTS / "admin.png"))
     await context.close()
 
-    # Any user sees it, marked as shared, and cannot delete it.
+    # Any user sees it, marked as shared, and is offered no action that would be refused.
     other = await browser.new_context()
     user = await other.new_page()
     await sign_up(user, live_server)
     document = user.get_by_test_id("document").filter(has_text="handbook.md")
     await expect(document).to_contain_text("shared")
-    user.once("dialog", lambda dialog: dialog.accept())
-    await document.get_by_role("button", name="Delete").click()
-    await expect(user.get_by_role("alert")).to_contain_text("Only administrators")
+    await expect(document.get_by_role("button", name="Delete")).to_have_count(0)
+    await expect(document.get_by_role("button", name="Reprocess")).to_have_count(0)
     await other.close()
 
 
@@ -267,6 +266,60 @@ async def test_admin_adds_a_colleague_who_chooses_a_password_and_makes_an_api_ke
         gone = await http.get("/api/v1/users/me", headers={"Authorization": f"Bearer {secret}"})
         assert gone.status_code == 401
     await phone.close()
+
+
+async def test_a_team_shares_a_collection_and_asks_within_it(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    owner_context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    owner = await owner_context.new_page()
+    await sign_up(owner, live_server)
+    await owner.get_by_test_id("file-input").set_input_files(
+        [
+            {
+                "name": "runbook.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# Runbook\n\nThe Orion release train leaves every Thursday at 14:00.",
+            }
+        ]
+    )
+    runbook = owner.get_by_test_id("document").filter(has_text="runbook.md")
+    await expect(runbook).to_have_attribute("data-status", "completed", timeout=60_000)
+
+    colleague_context = await browser.new_context(viewport={"width": 390, "height": 844})
+    colleague = await colleague_context.new_page()
+    colleague_email = await sign_up(colleague, live_server)
+
+    await owner.get_by_role("button", name="Collections", exact=True).click()
+    await owner.get_by_label("Name of the new collection").fill("Orion")
+    await owner.get_by_role("button", name="Create").click()
+    await expect(owner.get_by_role("heading", name="Orion")).to_be_visible()
+    await owner.get_by_label("Add one of your documents").select_option(label="runbook.md")
+    documents = owner.get_by_role("list", name="Documents in the collection")
+    await expect(documents).to_contain_text("runbook.md")
+    await owner.get_by_label("Email or group to share with").fill(colleague_email)
+    await owner.get_by_role("button", name="Share").click()
+    await expect(owner.get_by_role("list", name="Members")).to_contain_text(colleague_email)
+    await owner.screenshot(path=str(SCREENSHOTS / "collections.png"))
+
+    # The colleague sees the document as shared with her and asks within the collection.
+    await colleague.reload()
+    await colleague.get_by_role("button", name="Documents & sources").click()
+    shared = colleague.get_by_test_id("document").filter(has_text="runbook.md")
+    await expect(shared).to_contain_text("shared with you")
+    await expect(shared.get_by_role("button", name="Delete")).to_have_count(0)
+    await colleague.get_by_role("button", name="Hide panel").click()
+    await colleague.get_by_label("Ask within").select_option(label="the collection Orion")
+    scripted_llm.script("Every Thursday at 14:00 [1].")
+    await ask(colleague, "When does the Orion release train leave?")
+    answer = colleague.get_by_test_id("message-assistant").last
+    await expect(answer).to_contain_text("Every Thursday at 14:00")
+    await expect(answer.get_by_role("button", name="Show source 1")).to_be_visible()
+    assert "release train" in str(scripted_llm.last_request["messages"])
+    await colleague.screenshot(path=str(SCREENSHOTS / "collection-answer-phone.png"))
+    await owner_context.close()
+    await colleague_context.close()
 
 
 async def test_api_docs_render_without_internet(browser: Browser, live_server: LiveServer) -> None:

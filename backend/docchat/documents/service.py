@@ -156,7 +156,8 @@ def _ensure_can_modify(user: User, document: Document) -> None:
     if document.visibility == Visibility.shared and not user.is_admin:
         raise Forbidden("Only administrators can change shared documents")
     if document.visibility == Visibility.private and document.owner_id != user.id:
-        raise NotFound("Document not found")
+        # Readable through a collection, so its existence is no secret: say why not.
+        raise Forbidden("Only the owner can change this document")
 
 
 async def reprocess(session: AsyncSession, user: User, document: Document) -> Document:

@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState, type KeyboardEvent } from "react";
 import Markdown from "react-markdown";
-import { api, streamMessage, type Message, type Source } from "../api/client";
+import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
 import { citationNumber, linkCitations } from "../citations";
 
 interface Props {
   chatId: string | null;
   selectedDocumentIds: string[];
+  collections: Schemas["CollectionRead"][];
   onChatCreated(chatId: string): void;
   onAnswered(): void;
   onShowSources(sources: Source[] | null, highlighted: number | null): void;
@@ -50,13 +51,15 @@ function AnswerText({
   );
 }
 
-export default function Conversation({ chatId, selectedDocumentIds, onChatCreated, onAnswered, onShowSources }: Props) {
+export default function Conversation({ chatId, selectedDocumentIds, collections, onChatCreated, onAnswered, onShowSources }: Props) {
   const [messages, setMessages] = useState<Message[]>([]);
   const [draft, setDraft] = useState("");
   const [pending, setPending] = useState<Pending | null>(null);
   const abort = useRef<AbortController | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
   const createdHere = useRef<string | null>(null);
+  // A collection to ask within, for this chat's next messages (none: the usual scope).
+  const [collectionId, setCollectionId] = useState("");
 
   useEffect(() => {
     if (chatId && chatId === createdHere.current) return; // already on screen from the stream
@@ -94,7 +97,7 @@ export default function Conversation({ chatId, selectedDocumentIds, onChatCreate
     update({});
     try {
       await streamMessage(
-        { chat_id: chatId, content: question, document_ids: selectedDocumentIds },
+        { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] },
         {
           onMeta(newChatId, user) {
             update({ user });
@@ -196,6 +199,19 @@ export default function Conversation({ chatId, selectedDocumentIds, onChatCreate
         <div ref={bottom} />
       </div>
       <div className="composer">
+        {collections.length > 1 && (
+          <label className="scope-picker small">
+            Ask within
+            <select value={collectionId} onChange={(e) => setCollectionId(e.target.value)}>
+              <option value="">{chatId ? "this chat's documents (or all you can read)" : "all documents you can read"}</option>
+              {collections.map((collection) => (
+                <option key={collection.id} value={collection.id}>
+                  the collection {collection.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         {selectedDocumentIds.length > 0 && (
           <p className="muted small">
             Using {selectedDocumentIds.length} selected {selectedDocumentIds.length === 1 ? "document" : "documents"} for the next message

@@ -156,6 +156,7 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
               />
               <span title={d.filename}>{d.filename}</span>
               {d.visibility === "shared" && <span className="badge">shared</span>}
+              {d.visibility !== "shared" && d.owner_id == null && <span className="badge">shared with you</span>}
             </label>
             <div className="doc-status">
               <span className={`status ${d.status}`}>{d.status}</span>
@@ -179,17 +180,22 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
                     Link to chat
                   </button>
                 ))}
-              <button onClick={() => act(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
-                Reprocess
-              </button>
-              <button
-                onClick={() =>
-                  window.confirm(`Delete ${d.filename}?`) &&
-                  act(() => api.DELETE("/api/v1/documents/{document_id}", { params: { path: { document_id: d.id } } }))
-                }
-              >
-                Delete
-              </button>
+              {/* Only the owner changes a document; others' shared documents are read-only here. */}
+              {d.owner_id != null && (
+                <>
+                  <button onClick={() => act(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
+                    Reprocess
+                  </button>
+                  <button
+                    onClick={() =>
+                      window.confirm(`Delete ${d.filename}?`) &&
+                      act(() => api.DELETE("/api/v1/documents/{document_id}", { params: { path: { document_id: d.id } } }))
+                    }
+                  >
+                    Delete
+                  </button>
+                </>
+              )}
             </div>
           </li>
         ))}

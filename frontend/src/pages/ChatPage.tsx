@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from "react";
-import { api, type Source } from "../api/client";
+import { api, type Schemas, type Source } from "../api/client";
 import ChatList from "../components/ChatList";
 import Conversation from "../components/Conversation";
 import DocumentsPanel from "../components/DocumentsPanel";
@@ -18,6 +18,11 @@ export default function ChatPage() {
   const [highlighted, setHighlighted] = useState<number | null>(null);
   const [tab, setTab] = useState<Tab>("documents");
   const [panelOpen, setPanelOpen] = useState(false);
+  const [collections, setCollections] = useState<Schemas["CollectionRead"][]>([]);
+
+  useEffect(() => {
+    void api.GET("/api/v1/collections", { params: { query: { limit: 100 } } }).then(({ data }) => setCollections(data?.items ?? []));
+  }, []);
 
   const loadLinked = useCallback(async () => {
     if (!chatId) return setLinked([]);
@@ -52,6 +57,7 @@ export default function ChatPage() {
         key={conversationKey}
         chatId={chatId}
         selectedDocumentIds={selected}
+        collections={collections}
         onChatCreated={(id) => setChatId(id)}
         onAnswered={() => setListKey((k) => k + 1)}
         onShowSources={showSources}

@@ -1,0 +1,231 @@
+import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
+
+type Collection = Schemas["CollectionRead"];
+type Member = Schemas["MemberRead"];
+type Role = Schemas["CollectionRole"];
+const ROLES: Role[] = ["viewer", "editor", "owner"];
+
+function CollectionDetail({ collection, onChanged, userId }: { collection: Collection; onChanged: () => void; userId: string }) {
+  const [documents, setDocuments] = useState<DocumentInfo[]>([]);
+  const [mine, setMine] = useState<DocumentInfo[]>([]);
+  const [members, setMembers] = useState<Member[]>([]);
+  const [groups, setGroups] = useState<Schemas["GroupRead"][]>([]);
+  const [who, setWho] = useState("");
+  const [role, setRole] = useState<Role>("viewer");
+  const [error, setError] = useState<string | null>(null);
+  const path = { collection_id: collection.id };
+  const canEdit = collection.role !== "viewer";
+  const isOwner = collection.role === "owner" && !collection.builtin;
+
+  const load = useCallback(async () => {
+    const [docs, people, own, known] = await Promise.all([
+      api.GET("/api/v1/collections/{collection_id}/documents", { params: { path: { collection_id: collection.id }, query: { limit: 100 } } }),
+      collection.builtin ? Promise.resolve({ data: [] as Member[] }) : api.GET("/api/v1/collections/{collection_id}/members", { params: { path: { collection_id: collection.id } } }),
+      api.GET("/api/v1/documents", { params: { query: { limit: 100 } } }),
+      api.GET("/api/v1/groups", { params: { query: { limit: 100 } } }),
+    ]);
+    setDocuments(docs.data?.items ?? []);
+    setMembers(people.data ?? []);
+    setMine((own.data?.items ?? []).filter((document) => document.owner_id === userId));
+    setGroups(known.data?.items ?? []);
+  }, [collection.id, collection.builtin, userId]);
+  useEffect(() => void load(), [load]);
+
+  async function run(action: Promise<{ error?: unknown }>, fallback: string) {
+    setError(null);
+    const { error: failure } = await action;
+    if (failure) setError(errorMessage(failure, fallback));
+    await load();
+    onChanged();
+  }
+
+  function addMember(event: FormEvent) {
+    event.preventDefault();
+    const group = groups.find((candidate) => candidate.name === who.trim());
+    const body = group ? { group_id: group.id, role } : { email: who.trim(), role };
+    void run(api.POST("/api/v1/collections/{collection_id}/members", { params: { path }, body }), "Could not share");
+    setWho("");
+  }
+
+  const inside = new Set(documents.map((document) => document.id));
+  const addable = mine.filter((document) => !inside.has(document.id));
+  return (
+    <section className="card wide" aria-labelledby="collection-title">
+      <h2 id="collection-title">{collection.name}</h2>
+      <p className="muted">
+        {collection.description || (collection.builtin ? "Shared with every user." : "")} Your role: <strong>{collection.role}</strong>.
+      </p>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
+      <h3>Documents ({documents.length})</h3>
+      <ul className="plain" aria-label="Documents in the collection">
+        {documents.map((document) => (
+          <li key={document.id} className="row">
+            <span className="grow">{document.filename}</span>
+            {canEdit && (
+              <button
+                type="button"
+                onClick={() => void run(api.DELETE("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id: document.id } } }), "Could not remove")}
+                aria-label={`Remove ${document.filename} from ${collection.name}`}
+              >
+                Remove
+              </button>
+            )}
+          </li>
+        ))}
+        {documents.length === 0 && <li className="muted">No documents yet.</li>}
+      </ul>
+      {canEdit && addable.length > 0 && (
+        <label>
+          Add one of your documents
+          <select
+            value=""
+            onChange={(e) =>
+              e.target.value && void run(api.PUT("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id: e.target.value } } }), "Could not add")
+            }
+          >
+            <option value="">Choose a document…</option>
+            {addable.map((document) => (
+              <option key={document.id} value={document.id}>
+                {document.filename}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {!collection.builtin && (
+        <>
+          <h3>Members ({members.length})</h3>
+          <ul className="plain" aria-label="Members">
+            {members.map((member) => (
+              <li key={member.id} className="row wrap">
+                <span className="grow">{member.email ?? `group ${member.group_name}`}</span>
+                {isOwner ? (
+                  <select
+                    aria-label={`Role of ${member.email ?? member.group_name}`}
+                    value={member.role}
+                    onChange={(e) =>
+                      void run(api.PATCH("/api/v1/collections/{collection_id}/members/{member_id}", { params: { path: { ...path, member_id: member.id } }, body: { role: e.target.value as Role } }), "Could not change the role")
+                    }
+                  >
+                    {ROLES.map((name) => (
+                      <option key={name}>{name}</option>
+                    ))}
+                  </select>
+                ) : (
+                  <span className="muted">{member.role}</span>
+                )}
+                {(isOwner || member.user_id === userId) && (
+                  <button
+                    type="button"
+                    onClick={() => void run(api.DELETE("/api/v1/collections/{collection_id}/members/{member_id}", { params: { path: { ...path, member_id: member.id } } }), "Could not remove")}
+                  >
+                    {member.user_id === userId ? "Leave" : "Remove"}
+                  </button>
+                )}
+              </li>
+            ))}
+          </ul>
+          {isOwner && (
+            <form onSubmit={addMember} className="row wrap" aria-label="Share the collection">
+              <label className="grow">
+                <span className="sr-only">Email or group to share with</span>
+                <input list="known-groups" required placeholder="colleague@example.com or a group" value={who} onChange={(e) => setWho(e.target.value)} />
+                <datalist id="known-groups">
+                  {groups.map((group) => (
+                    <option key={group.id} value={group.name} />
+                  ))}
+                </datalist>
+              </label>
+              <label>
+                <span className="sr-only">Role</span>
+                <select value={role} onChange={(e) => setRole(e.target.value as Role)}>
+                  {ROLES.map((name) => (
+                    <option key={name}>{name}</option>
+                  ))}
+                </select>
+              </label>
+              <button type="submit" className="primary">
+                Share
+              </button>
+            </form>
+          )}
+          {isOwner && (
+            <button
+              type="button"
+              className="danger"
+              onClick={() => window.confirm(`Delete the collection “${collection.name}”? Its documents stay with their owners.`) && void run(api.DELETE("/api/v1/collections/{collection_id}", { params: { path } }), "Could not delete")}
+            >
+              Delete collection
+            </button>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
+/** Collections: shared sets of documents (a team's knowledge base), with members and roles. */
+export default function CollectionsPage({ userId }: { userId: string }) {
+  const [collections, setCollections] = useState<Collection[]>([]);
+  const [openId, setOpenId] = useState<string | null>(null);
+  const [name, setName] = useState("");
+  const [error, setError] = useState<string | null>(null);
+
+  const load = useCallback(async () => {
+    const { data } = await api.GET("/api/v1/collections", { params: { query: { limit: 100 } } });
+    setCollections(data?.items ?? []);
+  }, []);
+  useEffect(() => void load(), [load]);
+
+  async function create(event: FormEvent) {
+    event.preventDefault();
+    setError(null);
+    const { data, error: failure } = await api.POST("/api/v1/collections", { body: { name, description: "" } });
+    if (!data) return setError(errorMessage(failure, "Could not create the collection"));
+    setName("");
+    setOpenId(data.id);
+    await load();
+  }
+
+  const open = collections.find((collection) => collection.id === openId) ?? null;
+  return (
+    <main className="admin">
+      <section className="card" aria-labelledby="collections-title">
+        <h2 id="collections-title">Collections</h2>
+        <p className="muted">Share sets of documents with colleagues and groups. Ask within one from the chat.</p>
+        <ul className="plain" aria-label="Your collections">
+          {collections.map((collection) => (
+            <li key={collection.id}>
+              <button type="button" className={`link ${collection.id === openId ? "current" : ""}`} onClick={() => setOpenId(collection.id)}>
+                {collection.name}
+              </button>{" "}
+              <span className="muted">
+                {collection.document_count} {collection.document_count === 1 ? "document" : "documents"} · {collection.role}
+              </span>
+            </li>
+          ))}
+        </ul>
+        <form onSubmit={create} className="row wrap" aria-label="New collection">
+          <label className="grow">
+            <span className="sr-only">Name of the new collection</span>
+            <input required maxLength={200} placeholder="New collection name" value={name} onChange={(e) => setName(e.target.value)} />
+          </label>
+          <button type="submit" className="primary">
+            Create
+          </button>
+        </form>
+        {error && (
+          <p role="alert" className="error">
+            {error}
+          </p>
+        )}
+      </section>
+      {open && <CollectionDetail key={open.id} collection={open} userId={userId} onChanged={() => void load()} />}
+    </main>
+  );
+}
