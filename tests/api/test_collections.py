@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 import httpx
+import openai
 import pytest
+from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.components import Components
@@ -15,6 +17,7 @@ from docchat.membership.models import EVERYONE_ID
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
+from tests.support.openai_sdk import sdk_for
 from tests.support.users import admin_headers, auth_headers
 
 HANDBOOK = "The Orion team handbook: deployments happen on Thursdays after the 14:00 review."
@@ -269,3 +272,36 @@ async def test_everyone_is_the_built_in_collection(
     assert (
         await client.get(f"/api/v1/documents/{document['id']}", headers=user)
     ).status_code == 404
+
+
+async def test_openai_clients_name_a_collection_as_their_index(
+    app: FastAPI, client: httpx.AsyncClient, team: dict[str, Any], fresh_llm: ScriptedLLM
+) -> None:
+    olga, vera, collection = team["olga"], team["vera"], team["collection"]
+    await client.post(
+        f"/api/v1/collections/{collection}/members",
+        headers=olga,
+        json={"email": await email_of(client, vera), "role": "viewer"},
+    )
+    key = await client.post(
+        "/api/v1/api-keys", headers=vera, json={"name": "sdk", "scopes": ["chat"]}
+    )
+    sdk = sdk_for(app, key.json()["secret"])
+    outsider = sdk_for(app, (await auth_headers(client))["Authorization"].removeprefix("Bearer "))
+    messages: Any = [{"role": "user", "content": QUESTION}]
+    try:
+        fresh_llm.script("Thursdays [1].")
+        completion = await sdk.chat.completions.create(
+            model="m", messages=messages, extra_body={"index_name": "orion"}
+        )
+        assert completion.model_extra and completion.model_extra["sources"]
+        assert MARKER in prompts(fresh_llm)
+        fresh_llm.reset()
+        with pytest.raises(openai.NotFoundError):
+            await outsider.chat.completions.create(
+                model="m", messages=messages, extra_body={"index_name": "Orion"}
+            )
+        assert MARKER not in prompts(fresh_llm)
+    finally:
+        await sdk.close()
+        await outsider.close()

@@ -30,6 +30,7 @@ from docchat.llm.client import LLM
 from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.retrieval.context import estimate_tokens
 from docchat.retrieval.index import DocumentRef
+from docchat.sharing import collections as sharing
 from docchat.users.models import User
 
 RAG_ROLES = {"system", "user", "assistant"}
@@ -133,14 +134,20 @@ def split_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
 
 
 async def index_documents(session: AsyncSession, user: User, index_name: str) -> list[DocumentRef]:
-    """The completed documents the index name stands for: all the caller may read, or those
-    of one of the caller's categories (404 for any other name)."""
+    """The completed documents the index name stands for: all the caller may read, those of
+    one of the caller's categories, or those of a collection the caller may read (by name;
+    a category wins a tie). Any other name is a 404."""
     if index_name == ALL_INDEX:
         return await documents_repository.completed_refs(session, user)
     category = await categories_repository.get_owned_by_name(session, user.id, index_name)
-    if category is None:
-        raise NotFound(f"Index {index_name!r} not found: use 'all' or one of your categories")
-    return await documents_repository.completed_refs(session, user, category_id=category.id)
+    if category is not None:
+        return await documents_repository.completed_refs(session, user, category_id=category.id)
+    collection = await sharing.readable_by_name(session, user, index_name)
+    if collection is None:
+        raise NotFound(
+            f"Index {index_name!r} not found: use 'all', one of your categories or a collection"
+        )
+    return await documents_repository.completed_refs(session, user, collections=[collection.id])
 
 
 @dataclass(frozen=True)

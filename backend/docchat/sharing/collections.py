@@ -96,6 +96,17 @@ async def require_readable(
     return wanted
 
 
+async def readable_by_name(session: AsyncSession, user: User, name: str) -> Collection | None:
+    """A collection the user may read, by name (case-insensitive; the oldest on a tie)."""
+    statement = (
+        readable_collections(user)
+        .where(func.lower(Collection.name) == name.strip().lower())
+        .order_by(Collection.created_at, Collection.id)
+        .limit(1)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
 async def _document_count(session: AsyncSession, user: User, collection_id: uuid.UUID) -> int:
     statement = documents_repository.readable_by(user).where(in_collections([collection_id]))
     count = select(func.count()).select_from(statement.subquery())
