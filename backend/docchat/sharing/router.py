@@ -7,7 +7,7 @@ from fastapi import status
 from docchat.auth.dependencies import AdminUser, ClientAddress, CurrentUser
 from docchat.documents import service as documents_service
 from docchat.documents.schemas import DocumentRead
-from docchat.kit.pagination import Page, PageDep
+from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
 from docchat.membership.models import CollectionRole
 from docchat.sharing import collections, groups
@@ -35,7 +35,7 @@ async def list_collections(
 ) -> Page[CollectionRead]:
     """Collections you can read (Everyone first), with your role in each."""
     items, total = await collections.list_readable(session, user, page)
-    return Page(items=items, total=total, skip=page.skip, limit=page.limit)
+    return page_of(CollectionRead, items, total, page)
 
 
 @collections_router.post(
@@ -97,7 +97,7 @@ async def list_documents(
 ) -> Page[DocumentRead]:
     items, total = await collections.documents(session, user, collection_id, page)
     reads = await documents_service.as_read(session, items, user.id)
-    return Page(items=reads, total=total, skip=page.skip, limit=page.limit)
+    return page_of(DocumentRead, reads, total, page)
 
 
 @collections_router.put(
@@ -198,7 +198,7 @@ async def remove_member(
 async def list_groups(_: CurrentUser, session: SessionDep, page: PageDep) -> Page[GroupRead]:
     """The installation's groups, to share collections with."""
     items, total = await groups.list_groups(session, page)
-    return Page(items=items, total=total, skip=page.skip, limit=page.limit)
+    return page_of(GroupRead, items, total, page)
 
 
 @groups_admin_router.post(
@@ -241,7 +241,7 @@ async def list_group_members(
     group_id: uuid.UUID, _: AdminUser, session: SessionDep, page: PageDep
 ) -> Page[GroupMemberRead]:
     items, total = await groups.members(session, group_id, page)
-    return Page(items=list(items), total=total, skip=page.skip, limit=page.limit)
+    return page_of(GroupMemberRead, items, total, page)
 
 
 @groups_admin_router.put(

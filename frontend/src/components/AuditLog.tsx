@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { api, type Schemas } from "../api/client";
+import Pager from "./Pager";
 
 type Entry = Schemas["AuditEntryRead"];
 type Action = Schemas["AuditAction"];
@@ -82,15 +83,7 @@ export default function AuditLog({ revision }: { revision: number }) {
           </tbody>
         </table>
       </div>
-      <nav className="row" aria-label="Audit log pages">
-        <button type="button" disabled={skip === 0} onClick={() => setSkip(Math.max(0, skip - PAGE))}>
-          Newer
-        </button>
-        <span className="muted">{total === 0 ? "Nothing recorded" : `${skip + 1}–${Math.min(skip + PAGE, total)} of ${total}`}</span>
-        <button type="button" disabled={skip + PAGE >= total} onClick={() => setSkip(skip + PAGE)}>
-          Older
-        </button>
-      </nav>
+      <Pager skip={skip} limit={PAGE} total={total} onSkip={setSkip} label="Audit log pages" empty="Nothing recorded" previous="Newer" next="Older" />
     </>
   );
 }

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas } from "../api/client";
+import Pager from "./Pager";
 
 type AdminUser = Schemas["AdminUserRead"];
 type Role = Schemas["Role"];
@@ -134,17 +135,7 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
           </tbody>
         </table>
       </div>
-      <nav className="row" aria-label="User pages">
-        <button type="button" disabled={skip === 0} onClick={() => setSkip(Math.max(0, skip - PAGE))}>
-          Previous
-        </button>
-        <span className="muted">
-          {total === 0 ? "No users" : `${skip + 1}–${Math.min(skip + PAGE, total)} of ${total}`}
-        </span>
-        <button type="button" disabled={skip + PAGE >= total} onClick={() => setSkip(skip + PAGE)}>
-          Next
-        </button>
-      </nav>
+      <Pager skip={skip} limit={PAGE} total={total} onSkip={setSkip} label="User pages" empty="No users" />
     </>
   );
 }
