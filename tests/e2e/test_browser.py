@@ -117,6 +117,14 @@ async def test_a_user_chats_with_a_document(
     assert await box.input_value() == "first line\nsecond line"
     await box.fill("")
 
+    # A message the server refuses (too long) gives its text back to the composer.
+    too_long = "x" * 20_001
+    await box.fill(too_long)
+    await box.press("Enter")
+    await expect(page.get_by_role("alert")).to_be_visible()
+    assert await box.input_value() == too_long
+    await box.fill("")
+
     # The chat shows up in the list, titled after the first question.
     await expect(page.get_by_role("complementary", name="Chats")).to_contain_text(
         "When was the Northwind lighthouse"
@@ -317,7 +325,14 @@ async def test_a_team_shares_a_collection_and_asks_within_it(
     await expect(answer).to_contain_text("Every Thursday at 14:00")
     await expect(answer.get_by_role("button", name="Show source 1")).to_be_visible()
     assert "release train" in str(scripted_llm.last_request["messages"])
+    # On a phone the answer stays in view: the panel opens when a source is asked for.
+    panel = colleague.get_by_role("complementary", name="Documents and sources")
+    await expect(panel).to_be_hidden()
+    await expect(colleague.get_by_role("button", name="Documents & sources")).to_be_visible()
     await colleague.screenshot(path=str(SCREENSHOTS / "collection-answer-phone.png"))
+    await answer.get_by_role("button", name="Show source 1").click()
+    await expect(panel).to_be_visible()
+    await expect(panel).to_contain_text("runbook.md")
     await owner_context.close()
     await colleague_context.close()
 

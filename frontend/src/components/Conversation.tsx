@@ -9,7 +9,7 @@ interface Props {
   collections: Schemas["CollectionRead"][];
   onChatCreated(chatId: string): void;
   onAnswered(): void;
-  onShowSources(sources: Source[] | null, highlighted: number | null): void;
+  onShowSources(sources: Source[] | null, highlighted: number | null, reveal?: boolean): void;
 }
 
 interface Pending {
@@ -90,6 +90,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
     const controller = new AbortController();
     abort.current = controller;
     let state: Pending = { user: null, question, text: "", error: null };
+    let saved = false; // the server has stored the question
     const update = (patch: Partial<Pending>) => {
       state = { ...state, ...patch };
       setPending(state);
@@ -100,6 +101,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
         { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] },
         {
           onMeta(newChatId, user) {
+            saved = true;
             update({ user });
             if (!chatId) {
               createdHere.current = newChatId;
@@ -116,7 +118,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
             setMessages((previous) => [...previous, ...asked, message]);
             state = { ...state, user: null };
             setPending(null);
-            if (message.sources?.length) onShowSources(message.sources, null);
+            if (message.sources?.length) onShowSources(message.sources, null, false);
           },
           onError(detail) {
             update({ error: detail });
@@ -130,6 +132,9 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
       }
     } finally {
       abort.current = null;
+      // Refused or failed before the question was saved (too long, signed out, server down):
+      // give the text back to the composer instead of losing it.
+      if (!saved) setDraft((current) => current || question);
       const unanswered = state.user;
       if (unanswered) {
         // Stopped or failed: the question is saved; the half answer is not.

@@ -34,11 +34,13 @@ export default function ChatPage() {
     void loadLinked();
   }, [loadLinked]);
 
-  function showSources(next: Source[] | null, number: number | null) {
+  // `reveal` is false when an answer arrives: the panel shows its sources where it is visible
+  // (beside the chat), but on a phone, where it covers the chat, only the reader opens it.
+  function showSources(next: Source[] | null, number: number | null, reveal = true) {
     setSources(next);
     setHighlighted(number);
     setTab("sources");
-    setPanelOpen(true);
+    if (reveal) setPanelOpen(true);
     if (number) window.setTimeout(() => document.getElementById(`source-${number}`)?.scrollIntoView?.({ block: "nearest" }), 0);
   }
 
