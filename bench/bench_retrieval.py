@@ -20,19 +20,27 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
 from bench.bench_ingestion import prose
-from bench.common import drop_database, fresh_database, machine, median, percentile, table
+from bench.common import (
+    drop_database,
+    fresh_database,
+    machine,
+    median,
+    percentile,
+    record_completion,
+    table,
+    write_chunks,
+)
 from docchat.db import create_engine, create_sessionmaker
 from docchat.documents.models import Document, DocumentStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.context import TokenBudget, build_context
 from docchat.retrieval.index import Chunk, DocumentRef, ThreadedIndex
-from docchat.retrieval.lexical import LexicalIndex, add_chunks
+from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
 from docchat.users.models import User
 
@@ -90,12 +98,7 @@ async def fill(
     batch: list[Chunk] = []
 
     async def flush() -> None:
-        vectors = rng.normal(size=(len(batch), DIMENSION)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        store.upsert(batch, vectors.tolist())
-        async with sessionmaker() as session:
-            await add_chunks(session, batch, "english")
-            await session.commit()
+        await write_chunks(store, sessionmaker, batch, rng, DIMENSION)
         batch.clear()
 
     for owner, document in documents:
@@ -108,9 +111,7 @@ async def fill(
                 await flush()
     if batch:
         await flush()
-    async with sessionmaker() as session:  # fresh statistics, as autovacuum keeps them
-        await session.execute(text("ANALYZE document_chunks"))
-        await session.commit()
+    await record_completion(sessionmaker)
 
 
 async def measure(

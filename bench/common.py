@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
+import numpy as np
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # so `tests.support` helpers are importable
@@ -31,6 +34,9 @@ from docchat.documents.storage import FileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.index import Chunk
+from docchat.retrieval.lexical import add_chunks
 
 
 def machine() -> str:
@@ -157,3 +163,36 @@ async def wait_ready(base: str, probe: str = "/readyz") -> None:
                 pass
             await asyncio.sleep(0.2)
     raise RuntimeError("server did not start")
+
+
+async def write_chunks(
+    store: ChromaVectorStore,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    chunks: Sequence[Chunk],
+    rng: np.random.Generator,
+    dimension: int = 384,
+) -> None:
+    """Chunks written as the worker writes them, with random unit vectors for their embeddings:
+    into the vector store and into the lexical index."""
+    vectors = rng.normal(size=(len(chunks), dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.upsert(list(chunks), vectors.tolist())
+    async with sessionmaker() as session:
+        await add_chunks(session, chunks, "english")
+        await session.commit()
+
+
+async def record_completion(sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    """What the worker records when a document completes (its chunk and word totals, which
+    BM25's scope statistics read), then fresh planner statistics, as autovacuum keeps them."""
+    async with sessionmaker() as session:
+        await session.execute(
+            text(
+                "UPDATE documents d SET chunk_count = t.chunks, token_count = t.words FROM ("
+                "SELECT document_id, count(*) AS chunks, sum(tokens) AS words "
+                "FROM document_chunks GROUP BY document_id) t WHERE t.document_id = d.id"
+            )
+        )
+        await session.commit()
+        await session.execute(text("ANALYZE"))
+        await session.commit()

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.eval_retrieval [--dataset DIR] [--level paragraphs|articles|both]
                                              [--queries sample|all|N] [--rerank-url URL]
+                                             [--wide-lexical SHARE]
 
 DIR is a collection in the BEIR layout (default: `bench/datasets/squad-dev`, SQuAD v1.1 dev):
 `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv` and, for the articles level,
@@ -18,6 +19,10 @@ Each question is searched once per side (the service's candidate depth, `RAG_CAN
 the fusion rows fuse those same candidates, so they differ only in the fusion. The last rows run
 the service's own `Retriever` with the default settings (and with a reranker, when a rerank
 service is given). Scores: recall@1/4/10, MRR@10, nDCG@10 (one judged paragraph per question).
+
+`--wide-lexical SHARE` makes BM25 take the path of a wide scope (a shared library) on this small
+one: only the rarer words pick candidates, up to SHARE of the chunks (5,000 of the wide-scope
+benchmark's 200,000 is 0.025), so its cost in quality is measured where answers are judged.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import sqlalchemy
 from tests.support.users import auth_headers
 
 from bench.common import (
@@ -303,8 +309,21 @@ def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]
     }
 
 
+async def take_the_wide_lexical_path(components: Components, share: float) -> None:
+    async with components.sessionmaker() as session:
+        await session.execute(sqlalchemy.text("ANALYZE document_chunks"))
+        rows = await session.scalar(sqlalchemy.text("SELECT count(*) FROM document_chunks"))
+    components.lexical.exact_scope_chunks = 0
+    components.lexical.candidate_budget = share * float(rows or 0)
+
+
 async def evaluate(
-    folder: Path, level: str, which: str, reranker: Reranker | None, chunk_header: bool | None
+    folder: Path,
+    level: str,
+    which: str,
+    reranker: Reranker | None,
+    chunk_header: bool | None,
+    wide_lexical: float | None = None,
 ) -> tuple[str, list[list[str]]]:
     collection = read_collection(folder, level)
     query_ids = pick_queries(folder, collection, which)
@@ -321,6 +340,8 @@ async def evaluate(
             totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
 
     async with ingested(collection.uploads, rag) as ingest:
+        if wide_lexical is not None:
+            await take_the_wide_lexical_path(ingest.components, wide_lexical)
         variants = fusion_variants(Fusion.from_settings(rag))
         service = unfloored_retriever(ingest.components, rag)
         reranked = None
@@ -350,7 +371,8 @@ async def evaluate(
         searching = time.perf_counter() - started
         header = (
             f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks, "
-            f"chunk headers {'on' if rag.chunk_header else 'off'} "
+            f"chunk headers {'on' if rag.chunk_header else 'off'}, "
+            f"BM25 {'exact' if wide_lexical is None else f'wide path ({wide_lexical})'} "
             f"(ingested in {ingest.seconds:.0f} s), {len(query_ids)} questions "
             f"({searching:.0f} s); {machine()}"
         )
@@ -362,7 +384,12 @@ async def evaluate(
 
 
 async def main(
-    folder: Path, levels: list[str], which: str, rerank_url: str | None, header: bool | None
+    folder: Path,
+    levels: list[str],
+    which: str,
+    rerank_url: str | None,
+    header: bool | None,
+    wide_lexical: float | None,
 ) -> None:
     reranker: Reranker | None = None
     if rerank_url:
@@ -370,7 +397,7 @@ async def main(
 
         reranker = HttpReranker(RerankSettings(_env_file=None, url=rerank_url))  # type: ignore[call-arg]
     for level in levels:
-        title, rows = await evaluate(folder, level, which, reranker, header)
+        title, rows = await evaluate(folder, level, which, reranker, header, wide_lexical)
         print(title)
         print(table(["retriever", *METRICS], rows))
         print()
@@ -388,7 +415,23 @@ if __name__ == "__main__":
         default=None,
         help="override RAG_CHUNK_HEADER (default: the setting's default)",
     )
+    parser.add_argument(
+        "--wide-lexical",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="BM25 as over a wide scope: rarer words pick candidates, up to SHARE of the chunks",
+    )
     arguments = parser.parse_args()
     chosen = ["paragraphs", "articles"] if arguments.level == "both" else [arguments.level]
     header = None if arguments.chunk_header is None else arguments.chunk_header == "on"
-    asyncio.run(main(arguments.dataset, chosen, arguments.queries, arguments.rerank_url, header))
+    asyncio.run(
+        main(
+            arguments.dataset,
+            chosen,
+            arguments.queries,
+            arguments.rerank_url,
+            header,
+            arguments.wide_lexical,
+        )
+    )

@@ -7,12 +7,16 @@ import uuid
 from typing import Any
 
 import httpx
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.components import Components
+from docchat.documents.models import Document
 from docchat.ingestion.worker import IngestionWorker
 from docchat.retrieval.fusion import reciprocal_rank_fusion
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.models import DocumentChunk
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process, vector_ref
 from tests.support.llm_server import ScriptedLLM
@@ -161,3 +165,61 @@ async def test_chunk_headers_let_a_passage_be_found_by_its_document_title(
         assert bool(hits) is header
         if header:  # the stored text is the passage's own, without the header
             assert hits[0].chunk.text == text.decode()
+
+
+async def test_documents_keep_their_word_totals_for_bm25_statistics(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    """BM25's scope size and average length come from per-document totals: they must match
+    the chunks, after processing and after reprocessing."""
+    headers, document = await _manual(client, components)
+
+    async def totals() -> tuple[int | None, int]:
+        stored = await session.scalar(
+            select(Document.token_count).where(Document.id == uuid.UUID(document["id"]))
+        )
+        words = await session.scalar(
+            select(func.sum(DocumentChunk.tokens)).where(
+                DocumentChunk.document_id == uuid.UUID(document["id"])
+            )
+        )
+        return stored, int(words or 0)
+
+    stored, words = await totals()
+    assert stored == words > 0
+    url = f"/api/v1/documents/{document['id']}/reprocess"
+    assert (await client.post(url, headers=headers)).status_code == 202
+    await IngestionWorker(components).run_until_idle()
+    session.expire_all()
+    stored, words = await totals()
+    assert stored == words > 0
+
+
+async def test_a_wide_scope_picks_candidates_by_rare_words_and_still_counts_common_ones(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    """The wide-scope path (as for a shared library), forced on a small one: "pump" is in
+    every chunk and too common to pick candidates, the fault code picks, and the ranking and
+    the scope are what the exact path gives."""
+    _, mine = await _manual(client, components)
+    _, theirs = await _manual(client, components)  # the same words, another owner's
+    await session.execute(text("ANALYZE document_chunks"))
+    await session.commit()
+    exact = _lexical(components)
+    wide = dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+    scope = [vector_ref(mine)]
+    for index, code in enumerate(CODES):
+        question = f"What should I do about fault {code} on the pump?"
+        hits = await wide.search(scope, question, 5)
+        assert [hit.chunk.chunk_index for hit in hits] == [index], hits  # only the code picks
+        assert hits[0].chunk.document_id == uuid.UUID(mine["id"])
+        reference = (await exact.search(scope, question, 5))[0]
+        assert reference.chunk.id == hits[0].chunk.id
+        # "pump" still counts (estimated, not counted): a score above the code's alone.
+        alone = (await wide.search(scope, f"fault {code}", 5))[0]
+        assert hits[0].score > alone.score
+    # Every word common: the rarest still picks, so a question is never left without hits.
+    hits = await wide.search(scope, "pump seals", 20)
+    assert len(hits) == len(CODES)
+    assert {hit.chunk.document_id for hit in hits} == {uuid.UUID(mine["id"])}
+    assert theirs["id"] != mine["id"]

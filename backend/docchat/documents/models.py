@@ -45,6 +45,9 @@ class Document(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
     page_count: Mapped[int | None] = mapped_column(default=None)
     chunk_count: Mapped[int | None] = mapped_column(default=None)
+    # Words in all its chunks (set at completion): BM25's collection statistics for a scope
+    # come from these per-document sums instead of from every chunk of the scope.
+    token_count: Mapped[int | None] = mapped_column(BigInteger, default=None)
     # Progress while processing: pages extracted and chunks embedded so far.
     pages_done: Mapped[int] = mapped_column(default=0)
     chunks_done: Mapped[int] = mapped_column(default=0)

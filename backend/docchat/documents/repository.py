@@ -12,6 +12,7 @@ from docchat.documents.models import Document, DocumentStatus, Visibility
 from docchat.membership.access import shared_document_ids
 from docchat.membership.models import EVERYONE_ID, CollectionDocument
 from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 
 
@@ -140,6 +141,9 @@ async def mark_completed(session: AsyncSession, document_id: uuid.UUID, chunk_co
             error=None,
             chunk_count=chunk_count,
             chunks_done=chunk_count,
+            token_count=select(func.coalesce(func.sum(DocumentChunk.tokens), 0))
+            .where(DocumentChunk.document_id == document_id)
+            .scalar_subquery(),
         )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ForeignKey, Text
+from sqlalchemy import ForeignKey, Index, Text
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -17,6 +17,8 @@ class DocumentChunk(Base):
     """
 
     __tablename__ = "document_chunks"
+    # Finds the chunks holding a question's words without reading the rest of a wide scope.
+    __table_args__ = (Index("ix_document_chunks_tsv", "tsv", postgresql_using="gin"),)
 
     document_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True

@@ -1,0 +1,221 @@
+"""Retrieval over a wide scope: a shared library of 100k chunks in every user's scope, more
+chunks elsewhere in the installation, text with a natural vocabulary.
+
+    .venv/bin/python -m bench.bench_wide_scope [--library 100000] [--elsewhere 100000]
+
+The chunks' text is made of SQuAD dev sentences drawn at random (tens of thousands of
+distinct words in a Zipf-like distribution, as real prose has), indexed for BM25 as the
+worker does; their vectors are random unit vectors; the queries are real SQuAD questions,
+embedded for real. The library belongs to one owner and is shared with everyone, so the
+scope of a question is its 1,000 documents (what `completed_refs` returns for "all"); the
+other chunks belong to 100 other owners and are in no scope. Rows: the scope query itself,
+BM25 alone, and the retriever end to end (embed + search + context), vector-only and hybrid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
+from bench.common import (
+    drop_database,
+    fresh_database,
+    machine,
+    median,
+    percentile,
+    record_completion,
+    table,
+    write_chunks,
+)
+from docchat.db import create_engine, create_sessionmaker
+from docchat.documents import repository as documents_repository
+from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.llm.embeddings import LocalMiniLMEmbedder
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.context import TokenBudget, build_context
+from docchat.retrieval.index import Chunk, DocumentRef, ThreadedIndex
+from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.retriever import Retriever
+from docchat.users.models import User
+
+SQUAD = Path(__file__).parent / "datasets" / "squad-dev"
+CHUNKS_PER_DOCUMENT, DIMENSION, CHUNK_CHARS, BATCH = 100, 384, 1000, 2000
+OTHER_OWNERS = 100
+
+
+def sentences() -> list[str]:
+    pool = []
+    with (SQUAD / "corpus.jsonl").open() as lines:
+        for line in lines:
+            paragraph = json.loads(line)["text"]
+            pool.extend(s for s in re.split(r"(?<=[.!?])\s+", paragraph) if len(s) > 20)
+    return pool
+
+
+def questions(count: int) -> list[str]:
+    with (SQUAD / "queries.jsonl").open() as lines:
+        every = [json.loads(line)["text"] for line in lines]
+    return random.Random(5).sample(every, count)
+
+
+def passage(pool: list[str], pick: random.Random) -> str:
+    parts: list[str] = []
+    while sum(len(part) + 1 for part in parts) < CHUNK_CHARS:
+        parts.append(pick.choice(pool))
+    return " ".join(parts)[:CHUNK_CHARS]
+
+
+async def owner_with_documents(
+    session: AsyncSession, documents: int, *, shared: bool
+) -> tuple[User, list[uuid.UUID]]:
+    user = User(email=f"bench-{uuid.uuid4().hex[:10]}@example.com", password_hash="x")
+    session.add(user)
+    await session.flush()
+    rows = [
+        Document(
+            owner_id=user.id,
+            visibility=Visibility.shared if shared else Visibility.private,
+            filename=f"doc-{index}.txt",
+            content_type="text/plain",
+            size_bytes=1,
+            sha256="0" * 64,
+            storage_key="bench",
+            status=DocumentStatus.completed,
+        )
+        for index in range(documents)
+    ]
+    session.add_all(rows)
+    await session.flush()
+    return user, [row.id for row in rows]
+
+
+async def fill(
+    store: ChromaVectorStore,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    owned: list[tuple[uuid.UUID, uuid.UUID]],
+    pool: list[str],
+    rng: np.random.Generator,
+) -> None:
+    pick = random.Random(11)
+    batch: list[Chunk] = []
+
+    async def flush() -> None:
+        await write_chunks(store, sessionmaker, batch, rng, DIMENSION)
+        batch.clear()
+
+    for owner, document in owned:
+        for index in range(CHUNKS_PER_DOCUMENT):
+            batch.append(
+                Chunk(document, index, passage(pool, pick), None, owner, "shared", "doc.txt")
+            )
+            if len(batch) == BATCH:
+                await flush()
+    if batch:
+        await flush()
+    await record_completion(sessionmaker)
+
+
+async def timed(
+    runs: list[str], step: Callable[[str], Awaitable[object]], warm_up: int = 10
+) -> list[float]:
+    for question in runs[:warm_up]:
+        await step(question)
+    timings = []
+    for question in runs:
+        started = time.perf_counter()
+        await step(question)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+async def main(library: int, elsewhere: int, queries: int) -> None:
+    embedder = LocalMiniLMEmbedder()
+    embedder.embed(["warm up"])
+    pool = sentences()
+    asked = questions(queries)
+    rng = np.random.default_rng(3)
+    url = await fresh_database()
+    engine = create_engine(url)
+    sessionmaker = create_sessionmaker(engine)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            store = ChromaVectorStore(
+                collection="bench",
+                embedding_model=embedder.name,
+                dimension=DIMENSION,
+                path=Path(folder),
+            )
+            started = time.perf_counter()
+            async with sessionmaker() as session:
+                librarian, shelf = await owner_with_documents(
+                    session, library // CHUNKS_PER_DOCUMENT, shared=True
+                )
+                others = [
+                    await owner_with_documents(
+                        session, elsewhere // CHUNKS_PER_DOCUMENT // OTHER_OWNERS, shared=False
+                    )
+                    for _ in range(OTHER_OWNERS if elsewhere else 0)
+                ]
+                reader, _ = await owner_with_documents(session, 0, shared=False)
+                await session.commit()
+            owned = [(librarian.id, document) for document in shelf] + [
+                (owner.id, document) for owner, documents in others for document in documents
+            ]
+            await fill(store, sessionmaker, owned, pool, rng)
+            build_seconds = time.perf_counter() - started
+
+            async def scope_of_reader() -> list[DocumentRef]:
+                async with sessionmaker() as session:
+                    return await documents_repository.completed_refs(session, reader)
+
+            scope = await scope_of_reader()
+            assert len(scope) == len(shelf)
+            index = ThreadedIndex(store)
+            lexical = LexicalIndex(sessionmaker)
+            vector = Retriever(embedder, index, similarity_floor=-1.0)
+            hybrid = Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)
+
+            async def search(retriever: Retriever, question: str) -> None:
+                result = await retriever.search(question, scope, 4)
+                build_context(result.chunks, TokenBudget(3500))
+                assert result.unavailable is None and result.chunks
+
+            rows = []
+            for label, step in (
+                ("scope query (completed_refs)", lambda _q: scope_of_reader()),
+                ("BM25 alone (20 candidates)", lambda q: lexical.search(scope, q, 20)),
+                ("retriever, vector", lambda q: search(vector, q)),
+                ("retriever, hybrid (default)", lambda q: search(hybrid, q)),
+            ):
+                timings = await timed(asked, step)
+                rows.append([label, f"{median(timings):.1f}", f"{percentile(timings, 95):.1f}"])
+            total = store.count()
+    finally:
+        await engine.dispose()
+        await drop_database(url)
+    print(
+        f"Wide scope: {library:,} chunks in scope (1 shared library), {total - library:,} "
+        f"elsewhere, {queries} SQuAD questions; index built in {build_seconds:.0f} s; {machine()}"
+    )
+    print(table(["step", "p50 ms", "p95 ms"], rows))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--library", type=int, default=100_000)
+    parser.add_argument("--elsewhere", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.library, arguments.elsewhere, arguments.queries))

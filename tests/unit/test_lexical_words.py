@@ -1,0 +1,48 @@
+"""Which of a question's words pick BM25 candidates in a wide scope."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from docchat.retrieval.lexical import WordStatistics, select_words, tsquery_of
+
+STATISTICS = WordStatistics(
+    shares={"year": 0.40, "citi": 0.30, "warsaw": 0.001, "river": 0.02},
+    rarest_share=0.0005,
+    rows=100_000,
+)
+
+
+def test_words_the_statistics_do_not_list_always_pick_and_common_ones_are_estimated() -> None:
+    words = select_words(["year", "warsaw", "zygmunt", "citi"], STATISTICS, 50_000, 500)
+    # zygmunt (unlisted, ~50 matches) and warsaw (~100) fit the budget; year and citi do not.
+    assert words.picking == ["zygmunt", "warsaw"]
+    assert words.common == {"citi": 0.30 * 50_000, "year": 0.40 * 50_000}
+
+
+def test_listed_words_join_rarest_first_while_the_budget_allows() -> None:
+    words = select_words(["year", "river", "warsaw"], STATISTICS, 10_000, 2_500)
+    assert words.picking == ["warsaw", "river"]
+    assert set(words.common) == {"year"}
+
+
+def test_the_rarest_word_picks_even_when_every_word_is_common() -> None:
+    words = select_words(["year", "citi"], STATISTICS, 10_000, 10)
+    assert words.picking == ["citi"] and set(words.common) == {"year"}
+
+
+def test_without_statistics_every_word_picks() -> None:
+    empty = WordStatistics.from_row(None)
+    words = select_words(["year", "citi"], empty, 10_000, 10)
+    assert words.picking == ["year", "citi"] and words.common == {}
+
+
+def test_statistics_are_read_from_the_pg_stats_row() -> None:
+    row = SimpleNamespace(lexemes=["a", "b"], shares=[0.5, 0.25, 0.25, 0.5, 0.0], rows=1000.0)
+    statistics = WordStatistics.from_row(row)
+    assert statistics.shares == {"a": 0.5, "b": 0.25}
+    assert statistics.rarest_share == 0.25 and statistics.rows == 1000.0
+
+
+def test_lexemes_are_quoted_for_the_tsquery() -> None:
+    assert tsquery_of(["it's", "a\\b", "x"]) == "'it''s' | 'a\\\\b' | 'x'"
