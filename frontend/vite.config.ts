@@ -11,6 +11,7 @@ export default defineConfig({
       "/healthz": "http://127.0.0.1:8000",
     },
   },
-  build: { outDir: "dist", sourcemap: true },
+  // No source maps in the build: the served app would publish its sources (the dev server has them).
+  build: { outDir: "dist", sourcemap: false },
   test: { environment: "jsdom", include: ["src/**/*.test.{ts,tsx}"] },
 });

@@ -10,10 +10,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse
-from fastapi.staticfiles import StaticFiles
 
-from docchat import docs_pages, health, observability
+from docchat import docs_pages, health, observability, web_app
 from docchat.admin.router import router as admin_router
 from docchat.audit.router import router as audit_router
 from docchat.auth.keys import with_signing_key
@@ -41,12 +39,6 @@ LLM_PROBE_SECONDS = 3.0
 # Routes whose body is a file: they get the upload limit instead of the small body cap.
 UPLOAD_PATHS = ("/api/v1/documents", "/api/v1/admin/documents")
 ComponentsFactory = Callable[[Settings], Awaitable[Components]]
-
-PLACEHOLDER_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>docchat</title></head><body style="font-family:sans-serif;max-width:40rem;margin:3rem auto">
-<h1>docchat is running</h1><p>The web app has not been built. The whole API is usable
-from <a href="/docs">/docs</a>: register, log in, upload documents and ask questions.</p>
-</body></html>"""
 
 
 async def _ensure_admin_from_settings(components: Components) -> None:
@@ -182,15 +174,5 @@ def create_app(
     app.include_router(health.router)
     docs_pages.install(app)
     publish_models(app, STREAM_EVENTS.values())
-    _mount_frontend(app, settings)
+    web_app.mount(app, settings.frontend_dir)
     return app
-
-
-def _mount_frontend(app: FastAPI, settings: Settings) -> None:
-    if (settings.frontend_dir / "index.html").is_file():
-        app.mount("/", StaticFiles(directory=settings.frontend_dir, html=True), name="frontend")
-        return
-
-    @app.get("/", include_in_schema=False)
-    async def placeholder() -> HTMLResponse:
-        return HTMLResponse(PLACEHOLDER_PAGE)
