@@ -91,6 +91,15 @@ async def test_a_user_chats_with_a_document(
     await expect(popup).to_have_url(re.compile(r"^blob:.*#page=2$"))
     await popup.close()
 
+    # From the keyboard, a citation keeps the focus after it opens its source (the page
+    # re-renders: the panel switches from the documents tab back to the sources).
+    await page.get_by_role("tab", name="Documents").click()
+    citation = answer.get_by_role("button", name="Show source 1")
+    await citation.focus()
+    await page.keyboard.press("Enter")
+    await expect(source).to_contain_text("page 2")
+    await expect(citation).to_be_focused()
+
     # A follow-up that says "it" reaches the model with the conversation.
     scripted_llm.script("Its light reaches 22 nautical miles [1].")
     await ask(page, "How far away can it be seen?")

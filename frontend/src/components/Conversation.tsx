@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type KeyboardEvent } from "react";
+import { createContext, useContext, useEffect, useRef, useState, type ComponentPropsWithoutRef, type KeyboardEvent } from "react";
 import Markdown from "react-markdown";
 import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
 import { citationNumber, linkCitations } from "../citations";
@@ -19,6 +19,31 @@ interface Pending {
   error: string | null;
 }
 
+// What a citation button does, given by the answer that holds it. The Markdown components are
+// defined once, outside any render: components created anew on every render would be new
+// element types to React, which would then replace every citation button, taking the
+// keyboard focus away from the one just activated.
+const CiteContext = createContext<(n: number) => void>(() => undefined);
+
+function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
+  const onCite = useContext(CiteContext);
+  const number = citationNumber(href);
+  if (number === null) {
+    return (
+      <a href={href} target="_blank" rel="noreferrer">
+        {children}
+      </a>
+    );
+  }
+  return (
+    <button className="cite" onClick={() => onCite(number)} aria-label={`Show source ${number}`}>
+      [{number}]
+    </button>
+  );
+}
+
+const MARKDOWN_COMPONENTS = { a: CitationLink };
+
 function AnswerText({
   message,
   onCite,
@@ -27,27 +52,9 @@ function AnswerText({
   onCite(n: number): void;
 }) {
   return (
-    <Markdown
-      components={{
-        a({ href, children }) {
-          const number = citationNumber(href);
-          if (number === null) {
-            return (
-              <a href={href} target="_blank" rel="noreferrer">
-                {children}
-              </a>
-            );
-          }
-          return (
-            <button className="cite" onClick={() => onCite(number)} aria-label={`Show source ${number}`}>
-              [{number}]
-            </button>
-          );
-        },
-      }}
-    >
-      {linkCitations(message.content, message.sources?.length ?? 0)}
-    </Markdown>
+    <CiteContext.Provider value={onCite}>
+      <Markdown components={MARKDOWN_COMPONENTS}>{linkCitations(message.content, message.sources?.length ?? 0)}</Markdown>
+    </CiteContext.Provider>
   );
 }
 
