@@ -6,7 +6,7 @@ import re
 import uuid
 
 import httpx
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Dialog, Page, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
 from tests.support.files import filler, make_pdf
@@ -176,6 +176,44 @@ async def test_stop_keeps_the_question_and_saves_no_half_answer(
     await page.get_by_role("button", name="A slow question", exact=True).click()
     await expect(page.get_by_test_id("message-user")).to_have_text("A slow question")
     await expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+    await context.close()
+
+
+async def test_chats_are_filed_under_categories_and_a_duplicate_name_says_why(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context()
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    names = iter(["Work", "Home", "Work"])
+
+    async def answer_prompt(dialog: Dialog) -> None:
+        await dialog.accept(next(names))
+
+    page.on("dialog", answer_prompt)
+    scripted_llm.script("Noted.")
+    await ask(page, "Plan the quarterly review")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Noted.")
+    chats = page.get_by_role("complementary", name="Chats")
+    await page.get_by_role("button", name="New category").click()
+    await page.get_by_role("button", name="New category").click()
+    category = chats.get_by_label("Category of Plan the quarterly review")
+    await category.select_option(label="Work")
+
+    await chats.get_by_label("Filter by category").select_option(label="Work")
+    await expect(
+        chats.get_by_role("button", name="Plan the quarterly review", exact=True)
+    ).to_be_visible()
+    await chats.get_by_label("Filter by category").select_option(label="Home")
+    await expect(chats).to_contain_text("No chats yet")
+    await chats.get_by_label("Filter by category").select_option(label="All chats")
+    await expect(category).to_have_value(re.compile(r"^[0-9a-f-]{36}$"))
+    await page.screenshot(path=str(SCREENSHOTS / "categories.png"))
+
+    # The same name again is refused, and the page says so.
+    await page.get_by_role("button", name="New category").click()
+    await expect(chats.get_by_role("alert")).to_contain_text("already have a category")
     await context.close()
 
 

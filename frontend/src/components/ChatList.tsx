@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, type Category, type Chat } from "../api/client";
+import { api, errorMessage, type Category, type Chat } from "../api/client";
 
 const PAGE = 30;
 
@@ -15,6 +15,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   const [categories, setCategories] = useState<Category[]>([]);
   const [categoryId, setCategoryId] = useState("");
   const [loading, setLoading] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
   const sentinel = useRef<HTMLLIElement>(null);
 
   const loadPage = useCallback(
@@ -67,8 +68,18 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   async function addCategory() {
     const name = window.prompt("Category name")?.trim();
     if (!name) return;
-    const { data } = await api.POST("/api/v1/categories", { body: { name } });
+    const { data, error } = await api.POST("/api/v1/categories", { body: { name } });
+    setProblem(error ? errorMessage(error, "The category could not be created") : null);
     if (data) setCategories((previous) => [...previous, data].sort((a, b) => a.name.localeCompare(b.name)));
+  }
+
+  async function fileUnder(chat: Chat, category: string) {
+    const { error } = await api.PATCH("/api/v1/chats/{chat_id}", {
+      params: { path: { chat_id: chat.id } },
+      body: { category_id: category || null },
+    });
+    setProblem(error ? errorMessage(error, "The chat could not be moved") : null);
+    void loadPage(0);
   }
 
   return (
@@ -92,6 +103,11 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
           +
         </button>
       </div>
+      {problem && (
+        <p role="alert" className="error">
+          {problem}
+        </p>
+      )}
       <ul className="chat-list">
         {chats.map((chat) => (
           <li key={chat.id} className={chat.id === currentChatId ? "active" : ""}>
@@ -104,6 +120,21 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
             <button className="icon" onClick={() => remove(chat)} aria-label={`Delete ${chat.title}`}>
               ✕
             </button>
+            {chat.id === currentChatId && categories.length > 0 && (
+              <select
+                className="chat-category"
+                value={chat.category_id ?? ""}
+                onChange={(e) => void fileUnder(chat, e.target.value)}
+                aria-label={`Category of ${chat.title}`}
+              >
+                <option value="">No category</option>
+                {categories.map((category) => (
+                  <option key={category.id} value={category.id}>
+                    {category.name}
+                  </option>
+                ))}
+              </select>
+            )}
           </li>
         ))}
         {chats.length < total && (
