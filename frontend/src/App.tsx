@@ -13,6 +13,7 @@ export default function App() {
   const [user, setUser] = useState<User | null>(null);
   const [checking, setChecking] = useState(Boolean(loadTokens()));
   const [view, setView] = useState<View>("chat");
+  const [notice, setNotice] = useState<string | null>(null);
 
   const loadUser = useCallback(async () => {
     const { data } = await api.GET("/api/v1/users/me");
@@ -22,14 +23,15 @@ export default function App() {
 
   useEffect(() => {
     if (loadTokens()) void loadUser();
-    return onSessionEnd(() => {
+    return onSessionEnd((why) => {
       setUser(null);
       setView("chat");
+      setNotice(why === "ended" ? "Your session ended. Log in again to go on; an unsent message is kept in its chat." : null);
     });
   }, [loadUser]);
 
   if (checking) return <p className="loading">Loading…</p>;
-  if (!user) return <AuthPage onAuthenticated={loadUser} />;
+  if (!user) return <AuthPage notice={notice} onAuthenticated={loadUser} />;
   if (user.must_change_password) return <ChangePasswordPage email={user.email} onChanged={() => void loadUser()} onLogout={logout} />;
   return (
     <div className="app">

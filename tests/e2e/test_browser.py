@@ -222,14 +222,29 @@ async def test_expired_session_goes_back_to_login(
 ) -> None:
     context = await browser.new_context()
     page = await context.new_page()
-    await sign_up(page, live_server)
-    # Both tokens become useless: the next call fails to refresh and the app asks to log in again.
+    email = await sign_up(page, live_server)
+    # Both tokens become useless: the next call fails to refresh and the app asks to log in
+    # again, says why, and keeps the message that could not be sent.
     forged = "JSON.stringify({access_token: 'x', refresh_token: 'y'})"
     await page.evaluate(f"localStorage.setItem('docchat.tokens', {forged})")
     await page.get_by_role("button", name="+ New chat").click()
     await page.get_by_role("textbox", name="Message").fill("hello?")
     await page.get_by_role("textbox", name="Message").press("Enter")
     await expect(page.get_by_role("heading", name="Log in to docchat")).to_be_visible()
+    await expect(page.get_by_role("status")).to_contain_text("Your session ended")
+    await log_in(page, live_server, email, PASSWORD)
+    await expect(page.get_by_role("textbox", name="Message")).to_have_value("hello?")
+
+    # Logged out in another tab (or the storage cleared): this tab follows at once.
+    other = await context.new_page()
+    await other.goto(live_server.url)
+    await expect(other.get_by_role("button", name="+ New chat")).to_be_visible()
+    await other.get_by_role("button", name="Log out").click()
+    await expect(page.get_by_role("heading", name="Log in to docchat")).to_be_visible()
+    await expect(page.get_by_role("status")).to_contain_text("Your session ended")
+    # Logging out on purpose shows no such message.
+    await expect(other.get_by_role("heading", name="Log in to docchat")).to_be_visible()
+    await expect(other.get_by_role("status")).to_have_count(0)
     await context.close()
 
 

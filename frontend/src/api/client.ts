@@ -19,8 +19,11 @@ interface Tokens {
 }
 
 const STORAGE_KEY = "docchat.tokens";
-const listeners = new Set<() => void>();
+const listeners = new Set<(why: SessionEnd) => void>();
 let refreshing: Promise<boolean> | null = null;
+// Whether this tab thinks it is signed in: requests still in flight after a logout come back
+// 401, and must not report that session as ended a second time.
+let signedIn = false;
 
 export function loadTokens(): Tokens | null {
   const raw = localStorage.getItem(STORAGE_KEY);
@@ -28,25 +31,38 @@ export function loadTokens(): Tokens | null {
 }
 
 function saveTokens(tokens: Tokens | null): void {
+  signedIn = tokens !== null;
   if (tokens) localStorage.setItem(STORAGE_KEY, JSON.stringify(tokens));
   else localStorage.removeItem(STORAGE_KEY);
 }
+
+signedIn = loadTokens() !== null;
 
 /** Keeps the token pair a password change returns (the other sessions of the account end). */
 export function replaceTokens(tokens: Tokens): void {
   saveTokens(tokens);
 }
 
-/** Called when the session ends (logout, or a refresh that failed): the app shows the login page. */
-export function onSessionEnd(listener: () => void): () => void {
+/** Why a session ended: the user logged out here, or it ended elsewhere or expired. */
+export type SessionEnd = "logged-out" | "ended";
+
+/** Called when the session ends (logout, a refresh that failed, a logout in another tab):
+ *  the app shows the login page, saying why when the user did not ask for it. */
+export function onSessionEnd(listener: (why: SessionEnd) => void): () => void {
   listeners.add(listener);
   return () => listeners.delete(listener);
 }
 
-function endSession(): void {
+function endSession(why: SessionEnd): void {
+  const wasSignedIn = signedIn;
   saveTokens(null);
-  listeners.forEach((listener) => listener());
+  if (wasSignedIn) listeners.forEach((listener) => listener(why));
 }
+
+// Another tab logged out (or the storage was cleared): this one must not go on looking signed in.
+window.addEventListener("storage", (event) => {
+  if ((event.key === STORAGE_KEY || event.key === null) && !loadTokens()) endSession("ended");
+});
 
 /** Ends this login on the server too, so its refresh token cannot be used again. */
 export function logout(): void {
@@ -58,7 +74,7 @@ export function logout(): void {
       body: JSON.stringify({ refresh_token: tokens.refresh_token }),
     }).catch(() => undefined);
   }
-  endSession();
+  endSession("logged-out");
 }
 
 async function refreshTokens(): Promise<boolean> {
@@ -85,10 +101,10 @@ export async function authFetch(input: RequestInfo | URL, init?: RequestInit): P
   const original = new Request(input, init);
   const retry = original.clone();
   const response = await fetch(withAuth(original));
-  if (response.status !== 401 || !loadTokens()) return response;
+  if (response.status !== 401) return response;
   refreshing ??= refreshTokens().finally(() => (refreshing = null));
   if (!(await refreshing)) {
-    endSession();
+    endSession("ended"); // also when the tokens are gone: nothing here can sign in again
     return response;
   }
   return fetch(withAuth(retry));

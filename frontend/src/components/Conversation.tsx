@@ -60,7 +60,9 @@ function AnswerText({
 
 export default function Conversation({ chatId, selectedDocumentIds, collections, onChatCreated, onAnswered, onShowSources }: Props) {
   const [messages, setMessages] = useState<Message[]>([]);
-  const [draft, setDraft] = useState("");
+  // The unsent text survives a reload or a new login (kept per chat for this browser tab).
+  const draftKey = `docchat.draft.${chatId ?? "new"}`;
+  const [draft, setDraft] = useState(() => sessionStorage.getItem(draftKey) ?? "");
   const [pending, setPending] = useState<Pending | null>(null);
   const abort = useRef<AbortController | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
@@ -85,6 +87,11 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
       setMessages(loaded);
     })();
   }, [chatId]);
+
+  useEffect(() => {
+    if (draft) sessionStorage.setItem(draftKey, draft);
+    else sessionStorage.removeItem(draftKey);
+  }, [draft, draftKey]);
 
   useEffect(() => {
     bottom.current?.scrollIntoView?.({ block: "end" });
@@ -141,7 +148,11 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
       abort.current = null;
       // Refused or failed before the question was saved (too long, signed out, server down):
       // give the text back to the composer instead of losing it.
-      if (!saved) setDraft((current) => current || question);
+      if (!saved) {
+        setDraft((current) => current || question);
+        // Written here too: when the session has ended, this view is already gone.
+        if (!sessionStorage.getItem(draftKey)) sessionStorage.setItem(draftKey, question);
+      }
       const unanswered = state.user;
       if (unanswered) {
         // Stopped or failed: the question is saved; the half answer is not.

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { login, register } from "../api/client";
 
-export default function AuthPage({ onAuthenticated }: { onAuthenticated: () => Promise<void> }) {
+export default function AuthPage({ notice = null, onAuthenticated }: { notice?: string | null; onAuthenticated: () => Promise<void> }) {
   const [mode, setMode] = useState<"login" | "register">("login");
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
@@ -26,6 +26,11 @@ export default function AuthPage({ onAuthenticated }: { onAuthenticated: () => P
     <main className="auth">
       <form onSubmit={submit} className="card" aria-labelledby="auth-title">
         <h1 id="auth-title">{mode === "login" ? "Log in to docchat" : "Create your account"}</h1>
+        {notice && (
+          <p role="status" className="notice">
+            {notice}
+          </p>
+        )}
         <p className="muted">Chat with your documents, with answers that cite their pages.</p>
         <label>
           Email
