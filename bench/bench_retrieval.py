@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -25,16 +23,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
 from bench.bench_ingestion import prose
 from bench.common import (
-    drop_database,
-    fresh_database,
     machine,
     median,
     percentile,
     record_completion,
+    scratch_index,
     table,
     write_chunks,
 )
-from docchat.db import create_engine, create_sessionmaker
 from docchat.documents.models import Document, DocumentStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.chroma import ChromaVectorStore
@@ -136,42 +132,29 @@ async def main(queries: int, sizes: list[int]) -> None:
     rng = np.random.default_rng(3)
     rows = []
     for total in sizes:
-        url = await fresh_database()
-        engine = create_engine(url)
-        sessionmaker = create_sessionmaker(engine)
-        try:
-            with tempfile.TemporaryDirectory() as folder:
-                store = ChromaVectorStore(
-                    collection="bench",
-                    embedding_model=embedder.name,
-                    dimension=DIMENSION,
-                    path=Path(folder),
+        async with scratch_index(embedder.name, DIMENSION) as (sessionmaker, store):
+            started = time.perf_counter()
+            owners = await owners_in_database(sessionmaker)
+            await fill(store, sessionmaker, owners, total, rng)
+            load_seconds = time.perf_counter() - started
+            index = ThreadedIndex(store)
+            lexical = LexicalIndex(sessionmaker)
+            for label, retriever in (
+                ("vector", Retriever(embedder, index, similarity_floor=-1.0)),
+                ("hybrid", Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)),
+            ):
+                await measure(retriever, owners, 20)  # warm up
+                timings = await measure(retriever, owners, queries)
+                rows.append(
+                    [
+                        f"{store.count():,}",
+                        USERS,
+                        label,
+                        f"{median(timings):.1f}",
+                        f"{percentile(timings, 95):.1f}",
+                        f"{load_seconds:.0f}",
+                    ]
                 )
-                started = time.perf_counter()
-                owners = await owners_in_database(sessionmaker)
-                await fill(store, sessionmaker, owners, total, rng)
-                load_seconds = time.perf_counter() - started
-                index = ThreadedIndex(store)
-                lexical = LexicalIndex(sessionmaker)
-                for label, retriever in (
-                    ("vector", Retriever(embedder, index, similarity_floor=-1.0)),
-                    ("hybrid", Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)),
-                ):
-                    await measure(retriever, owners, 20)  # warm up
-                    timings = await measure(retriever, owners, queries)
-                    rows.append(
-                        [
-                            f"{store.count():,}",
-                            USERS,
-                            label,
-                            f"{median(timings):.1f}",
-                            f"{percentile(timings, 95):.1f}",
-                            f"{load_seconds:.0f}",
-                        ]
-                    )
-        finally:
-            await engine.dispose()
-            await drop_database(url)
     embed_only = []
     for question in QUESTIONS * 20:
         started = time.perf_counter()

@@ -19,7 +19,6 @@ import asyncio
 import json
 import random
 import re
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -30,16 +29,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
 from bench.common import (
-    drop_database,
-    fresh_database,
     machine,
     median,
     percentile,
     record_completion,
+    scratch_index,
     table,
     write_chunks,
 )
-from docchat.db import create_engine, create_sessionmaker
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, Visibility
 from docchat.llm.embeddings import LocalMiniLMEmbedder
@@ -146,65 +143,52 @@ async def main(library: int, elsewhere: int, queries: int) -> None:
     pool = sentences()
     asked = questions(queries)
     rng = np.random.default_rng(3)
-    url = await fresh_database()
-    engine = create_engine(url)
-    sessionmaker = create_sessionmaker(engine)
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            store = ChromaVectorStore(
-                collection="bench",
-                embedding_model=embedder.name,
-                dimension=DIMENSION,
-                path=Path(folder),
+    async with scratch_index(embedder.name, DIMENSION) as (sessionmaker, store):
+        started = time.perf_counter()
+        async with sessionmaker() as session:
+            librarian, shelf = await owner_with_documents(
+                session, library // CHUNKS_PER_DOCUMENT, shared=True
             )
-            started = time.perf_counter()
-            async with sessionmaker() as session:
-                librarian, shelf = await owner_with_documents(
-                    session, library // CHUNKS_PER_DOCUMENT, shared=True
+            others = [
+                await owner_with_documents(
+                    session, elsewhere // CHUNKS_PER_DOCUMENT // OTHER_OWNERS, shared=False
                 )
-                others = [
-                    await owner_with_documents(
-                        session, elsewhere // CHUNKS_PER_DOCUMENT // OTHER_OWNERS, shared=False
-                    )
-                    for _ in range(OTHER_OWNERS if elsewhere else 0)
-                ]
-                reader, _ = await owner_with_documents(session, 0, shared=False)
-                await session.commit()
-            owned = [(librarian.id, document) for document in shelf] + [
-                (owner.id, document) for owner, documents in others for document in documents
+                for _ in range(OTHER_OWNERS if elsewhere else 0)
             ]
-            await fill(store, sessionmaker, owned, pool, rng)
-            build_seconds = time.perf_counter() - started
+            reader, _ = await owner_with_documents(session, 0, shared=False)
+            await session.commit()
+        owned = [(librarian.id, document) for document in shelf] + [
+            (owner.id, document) for owner, documents in others for document in documents
+        ]
+        await fill(store, sessionmaker, owned, pool, rng)
+        build_seconds = time.perf_counter() - started
 
-            async def scope_of_reader() -> list[DocumentRef]:
-                async with sessionmaker() as session:
-                    return await documents_repository.completed_refs(session, reader)
+        async def scope_of_reader() -> list[DocumentRef]:
+            async with sessionmaker() as session:
+                return await documents_repository.completed_refs(session, reader)
 
-            scope = await scope_of_reader()
-            assert len(scope) == len(shelf)
-            index = ThreadedIndex(store)
-            lexical = LexicalIndex(sessionmaker)
-            vector = Retriever(embedder, index, similarity_floor=-1.0)
-            hybrid = Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)
+        scope = await scope_of_reader()
+        assert len(scope) == len(shelf)
+        index = ThreadedIndex(store)
+        lexical = LexicalIndex(sessionmaker)
+        vector = Retriever(embedder, index, similarity_floor=-1.0)
+        hybrid = Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)
 
-            async def search(retriever: Retriever, question: str) -> None:
-                result = await retriever.search(question, scope, 4)
-                build_context(result.chunks, TokenBudget(3500))
-                assert result.unavailable is None and result.chunks
+        async def search(retriever: Retriever, question: str) -> None:
+            result = await retriever.search(question, scope, 4)
+            build_context(result.chunks, TokenBudget(3500))
+            assert result.unavailable is None and result.chunks
 
-            rows = []
-            for label, step in (
-                ("scope query (completed_refs)", lambda _q: scope_of_reader()),
-                ("BM25 alone (20 candidates)", lambda q: lexical.search(scope, q, 20)),
-                ("retriever, vector", lambda q: search(vector, q)),
-                ("retriever, hybrid (default)", lambda q: search(hybrid, q)),
-            ):
-                timings = await timed(asked, step)
-                rows.append([label, f"{median(timings):.1f}", f"{percentile(timings, 95):.1f}"])
-            total = store.count()
-    finally:
-        await engine.dispose()
-        await drop_database(url)
+        rows = []
+        for label, step in (
+            ("scope query (completed_refs)", lambda _q: scope_of_reader()),
+            ("BM25 alone (20 candidates)", lambda q: lexical.search(scope, q, 20)),
+            ("retriever, vector", lambda q: search(vector, q)),
+            ("retriever, hybrid (default)", lambda q: search(hybrid, q)),
+        ):
+            timings = await timed(asked, step)
+            rows.append([label, f"{median(timings):.1f}", f"{percentile(timings, 95):.1f}"])
+        total = store.count()
     print(
         f"Wide scope: {library:,} chunks in scope (1 shared library), {total - library:,} "
         f"elsewhere, {queries} SQuAD questions; index built in {build_seconds:.0f} s; {machine()}"

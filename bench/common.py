@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -196,3 +198,25 @@ async def record_completion(sessionmaker: async_sessionmaker[AsyncSession]) -> N
         await session.commit()
         await session.execute(text("ANALYZE"))
         await session.commit()
+
+
+@contextlib.asynccontextmanager
+async def scratch_index(
+    embedding_model: str, dimension: int
+) -> AsyncIterator[tuple[async_sessionmaker[AsyncSession], ChromaVectorStore]]:
+    """A fresh migrated database and an empty persistent Chroma store in a temporary folder,
+    both removed afterwards."""
+    url = await fresh_database()
+    engine = create_engine(url)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            store = ChromaVectorStore(
+                collection="bench",
+                embedding_model=embedding_model,
+                dimension=dimension,
+                path=Path(folder),
+            )
+            yield create_sessionmaker(engine), store
+    finally:
+        await engine.dispose()
+        await drop_database(url)
