@@ -37,6 +37,8 @@ class Reply:
     # closes the stream cleanly but with no finish reason, "drop" breaks the connection.
     cut_after: int | None = None
     cut: Literal["end", "drop"] = "end"
+    # For streaming: a pause before each delta, as a model writing at reading pace.
+    piece_delay_seconds: float = 0.0
 
 
 class ScriptedLLM:
@@ -166,6 +168,8 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
             if reply.cut == "drop":
                 raise ConnectionAbortedError("the scripted model died mid-answer")
             return
+        if reply.piece_delay_seconds:
+            await asyncio.sleep(reply.piece_delay_seconds)
         yield chunk({"content": piece})
     yield chunk({}, "stop")
     if (body.get("stream_options") or {}).get("include_usage"):

@@ -59,3 +59,7 @@ class AnswerMeta(BaseModel):
     citation_mode: Literal["model", "inferred"] | None = _optional(
         "inferred: the model wrote no markers, so docchat matched sentences to passages"
     )
+    stopped: bool | None = _optional(
+        "The reader stopped the answer (or the connection closed) before it finished: the "
+        "text is what had arrived by then"
+    )

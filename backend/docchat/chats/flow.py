@@ -10,12 +10,14 @@ message survives a model failure:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import anyio
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -38,6 +40,7 @@ from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import DocchatError
 from docchat.quotas import service as quotas
+from docchat.retrieval.context import estimate_tokens
 from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
@@ -64,10 +67,13 @@ class MessageFlow:
         events_service.publish(self.publisher, events_service.QUERY_SUBMITTED, user.id, payload)
         return turn
 
-    async def _save_answer(self, turn: Turn, plan: Plan, generated: Generated) -> MessageRead:
+    async def _save_answer(
+        self, turn: Turn, plan: Plan, generated: Generated, *, stopped: bool = False
+    ) -> MessageRead:
         cited = self.engine.cite(turn.question, plan, generated.content)
         meta = cited.meta
         meta.llm_ms = generated.llm_ms
+        meta.stopped = stopped or None
         latency_ms = int((time.perf_counter() - turn.started) * 1000)
         sources = cited.sources
         payload = {
@@ -128,8 +134,11 @@ class MessageFlow:
     async def stream(self, turn: Turn) -> AsyncIterator[str]:
         """Server-Sent Events for a started turn: meta, sources, delta..., then done or error.
 
-        Nothing is saved for an answer that did not finish (model error or client gone)."""
+        A model failure saves no answer. A reader who stops the answer (closes the connection)
+        keeps what they were shown: it is saved, marked `stopped`."""
         yield sse("meta", StreamMeta(chat_id=turn.chat_id, user_message=turn.user_message))
+        plan: Plan | None = None
+        shown: list[str] = []
         try:
             plan = await self.engine.plan(turn.question)
             generated: Generated | None = None
@@ -140,6 +149,7 @@ class MessageFlow:
                 elif isinstance(item, Generated):
                     generated = item
                 elif item:
+                    shown.append(item)
                     yield sse("delta", StreamDelta(text=item))
             assert generated is not None
             answer = await self._save_answer(turn, plan, generated)
@@ -151,4 +161,29 @@ class MessageFlow:
             logger.exception("streamed answer for chat %s failed", turn.chat_id)
             yield sse("error", StreamError(detail="Internal server error", status=500))
             return
+        except (asyncio.CancelledError, GeneratorExit):
+            # The client went away: Starlette cancels this generator, or closes it.
+            if plan is not None and shown:
+                await self._keep_stopped_answer(turn, plan, "".join(shown))
+            raise
         yield sse("done", StreamDone(assistant_message=answer))
+
+    async def _keep_stopped_answer(self, turn: Turn, plan: Plan, text: str) -> None:
+        """Save the part of an answer the reader saw before stopping it.
+
+        The model never reported usage for the cut call, so its tokens are estimated (quotas
+        must count them all the same). Shielded: the request's own scope is being cancelled."""
+        usage = plan.usage
+        prompt = sum(estimate_tokens(str(item.get("content") or "")) for item in plan.messages)
+        generated = Generated(
+            content=text,
+            model=turn.question.options.model,
+            prompt_tokens=(usage.prompt_tokens or 0) + prompt,
+            completion_tokens=(usage.completion_tokens or 0) + estimate_tokens(text),
+            llm_ms=usage.llm_ms,
+        )
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._save_answer(turn, plan, generated, stopped=True)
+            except Exception:
+                logger.exception("the stopped answer for chat %s was not saved", turn.chat_id)
