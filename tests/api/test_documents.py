@@ -199,6 +199,18 @@ async def test_shared_document_is_readable_by_all_and_changed_by_admins_only(
     assert [item["id"] for item in listing["items"]] == [shared["id"]]
     assert (await client.delete(url, headers=user)).status_code == 403
     assert (await client.post(f"{url}/reprocess", headers=user)).status_code == 403
+
+    # The admin's own private files are not among the shared ones (the admin page lists these).
+    private = await upload(client, admin, "admin-notes.md", b"Only mine.")
+    assert private.status_code == 202
+    everything = (await client.get("/api/v1/documents", headers=admin)).json()
+    assert {item["filename"] for item in everything["items"]} == {"handbook.md", "admin-notes.md"}
+    only_shared = await client.get("/api/v1/documents?visibility=shared", headers=admin)
+    assert [item["id"] for item in only_shared.json()["items"]] == [shared["id"]]
+    assert only_shared.json()["total"] == 1
+    listing = (await client.get("/api/v1/documents?visibility=private", headers=user)).json()
+    assert listing["total"] == 0  # a user's private view never holds the shared handbook
+
     assert (await client.delete(url, headers=admin)).status_code == 204
 
 

@@ -41,6 +41,7 @@ async def test_daily_tokens_run_out_on_every_answer_path(
     spent = first.json()["assistant_message"]
     assert usage["tokens_today"] == spent["prompt_tokens"] + spent["completion_tokens"] >= 30
     assert usage["daily_token_limit"] == 30
+    assert usage["max_upload_bytes"] == 2 * 1024 * 1024  # the web app checks files against it
 
     refused = await ask(client, user, "And another question?")
     assert refused.status_code == 429

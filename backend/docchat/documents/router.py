@@ -10,7 +10,7 @@ from docchat.auth.dependencies import CurrentUser
 from docchat.dependencies import SettingsDep, StorageDep, VectorIndexDep
 from docchat.documents import service
 from docchat.documents.dependencies import ReadableDocument
-from docchat.documents.models import DocumentStatus
+from docchat.documents.models import DocumentStatus, Visibility
 from docchat.documents.schemas import DocumentRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.errors import NotFound
@@ -56,9 +56,13 @@ async def list_documents(
     page: PageDep,
     status: Annotated[DocumentStatus | None, Query()] = None,
     category_id: Annotated[uuid.UUID | None, Query()] = None,
+    visibility: Annotated[
+        Visibility | None,
+        Query(description="shared: only the documents shared with everyone"),
+    ] = None,
 ) -> Page[DocumentRead]:
     items, total = await service.list_readable(
-        session, user, page, status=status, category_id=category_id
+        session, user, page, status=status, category_id=category_id, visibility=visibility
     )
     return Page(
         items=await service.as_read(session, items, user.id),

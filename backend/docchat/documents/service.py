@@ -52,8 +52,11 @@ async def list_readable(
     *,
     status: DocumentStatus | None = None,
     category_id: uuid.UUID | None = None,
+    visibility: Visibility | None = None,
 ) -> tuple[Sequence[Document], int]:
     statement = repository.readable_by(user)
+    if visibility is not None:
+        statement = statement.where(Document.visibility == visibility)
     if status is not None:
         statement = statement.where(Document.status == status)
     if category_id is not None:

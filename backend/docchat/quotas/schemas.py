@@ -11,3 +11,4 @@ class QuotaUsage(BaseModel):
     tokens_reset_at: datetime
     stored_bytes: int = Field(description="Size of the files of your live documents")
     storage_limit_bytes: int | None = Field(description="null: no limit")
+    max_upload_bytes: int = Field(description="Largest file one upload may be")

@@ -61,7 +61,12 @@ async def tokens_since(session: AsyncSession, user_id: uuid.UUID, since: datetim
 
 
 async def usage(
-    session: AsyncSession, user: User, settings: QuotaSettings, *, stored_bytes: int
+    session: AsyncSession,
+    user: User,
+    settings: QuotaSettings,
+    *,
+    stored_bytes: int,
+    max_upload_bytes: int,
 ) -> QuotaUsage:
     limits = limits_for(user, settings)
     start, resets_at = _day_bounds(utcnow())
@@ -71,6 +76,7 @@ async def usage(
         tokens_reset_at=resets_at,
         stored_bytes=stored_bytes,
         storage_limit_bytes=limits.storage_bytes,
+        max_upload_bytes=max_upload_bytes,
     )
 
 

@@ -46,6 +46,13 @@ async def update_me(
 
 @router.get("/me/usage", response_model=QuotaUsage, operation_id="users_my_usage")
 async def my_usage(user: CurrentUser, session: SessionDep, settings: SettingsDep) -> QuotaUsage:
-    """Your model tokens today and stored bytes, against your quotas (null: no limit)."""
+    """Your model tokens today and stored bytes, against your quotas (null: no limit), and the
+    largest file an upload may be."""
     stored = await documents_repository.stored_bytes(session, user.id)
-    return await quotas.usage(session, user, settings.quota, stored_bytes=stored)
+    return await quotas.usage(
+        session,
+        user,
+        settings.quota,
+        stored_bytes=stored,
+        max_upload_bytes=settings.max_upload_bytes,
+    )

@@ -809,7 +809,8 @@ export interface paths {
         };
         /**
          * My Usage
-         * @description Your model tokens today and stored bytes, against your quotas (null: no limit).
+         * @description Your model tokens today and stored bytes, against your quotas (null: no limit), and the
+         *     largest file an upload may be.
          */
         get: operations["users_my_usage"];
         put?: never;
@@ -1074,6 +1075,11 @@ export interface components {
              * @description Whose documents were searched: the message's, the chat's, or all the caller may read
              */
             scope?: ("message" | "chat" | "all") | null;
+            /**
+             * Stopped
+             * @description The reader stopped the answer (or the connection closed) before it finished: the text is what had arrived by then
+             */
+            stopped?: boolean | null;
             /** Tool Searches */
             tool_searches?: number | null;
             /** Whole Document Chunks */
@@ -1802,6 +1808,11 @@ export interface components {
              */
             daily_token_limit: number | null;
             /**
+             * Max Upload Bytes
+             * @description Largest file one upload may be
+             */
+            max_upload_bytes: number;
+            /**
              * Storage Limit Bytes
              * @description null: no limit
              */
@@ -2021,6 +2032,12 @@ export interface components {
             scope: ("message" | "chat" | "all") | null;
             /** Sources */
             sources: components["schemas"]["Source"][];
+            /**
+             * Stopped
+             * @description The reader stopped the answer (or the connection closed) before it finished: the text is what had arrived by then
+             * @default null
+             */
+            stopped: boolean | null;
             /**
              * Tool Searches
              * @default null
@@ -3672,6 +3689,8 @@ export interface operations {
             query?: {
                 status?: components["schemas"]["DocumentStatus"] | null;
                 category_id?: string | null;
+                /** @description shared: only the documents shared with everyone */
+                visibility?: components["schemas"]["Visibility"] | null;
                 skip?: number;
                 limit?: number;
             };
