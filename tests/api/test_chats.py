@@ -83,6 +83,8 @@ async def test_link_and_unlink_documents(client: httpx.AsyncClient, components: 
     assert linked.status_code == 200 and linked.json()["document_ids"] == [document["id"]]
     again = await client.post(url, headers=alice, json={"document_ids": [document["id"]]})
     assert again.json()["document_ids"] == [document["id"]]
+    detail = (await client.get(f"/api/v1/chats/{chat['id']}", headers=alice)).json()
+    assert detail["documents"] == [{"id": document["id"], "filename": "a.md"}]
     assert (
         await client.post(url, headers=alice, json={"document_ids": [foreign["id"]]})
     ).status_code == 404
@@ -93,7 +95,15 @@ async def test_link_and_unlink_documents(client: httpx.AsyncClient, components: 
     assert (await client.delete(f"{url}/{document['id']}", headers=alice)).status_code == 204
     assert (await client.delete(f"{url}/{document['id']}", headers=alice)).status_code == 404
     detail = (await client.get(f"/api/v1/chats/{chat['id']}", headers=alice)).json()
-    assert detail["document_ids"] == []
+    assert detail["document_ids"] == [] and detail["documents"] == []
+
+    # A linked document that is deleted later is no longer named by the chat.
+    await client.post(url, headers=alice, json={"document_ids": [document["id"]]})
+    doomed = await upload_and_process(client, components, alice, "doomed.md", b"delta text")
+    await client.post(url, headers=alice, json={"document_ids": [doomed["id"]]})
+    await client.delete(f"/api/v1/documents/{doomed['id']}", headers=alice)
+    detail = (await client.get(f"/api/v1/chats/{chat['id']}", headers=alice)).json()
+    assert detail["documents"] == [{"id": document["id"], "filename": "a.md"}]
 
 
 async def test_new_chat_with_documents_and_category_from_the_first_message(

@@ -77,3 +77,25 @@ def test_the_build_publishes_no_source_maps_and_links_an_icon() -> None:
     if dist.is_dir():  # built by the setup before the tests
         assert not list(dist.rglob("*.map"))
         assert (dist / "favicon.svg").is_file()
+
+
+async def test_the_web_apps_own_addresses_load_the_app_and_other_paths_stay_not_found(
+    tmp_path: Path, settings: Settings, components: Components
+) -> None:
+    _build(tmp_path)
+    index = (tmp_path / "index.html").read_text()
+    _, client = await _client_for(tmp_path, settings, components)
+    async with client:
+        # A reload (or a link) on a chat, or on another page of the app, gets the app.
+        for path in (
+            "/chats/0b6f1c52-6a7e-4a83-9d0c-2a1f5b7e9c10",
+            "/admin",
+            "/account",
+            "/collections",
+        ):
+            page = await client.get(path)
+            assert page.status_code == 200, path
+            assert page.text == index and page.headers["cache-control"] == "no-cache"
+        # Anything else is still missing: a typo, an old asset, an unknown API path.
+        for path in ("/chats/not-a-chat", "/assets/index-Old.js", "/api/v1/nothing-here"):
+            assert (await client.get(path)).status_code == 404, path

@@ -17,6 +17,7 @@ from docchat.chats.schemas import (
     ChatDocumentsLink,
     ChatRead,
     ChatUpdate,
+    LinkedDocument,
     MessageCreate,
     MessageExchange,
     MessageRead,
@@ -34,6 +35,10 @@ async def _detail(session: SessionDep, user: User, chat: Chat) -> ChatDetail:
     return ChatDetail(
         **ChatRead.model_validate(chat).model_dump(),
         document_ids=await service.document_ids(session, chat),
+        documents=[
+            LinkedDocument.model_validate(document)
+            for document in await service.linked_documents(session, user, chat)
+        ],
         collection_ids=await service.collection_ids(session, user, chat),
     )
 

@@ -41,8 +41,18 @@ class ChatRead(BaseModel):
     updated_at: datetime
 
 
+class LinkedDocument(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    filename: str
+
+
 class ChatDetail(ChatRead):
     document_ids: list[uuid.UUID]
+    documents: list[LinkedDocument] = Field(
+        description="The linked documents you may still read, with their names, by name"
+    )
     collection_ids: list[uuid.UUID] = Field(
         description="Linked collections you may still read; their documents are the chat's scope"
     )

@@ -11,7 +11,9 @@ from docchat.chats import repository
 from docchat.chats.models import Chat, Message
 from docchat.chats.schemas import ChatUpdate
 from docchat.db import utcnow
+from docchat.documents import repository as documents_repository
 from docchat.documents import service as documents_service
+from docchat.documents.models import Document
 from docchat.kit.errors import NotFound
 from docchat.kit.pagination import PageParams, paginate
 from docchat.membership.access import readable_collections
@@ -90,6 +92,19 @@ async def delete(session: AsyncSession, user: User, chat: Chat, address: str | N
 
 async def document_ids(session: AsyncSession, chat: Chat) -> list[uuid.UUID]:
     return await repository.document_ids(session, chat.id)
+
+
+async def linked_documents(session: AsyncSession, user: User, chat: Chat) -> list[Document]:
+    """The chat's linked documents that the user may still read, by name."""
+    linked = await repository.document_ids(session, chat.id)
+    if not linked:
+        return []
+    statement = (
+        documents_repository.readable_by(user)
+        .where(Document.id.in_(linked))
+        .order_by(Document.filename, Document.id)
+    )
+    return list((await session.execute(statement)).scalars())
 
 
 async def link_documents(

@@ -1315,6 +1315,11 @@ export interface components {
             /** Document Ids */
             document_ids: string[];
             /**
+             * Documents
+             * @description The linked documents you may still read, with their names, by name
+             */
+            documents: components["schemas"]["LinkedDocument"][];
+            /**
              * Id
              * Format: uuid
              */
@@ -1519,6 +1524,16 @@ export interface components {
         HTTPValidationError: {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
+        };
+        /** LinkedDocument */
+        LinkedDocument: {
+            /** Filename */
+            filename: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
         };
         /**
          * MemberAdd
