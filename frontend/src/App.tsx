@@ -6,13 +6,12 @@ import AdminPage from "./pages/AdminPage";
 import AccountPage from "./pages/AccountPage";
 import CollectionsPage from "./pages/CollectionsPage";
 import ChangePasswordPage from "./pages/ChangePasswordPage";
-
-type View = "chat" | "admin" | "account" | "collections";
+import { useRoute } from "./routes";
 
 export default function App() {
   const [user, setUser] = useState<User | null>(null);
   const [checking, setChecking] = useState(Boolean(loadTokens()));
-  const [view, setView] = useState<View>("chat");
+  const [route, navigate] = useRoute();
   const [notice, setNotice] = useState<string | null>(null);
 
   const loadUser = useCallback(async () => {
@@ -24,8 +23,7 @@ export default function App() {
   useEffect(() => {
     if (loadTokens()) void loadUser();
     return onSessionEnd((why) => {
-      setUser(null);
-      setView("chat");
+      setUser(null); // the address stays: after logging in again, the same page opens
       setNotice(why === "ended" ? "Your session ended. Log in again to go on; an unsent message is kept in its chat." : null);
     });
   }, [loadUser]);
@@ -33,23 +31,20 @@ export default function App() {
   if (checking) return <p className="loading">Loading…</p>;
   if (!user) return <AuthPage notice={notice} onAuthenticated={loadUser} />;
   if (user.must_change_password) return <ChangePasswordPage email={user.email} onChanged={() => void loadUser()} onLogout={logout} />;
+  const page = route.page === "admin" && user.role !== "admin" ? "chat" : route.page;
+  const toggle = (target: "admin" | "account" | "collections") =>
+    navigate(page === target ? { page: "chat", chatId: null } : { page: target });
   return (
     <div className="app">
       <header className="topbar">
-        <button className="brand" onClick={() => setView("chat")}>
+        <button className="brand" onClick={() => navigate({ page: "chat", chatId: null })}>
           docchat
         </button>
         <nav aria-label="Main">
-          <button onClick={() => setView(view === "collections" ? "chat" : "collections")}>
-            {view === "collections" ? "Back to chats" : "Collections"}
-          </button>
-          {user.role === "admin" && (
-            <button onClick={() => setView(view === "admin" ? "chat" : "admin")}>
-              {view === "admin" ? "Back to chats" : "Admin"}
-            </button>
-          )}
-          <button onClick={() => setView(view === "account" ? "chat" : "account")} title={user.email} aria-label={`Account: ${user.email}`}>
-            {view === "account" ? (
+          <button onClick={() => toggle("collections")}>{page === "collections" ? "Back to chats" : "Collections"}</button>
+          {user.role === "admin" && <button onClick={() => toggle("admin")}>{page === "admin" ? "Back to chats" : "Admin"}</button>}
+          <button onClick={() => toggle("account")} title={user.email} aria-label={`Account: ${user.email}`}>
+            {page === "account" ? (
               "Back to chats"
             ) : (
               <>
@@ -61,7 +56,15 @@ export default function App() {
           <button onClick={logout}>Log out</button>
         </nav>
       </header>
-      {view === "admin" ? <AdminPage currentUserId={user.id} /> : view === "account" ? <AccountPage user={user} /> : view === "collections" ? <CollectionsPage userId={user.id} /> : <ChatPage />}
+      {page === "admin" ? (
+        <AdminPage currentUserId={user.id} />
+      ) : page === "account" ? (
+        <AccountPage user={user} />
+      ) : page === "collections" ? (
+        <CollectionsPage userId={user.id} />
+      ) : (
+        <ChatPage chatId={route.page === "chat" ? route.chatId : null} navigate={navigate} />
+      )}
     </div>
   );
 }

@@ -46,6 +46,8 @@ def live_server(
             "data_dir": tmp_path_factory.mktemp("e2e-data"),
             "frontend_dir": DIST,
             "worker": WorkerSettings(_env_file=None, enabled=True, poll_seconds=0.2),  # type: ignore[call-arg]
+            # Every browser test signs up from loopback; the sign-up limit is tested elsewhere.
+            "auth": settings.auth.model_copy(update={"register_max_per_address": 1000}),
             "admin_email": ADMIN_EMAIL,
             "admin_password": SecretStr(ADMIN_PASSWORD),
         }

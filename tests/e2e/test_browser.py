@@ -6,9 +6,10 @@ import re
 import uuid
 
 import httpx
-from playwright.async_api import Browser, Dialog, Page, expect
+from playwright.async_api import Browser, Dialog, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
+from tests.e2e.flows import PASSWORD, ask, log_in, sign_up
 from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
@@ -19,25 +20,6 @@ LIGHTHOUSE_PAGES = [
     "22 nautical miles away, and the keeper's cottage is now a small museum.",
     "Finances: membership fees rose to 40 euros per year.",
 ]
-PASSWORD = "correct horse battery"
-
-
-async def sign_up(page: Page, server: LiveServer) -> str:
-    email = f"e2e-{uuid.uuid4().hex[:8]}@example.com"
-    await page.goto(server.url)
-    await expect(page.get_by_role("heading", name="Log in to docchat")).to_be_visible()
-    await page.get_by_role("button", name="No account yet? Sign up").click()
-    await page.get_by_label("Email").fill(email)
-    await page.get_by_label("Password").fill(PASSWORD)
-    await page.get_by_role("button", name="Sign up").click()
-    await expect(page.get_by_role("button", name="+ New chat")).to_be_visible()
-    return email
-
-
-async def ask(page: Page, question: str) -> None:
-    box = page.get_by_role("textbox", name="Message")
-    await box.fill(question)
-    await box.press("Enter")
 
 
 async def test_a_user_chats_with_a_document(
@@ -117,6 +99,10 @@ async def test_a_user_chats_with_a_document(
     general = page.get_by_test_id("message-assistant").last
     await expect(general).to_contain_text("Paris is the capital of France.")
     await expect(general.get_by_text("General answer")).to_be_visible()
+    # ...and says why it is one.
+    await expect(general.locator(".general-answer")).to_contain_text(
+        re.compile(r"General answer · (no passage|the answer did not use)")
+    )
 
     # Shift+Enter adds a line instead of sending.
     box = page.get_by_role("textbox", name="Message")
@@ -161,21 +147,41 @@ async def test_a_user_chats_with_a_document(
     await other.close()
 
 
-async def test_stop_keeps_the_question_and_saves_no_half_answer(
+async def test_stop_keeps_what_was_shown_marked_stopped(
     browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
 ) -> None:
     scripted_llm.reset()
     context = await browser.new_context()
     page = await context.new_page()
     await sign_up(page, live_server)
-    scripted_llm.script(Reply(content="This answer comes too late.", delay_seconds=3))
+    words = " ".join(f"word{number}" for number in range(60))
+    scripted_llm.script(Reply(content=words, piece_delay_seconds=0.2))
     await ask(page, "A slow question")
+    await expect(page.get_by_test_id("message-streaming")).to_contain_text("word2")
     await page.get_by_role("button", name="Stop").click()
     await expect(page.get_by_role("button", name="Send")).to_be_visible()
+    answer = page.get_by_test_id("message-assistant")
+    await expect(answer).to_contain_text("word0 word1 word2")
+    await expect(answer.get_by_text("Stopped", exact=True)).to_be_visible()
+    await expect(answer).not_to_contain_text("word59")
+
+    # Stopped before the first word: the question stays, and says it has no answer.
+    scripted_llm.script(Reply(content="This answer comes too late.", delay_seconds=3))
+    await ask(page, "Another slow question")
+    await expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    await page.get_by_role("button", name="Stop").click()
+    await expect(page.get_by_test_id("no-answer")).to_have_count(1)
+
+    # The server kept the same: after a reload, the same chat, the partial answer, the marks.
     await page.reload()
-    await page.get_by_role("button", name="A slow question", exact=True).click()
-    await expect(page.get_by_test_id("message-user")).to_have_text("A slow question")
-    await expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+    await expect(page.get_by_test_id("message-user")).to_have_text(
+        ["A slow question", "Another slow question"]
+    )
+    await expect(answer).to_have_count(1)
+    await expect(answer).to_contain_text("word0 word1 word2")
+    await expect(answer.get_by_text("Stopped", exact=True)).to_be_visible()
+    await expect(page.get_by_test_id("no-answer")).to_have_count(1)
+    await page.screenshot(path=str(SCREENSHOTS / "stopped.png"))
     await context.close()
 
 
@@ -257,7 +263,15 @@ async def test_admin_shares_a_document_with_everyone(
     await admin.get_by_label("Email").fill(ADMIN_EMAIL)
     await admin.get_by_label("Password").fill(ADMIN_PASSWORD)
     await admin.get_by_role("button", name="Log in").click()
+    # The admin's own private file, uploaded in the chat page, is not "shared".
+    await admin.get_by_test_id("file-input").set_input_files(
+        [{"name": "admin-private.md", "mimeType": "text/markdown", "buffer": b"# Mine only"}]
+    )
+    await expect(
+        admin.get_by_test_id("document").filter(has_text="admin-private.md")
+    ).to_have_count(1)
     await admin.get_by_role("button", name="Admin", exact=True).click()
+    await expect(admin).to_have_url(f"{live_server.url}/admin")
     await expect(admin.get_by_role("heading", name="Usage")).to_be_visible()
     await expect(admin.get_by_role("table", name="Users")).to_contain_text(ADMIN_EMAIL)
     await admin.get_by_test_id("file-input").set_input_files(
@@ -272,6 +286,13 @@ async def test_admin_shares_a_document_with_everyone(
     shared = admin.get_by_test_id("document").filter(has_text="handbook.md")
     await expect(shared).to_have_attribute("data-status", "completed", timeout=60_000)
     await expect(shared).to_contain_text("shared")
+    shared_card = admin.locator(
+        "section", has=admin.get_by_role("heading", name="Shared documents")
+    )
+    await expect(shared_card.get_by_test_id("document")).to_have_count(1)
+    await expect(shared_card).not_to_contain_text("admin-private.md")
+    # Nothing to pick here: no checkboxes that do nothing.
+    await expect(shared_card.get_by_role("checkbox")).to_have_count(0)
     await admin.screenshot(path=str(SCREENSHOTS / "admin.png"))
     await context.close()
 
@@ -284,13 +305,6 @@ async def test_admin_shares_a_document_with_everyone(
     await expect(document.get_by_role("button", name="Delete")).to_have_count(0)
     await expect(document.get_by_role("button", name="Reprocess")).to_have_count(0)
     await other.close()
-
-
-async def log_in(page: Page, server: LiveServer, email: str, password: str) -> None:
-    await page.goto(server.url)
-    await page.get_by_label("Email").fill(email)
-    await page.get_by_label("Password").fill(password)
-    await page.get_by_role("button", name="Log in").click()
 
 
 async def test_admin_adds_a_colleague_who_chooses_a_password_and_makes_an_api_key(

@@ -18,12 +18,17 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   const [problem, setProblem] = useState<string | null>(null);
   const sentinel = useRef<HTMLLIElement>(null);
 
+  // Only the latest request may fill the list: a reply for a filter no longer chosen (or an
+  // older refresh) can come back after the current one.
+  const latest = useRef(0);
   const loadPage = useCallback(
     async (skip: number) => {
+      const request = ++latest.current;
       setLoading(true);
       const { data } = await api.GET("/api/v1/chats", {
         params: { query: { skip, limit: PAGE, category_id: categoryId || undefined } },
       });
+      if (request !== latest.current) return;
       setLoading(false);
       if (!data) return;
       setTotal(data.total);

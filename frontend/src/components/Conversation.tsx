@@ -1,4 +1,14 @@
-import { createContext, useContext, useEffect, useRef, useState, type ComponentPropsWithoutRef, type KeyboardEvent } from "react";
+import {
+  createContext,
+  Fragment,
+  useContext,
+  useEffect,
+  useRef,
+  useState,
+  type ComponentPropsWithoutRef,
+  type KeyboardEvent,
+  type ReactNode,
+} from "react";
 import Markdown from "react-markdown";
 import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
 import { citationNumber, linkCitations } from "../citations";
@@ -7,7 +17,13 @@ interface Props {
   chatId: string | null;
   selectedDocumentIds: string[];
   collections: Schemas["CollectionRead"][];
+  /** Above the messages: what the chat answers from. */
+  header: ReactNode;
+  /** In the composer: the documents picked for the next message. */
+  nextMessageScope: ReactNode;
   onChatCreated(chatId: string): void;
+  /** The question is saved: the picks for it have been used. */
+  onSent(): void;
   onAnswered(): void;
   onShowSources(sources: Source[] | null, highlighted: number | null, reveal?: boolean): void;
 }
@@ -58,7 +74,44 @@ function AnswerText({
   );
 }
 
-export default function Conversation({ chatId, selectedDocumentIds, collections, onChatCreated, onAnswered, onShowSources }: Props) {
+/** Why an answer is not drawn from the documents, in the reader's words. */
+const GENERAL_REASONS: Record<string, string> = {
+  no_documents: "there are no documents to search yet",
+  no_match: "no passage of the documents matched the question",
+  not_cited: "the answer did not use the passages found",
+  insufficient_information: "the documents do not say",
+  rag_disabled: "documents were switched off for this message",
+  retrieval_unavailable: "the document search was unavailable",
+};
+
+/** What the reader saw of an answer they stopped (the server keeps the same text). */
+function stoppedAnswer(chatId: string, text: string): Message {
+  return {
+    id: `stopped-${Date.now()}`,
+    chat_id: chatId,
+    role: "assistant",
+    content: text,
+    sources: null,
+    model: null,
+    latency_ms: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    meta: { grounded: false, stopped: true },
+    created_at: new Date().toISOString(),
+  };
+}
+
+export default function Conversation({
+  chatId,
+  selectedDocumentIds,
+  collections,
+  header,
+  nextMessageScope,
+  onChatCreated,
+  onSent,
+  onAnswered,
+  onShowSources,
+}: Props) {
   const [messages, setMessages] = useState<Message[]>([]);
   // The unsent text survives a reload or a new login (kept per chat for this browser tab).
   const draftKey = `docchat.draft.${chatId ?? "new"}`;
@@ -69,6 +122,15 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
   const createdHere = useRef<string | null>(null);
   // A collection to ask within, for this chat's next messages (none: the usual scope).
   const [collectionId, setCollectionId] = useState("");
+  // False once the user has moved to another chat: a stream still running here (it goes on,
+  // so its answer is saved) must not steer the page to its chat or show its sources.
+  const onScreen = useRef(true);
+  useEffect(() => {
+    onScreen.current = true;
+    return () => {
+      onScreen.current = false;
+    };
+  }, []);
 
   useEffect(() => {
     if (chatId && chatId === createdHere.current) return; // already on screen from the stream
@@ -117,10 +179,12 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
           onMeta(newChatId, user) {
             saved = true;
             update({ user });
+            if (!onScreen.current) return;
             if (!chatId) {
               createdHere.current = newChatId;
               onChatCreated(newChatId);
             }
+            onSent();
           },
           onSources() {},
           onDelta(text) {
@@ -132,7 +196,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
             setMessages((previous) => [...previous, ...asked, message]);
             state = { ...state, user: null };
             setPending(null);
-            if (message.sources?.length) onShowSources(message.sources, null, false);
+            if (message.sources?.length && onScreen.current) onShowSources(message.sources, null, false);
           },
           onError(detail) {
             update({ error: detail });
@@ -143,6 +207,12 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
     } catch (caught) {
       if (!(caught instanceof DOMException && caught.name === "AbortError")) {
         update({ error: caught instanceof Error ? caught.message : "The message failed" });
+      } else if (state.user && state.text) {
+        // Stopped: the server keeps what was shown, marked as stopped; so does the screen.
+        const asked = state.user;
+        const kept = stoppedAnswer(asked.chat_id, state.text);
+        setMessages((previous) => [...previous, asked, kept]);
+        state = { ...state, user: null };
       }
     } finally {
       abort.current = null;
@@ -155,7 +225,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
       }
       const unanswered = state.user;
       if (unanswered) {
-        // Stopped or failed: the question is saved; the half answer is not.
+        // Stopped before the first word, or failed: the question is saved, with no answer.
         setMessages((previous) => [...previous, unanswered]);
       }
       setPending(state.error ? { user: null, question: "", text: "", error: state.error } : null);
@@ -172,6 +242,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
 
   return (
     <section className="conversation" aria-label="Conversation">
+      {header}
       <div className="messages" aria-live="polite">
         {!messages.length && !pending && (
           <div className="empty">
@@ -179,28 +250,45 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
             <p className="muted">Upload files on the right, then ask a question. Answers cite the pages they use.</p>
           </div>
         )}
-        {messages.map((message) => (
-          <article key={message.id} className={`message ${message.role}`} data-testid={`message-${message.role}`}>
-            {message.role === "assistant" ? (
-              <>
-                <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
-                <footer>
-                  {message.sources?.length ? (
-                    <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
-                      {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
-                    </button>
-                  ) : (
-                    <span className="badge general" title="This answer is not grounded in your documents">
-                      General answer
+        {messages.map((message, index) =>
+          message.role === "assistant" ? (
+            <article key={message.id} className="message assistant" data-testid="message-assistant">
+              <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
+              <footer>
+                {message.meta?.stopped && (
+                  <span className="badge stopped" title="You stopped this answer; this is as far as it went">
+                    Stopped
+                  </span>
+                )}
+                {message.sources?.length ? (
+                  <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
+                    {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
+                  </button>
+                ) : (
+                  !message.meta?.stopped && (
+                    <span className="general-answer">
+                      <span className="badge general">General answer</span>
+                      {message.meta?.reason && GENERAL_REASONS[message.meta.reason] && (
+                        <span className="muted"> · {GENERAL_REASONS[message.meta.reason]}</span>
+                      )}
                     </span>
-                  )}
-                </footer>
-              </>
-            ) : (
-              <p className="user-text">{message.content}</p>
-            )}
-          </article>
-        ))}
+                  )
+                )}
+              </footer>
+            </article>
+          ) : (
+            <Fragment key={message.id}>
+              <article className="message user" data-testid="message-user">
+                <p className="user-text">{message.content}</p>
+              </article>
+              {messages[index + 1]?.role !== "assistant" && (index + 1 < messages.length || !pending) && (
+                <p className="no-answer muted small" data-testid="no-answer">
+                  No answer: stopped or failed before the first word
+                </p>
+              )}
+            </Fragment>
+          ),
+        )}
         {pending && (
           <>
             {pending.question && (
@@ -235,11 +323,7 @@ export default function Conversation({ chatId, selectedDocumentIds, collections,
             </select>
           </label>
         )}
-        {selectedDocumentIds.length > 0 && (
-          <p className="muted small">
-            Using {selectedDocumentIds.length} selected {selectedDocumentIds.length === 1 ? "document" : "documents"} for the next message
-          </p>
-        )}
+        {nextMessageScope}
         <label htmlFor="composer" className="sr-only">
           Message
         </label>

@@ -1,23 +1,31 @@
 import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
 import { api, uploadDocument, type DocumentInfo } from "../api/client";
 
+type UploadState = "waiting" | "uploading" | "failed";
+
 interface Upload {
   id: number;
   name: string;
+  state: UploadState;
   progress: number;
   error?: string;
 }
 
 interface Props {
-  selected: string[];
-  onSelectedChange(ids: string[]): void;
-  chatId: string | null;
-  linkedIds: string[];
-  onLinked(): void;
+  /** Documents picked for the next message; without `onToggleSelected` there is nothing to pick. */
+  selected?: string[];
+  onToggleSelected?(document: DocumentInfo): void;
+  chatId?: string | null;
+  linkedIds?: string[];
+  onLinked?(): void;
   uploadUrl?: string;
+  /** Only the documents shared with everyone (the admin page). */
+  visibility?: "shared";
 }
 
 const POLL_MS = 1500;
+// Documents listed per "Show more" (the API's largest page).
+const PAGE = 100;
 let nextUploadId = 0;
 
 /** 1 -> "1st", 22 -> "22nd", 13 -> "13th". */
@@ -28,21 +36,54 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-export default function DocumentsPanel({ selected, onSelectedChange, chatId, linkedIds, onLinked, uploadUrl = "/api/v1/documents" }: Props) {
+/** 52_428_800 -> "50 MB". */
+export function megabytes(bytes: number): string {
+  const value = bytes / (1024 * 1024);
+  return `${value >= 10 ? Math.round(value) : value.toFixed(1)} MB`;
+}
+
+export default function DocumentsPanel({
+  selected = [],
+  onToggleSelected,
+  chatId = null,
+  linkedIds = [],
+  onLinked,
+  uploadUrl = "/api/v1/documents",
+  visibility,
+}: Props) {
   const [documents, setDocuments] = useState<DocumentInfo[]>([]);
+  const [total, setTotal] = useState(0);
+  const [pages, setPages] = useState(1);
   const [uploads, setUploads] = useState<Upload[]>([]);
+  const [maxBytes, setMaxBytes] = useState<number | null>(null);
   const [dragging, setDragging] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const input = useRef<HTMLInputElement>(null);
+  // Files waiting their turn: one upload at a time, so each gets the whole connection.
+  const waiting = useRef<{ id: number; file: File }[]>([]);
+  const sending = useRef(false);
 
   const refresh = useCallback(async () => {
-    const { data } = await api.GET("/api/v1/documents", { params: { query: { limit: 100 } } });
-    if (data) setDocuments(data.items);
-  }, []);
+    const loaded: DocumentInfo[] = [];
+    let count = 0;
+    for (let skip = 0; skip < pages * PAGE; skip += PAGE) {
+      const { data } = await api.GET("/api/v1/documents", { params: { query: { skip, limit: PAGE, visibility } } });
+      if (!data) return;
+      loaded.push(...data.items);
+      count = data.total;
+      if (loaded.length >= data.total) break;
+    }
+    setDocuments(loaded);
+    setTotal(count);
+  }, [pages, visibility]);
 
   useEffect(() => {
     void refresh();
   }, [refresh]);
+
+  useEffect(() => {
+    void api.GET("/api/v1/users/me/usage").then(({ data }) => setMaxBytes(data?.max_upload_bytes ?? null));
+  }, []);
 
   // Live status: poll while anything is waiting or being processed.
   const processing = documents.some((d) => d.status === "queued" || d.status === "processing");
@@ -52,26 +93,51 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
     return () => window.clearInterval(timer);
   }, [processing, refresh]);
 
-  async function upload(files: FileList | File[]) {
+  function patchUpload(id: number, patch: Partial<Upload>) {
+    setUploads((previous) => previous.map((u) => (u.id === id ? { ...u, ...patch } : u)));
+  }
+
+  async function sendWaiting() {
+    if (sending.current) return;
+    sending.current = true;
+    try {
+      for (let next = waiting.current.shift(); next; next = waiting.current.shift()) {
+        const { id, file } = next;
+        patchUpload(id, { state: "uploading" });
+        try {
+          await uploadDocument(file, uploadUrl, (progress) => patchUpload(id, { progress }));
+          setUploads((previous) => previous.filter((u) => u.id !== id));
+          await refresh();
+        } catch (caught) {
+          patchUpload(id, { state: "failed", error: caught instanceof Error ? caught.message : "Upload failed" });
+        }
+      }
+    } finally {
+      sending.current = false;
+    }
+  }
+
+  function upload(files: FileList | File[]) {
+    const added: Upload[] = [];
     for (const file of Array.from(files)) {
       const id = nextUploadId++;
-      setUploads((previous) => [...previous, { id, name: file.name, progress: 0 }]);
-      const update = (patch: Partial<Upload>) =>
-        setUploads((previous) => previous.map((u) => (u.id === id ? { ...u, ...patch } : u)));
-      try {
-        await uploadDocument(file, uploadUrl, (progress) => update({ progress }));
-        setUploads((previous) => previous.filter((u) => u.id !== id));
-        await refresh();
-      } catch (caught) {
-        update({ error: caught instanceof Error ? caught.message : "Upload failed" });
+      if (maxBytes !== null && file.size > maxBytes) {
+        // Refused here, before minutes of sending end in a 413.
+        const error = `${file.name} is ${megabytes(file.size)}; the largest upload is ${megabytes(maxBytes)}`;
+        added.push({ id, name: file.name, state: "failed", progress: 0, error });
+        continue;
       }
+      added.push({ id, name: file.name, state: "waiting", progress: 0 });
+      waiting.current.push({ id, file });
     }
+    setUploads((previous) => [...previous, ...added]);
+    void sendWaiting();
   }
 
   function onDrop(event: DragEvent) {
     event.preventDefault();
     setDragging(false);
-    void upload(event.dataTransfer.files);
+    upload(event.dataTransfer.files);
   }
 
   async function act(action: () => Promise<{ error?: unknown }>) {
@@ -81,14 +147,10 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
     await refresh();
   }
 
-  function toggle(id: string) {
-    onSelectedChange(selected.includes(id) ? selected.filter((s) => s !== id) : [...selected, id]);
-  }
-
   async function link(document: DocumentInfo) {
     if (!chatId) return;
     await act(() => api.POST("/api/v1/chats/{chat_id}/documents", { params: { path: { chat_id: chatId } }, body: { document_ids: [document.id] } }));
-    onLinked();
+    onLinked?.();
   }
 
   async function unlink(document: DocumentInfo) {
@@ -96,7 +158,7 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
     await act(() =>
       api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: document.id } } }),
     );
-    onLinked();
+    onLinked?.();
   }
 
   return (
@@ -123,21 +185,13 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
           accept=".pdf,.md,.markdown,.txt,application/pdf,text/plain,text/markdown"
           hidden
           data-testid="file-input"
-          onChange={(e) => e.target.files && void upload(e.target.files)}
+          onChange={(e) => {
+            if (e.target.files) upload(e.target.files);
+            e.target.value = ""; // the same file can be picked again
+          }}
         />
       </div>
-      {uploads.map((u) => (
-        <div key={u.id} className="upload">
-          <span>{u.name}</span>
-          {u.error ? (
-            <span role="alert" className="error">
-              {u.error}
-            </span>
-          ) : (
-            <progress max={1} value={u.progress} aria-label={`Uploading ${u.name}`} />
-          )}
-        </div>
-      ))}
+      <UploadQueue uploads={uploads} onDismiss={(id) => setUploads((previous) => previous.filter((u) => u.id !== id))} />
       {error && (
         <p role="alert" className="error">
           {error}
@@ -147,13 +201,15 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
         {documents.map((d) => (
           <li key={d.id} data-testid="document" data-status={d.status}>
             <label className="doc-name">
-              <input
-                type="checkbox"
-                checked={selected.includes(d.id)}
-                disabled={d.status === "failed"}
-                onChange={() => toggle(d.id)}
-                aria-label={`Use ${d.filename} for the next message`}
-              />
+              {onToggleSelected && (
+                <input
+                  type="checkbox"
+                  checked={selected.includes(d.id)}
+                  disabled={d.status === "failed"}
+                  onChange={() => onToggleSelected(d)}
+                  aria-label={`Use ${d.filename} for the next message`}
+                />
+              )}
               <span title={d.filename}>{d.filename}</span>
               {d.visibility === "shared" && <span className="badge">shared</span>}
               {d.visibility !== "shared" && d.owner_id == null && <span className="badge">shared with you</span>}
@@ -166,7 +222,7 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
               {d.status === "processing" && <progress max={1} value={d.progress} aria-label={`Processing ${d.filename}`} />}
               {d.status === "completed" && (
                 <span className="muted">
-                  {d.page_count} {d.page_count === 1 ? "page" : "pages"} · {d.chunk_count} chunks
+                  {d.page_count} {d.page_count === 1 ? "page" : "pages"} · {d.chunk_count} {d.chunk_count === 1 ? "chunk" : "chunks"}
                 </span>
               )}
               {d.error && <span className="error">{d.error}</span>}
@@ -201,6 +257,51 @@ export default function DocumentsPanel({ selected, onSelectedChange, chatId, lin
         ))}
         {!documents.length && <li className="muted">No documents yet.</li>}
       </ul>
+      {documents.length < total && (
+        <button className="wide more" onClick={() => setPages((count) => count + 1)}>
+          Show more ({documents.length} of {total} shown)
+        </button>
+      )}
     </section>
+  );
+}
+
+/** The files picked for upload: the one being sent, those waiting, and those refused. */
+function UploadQueue({ uploads, onDismiss }: { uploads: Upload[]; onDismiss(id: number): void }) {
+  if (!uploads.length) return null;
+  const current = uploads.find((u) => u.state === "uploading");
+  const waitingCount = uploads.filter((u) => u.state === "waiting").length;
+  return (
+    <div className="uploads">
+      {(current || waitingCount > 0) && (
+        <p role="status" className="small">
+          {current ? `Uploading ${current.name}` : "Starting uploads"}
+          {waitingCount > 0 && ` · ${waitingCount} waiting`}
+        </p>
+      )}
+      <ul className="plain">
+        {uploads.map((u) => (
+          <li key={u.id} className={`upload ${u.state}`} data-testid="upload">
+            <span className="upload-name" title={u.name}>
+              {u.name}
+            </span>
+            {u.state === "failed" ? (
+              <>
+                <span role="alert" className="error">
+                  {u.error}
+                </span>
+                <button className="small" onClick={() => onDismiss(u.id)} aria-label={`Dismiss ${u.name}`}>
+                  Dismiss
+                </button>
+              </>
+            ) : u.state === "waiting" ? (
+              <span className="muted">waiting to upload</span>
+            ) : (
+              <progress max={1} value={u.progress} aria-label={`Uploading ${u.name}`} />
+            )}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

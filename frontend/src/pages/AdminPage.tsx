@@ -37,7 +37,7 @@ export default function AdminPage({ currentUserId }: { currentUserId: string }) 
       <section aria-labelledby="shared-title" className="card">
         <h2 id="shared-title">Shared documents</h2>
         <p className="muted">Documents uploaded here are readable by every user.</p>
-        <DocumentsPanel selected={[]} onSelectedChange={() => undefined} chatId={null} linkedIds={[]} onLinked={() => undefined} uploadUrl="/api/v1/admin/documents" />
+        <DocumentsPanel uploadUrl="/api/v1/admin/documents" visibility="shared" />
       </section>
       <section aria-labelledby="users-title" className="card wide">
         <h2 id="users-title">Users</h2>

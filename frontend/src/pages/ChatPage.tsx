@@ -1,38 +1,72 @@
-import { useCallback, useEffect, useState } from "react";
-import { api, type Schemas, type Source } from "../api/client";
+import { useCallback, useEffect, useRef, useState } from "react";
+import { api, type ChatDetail, type Schemas, type Source } from "../api/client";
 import ChatList from "../components/ChatList";
 import Conversation from "../components/Conversation";
 import DocumentsPanel from "../components/DocumentsPanel";
+import { ChatScope, NextMessageScope, type Named } from "../components/ScopeChips";
 import SourcesPanel from "../components/SourcesPanel";
+import type { Navigate } from "../routes";
 
 type Tab = "sources" | "documents";
 
-export default function ChatPage() {
-  const [chatId, setChatId] = useState<string | null>(null);
-  // Bumped when the user picks a chat, not when a stream creates one (that must not remount).
-  const [conversationKey, setConversationKey] = useState(0);
+interface Props {
+  chatId: string | null;
+  navigate: Navigate;
+}
+
+export default function ChatPage({ chatId, navigate }: Props) {
+  // Which conversation is on screen. A new `key` remounts it: when the user opens a chat (or
+  // goes Back/Forward), not when the stream of a new chat gives it its id.
+  const [shown, setShown] = useState({ chatId, key: 0 });
+  const createdByStream = useRef<string | null>(null);
   const [listKey, setListKey] = useState(0);
-  const [selected, setSelected] = useState<string[]>([]);
-  const [linked, setLinked] = useState<string[]>([]);
+  const [selected, setSelected] = useState<Named[]>([]);
+  const [pinned, setPinned] = useState(false);
+  const [detail, setDetail] = useState<ChatDetail | null>(null);
   const [sources, setSources] = useState<Source[] | null>(null);
   const [highlighted, setHighlighted] = useState<number | null>(null);
   const [tab, setTab] = useState<Tab>("documents");
   const [panelOpen, setPanelOpen] = useState(false);
   const [collections, setCollections] = useState<Schemas["CollectionRead"][]>([]);
 
+  if (shown.chatId !== chatId) {
+    // Only a new chat's stream turns "no chat" into a chat while keeping the view.
+    const sameView = shown.chatId === null && chatId !== null && chatId === createdByStream.current;
+    setShown({ chatId, key: sameView ? shown.key : shown.key + 1 });
+    if (!sameView) {
+      setSources(null);
+      setSelected([]);
+      setPinned(false);
+    }
+  }
+
   useEffect(() => {
     void api.GET("/api/v1/collections", { params: { query: { limit: 100 } } }).then(({ data }) => setCollections(data?.items ?? []));
   }, []);
 
-  const loadLinked = useCallback(async () => {
-    if (!chatId) return setLinked([]);
-    const { data } = await api.GET("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chatId } } });
-    setLinked(data?.document_ids ?? []);
-  }, [chatId]);
+  // Read when a request starts and when it returns: callbacks held by a running stream were
+  // made for an earlier chat id, and a late reply must not show another chat's links.
+  const currentChat = useRef(chatId);
+  currentChat.current = chatId;
+  const loadDetail = useCallback(async () => {
+    const id = currentChat.current;
+    if (!id) return setDetail(null);
+    const { data } = await api.GET("/api/v1/chats/{chat_id}", { params: { path: { chat_id: id } } });
+    if (currentChat.current === id) setDetail(data ?? null);
+  }, []);
 
   useEffect(() => {
-    void loadLinked();
-  }, [loadLinked]);
+    void loadDetail();
+  }, [chatId, loadDetail]);
+
+  function openChat(id: string | null) {
+    navigate({ page: "chat", chatId: id });
+    // Also when it is the chat already open ("New chat" on a new chat): start afresh.
+    setShown((current) => ({ chatId: id, key: current.key + 1 }));
+    setSources(null);
+    setSelected([]);
+    setPinned(false);
+  }
 
   // `reveal` is false when an answer arrives: the panel shows its sources where it is visible
   // (beside the chat), but on a phone, where it covers the chat, only the reader opens it.
@@ -44,24 +78,71 @@ export default function ChatPage() {
     if (number) window.setTimeout(() => document.getElementById(`source-${number}`)?.scrollIntoView?.({ block: "nearest" }), 0);
   }
 
+  function chooseDocuments() {
+    setTab("documents");
+    setPanelOpen(true);
+  }
+
+  async function unlinkDocument(documentId: string) {
+    if (!chatId) return;
+    await api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: documentId } } });
+    await loadDetail();
+  }
+
+  async function unlinkCollection(collectionId: string) {
+    if (!chatId) return;
+    await api.DELETE("/api/v1/chats/{chat_id}/collections/{collection_id}", {
+      params: { path: { chat_id: chatId, collection_id: collectionId } },
+    });
+    await loadDetail();
+  }
+
+  const linkedCollections = (detail?.collection_ids ?? []).map((id) => ({
+    id,
+    name: collections.find((collection) => collection.id === id)?.name ?? "(unnamed)",
+  }));
+
   return (
     <main className="chat-page">
-      <ChatList
-        currentChatId={chatId}
-        refreshKey={listKey}
-        onSelect={(id) => {
-          setChatId(id);
-          setSources(null);
-          setConversationKey((k) => k + 1);
-        }}
-      />
+      <ChatList currentChatId={chatId} refreshKey={listKey} onSelect={openChat} />
       <Conversation
-        key={conversationKey}
+        key={shown.key}
         chatId={chatId}
-        selectedDocumentIds={selected}
+        selectedDocumentIds={selected.map((document) => document.id)}
         collections={collections}
-        onChatCreated={(id) => setChatId(id)}
-        onAnswered={() => setListKey((k) => k + 1)}
+        header={
+          chatId ? (
+            <ChatScope
+              documents={(detail?.documents ?? []).map((document) => ({ id: document.id, name: document.filename }))}
+              collections={linkedCollections}
+              onUnlinkDocument={(id) => void unlinkDocument(id)}
+              onUnlinkCollection={(id) => void unlinkCollection(id)}
+              onChoose={chooseDocuments}
+            />
+          ) : null
+        }
+        nextMessageScope={
+          <NextMessageScope
+            documents={selected}
+            newChat={chatId === null}
+            pinned={pinned}
+            onRemove={(id) => setSelected((current) => current.filter((document) => document.id !== id))}
+            onPinnedChange={setPinned}
+            onChoose={chooseDocuments}
+          />
+        }
+        onChatCreated={(id) => {
+          createdByStream.current = id;
+          navigate({ page: "chat", chatId: id }, { replace: true });
+        }}
+        onSent={() => {
+          if (!pinned) setSelected([]);
+          void loadDetail(); // a new chat's first picks are now linked to it
+        }}
+        onAnswered={() => {
+          setListKey((k) => k + 1);
+          void loadDetail();
+        }}
         onShowSources={showSources}
       />
       <button className="panel-toggle" onClick={() => setPanelOpen(!panelOpen)} aria-expanded={panelOpen}>
@@ -79,7 +160,19 @@ export default function ChatPage() {
         {tab === "sources" ? (
           <SourcesPanel sources={sources} highlighted={highlighted} />
         ) : (
-          <DocumentsPanel selected={selected} onSelectedChange={setSelected} chatId={chatId} linkedIds={linked} onLinked={loadLinked} />
+          <DocumentsPanel
+            selected={selected.map((document) => document.id)}
+            onToggleSelected={(document) =>
+              setSelected((current) =>
+                current.some((picked) => picked.id === document.id)
+                  ? current.filter((picked) => picked.id !== document.id)
+                  : [...current, { id: document.id, name: document.filename }],
+              )
+            }
+            chatId={chatId}
+            linkedIds={detail?.document_ids ?? []}
+            onLinked={() => void loadDetail()}
+          />
         )}
       </aside>
     </main>

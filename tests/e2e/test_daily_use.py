@@ -1,0 +1,249 @@
+"""The web app as a daily tool (issue 19): what an answer draws from is in view, a chat has an
+address, switching chats mid-answer misfiles nothing, uploads queue up and say why they fail."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx
+from playwright.async_api import Browser, Page, Route, expect
+
+from tests.e2e.conftest import SCREENSHOTS
+from tests.e2e.flows import ask, sign_up
+from tests.support.live_server import LiveServer
+from tests.support.llm_server import Reply, ScriptedLLM
+
+CHAT_URL = re.compile(r"/chats/[0-9a-f-]{36}$")
+
+
+async def upload_texts(page: Page, files: dict[str, str]) -> None:
+    """Upload text files through the documents panel and wait until each is searchable."""
+    await page.get_by_test_id("file-input").set_input_files(
+        [
+            {"name": name, "mimeType": "text/plain", "buffer": text.encode()}
+            for name, text in files.items()
+        ]
+    )
+    for name in files:
+        document = page.get_by_test_id("document").filter(has_text=name)
+        await expect(document).to_have_attribute("data-status", "completed", timeout=60_000)
+
+
+async def access_token(page: Page) -> str:
+    token = await page.evaluate("JSON.parse(localStorage.getItem('docchat.tokens')).access_token")
+    assert isinstance(token, str)
+    return token
+
+
+async def test_new_chat_during_an_answer_stays_new_and_the_answer_lands_in_its_own_chat(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await upload_texts(page, {"bridge.txt": "The harbour bridge opened to traffic in 1932."})
+
+    # The request is held a moment, so "New chat" comes before the chat exists.
+    async def hold(route: Route) -> None:
+        await asyncio.sleep(1.0)
+        await route.continue_()
+
+    await page.route("**/api/v1/messages/stream", hold)
+    scripted_llm.script(Reply(content="It opened in 1932 [1].", delay_seconds=1))
+    await ask(page, "When did the harbour bridge open?")
+    await page.get_by_role("button", name="+ New chat").click()
+
+    # The answer finishes in the background and its chat appears in the list...
+    chats = page.get_by_role("complementary", name="Chats")
+    first = chats.get_by_role("button", name="When did the harbour bridge open?", exact=True)
+    await expect(first).to_be_visible(timeout=15_000)
+    await page.wait_for_timeout(500)  # room for a stray handler to act
+    # ...while the page stays on the new, empty chat, with none of that chat's sources.
+    await expect(page).to_have_url(f"{live_server.url}/")
+    await expect(page.get_by_role("heading", name="Ask about your documents")).to_be_visible()
+    await expect(page.get_by_test_id("message-user")).to_have_count(0)
+    await expect(page.get_by_role("tab", name="Documents")).to_have_attribute(
+        "aria-selected", "true"
+    )
+    # The first chat has its whole answer (it was not stopped by leaving).
+    await first.click()
+    answer = page.get_by_test_id("message-assistant")
+    await expect(answer).to_contain_text("It opened in 1932")
+    await expect(answer.get_by_text("1 source")).to_be_visible()
+    await expect(answer.get_by_text("Stopped", exact=True)).to_have_count(0)
+    await context.close()
+
+
+async def test_what_an_answer_draws_from_is_in_view_and_picks_clear_after_sending(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await upload_texts(
+        page,
+        {
+            "bridges.txt": "The harbour bridge opened to traffic in 1932.",
+            "tides.txt": "Spring tides in the harbour rise four metres.",
+        },
+    )
+    panel = page.get_by_role("complementary", name="Documents and sources")
+    pick_bridges = panel.get_by_label("Use bridges.txt for the next message")
+    pick_tides = panel.get_by_label("Use tides.txt for the next message")
+    next_scope = page.get_by_role("group", name="The next message asks about")
+    chat_scope = page.get_by_role("group", name="This chat answers from")
+    documents_tab = page.get_by_role("tab", name="Documents")
+
+    # A pick shows in the composer as a chip; sending uses it, then it clears.
+    await pick_bridges.check()
+    await expect(next_scope.get_by_test_id("chip-next")).to_have_text(["bridges.txt×"])
+    await expect(next_scope).to_contain_text("they become this chat's documents")
+    scripted_llm.script("The bridge opened in 1932 [1].")
+    await ask(page, "When did the bridge open?")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("1932")
+    await expect(next_scope).to_have_count(0)
+    await documents_tab.click()  # the answer showed its sources in the panel
+    await expect(pick_bridges).not_to_be_checked()
+    # The first message's picks became the chat's documents, and the header says so.
+    await expect(chat_scope.get_by_test_id("chip-linked")).to_have_text(["bridges.txt×"])
+    await page.screenshot(path=str(SCREENSHOTS / "scope.png"))
+
+    # A pinned pick stays for the following messages, until removed.
+    await pick_tides.check()
+    await next_scope.get_by_label("Keep for the following messages").check()
+    scripted_llm.script("Four metres [1].")
+    await ask(page, "How high are spring tides?")
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(2)
+    assert "four metres" in scripted_llm.prompt_text()
+    await expect(next_scope.get_by_test_id("chip-next")).to_have_text(["tides.txt×"])
+    await next_scope.get_by_role("button", name="Remove tides.txt").click()
+    await expect(next_scope).to_have_count(0)
+    await documents_tab.click()
+    await expect(pick_tides).not_to_be_checked()
+
+    # The chat's own documents are edited in its header.
+    await chat_scope.get_by_role("button", name="Remove bridges.txt").click()
+    await expect(chat_scope).to_contain_text("all documents you can read")
+
+    # Picks belong to the chat they were made in.
+    await pick_bridges.check()
+    await expect(next_scope).to_be_visible()
+    await page.get_by_role("button", name="+ New chat").click()
+    await expect(next_scope).to_have_count(0)
+    await expect(pick_bridges).not_to_be_checked()
+    await context.close()
+
+
+async def test_each_chat_has_an_address_that_reload_back_and_links_open(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context()
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    scripted_llm.script("Answer one.", "Answer two.")
+    await ask(page, "Question one")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Answer one.")
+    await expect(page).to_have_url(CHAT_URL)
+    first_url = page.url
+
+    await page.get_by_role("button", name="+ New chat").click()
+    await expect(page).to_have_url(f"{live_server.url}/")
+    await ask(page, "Question two")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Answer two.")
+    await expect(page).to_have_url(CHAT_URL)
+    second_url = page.url
+    assert second_url != first_url
+
+    # Reload keeps the open chat; Back and Forward move between chats.
+    await page.reload()
+    await expect(page.get_by_test_id("message-user")).to_have_text(["Question two"])
+    await page.go_back()
+    await expect(page).to_have_url(first_url)
+    await expect(page.get_by_test_id("message-user")).to_have_text(["Question one"])
+    await page.go_forward()
+    await expect(page.get_by_test_id("message-user")).to_have_text(["Question two"])
+
+    # Other pages have addresses too, and Back returns to the chat.
+    await page.get_by_role("button", name="Collections").click()
+    await expect(page).to_have_url(f"{live_server.url}/collections")
+    await page.go_back()
+    await expect(page.get_by_test_id("message-user")).to_have_text(["Question two"])
+
+    # A link to a chat opens it in a new tab.
+    other = await context.new_page()
+    await other.goto(first_url)
+    await expect(other.get_by_test_id("message-user")).to_have_text(["Question one"])
+    await context.close()
+
+
+async def test_uploads_queue_up_refuse_too_big_files_early_and_the_list_goes_past_a_hundred(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    posted: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            posted.append(request.url)
+            if request.method == "POST" and request.url.endswith("/api/v1/documents")
+            else None
+        ),
+    )
+    file_input = page.get_by_test_id("file-input")
+
+    # Too big for the server (2 MB here): refused at once, with the reason; nothing is sent.
+    await file_input.set_input_files(
+        [{"name": "huge.txt", "mimeType": "text/plain", "buffer": b"x" * (3 * 1024 * 1024)}]
+    )
+    refused = page.get_by_test_id("upload").filter(has_text="huge.txt")
+    await expect(refused).to_contain_text("huge.txt is 3.0 MB; the largest upload is 2.0 MB")
+    assert posted == []
+    await refused.get_by_role("button", name="Dismiss huge.txt").click()
+    await expect(refused).to_have_count(0)
+
+    # Several files: one is sent at a time, the others wait their turn, visibly.
+    async def slow(route: Route) -> None:
+        await asyncio.sleep(0.8)
+        await route.continue_()
+
+    await page.route("**/api/v1/documents", slow)
+    await file_input.set_input_files(
+        [
+            {"name": f"note-{number}.txt", "mimeType": "text/plain", "buffer": b"A short note."}
+            for number in range(3)
+        ]
+    )
+    await expect(page.get_by_role("status")).to_contain_text("Uploading note-0.txt · 2 waiting")
+    await expect(page.get_by_test_id("upload").filter(has_text="note-2.txt")).to_contain_text(
+        "waiting to upload"
+    )
+    await page.screenshot(path=str(SCREENSHOTS / "uploads.png"))
+    await expect(page.get_by_test_id("upload")).to_have_count(0, timeout=15_000)
+    # (Documents an administrator shared with everyone are listed too: count only these.)
+    await expect(page.get_by_test_id("document").filter(has_text="note-")).to_have_count(3)
+    assert len(posted) == 3
+    await page.unroute("**/api/v1/documents", slow)
+
+    # Past a hundred documents, the list shows more on request.
+    headers = {"Authorization": f"Bearer {await access_token(page)}"}
+    async with httpx.AsyncClient(base_url=live_server.url, headers=headers, timeout=60) as api:
+        for number in range(98):
+            files = {"file": (f"bulk-{number:03}.txt", b"Bulk note.", "text/plain")}
+            assert (await api.post("/api/v1/documents", files=files)).status_code == 202
+    await page.reload()
+    await expect(page.get_by_test_id("document")).to_have_count(100)
+    more = page.get_by_role("button", name=re.compile(r"^Show more \(100 of \d+ shown\)$"))
+    label = await more.inner_text()
+    total = int(label.split(" of ")[1].split()[0])
+    assert total >= 101  # 101 of this user's own, and any shared with everyone
+    await more.click()
+    await expect(page.get_by_test_id("document")).to_have_count(total)
+    await expect(page.get_by_test_id("document").filter(has_text="bulk-")).to_have_count(98)
+    await expect(more).to_have_count(0)
+    await context.close()
