@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from datetime import timedelta
@@ -17,6 +18,8 @@ from docchat.ingestion.worker import IngestionWorker
 from tests.support.documents import upload, upload_and_process, vector_ref
 from tests.support.files import filler, make_pdf
 from tests.support.users import admin_headers, auth_headers
+
+ADMIN_UPLOAD = "/api/v1/admin/documents"
 
 PDF_FIXTURES = Path(__file__).parents[1] / "fixtures" / "pdf"
 
@@ -390,3 +393,59 @@ async def test_a_deleted_documents_file_goes_when_no_document_uses_it(
         await client.delete(f"/api/v1/documents/{second['id']}", headers=bob)
     ).status_code == 204
     assert not path.exists()
+
+
+async def test_the_same_bytes_again_give_back_the_existing_document_and_nothing_twice(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    alice, bob = await auth_headers(client), await auth_headers(client)
+    same = f"Minutes of the harbour board, {uuid.uuid4()}. The quay reopens in May.".encode()
+    first = await upload_and_process(client, components, alice, "minutes.txt", same)
+
+    again = await upload(client, alice, "minutes (1).txt", same)
+    assert again.status_code == 200
+    assert again.json()["duplicate"] is True
+    assert again.json()["id"] == first["id"] and again.json()["filename"] == "minutes.txt"
+    listing = (await client.get("/api/v1/documents", headers=alice)).json()
+    assert [item["id"] for item in listing["items"]] == [first["id"]]
+    usage = (await client.get("/api/v1/users/me/usage", headers=alice)).json()
+    assert usage["stored_bytes"] == len(same)  # counted once
+
+    # Other people, and different bytes, are separate documents as before.
+    theirs = await upload(client, bob, "minutes.txt", same)
+    assert theirs.status_code == 202 and theirs.json()["duplicate"] is False
+    changed = await upload(client, alice, "minutes.txt", same + b" Amended.")
+    assert changed.status_code == 202 and changed.json()["id"] != first["id"]
+
+    # Once deleted, the same file makes a new document.
+    await client.delete(f"/api/v1/documents/{first['id']}", headers=alice)
+    fresh = await upload(client, alice, "minutes.txt", same)
+    assert fresh.status_code == 202 and fresh.json()["id"] != first["id"]
+
+    # An administrator's shared copy is not their private one.
+    admin = await admin_headers(client, session)
+    private = await upload(client, admin, "policy.md", b"# Policy\n\nBadges at all times.")
+    shared = await upload(
+        client, admin, "policy.md", b"# Policy\n\nBadges at all times.", url=ADMIN_UPLOAD
+    )
+    assert shared.status_code == 202 and shared.json()["id"] != private.json()["id"]
+    shared_again = await upload(
+        client, admin, "policy.md", b"# Policy\n\nBadges at all times.", url=ADMIN_UPLOAD
+    )
+    assert shared_again.status_code == 200 and shared_again.json()["id"] == shared.json()["id"]
+
+
+async def test_two_uploads_of_the_same_bytes_at_once_make_one_document(
+    live_client: httpx.AsyncClient,
+) -> None:
+    headers = await auth_headers(live_client)
+    same = f"Simultaneous {uuid.uuid4()}".encode()
+    replies = await asyncio.gather(
+        *(upload(live_client, headers, f"copy-{n}.txt", same) for n in range(4))
+    )
+    assert sorted(reply.status_code for reply in replies) == [200, 200, 200, 202]
+    assert len({reply.json()["id"] for reply in replies}) == 1
+    # This client commits for real: leave no queued job behind for the queue tests.
+    document_id = replies[0].json()["id"]
+    deleted = await live_client.delete(f"/api/v1/documents/{document_id}", headers=headers)
+    assert deleted.status_code == 204

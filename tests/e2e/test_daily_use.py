@@ -215,7 +215,11 @@ async def test_uploads_queue_up_refuse_too_big_files_early_and_the_list_goes_pas
     await page.route("**/api/v1/documents", slow)
     await file_input.set_input_files(
         [
-            {"name": f"note-{number}.txt", "mimeType": "text/plain", "buffer": b"A short note."}
+            {
+                "name": f"note-{number}.txt",
+                "mimeType": "text/plain",
+                "buffer": f"A short note, number {number}.".encode(),
+            }
             for number in range(3)
         ]
     )
@@ -228,13 +232,31 @@ async def test_uploads_queue_up_refuse_too_big_files_early_and_the_list_goes_pas
     # (Documents an administrator shared with everyone are listed too: count only these.)
     await expect(page.get_by_test_id("document").filter(has_text="note-")).to_have_count(3)
     assert len(posted) == 3
+
+    # The same file again is not a second document; the row says so until dismissed.
+    await file_input.set_input_files(
+        [
+            {
+                "name": "note-0 copy.txt",
+                "mimeType": "text/plain",
+                "buffer": b"A short note, number 0.",
+            }
+        ]
+    )
+    again = page.get_by_test_id("upload").filter(has_text="note-0 copy.txt")
+    await expect(again).to_contain_text("Already uploaded as note-0.txt")
+    await expect(page.get_by_test_id("document").filter(has_text="note-")).to_have_count(3)
+    await again.get_by_role("button", name="Dismiss note-0 copy.txt").click()
+    await expect(again).to_have_count(0)
     await page.unroute("**/api/v1/documents", slow)
 
     # Past a hundred documents, the list shows more on request.
     headers = {"Authorization": f"Bearer {await access_token(page)}"}
     async with httpx.AsyncClient(base_url=live_server.url, headers=headers, timeout=60) as api:
         for number in range(98):
-            files = {"file": (f"bulk-{number:03}.txt", b"Bulk note.", "text/plain")}
+            files = {
+                "file": (f"bulk-{number:03}.txt", f"Bulk note {number}.".encode(), "text/plain")
+            }
             assert (await api.post("/api/v1/documents", files=files)).status_code == 202
     await page.reload()
     await expect(page.get_by_test_id("document")).to_have_count(100)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import Request, status
+from fastapi import Request, Response, status
 
 from docchat.admin import service
 from docchat.admin.schemas import UsageSummary
@@ -21,16 +21,23 @@ router = make_router(prefix="/admin", tags=["admin"])
     response_model=DocumentRead,
     operation_id="admin_upload_shared_document",
     openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
+    responses={
+        status.HTTP_200_OK: {
+            "model": DocumentRead,
+            "description": "The same bytes were uploaded before: that document, `duplicate: true`",
+        },
+    },
 )
 async def upload_shared_document(
     request: Request,
+    response: Response,
     admin: AdminUser,
     session: SessionDep,
     storage: StorageDep,
     settings: SettingsDep,
 ) -> DocumentRead:
     """Upload a document every user can read (multipart `file`, read after the check)."""
-    document = await documents_service.upload_from_form(
+    upload = await documents_service.upload_from_form(
         request,
         session,
         storage,
@@ -39,7 +46,7 @@ async def upload_shared_document(
         quota=settings.quota,
         visibility=Visibility.shared,
     )
-    return (await documents_service.as_read(session, [document], admin.id))[0]
+    return await documents_service.upload_reply(session, upload, admin.id, response)
 
 
 @router.get("/usage", response_model=UsageSummary, operation_id="admin_usage")

@@ -172,6 +172,26 @@ async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
     return (await session.execute(statement.limit(1))).first() is not None
 
 
+async def live_copy(
+    session: AsyncSession, owner_id: uuid.UUID, sha256: str, visibility: Visibility
+) -> Document | None:
+    """The owner's live document with these bytes and visibility, if any (not a failed one:
+    uploading the same file again is how people retry)."""
+    statement = (
+        select(Document)
+        .where(
+            Document.owner_id == owner_id,
+            Document.sha256 == sha256,
+            Document.visibility == visibility,
+            Document.deleted_at.is_(None),
+            Document.status != DocumentStatus.failed,
+        )
+        .order_by(Document.created_at)
+        .limit(1)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
 async def stored_bytes(session: AsyncSession, owner_id: uuid.UUID) -> int:
     """Size of the files of the owner's live documents (for the storage quota)."""
     statement = select(func.coalesce(func.sum(Document.size_bytes), 0)).where(

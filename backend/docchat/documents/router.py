@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import Query, Request, status
+from fastapi import Query, Request, Response, status
 from fastapi.responses import FileResponse
 
 from docchat.auth.dependencies import CurrentUser
@@ -26,9 +26,16 @@ router = make_router(prefix="/documents", tags=["documents"])
     response_model=DocumentRead,
     operation_id="documents_upload",
     openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
+    responses={
+        status.HTTP_200_OK: {
+            "model": DocumentRead,
+            "description": "The same bytes were uploaded before: that document, `duplicate: true`",
+        },
+    },
 )
 async def upload_document(
     request: Request,
+    response: Response,
     user: CurrentUser,
     session: SessionDep,
     storage: StorageDep,
@@ -38,7 +45,7 @@ async def upload_document(
 
     The body (multipart: `file`, optional `category_id`) is read only once the caller is
     authenticated."""
-    document = await service.upload_from_form(
+    upload = await service.upload_from_form(
         request,
         session,
         storage,
@@ -46,7 +53,7 @@ async def upload_document(
         max_bytes=settings.max_upload_bytes,
         quota=settings.quota,
     )
-    return (await service.as_read(session, [document], user.id))[0]
+    return await service.upload_reply(session, upload, user.id, response)
 
 
 @router.get("", response_model=Page[DocumentRead], operation_id="documents_list")

@@ -36,6 +36,13 @@ class DocumentRead(BaseModel):
     )
     created_at: datetime
     updated_at: datetime
+    duplicate: bool = Field(
+        False,
+        description=(
+            "Upload replies only: you had uploaded these exact bytes already, so this is that "
+            "document (status 200) and nothing new was stored or queued"
+        ),
+    )
 
     @classmethod
     def for_viewer(

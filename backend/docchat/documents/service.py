@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from fastapi import Request
+from fastapi import Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import UploadFile
 
@@ -75,18 +76,25 @@ async def upload(
     quota: QuotaSettings,
     category_id: uuid.UUID | None = None,
     visibility: Visibility = Visibility.private,
-) -> Document:
-    """Store the file and queue its processing; the job is visible once the request commits."""
+) -> Upload:
+    """Store the file and queue its processing; the job is visible once the request commits.
+
+    The same bytes uploaded again by the same owner (and visibility) give back the document
+    they already made, and store nothing."""
     if category_id is not None:
         await categories_service.get_owned(session, user, category_id)
     filename = sanitize_filename(file.filename)
     received = await storage.receive(file, max_bytes)
     try:
+        kind = detect_kind(filename, received.head)
+        # Held until commit: a removal of the same file waits until this row is visible, and
+        # so does a second upload of the same bytes, which then finds this one.
+        await repository.lock_storage_key(session, received.key)
+        existing = await repository.live_copy(session, user.id, received.sha256, visibility)
+        if existing is not None:
+            return Upload(existing, duplicate=True)
         stored = await repository.stored_bytes(session, user.id)
         quotas.ensure_room_for(user, quota, stored=stored, incoming_bytes=received.size_bytes)
-        kind = detect_kind(filename, received.head)
-        # Held until commit: a removal of the same file waits until this row is visible.
-        await repository.lock_storage_key(session, received.key)
         key = await storage.place(received)
     finally:
         await storage.discard(received)
@@ -104,7 +112,13 @@ async def upload(
     session.add(document)
     await session.flush()
     await jobs.enqueue(session, document)
-    return document
+    return Upload(document, duplicate=False)
+
+
+@dataclass(frozen=True)
+class Upload:
+    document: Document
+    duplicate: bool  # the owner had uploaded these bytes already: this is that document
 
 
 async def as_read(
@@ -117,6 +131,18 @@ async def as_read(
         DocumentRead.for_viewer(document, viewer_id, positions.get(document.id))
         for document in documents
     ]
+
+
+async def upload_reply(
+    session: AsyncSession, upload: Upload, viewer_id: uuid.UUID, response: Response
+) -> DocumentRead:
+    """What an upload answers: 202 and the queued document, or 200 and the document the same
+    bytes made before (`duplicate: true`)."""
+    read = (await as_read(session, [upload.document], viewer_id))[0]
+    if upload.duplicate:
+        response.status_code = status.HTTP_200_OK
+        read.duplicate = True
+    return read
 
 
 async def release_file(
@@ -139,7 +165,7 @@ async def upload_from_form(
     max_bytes: int,
     quota: QuotaSettings,
     visibility: Visibility = Visibility.private,
-) -> Document:
+) -> Upload:
     """`upload` of the multipart form in `request` (`file`, optional `category_id`), read now:
     the caller was authenticated before a byte of it was."""
     async with upload_form(request) as form:

@@ -204,7 +204,8 @@ export function uploadDocument(
     };
     request.onload = () => {
       const payload = JSON.parse(request.responseText || "null");
-      if (request.status === 202) resolve(payload as DocumentInfo);
+      // 200: these bytes were uploaded before; the reply is that document (`duplicate`).
+      if (request.status === 202 || request.status === 200) resolve(payload as DocumentInfo);
       else if (request.status === 401) {
         void refreshTokens().then((ok) => (ok ? uploadDocument(file, url, onProgress).then(resolve, reject) : reject(new Error("Please log in again"))));
       } else reject(new Error(errorMessage(payload, `Upload failed (${request.status})`)));

@@ -1429,6 +1429,12 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * Duplicate
+             * @description Upload replies only: you had uploaded these exact bytes already, so this is that document (status 200) and nothing new was stored or queued
+             * @default false
+             */
+            duplicate: boolean;
             /** Error */
             error: string | null;
             /** Filename */
@@ -2231,6 +2237,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same bytes were uploaded before: that document, `duplicate: true` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
             /** @description Successful Response */
             202: {
                 headers: {
@@ -3756,6 +3771,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same bytes were uploaded before: that document, `duplicate: true` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
             /** @description Successful Response */
             202: {
                 headers: {

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
 import { api, uploadDocument, type DocumentInfo } from "../api/client";
 
-type UploadState = "waiting" | "uploading" | "failed";
+type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
 
 interface Upload {
   id: number;
@@ -105,8 +105,13 @@ export default function DocumentsPanel({
         const { id, file } = next;
         patchUpload(id, { state: "uploading" });
         try {
-          await uploadDocument(file, uploadUrl, (progress) => patchUpload(id, { progress }));
-          setUploads((previous) => previous.filter((u) => u.id !== id));
+          const stored = await uploadDocument(file, uploadUrl, (progress) => patchUpload(id, { progress }));
+          if (stored.duplicate) {
+            const same = stored.filename === file.name ? "" : ` as ${stored.filename}`;
+            patchUpload(id, { state: "duplicate", error: `Already uploaded${same}: the same file is not added twice` });
+          } else {
+            setUploads((previous) => previous.filter((u) => u.id !== id));
+          }
           await refresh();
         } catch (caught) {
           patchUpload(id, { state: "failed", error: caught instanceof Error ? caught.message : "Upload failed" });
@@ -285,11 +290,17 @@ function UploadQueue({ uploads, onDismiss }: { uploads: Upload[]; onDismiss(id: 
             <span className="upload-name" title={u.name}>
               {u.name}
             </span>
-            {u.state === "failed" ? (
+            {u.state === "failed" || u.state === "duplicate" ? (
               <>
-                <span role="alert" className="error">
-                  {u.error}
-                </span>
+                {u.state === "failed" ? (
+                  <span role="alert" className="error">
+                    {u.error}
+                  </span>
+                ) : (
+                  <span role="status" className="muted">
+                    {u.error}
+                  </span>
+                )}
                 <button className="small" onClick={() => onDismiss(u.id)} aria-label={`Dismiss ${u.name}`}>
                   Dismiss
                 </button>
