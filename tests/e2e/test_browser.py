@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 
 import httpx
-from playwright.async_api import Browser, Dialog, expect
+from playwright.async_api import Browser, Dialog, Route, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
 from tests.e2e.flows import PASSWORD, ask, log_in, sign_up
@@ -205,7 +206,21 @@ async def test_chats_are_filed_under_categories_and_a_duplicate_name_says_why(
     await page.get_by_role("button", name="New category").click()
     await page.get_by_role("button", name="New category").click()
     category = chats.get_by_label("Category of Plan the quarterly review")
+
+    # The move is slow; meanwhile the user filters by another category. When the move ends,
+    # its refresh must list that filter, not every chat.
+    async def slow_move(route: Route) -> None:
+        if route.request.method == "PATCH":
+            await asyncio.sleep(1.5)
+        await route.continue_()
+
+    await page.route("**/api/v1/chats/*", slow_move)
     await category.select_option(label="Work")
+    await chats.get_by_label("Filter by category").select_option(label="Home")
+    await expect(chats).to_contain_text("No chats yet")
+    await page.wait_for_timeout(2_500)
+    await expect(chats).to_contain_text("No chats yet")
+    await page.unroute("**/api/v1/chats/*", slow_move)
 
     await chats.get_by_label("Filter by category").select_option(label="Work")
     await expect(

@@ -19,14 +19,17 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   const sentinel = useRef<HTMLLIElement>(null);
 
   // Only the latest request may fill the list: a reply for a filter no longer chosen (or an
-  // older refresh) can come back after the current one.
+  // older refresh) can come back after the current one. And a refresh asked for by an action
+  // that finished late (a rename, a move) lists the filter chosen now, not the one it began in.
   const latest = useRef(0);
+  const currentCategory = useRef(categoryId);
+  currentCategory.current = categoryId;
   const loadPage = useCallback(
     async (skip: number) => {
       const request = ++latest.current;
       setLoading(true);
       const { data } = await api.GET("/api/v1/chats", {
-        params: { query: { skip, limit: PAGE, category_id: categoryId || undefined } },
+        params: { query: { skip, limit: PAGE, category_id: currentCategory.current || undefined } },
       });
       if (request !== latest.current) return;
       setLoading(false);
@@ -34,6 +37,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
       setTotal(data.total);
       setChats((previous) => (skip === 0 ? data.items : [...previous, ...data.items]));
     },
+    // Recreated when the filter changes, so the effect below reloads the first page.
     [categoryId],
   );
 
