@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/bench_ingestion.py [--runs 3]
 
-Runs the real pipeline in one process (API upload over ASGI, the worker, pypdf, MiniLM,
-Chroma, PostgreSQL) on a 100-page PDF and on 50 mixed files, then embeds the same chunks with
-the model alone. Prints medians over the runs.
+Runs the real pipeline in one process (API upload over ASGI, the worker, the readers, MiniLM,
+Chroma, PostgreSQL) on a 100-page PDF, on 50 mixed files, and on a set of files of each other
+format (Word, PowerPoint, Excel, CSV, HTML), then embeds the same chunks with the model alone.
+Prints medians over the runs; "items" are pages, sections, slides or rows as the format has.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import httpx
 from tests.support.files import make_pdf
+from tests.support.office_files import make_docx, make_pptx, make_xlsx
 
 from bench.common import (
     build_components,
@@ -30,9 +32,9 @@ from bench.common import (
     table,
 )
 from docchat.app import attach_components, create_app
+from docchat.documents.filetypes import detect_kind
 from docchat.extraction.chunking import chunk_document
-from docchat.extraction.kinds import FileKind
-from docchat.extraction.reader import extract
+from docchat.extraction.formats import extract
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 
@@ -83,7 +85,55 @@ def prose(rng: random.Random, characters: int) -> str:
     return " ".join(sentences)
 
 
-def corpus(seed: int) -> tuple[bytes, list[tuple[str, bytes]]]:
+# label, files, items (None: the pages the API reports), what an item is
+Batch = tuple[str, list[tuple[str, bytes]], int | None, str]
+
+
+def office_corpus(rng: random.Random) -> list[Batch]:
+    docx_files = [
+        (
+            f"manual-{n}.docx",
+            make_docx([(1 + s % 2, f"Section {s}", [prose(rng, 700)]) for s in range(10)]),
+        )
+        for n in range(20)
+    ]
+    decks = [
+        (f"deck-{n}.pptx", make_pptx([(f"Slide {s}", prose(rng, 400)) for s in range(20)]))
+        for n in range(10)
+    ]
+    header: list[object] = ["Ticket", "Route", "Fare", "Note"]
+    tables = [
+        [[f"T-{n}-{r}", rng.choice(WORDS), r % 90, prose(rng, 60)] for r in range(500)]
+        for n in range(5)
+    ]
+    workbooks = [
+        (f"fares-{n}.xlsx", make_xlsx({"Fares": [header, *t]})) for n, t in enumerate(tables)
+    ]
+    csv_files = [
+        (f"fares-{n}.csv", "\n".join(",".join(map(str, row)) for row in [header, *t]).encode())
+        for n, t in enumerate(tables)
+    ]
+    pages = [
+        (
+            f"page-{n}.html",
+            (
+                "<!doctype html><html><body><nav>Home | Docs</nav>"
+                + "".join(f"<h2>Part {s}</h2><p>{prose(rng, 700)}</p>" for s in range(10))
+                + "</body></html>"
+            ).encode(),
+        )
+        for n in range(20)
+    ]
+    return [
+        ("20 Word files", docx_files, 200, "sections"),
+        ("10 PowerPoint decks", decks, 200, "slides"),
+        ("5 Excel workbooks", workbooks, 2500, "rows"),
+        ("5 CSV files", csv_files, 2500, "rows"),
+        ("20 HTML pages", pages, 200, "sections"),
+    ]
+
+
+def corpus(seed: int) -> list[Batch]:
     rng = random.Random(seed)
     big = make_pdf([prose(rng, 2200) for _ in range(100)])
     mixed: list[tuple[str, bytes]] = []
@@ -95,7 +145,11 @@ def corpus(seed: int) -> tuple[bytes, list[tuple[str, bytes]]]:
             mixed.append((f"notes-{index}.md", ("# Notes\n\n" + prose(rng, 6000)).encode()))
         else:
             mixed.append((f"log-{index}.txt", prose(rng, 6000).encode()))
-    return big, mixed
+    return [
+        ("100-page PDF", [("big.pdf", big)], None, "pages"),
+        ("50 mixed PDF/Markdown/text", mixed, None, "pages"),
+        *office_corpus(rng),
+    ]
 
 
 async def ingest(
@@ -130,7 +184,7 @@ def raw_embedding_seconds(
     for name, content in files:
         path = folder / name
         path.write_bytes(content)
-        kind = FileKind.pdf if name.endswith(".pdf") else FileKind.text
+        kind = detect_kind(name, content[:8192], path)
         texts.extend(
             chunk.text for chunk in chunk_document(extract(path, kind), size=1000, overlap=200)
         )
@@ -151,11 +205,8 @@ async def main(runs: int) -> None:
             app = create_app(settings, run_worker=False)
             attach_components(app, components)
             worker = IngestionWorker(components)
-            big, mixed = corpus(seed=7)
-            results: dict[str, list[tuple[float, int, int, float]]] = {
-                "100-page PDF": [],
-                "50 mixed files": [],
-            }
+            batches = corpus(seed=7)
+            results: dict[str, list[tuple[float, int, int, float]]] = {b[0]: [] for b in batches}
             async with httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app), base_url="http://bench"
             ) as client:
@@ -171,27 +222,25 @@ async def main(runs: int) -> None:
                         )
                     ).json()
                     headers = {"Authorization": f"Bearer {token['access_token']}"}
-                    for label, files in (
-                        ("100-page PDF", [("big.pdf", big)]),
-                        ("50 mixed files", mixed),
-                    ):
+                    for label, files, _, _ in batches:
                         elapsed, pages, chunks = await ingest(client, headers, worker, files)
                         raw, raw_chunks = raw_embedding_seconds(
                             embedder, files, Path(folder), settings.embedding.batch_size
                         )
                         assert raw_chunks == chunks
                         results[label].append((elapsed, pages, chunks, raw))
-            for label, samples in results.items():
+            for label, _, counted, unit in batches:
+                samples = results[label]
                 elapsed = median([s[0] for s in samples])
                 raw = median([s[3] for s in samples])
-                pages, chunks = samples[0][1], samples[0][2]
+                items, chunks = counted or samples[0][1], samples[0][2]
                 rows.append(
                     [
                         label,
-                        pages,
+                        f"{items:,} {unit}",
                         chunks,
                         f"{elapsed:.2f}",
-                        f"{pages / elapsed:.1f}",
+                        f"{items / elapsed:.1f}",
                         f"{chunks / elapsed:.1f}",
                         f"{chunks / raw:.1f}",
                         f"{100 * raw / elapsed:.0f}%",
@@ -206,10 +255,10 @@ async def main(runs: int) -> None:
         table(
             [
                 "input",
-                "pages",
+                "items",
                 "chunks",
                 "seconds",
-                "pages/s",
+                "items/s",
                 "chunks/s",
                 "model alone chunks/s",
                 "of model alone",

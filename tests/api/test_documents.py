@@ -121,7 +121,7 @@ async def test_text_with_bad_bytes_after_the_head_fails_with_position(
         ("image.pdf", b"\x89PNG\r\n\x1a\n" + b"0" * 100, 415, "not a PDF"),
         ("image.txt", b"\x89PNG\r\n\x1a\n" + b"0" * 100, 415, "PNG"),
         ("program.exe", b"MZ\x90\x00" + b"0" * 100, 415, "executable"),
-        ("sheet.csv", b"a,b\n1,2\n", 415, "not supported"),
+        ("data.json", b'{"a": 1}\n', 415, "not supported"),
     ],
 )
 async def test_bad_uploads_are_refused(

@@ -104,7 +104,7 @@ async def test_uploads_over_the_storage_quota_are_refused_and_nothing_is_kept(
     )
     text = ("A line of plain text for the storage quota test. " * 14_000).encode()
     assert (await upload(client, user, "first.txt", text)).status_code == 202
-    refused = await upload(client, user, "second.txt", text)
+    refused = await upload(client, user, "second.txt", text + b"(another file)")
     assert refused.status_code == 429
     assert "Storage quota exceeded" in refused.json()["detail"]
     documents = (await client.get("/api/v1/documents", headers=user)).json()

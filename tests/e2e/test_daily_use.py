@@ -13,6 +13,7 @@ from tests.e2e.conftest import SCREENSHOTS
 from tests.e2e.flows import ask, sign_up
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
+from tests.support.office_files import make_docx, make_pptx
 
 CHAT_URL = re.compile(r"/chats/[0-9a-f-]{36}$")
 
@@ -268,4 +269,60 @@ async def test_uploads_queue_up_refuse_too_big_files_early_and_the_list_goes_pas
     await expect(page.get_by_test_id("document")).to_have_count(total)
     await expect(page.get_by_test_id("document").filter(has_text="bulk-")).to_have_count(98)
     await expect(more).to_have_count(0)
+    await context.close()
+
+
+async def test_office_files_are_uploaded_and_cited_with_where_the_passage_is(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    manual = make_docx(
+        [
+            (1, "3 Installation", ["Install the gateway with the package manager."]),
+            (2, "3.2 Proxy", ["Set HTTPS_PROXY when the gateway sits behind a proxy."]),
+        ]
+    )
+    deck = make_pptx([("Goals", "Grow the team"), ("Launch plan", "The viewer ships in March")])
+    mime = "application/vnd.openxmlformats-officedocument"
+    await page.get_by_test_id("file-input").set_input_files(
+        [
+            {
+                "name": "gateway.docx",
+                "mimeType": f"{mime}.wordprocessingml.document",
+                "buffer": manual,
+            },
+            {
+                "name": "plans.pptx",
+                "mimeType": f"{mime}.presentationml.presentation",
+                "buffer": deck,
+            },
+        ]
+    )
+    for name in ("gateway.docx", "plans.pptx"):
+        document = page.get_by_test_id("document").filter(has_text=name)
+        await expect(document).to_have_attribute("data-status", "completed", timeout=60_000)
+    await expect(page.get_by_test_id("document").filter(has_text="plans.pptx")).to_contain_text(
+        "2 slides"
+    )
+
+    scripted_llm.script("Set HTTPS_PROXY [1].")
+    await ask(page, "How do I set up the gateway behind a proxy with HTTPS_PROXY?")
+    answer = page.get_by_test_id("message-assistant").last
+    await answer.get_by_role("button", name="Show source 1").click()
+    source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
+    await expect(source).to_contain_text("gateway.docx")
+    await expect(source).to_contain_text("3 Installation > 3.2 Proxy")
+
+    scripted_llm.script("In March [1].")
+    await ask(page, "When does the viewer ship according to the launch plan?")
+    await (
+        page.get_by_test_id("message-assistant")
+        .last.get_by_role("button", name="Show source 1")
+        .click()
+    )
+    await expect(source).to_contain_text("Slide 2: Launch plan")
+    await page.screenshot(path=str(SCREENSHOTS / "office-sources.png"))
     await context.close()

@@ -40,7 +40,7 @@ def test_kind_comes_from_content() -> None:
     [
         ("photo.pdf", b"\x89PNG\r\n\x1a\n....", "not a PDF"),
         ("photo.txt", b"\x89PNG\r\n\x1a\n....", "PNG image"),
-        ("archive.md", b"PK\x03\x04rest", "ZIP archive"),
+        ("archive.md", b"PK\x03\x04rest", "ZIP archive that is not"),
         ("binary.txt", b"abc\x00def", "binary"),
         ("latin1.txt", "café au lait".encode("latin-1"), "binary"),
         ("sheet.xlsx", b"just text", "not supported"),

@@ -86,7 +86,7 @@ async def upload(
     filename = sanitize_filename(file.filename)
     received = await storage.receive(file, max_bytes)
     try:
-        kind = detect_kind(filename, received.head)
+        kind = detect_kind(filename, received.head, received.temp_path)
         # Held until commit: a removal of the same file waits until this row is visible, and
         # so does a second upload of the same bytes, which then finds this one.
         await repository.lock_storage_key(session, received.key)

@@ -1,4 +1,4 @@
-"""Split extracted pages into overlapping chunks; every chunk keeps its page number."""
+"""Split extracted pages into overlapping chunks; every chunk keeps its page (or location)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class TextChunk:
     index: int
     page: int | None
     text: str
+    location: str | None = None
 
 
 def title_of(filename: str) -> str:
@@ -37,5 +38,7 @@ def chunk_document(document: ExtractedDocument, *, size: int, overlap: int) -> l
     for page in document.pages:
         for piece in splitter.split_text(page.text):
             if piece.strip():
-                chunks.append(TextChunk(index=len(chunks), page=page.page, text=piece))
+                chunks.append(
+                    TextChunk(index=len(chunks), page=page.page, text=piece, location=page.location)
+                )
     return chunks

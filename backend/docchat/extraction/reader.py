@@ -1,4 +1,4 @@
-"""Text out of files, page by page. Blocking CPU work: the sandbox runs it in a child process.
+"""Text out of PDFs (page by page) and plain text files; `formats.extract` picks the reader.
 
 A PDF page that cannot be read (a parser error, pypdf's token limit, or more than
 `page_seconds` of work) is skipped; a document where such pages pile up (at least
@@ -20,8 +20,6 @@ from types import FrameType
 from pypdf import PageObject, PdfReader
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from docchat.extraction.kinds import FileKind
-
 logger = logging.getLogger(__name__)
 MAX_PDF_PAGES = 5000
 # A page with fewer letters and digits than this carries no real text (stray labels, page numbers).
@@ -42,6 +40,9 @@ class PageTimeout(Exception):
 class PageText:
     page: int | None  # 1-based for PDFs; None for text files
     text: str
+    # Where the text is, for formats without pages: "Slide 3", "Sheet1, rows 2-40",
+    # "3 Installation > 3.2 Proxy". Shown with citations as `page` is for PDFs.
+    location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,33 +189,20 @@ def _has_images(page: PageObject, page_seconds: float | None) -> bool:
         return False
 
 
-def extract_text_file(path: Path) -> ExtractedDocument:
-    data = path.read_bytes()
+def decode_text(data: bytes) -> str:
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig").replace("\x00", "")
     except UnicodeDecodeError as exc:
         raise ExtractionError(
             f"The file is not valid UTF-8 text (undecodable byte at position {exc.start}); "
             "save it as UTF-8 and upload it again"
         ) from exc
-    return ExtractedDocument(
-        pages=[PageText(page=None, text=text.replace("\x00", ""))], page_count=1
-    )
 
 
-def _any_real_text(document: ExtractedDocument) -> bool:
+def extract_text_file(path: Path) -> ExtractedDocument:
+    text = decode_text(path.read_bytes())
+    return ExtractedDocument(pages=[PageText(page=None, text=text)], page_count=1)
+
+
+def any_real_text(document: ExtractedDocument) -> bool:
     return any(_has_real_text(page.text) for page in document.pages)
-
-
-def extract(path: Path, kind: FileKind, *, page_seconds: float | None = None) -> ExtractedDocument:
-    if kind is FileKind.pdf:
-        document = extract_pdf(path, page_seconds=page_seconds)
-    else:
-        document = extract_text_file(path)
-    if kind is FileKind.pdf and document.scanned_pages and not _any_real_text(document):
-        raise ExtractionError("No text found; scanned PDFs need OCR before upload")
-    if not document.has_text:
-        if kind is FileKind.pdf:
-            raise ExtractionError("No text found; scanned PDFs need OCR before upload")
-        raise ExtractionError("The file contains no text")
-    return document

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from docchat.extraction.chunking import TextChunk, chunk_document
+from docchat.extraction.formats import extract
 from docchat.extraction.kinds import FileKind
-from docchat.extraction.reader import ExtractionError, extract
+from docchat.extraction.reader import ExtractionError
 
 logger = logging.getLogger(__name__)
 # Seconds a child gets to exit after the pipe closes before it is killed.

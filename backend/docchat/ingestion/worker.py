@@ -266,6 +266,7 @@ class IngestionWorker:
             chunk_index=chunk.index,
             text=chunk.text,
             page=chunk.page,
+            location=chunk.location,
             owner_id=document.owner_id,
             visibility=document.visibility,
             filename=document.filename,

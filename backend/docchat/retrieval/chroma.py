@@ -50,11 +50,14 @@ def _metadata(chunk: Chunk) -> dict[str, Any]:
     }
     if chunk.page is not None:
         metadata["page"] = chunk.page
+    if chunk.location is not None:
+        metadata["location"] = chunk.location
     return metadata
 
 
 def _chunk_from(text: str, metadata: dict[str, Any]) -> Chunk:
     page = metadata.get("page")
+    location = metadata.get("location")
     return Chunk(
         document_id=uuid.UUID(str(metadata["document_id"])),
         chunk_index=int(metadata["chunk_index"]),
@@ -63,6 +66,7 @@ def _chunk_from(text: str, metadata: dict[str, Any]) -> Chunk:
         owner_id=uuid.UUID(str(metadata["owner_id"])),
         visibility=str(metadata["visibility"]),
         filename=str(metadata["filename"]),
+        location=str(location) if location is not None else None,
     )
 
 

@@ -200,10 +200,10 @@ def apply_citations(answer: str, candidates: Sequence[Source]) -> CitedAnswer:
     """Renumber the answer's markers over the sources it actually cites.
 
     Markers pointing at no candidate are removed; two candidates from the same document and
-    page become one source; numbering follows the order of first citation.
+    page (or location) become one source; numbering follows the order of first citation.
     """
     new_number: dict[int, int] = {}
-    by_place: dict[tuple[str, int | None], int] = {}
+    by_place: dict[tuple[str, int | None, str | None], int] = {}
     sources: list[Source] = []
     for match in MARKER.finditer(_prose(answer)):
         for raw in match.group(1).split(","):
@@ -211,7 +211,7 @@ def apply_citations(answer: str, candidates: Sequence[Source]) -> CitedAnswer:
             if number in new_number or not 1 <= number <= len(candidates):
                 continue
             source = candidates[number - 1]
-            place = (str(source.document_id), source.page)
+            place = (str(source.document_id), source.page, source.location)
             if place not in by_place:
                 sources.append(source)
                 by_place[place] = len(sources)

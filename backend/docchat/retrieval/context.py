@@ -82,6 +82,7 @@ def source_of(hit: ScoredChunk) -> Source:
         document_name=chunk.filename,
         chunk_id=chunk.id,
         page=chunk.page,
+        location=chunk.location,
         similarity=round(hit.similarity, 4),
         content_preview=chunk.text[:PREVIEW_CHARS],
     )

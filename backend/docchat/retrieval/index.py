@@ -42,6 +42,7 @@ class Chunk:
     owner_id: uuid.UUID
     visibility: str
     filename: str
+    location: str | None = None
 
     @property
     def id(self) -> str:

@@ -50,6 +50,7 @@ class _Piece:
     index: int
     page: int | None
     text: str
+    location: str | None = None
 
 
 @dataclass
@@ -80,13 +81,18 @@ class InlineReader:
             if isinstance(exc, ExtractionError):
                 self._unreadable[document.sha256] = time.monotonic()
             return []
-        return [_Piece(chunk.index, chunk.page, chunk.text) for chunk in prepared.chunks]
+        return [
+            _Piece(chunk.index, chunk.page, chunk.text, chunk.location) for chunk in prepared.chunks
+        ]
 
     async def _pieces(self, document: InlineDocument, lexical: LexicalIndex) -> list[_Piece]:
         """The worker's chunks once it has read the file, else a reading of our own."""
         stored = await lexical.document_chunks([DocumentRef(document.id, document.owner_id)])
         if stored:
-            return [_Piece(chunk.chunk_index, chunk.page, chunk.text) for chunk in stored]
+            return [
+                _Piece(chunk.chunk_index, chunk.page, chunk.text, chunk.location)
+                for chunk in stored
+            ]
         return await self._read(document)
 
     async def passages(
@@ -102,6 +108,7 @@ class InlineReader:
                 document_name=document.filename,
                 chunk_id=f"{document.id}_{piece.index}",
                 page=piece.page,
+                location=piece.location,
                 similarity=None,
                 content_preview=piece.text[:PREVIEW_CHARS],
             )

@@ -99,7 +99,8 @@ ideal AS (
     LEFT JOIN frequency f ON f.lexeme = l.lexeme
 )
 SELECT r.score, r.score / nullif(i.total, 0) AS coverage,
-       c.document_id, c.chunk_index, c.page, c.text, d.owner_id, d.visibility, d.filename
+       c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
+       d.filename
 FROM ranked r
 CROSS JOIN ideal i
 JOIN document_chunks c USING (document_id, chunk_index)
@@ -124,7 +125,8 @@ _BM25_MATCHES_FIRST = text(
     )
 )
 _CHUNKS_OF_DOCUMENTS = text(
-    "SELECT c.document_id, c.chunk_index, c.page, c.text, d.owner_id, d.visibility, d.filename "
+    "SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, "
+    "d.visibility, d.filename "
     "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
     "WHERE c.document_id = ANY(:documents) ORDER BY c.document_id, c.chunk_index"
 )
@@ -136,6 +138,7 @@ def _chunk_of(row: Any) -> Chunk:
         chunk_index=row.chunk_index,
         text=row.text,
         page=row.page,
+        location=row.location,
         owner_id=row.owner_id,
         visibility=str(row.visibility),
         filename=row.filename,
@@ -160,6 +163,8 @@ def word_count(content: str) -> int:
 
 # Rows per INSERT statement: a 5,000-page document is written in a few statements.
 INSERT_BATCH = 500
+# The longest location kept (the column is varchar(300)); extractors stay well under it.
+LOCATION_CHARS = 300
 
 
 async def add_chunks(
@@ -182,6 +187,7 @@ async def add_chunks(
                     "document_id": chunk.document_id,
                     "chunk_index": chunk.chunk_index,
                     "page": chunk.page,
+                    "location": chunk.location[:LOCATION_CHARS] if chunk.location else None,
                     "text": chunk.text,
                     "tokens": word_count(text),
                     "tsv": func.to_tsvector(config, text),
@@ -199,6 +205,7 @@ async def add_chunks(
                 index_elements=[DocumentChunk.document_id, DocumentChunk.chunk_index],
                 set_={
                     "page": excluded.page,
+                    "location": excluded.location,
                     "text": excluded.text,
                     "tokens": excluded.tokens,
                     "tsv": excluded.tsv,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ForeignKey, Index, Text
+from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -25,6 +25,8 @@ class DocumentChunk(Base):
     )
     chunk_index: Mapped[int] = mapped_column(primary_key=True)
     page: Mapped[int | None] = mapped_column(default=None)
+    # Where the chunk is in a file without pages (a slide, a sheet's rows, a heading path).
+    location: Mapped[str | None] = mapped_column(String(300), default=None)
     text: Mapped[str] = mapped_column(Text)
     # Words in the chunk: BM25's document length.
     tokens: Mapped[int]

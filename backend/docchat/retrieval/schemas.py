@@ -16,6 +16,13 @@ class Source(BaseModel):
         description="`{document_id}_{chunk_index}`, or `{document_id}_file` for a whole file"
     )
     page: int | None
+    location: str | None = Field(
+        None,
+        description=(
+            "Where the passage is in a file without pages: `Slide 3`, `Sheet1, rows 2-40`, "
+            "a heading path such as `3 Installation > 3.2 Proxy`"
+        ),
+    )
     similarity: float | None = Field(
         description="Cosine similarity to the query; null for text read directly (inline mode)"
     )

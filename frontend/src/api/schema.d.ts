@@ -1917,6 +1917,11 @@ export interface components {
             document_id: string;
             /** Document Name */
             document_name: string;
+            /**
+             * Location
+             * @description Where the passage is in a file without pages: `Slide 3`, `Sheet1, rows 2-40`, a heading path such as `3 Installation > 3.2 Proxy`
+             */
+            location?: string | null;
             /** Page */
             page: number | null;
             /**

@@ -36,6 +36,45 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
+const ACCEPTED = [
+  ".pdf",
+  ".docx",
+  ".pptx",
+  ".xlsx",
+  ".odt",
+  ".epub",
+  ".csv",
+  ".tsv",
+  ".html",
+  ".htm",
+  ".md",
+  ".markdown",
+  ".txt",
+  "application/pdf",
+  "text/plain",
+  "text/markdown",
+  "text/csv",
+  "text/html",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.oasis.opendocument.text",
+  "application/epub+zip",
+].join(",");
+
+// What a document's `page_count` counts, by kind; kinds without pages show only chunks.
+const PARTS: Record<string, [string, string]> = {
+  "application/pdf": ["page", "pages"],
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation": ["slide", "slides"],
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ["sheet", "sheets"],
+};
+
+function sizeOf(document: DocumentInfo): string {
+  const names = PARTS[document.content_type];
+  if (!names || document.page_count == null) return "";
+  return `${document.page_count} ${document.page_count === 1 ? names[0] : names[1]} · `;
+}
+
 /** 52_428_800 -> "50 MB". */
 export function megabytes(bytes: number): string {
   const value = bytes / (1024 * 1024);
@@ -182,12 +221,13 @@ export default function DocumentsPanel({
         tabIndex={0}
         aria-label="Upload documents: drop files here or press to choose"
       >
-        Drop PDF, Markdown or text files here, or click to choose
+        Drop PDF, Word, PowerPoint, Excel, OpenDocument, EPUB, CSV, HTML, Markdown or text files here, or click to
+        choose
         <input
           ref={input}
           type="file"
           multiple
-          accept=".pdf,.md,.markdown,.txt,application/pdf,text/plain,text/markdown"
+          accept={ACCEPTED}
           hidden
           data-testid="file-input"
           onChange={(e) => {
@@ -227,7 +267,8 @@ export default function DocumentsPanel({
               {d.status === "processing" && <progress max={1} value={d.progress} aria-label={`Processing ${d.filename}`} />}
               {d.status === "completed" && (
                 <span className="muted">
-                  {d.page_count} {d.page_count === 1 ? "page" : "pages"} · {d.chunk_count} {d.chunk_count === 1 ? "chunk" : "chunks"}
+                  {sizeOf(d)}
+                  {d.chunk_count} {d.chunk_count === 1 ? "chunk" : "chunks"}
                 </span>
               )}
               {d.error && <span className="error">{d.error}</span>}

@@ -24,6 +24,7 @@ export default function SourcesPanel({ sources, highlighted }: Props) {
             <span className="badge">[{index + 1}]</span>
             <strong>{source.document_name}</strong>
             {source.page != null && <span className="page">page {source.page}</span>}
+            {source.location && <span className="page location">{source.location}</span>}
             {source.similarity != null && <span className="muted"> · {Math.round(source.similarity * 100)}% match</span>}
           </div>
           {source.content_preview && <blockquote>{source.content_preview}</blockquote>}
