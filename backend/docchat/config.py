@@ -257,6 +257,22 @@ class RerankSettings(BaseSettings):
     )
 
 
+class UrlFetchSettings(BaseSettings):
+    model_config = _config("URL_FETCH_")
+
+    allowed_hosts: list[str] = Field(
+        [],
+        description=(
+            "Hosts (JSON list) that documents may be fetched from even though they resolve to "
+            "private, loopback or link-local addresses (an intranet wiki, say); others are refused"
+        ),
+    )
+    timeout_seconds: float = Field(
+        30.0, gt=0, description="Longest time fetching a document from a URL may take, in all"
+    )
+    max_redirects: int = Field(5, ge=0, description="Redirects followed when fetching a URL")
+
+
 class QuotaSettings(BaseSettings):
     model_config = _config("QUOTA_")
 
@@ -369,6 +385,7 @@ class Settings(BaseSettings):
     rag: RAGSettings = Field(default_factory=RAGSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
+    url_fetch: UrlFetchSettings = Field(default_factory=UrlFetchSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @model_validator(mode="after")

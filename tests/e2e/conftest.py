@@ -11,7 +11,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, async_playwright
 from pydantic import SecretStr
 
-from docchat.config import Settings, WorkerSettings
+from docchat.config import Settings, UrlFetchSettings, WorkerSettings
 from tests.support.live_server import LiveServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +48,8 @@ def live_server(
             "worker": WorkerSettings(_env_file=None, enabled=True, poll_seconds=0.2),  # type: ignore[call-arg]
             # Every browser test signs up from loopback; the sign-up limit is tested elsewhere.
             "auth": settings.auth.model_copy(update={"register_max_per_address": 1000}),
+            # The pages a test fetches by URL come from a server on loopback.
+            "url_fetch": UrlFetchSettings(_env_file=None, allowed_hosts=["127.0.0.1"]),  # type: ignore[call-arg]
             "admin_email": ADMIN_EMAIL,
             "admin_password": SecretStr(ADMIN_PASSWORD),
         }

@@ -14,6 +14,7 @@ from tests.e2e.flows import ask, sign_up
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.office_files import make_docx, make_pptx
+from tests.support.web_site import Site
 
 CHAT_URL = re.compile(r"/chats/[0-9a-f-]{36}$")
 
@@ -326,3 +327,37 @@ async def test_office_files_are_uploaded_and_cited_with_where_the_passage_is(
     await expect(source).to_contain_text("Slide 2: Launch plan")
     await page.screenshot(path=str(SCREENSHOTS / "office-sources.png"))
     await context.close()
+
+
+async def test_a_web_page_is_added_by_its_address_and_private_ones_are_refused(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    site = Site()
+    try:
+        context = await browser.new_context(viewport={"width": 1400, "height": 900})
+        page = await context.new_page()
+        await sign_up(page, live_server)
+        address = page.get_by_label("Web address of a page or file")
+        await address.fill("http://169.254.169.254/latest/meta-data/")
+        await page.get_by_role("button", name="Add", exact=True).click()
+        await expect(page.get_by_role("alert")).to_contain_text("private, loopback or link-local")
+
+        await address.fill(f"{site.base}/timetable")
+        await page.get_by_role("button", name="Add", exact=True).click()
+        document = page.get_by_test_id("document").filter(has_text="timetable.html")
+        await expect(document).to_have_attribute("data-status", "completed", timeout=60_000)
+        await expect(address).to_have_value("")
+
+        scripted_llm.script("At 07:40 [1].")
+        await ask(page, "When does the first ferry leave the harbour in winter?")
+        await (
+            page.get_by_test_id("message-assistant")
+            .last.get_by_role("button", name="Show source 1")
+            .click()
+        )
+        source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
+        await expect(source).to_contain_text("Ferry timetable > Winter")
+        await context.close()
+    finally:
+        site.stop()

@@ -11,7 +11,7 @@ from docchat.dependencies import SettingsDep, StorageDep, VectorIndexDep
 from docchat.documents import service
 from docchat.documents.dependencies import ReadableDocument
 from docchat.documents.models import DocumentStatus, Visibility
-from docchat.documents.schemas import DocumentRead
+from docchat.documents.schemas import DocumentFromUrl, DocumentRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.errors import NotFound
 from docchat.kit.pagination import Page, PageDep
@@ -52,6 +52,42 @@ async def upload_document(
         user,
         max_bytes=settings.max_upload_bytes,
         quota=settings.quota,
+    )
+    return await service.upload_reply(session, upload, user.id, response)
+
+
+@router.post(
+    "/from-url",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=DocumentRead,
+    operation_id="documents_from_url",
+    responses={
+        status.HTTP_200_OK: {
+            "model": DocumentRead,
+            "description": "The URL served bytes uploaded before: that document, `duplicate: true`",
+        },
+    },
+)
+async def add_document_from_url(
+    data: DocumentFromUrl,
+    response: Response,
+    user: CurrentUser,
+    session: SessionDep,
+    storage: StorageDep,
+    settings: SettingsDep,
+) -> DocumentRead:
+    """Fetch a web page or file from an http(s) URL and process it like an upload.
+
+    Addresses on private, loopback or link-local networks are refused unless an administrator
+    allowed the host; the upload size limit and a time limit apply."""
+    upload = await service.upload_from_url(
+        session,
+        storage,
+        user,
+        data,
+        max_bytes=settings.max_upload_bytes,
+        quota=settings.quota,
+        fetch_settings=settings.url_fetch,
     )
     return await service.upload_reply(session, upload, user.id, response)
 

@@ -6,6 +6,16 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.kit.schemas import RequestModel
+
+
+class DocumentFromUrl(RequestModel):
+    url: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="An http(s) address of a web page or a file (PDF, Word, ...)",
+    )
+    category_id: uuid.UUID | None = None
 
 
 class DocumentRead(BaseModel):

@@ -10,12 +10,13 @@ from starlette.datastructures import UploadFile
 
 from docchat.audit import service as audit
 from docchat.categories import service as categories_service
-from docchat.config import QuotaSettings
+from docchat.config import QuotaSettings, UrlFetchSettings
 from docchat.db import utcnow
 from docchat.documents import jobs, repository
+from docchat.documents.fetch import fetch
 from docchat.documents.filetypes import detect_kind, sanitize_filename
 from docchat.documents.models import Document, DocumentStatus, Visibility
-from docchat.documents.schemas import DocumentRead
+from docchat.documents.schemas import DocumentFromUrl, DocumentRead
 from docchat.documents.storage import FileStorage
 from docchat.documents.upload_form import upload_form
 from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
@@ -178,6 +179,30 @@ async def upload_from_form(
             quota=quota,
             category_id=form.category_id,
             visibility=visibility,
+        )
+
+
+async def upload_from_url(
+    session: AsyncSession,
+    storage: FileStorage,
+    user: User,
+    request: DocumentFromUrl,
+    *,
+    max_bytes: int,
+    quota: QuotaSettings,
+    fetch_settings: UrlFetchSettings,
+) -> Upload:
+    """`upload` of the document a URL serves, fetched under the rules of `documents.fetch`."""
+    fetched = await fetch(request.url, fetch_settings, max_bytes)
+    with fetched.body:
+        return await upload(
+            session,
+            storage,
+            user,
+            UploadFile(fetched.body, filename=fetched.filename),
+            max_bytes=max_bytes,
+            quota=quota,
+            category_id=request.category_id,
         )
 
 

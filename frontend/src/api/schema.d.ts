@@ -640,6 +640,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/documents/from-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add Document From Url
+         * @description Fetch a web page or file from an http(s) URL and process it like an upload.
+         *
+         *     Addresses on private, loopback or link-local networks are refused unless an administrator
+         *     allowed the host; the upload size limit and a time limit apply.
+         */
+        post: operations["documents_from_url"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/documents/{document_id}": {
         parameters: {
             query?: never;
@@ -1413,6 +1436,16 @@ export interface components {
             description?: string | null;
             /** Name */
             name?: string | null;
+        };
+        /** DocumentFromUrl */
+        DocumentFromUrl: {
+            /** Category Id */
+            category_id?: string | null;
+            /**
+             * Url
+             * @description An http(s) address of a web page or a file (PDF, Word, ...)
+             */
+            url: string;
         };
         /** DocumentRead */
         DocumentRead: {
@@ -3792,6 +3825,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+        };
+    };
+    documents_from_url: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentFromUrl"];
+            };
+        };
+        responses: {
+            /** @description The URL served bytes uploaded before: that document, `duplicate: true` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

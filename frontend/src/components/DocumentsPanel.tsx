@@ -1,5 +1,5 @@
-import { useCallback, useEffect, useRef, useState, type DragEvent } from "react";
-import { api, uploadDocument, type DocumentInfo } from "../api/client";
+import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
+import { api, errorMessage, uploadDocument, type DocumentInfo } from "../api/client";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
 
@@ -236,6 +236,7 @@ export default function DocumentsPanel({
           }}
         />
       </div>
+      {!visibility && <AddFromUrl onAdded={() => void refresh()} />}
       <UploadQueue uploads={uploads} onDismiss={(id) => setUploads((previous) => previous.filter((u) => u.id !== id))} />
       {error && (
         <p role="alert" className="error">
@@ -355,5 +356,51 @@ function UploadQueue({ uploads, onDismiss }: { uploads: Upload[]; onDismiss(id: 
         ))}
       </ul>
     </div>
+  );
+}
+
+/** A web page or file by its address; the server fetches it (and refuses private addresses). */
+function AddFromUrl({ onAdded }: { onAdded(): void }) {
+  const [url, setUrl] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [outcome, setOutcome] = useState<{ error: boolean; text: string } | null>(null);
+
+  async function add(event: FormEvent) {
+    event.preventDefault();
+    if (!url.trim()) return;
+    setBusy(true);
+    setOutcome(null);
+    const { data, error } = await api.POST("/api/v1/documents/from-url", { body: { url: url.trim() } });
+    setBusy(false);
+    if (error || !data) {
+      setOutcome({ error: true, text: errorMessage(error, "The address could not be fetched") });
+      return;
+    }
+    setUrl("");
+    setOutcome(data.duplicate ? { error: false, text: `Already uploaded as ${data.filename}` } : null);
+    onAdded();
+  }
+
+  return (
+    <form className="from-url" onSubmit={(event) => void add(event)}>
+      <label htmlFor="from-url" className="sr-only">
+        Web address of a page or file
+      </label>
+      <input
+        id="from-url"
+        type="url"
+        placeholder="or add a web page: https://…"
+        value={url}
+        onChange={(event) => setUrl(event.target.value)}
+      />
+      <button type="submit" disabled={busy || !url.trim()}>
+        {busy ? "Fetching…" : "Add"}
+      </button>
+      {outcome && (
+        <p role={outcome.error ? "alert" : "status"} className={outcome.error ? "error small" : "muted small"}>
+          {outcome.text}
+        </p>
+      )}
+    </form>
   );
 }

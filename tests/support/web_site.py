@@ -1,0 +1,70 @@
+"""A small web server on loopback with the pages the URL-fetch tests ask for."""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from tests.support.files import make_pdf
+from tests.support.llm_server import LoopbackServer, free_port
+
+PAGE = b"""<!doctype html><html><head><title>Ferry timetable</title></head><body>
+<nav>Home</nav><h1>Ferry timetable</h1><h2>Winter</h2>
+<p>In winter the first ferry leaves the harbour at 07:40.</p></body></html>"""
+LIMIT_BYTES = 2 * 1024 * 1024  # the test settings' MAX_UPLOAD_MB
+
+
+class Site:
+    """A small web server on loopback with the pages the tests ask for."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        routes = [
+            Route("/timetable", self._page),
+            Route("/files/report", self._pdf),
+            Route("/huge", self._huge),
+            Route("/slow", self._slow),
+            Route("/missing", self._missing),
+            Route("/to-localhost", self._to_localhost),
+            Route("/to-metadata", self._to_metadata),
+            Route("/loop", self._loop),
+        ]
+        self._server = LoopbackServer(Starlette(routes=routes), self.port, "the test web site")
+
+    async def _page(self, _: Request) -> Response:
+        return HTMLResponse(PAGE)
+
+    async def _pdf(self, _: Request) -> Response:
+        return Response(
+            make_pdf(["The annual report of the ferry company: 1.2 million passengers."]),
+            media_type="application/pdf",
+            headers={"Content-Disposition": 'attachment; filename="annual-report.pdf"'},
+        )
+
+    async def _huge(self, _: Request) -> Response:
+        return Response(b"x" * (LIMIT_BYTES + 1), media_type="text/plain")
+
+    async def _slow(self, _: Request) -> Response:
+        await asyncio.sleep(5)
+        return HTMLResponse(PAGE)
+
+    async def _missing(self, _: Request) -> Response:
+        return Response("gone", status_code=404)
+
+    async def _to_localhost(self, _: Request) -> Response:
+        # Same machine, another name: not the allowed host.
+        return RedirectResponse(f"http://localhost:{self.port}/timetable")
+
+    async def _to_metadata(self, _: Request) -> Response:
+        return RedirectResponse("http://169.254.169.254/latest/meta-data/")
+
+    async def _loop(self, _: Request) -> Response:
+        return RedirectResponse("/loop")
+
+    def stop(self) -> None:
+        self._server.stop()
