@@ -292,7 +292,8 @@ export default function Conversation({
         {pending && (
           <>
             {pending.question && (
-              <article className="message user">
+              // `data-saved`: the server has stored the question (Stop now keeps it).
+              <article className="message user" data-testid="message-pending" data-saved={pending.user ? "true" : "false"}>
                 <p className="user-text">{pending.question}</p>
               </article>
             )}
