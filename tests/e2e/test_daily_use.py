@@ -319,6 +319,8 @@ async def test_office_files_are_uploaded_and_cited_with_where_the_passage_is(
 
     scripted_llm.script("In March [1].")
     await ask(page, "When does the viewer ship according to the launch plan?")
+    # (`.last` is taken when clicking: wait for the second answer first.)
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(2)
     await (
         page.get_by_test_id("message-assistant")
         .last.get_by_role("button", name="Show source 1")
