@@ -8,7 +8,9 @@ import time
 import zipfile
 from pathlib import Path
 
+import pptx
 import pytest
+from pptx.util import Inches
 
 from docchat.documents.filetypes import detect_kind
 from docchat.extraction.chunking import chunk_document
@@ -218,3 +220,16 @@ def test_xml_with_entity_tricks_is_refused(tmp_path: Path) -> None:
     assert _kind_of(path) is FileKind.odt
     with pytest.raises(ExtractionError, match="could not be read"):
         extract(path, FileKind.odt)
+
+
+def test_text_inside_grouped_shapes_is_read(tmp_path: Path) -> None:
+    presentation = pptx.Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[6])  # blank
+    group = slide.shapes.add_group_shape()
+    box = group.shapes.add_textbox(Inches(1), Inches(1), Inches(3), Inches(1))
+    box.text_frame.text = "Budget approved in the March review"
+    path = tmp_path / "grouped.pptx"
+    presentation.save(str(path))
+    document = extract(path, FileKind.pptx)
+    assert [part.text for part in document.pages] == ["Budget approved in the March review"]
+    assert document.pages[0].location == "Slide 1"

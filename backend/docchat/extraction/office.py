@@ -28,6 +28,7 @@ import pptx
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as safe_xml
 from docx.table import Table
+from pptx.shapes.group import GroupShape
 
 from docchat.extraction.reader import ExtractedDocument, ExtractionError, PageText, decode_text
 from docchat.extraction.structure import (
@@ -132,7 +133,8 @@ def extract_docx(path: Path) -> ExtractedDocument:
 
 def _shape_texts(shapes: Any) -> Iterator[str]:
     for shape in shapes:
-        if shape.shape_type is not None and int(shape.shape_type) == 6:  # a group
+        # (Not `shape_type`: python-pptx raises for shapes it does not recognise.)
+        if isinstance(shape, GroupShape):
             yield from _shape_texts(shape.shapes)
         elif getattr(shape, "has_table", False) and shape.has_table:
             rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
