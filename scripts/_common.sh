@@ -101,3 +101,24 @@ ensure_chromium() {
   sudo $install
   (or run only the other tests: bash scripts/test.sh --ignore=tests/e2e)"
 }
+
+# ensure_tesseract [optional]: Debian's Tesseract (models included) for OCR of scanned PDFs and
+# images. Installed when this runs as root with apt-get; otherwise, when optional, the service
+# runs without OCR and says so, and the tests stop at once with the line that installs it.
+ensure_tesseract() {
+  command -v tesseract >/dev/null 2>&1 && return 0
+  local install="apt-get install -y tesseract-ocr"
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Tesseract for OCR ($install)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null
+    return 0
+  fi
+  if [ "${1:-}" = "optional" ]; then
+    say "Tesseract not found: OCR is off (scanned PDFs and images are refused). Install it with:
+  sudo $install"
+    return 0
+  fi
+  die "The OCR tests need Tesseract. Install it with:
+  sudo $install"
+}

@@ -9,6 +9,7 @@ case " $* " in
   *" --ignore=tests/e2e "*) ;;
   *) ensure_chromium ;;
 esac
+ensure_tesseract
 
 command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are required for the web app's checks"
 ensure_frontend

@@ -19,6 +19,7 @@ from docchat.chats.flow import MessageFlow
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
 from docchat.events.publisher import EventPublisher
+from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
@@ -85,14 +86,32 @@ class Components:
         self.inline_reader.sandbox.close()
 
 
+def ocr_options(settings: Settings) -> OcrOptions | None:
+    """OCR as configured, if this machine has Tesseract and its languages (blocking: it asks
+    Tesseract once)."""
+    if not settings.ocr.enabled:
+        return None
+    ocr = settings.ocr
+    return find_tesseract(
+        OcrOptions(
+            languages=ocr.languages,
+            page_seconds=ocr.page_seconds,
+            max_pages=ocr.max_pages,
+            max_megapixels=ocr.max_megapixels,
+        )
+    )
+
+
 def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader]:
-    """The worker's sandbox, and a separate one with tighter time limits for inline answers."""
+    """The worker's sandbox (with OCR when this machine has it), and a separate one with
+    tighter time limits and no OCR for inline answers. Blocking."""
     worker = settings.worker
     limits = Limits(
         wall_seconds=worker.extract_timeout_seconds,
         cpu_seconds=worker.extract_cpu_seconds,
         page_seconds=worker.extract_page_seconds,
         memory_mb=worker.extract_memory_mb,
+        ocr=ocr_options(settings),
     )
     inline_seconds = settings.rag.inline_timeout_seconds
     inline = Limits(
@@ -127,7 +146,7 @@ async def build_components(
 
     embedder = await asyncio.to_thread(build_embedder, settings.embedding)
     vector_store = await asyncio.to_thread(build_vector_store, settings, embedder)
-    extractor, inline_reader = build_sandboxes(settings)
+    extractor, inline_reader = await asyncio.to_thread(build_sandboxes, settings)
     return Components(
         settings=settings,
         sessionmaker=sessionmaker,

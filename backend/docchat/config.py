@@ -1,6 +1,6 @@
 """One typed settings object, read from the environment (and `.env`) once at start.
 
-Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`.
+Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`, `OCR_*`.
 Nothing else in the code base reads `os.environ`; everything takes its values from
 `get_settings()`.
 """
@@ -273,6 +273,33 @@ class UrlFetchSettings(BaseSettings):
     max_redirects: int = Field(5, ge=0, description="Redirects followed when fetching a URL")
 
 
+class OcrSettings(BaseSettings):
+    model_config = _config("OCR_")
+
+    enabled: bool = Field(
+        True,
+        description=(
+            "Read scanned PDF pages and images (PNG, JPEG, TIFF) with Tesseract when it is "
+            "installed (Debian: tesseract-ocr)"
+        ),
+    )
+    languages: str = Field(
+        "eng",
+        pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$",
+        description=(
+            "Tesseract languages, joined by '+' (eng+deu); each needs its package "
+            "(tesseract-ocr-deu)"
+        ),
+    )
+    page_seconds: float = Field(60.0, gt=0, description="Longest time OCR of one page may take")
+    max_pages: int = Field(
+        200, ge=1, description="Scanned pages OCR reads per document; more fail the document"
+    )
+    max_megapixels: int = Field(
+        50, ge=1, description="Largest image OCR reads, in megapixels (larger ones fail)"
+    )
+
+
 class QuotaSettings(BaseSettings):
     model_config = _config("QUOTA_")
 
@@ -386,6 +413,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     url_fetch: UrlFetchSettings = Field(default_factory=UrlFetchSettings)
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @model_validator(mode="after")

@@ -36,10 +36,24 @@ def test_kind_comes_from_content() -> None:
 
 
 @pytest.mark.parametrize(
+    ("head", "kind"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", FileKind.png),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", FileKind.jpeg),
+        (b"II*\x00\x08\x00\x00\x00", FileKind.tiff),
+        (b"MM\x00*\x00\x00\x00\x08", FileKind.tiff),
+    ],
+)
+def test_images_are_taken_for_ocr_whatever_their_name(head: bytes, kind: FileKind) -> None:
+    assert detect_kind("scan.txt", head) is kind
+    assert detect_kind("page", head) is kind
+
+
+@pytest.mark.parametrize(
     ("name", "head", "fragment"),
     [
         ("photo.pdf", b"\x89PNG\r\n\x1a\n....", "not a PDF"),
-        ("photo.txt", b"\x89PNG\r\n\x1a\n....", "PNG image"),
+        ("photo.txt", b"GIF89a....", "GIF image"),
         ("archive.md", b"PK\x03\x04rest", "ZIP archive that is not"),
         ("binary.txt", b"abc\x00def", "binary"),
         ("latin1.txt", "café au lait".encode("latin-1"), "binary"),

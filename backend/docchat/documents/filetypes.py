@@ -28,18 +28,24 @@ OFFICE_MAIN_PARTS = {
 PACKAGE_MIMETYPES = {FileKind.odt.value: FileKind.odt, FileKind.epub.value: FileKind.epub}
 # Magic numbers of common binary formats, for a clearer refusal than "not UTF-8".
 BINARY_MAGIC = {
-    b"\x89PNG": "a PNG image",
-    b"\xff\xd8\xff": "a JPEG image",
-    b"GIF8": "a GIF image",
+    b"GIF8": "a GIF image (save it as PNG)",
+    b"RIFF": "a WebP image or another RIFF file",
     ZIP_MAGIC: "a ZIP archive that is not a Word, PowerPoint, Excel, OpenDocument or EPUB file",
     b"\x7fELF": "an executable",
     b"MZ": "an executable",
     b"\xd0\xcf\x11\xe0": "an old Office document (save it as .docx, .xlsx or .pptx)",
     b"\x1f\x8b": "a gzip archive",
 }
+# Images are read with OCR (by the worker, which says so if it cannot).
+IMAGE_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": FileKind.png,
+    b"\xff\xd8\xff": FileKind.jpeg,
+    b"II*\x00": FileKind.tiff,
+    b"MM\x00*": FileKind.tiff,
+}
 SUPPORTED = (
     "upload a PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument text (.odt), "
-    "EPUB, CSV, HTML, Markdown (.md) or plain text (.txt) file"
+    "EPUB, CSV, HTML, Markdown (.md), plain text (.txt) or image (PNG, JPEG, TIFF) file"
 )
 
 
@@ -99,6 +105,9 @@ def detect_kind(filename: str, head: bytes, path: Path | None = None) -> FileKin
         raise UnsupportedMediaType("The file is named .pdf but its content is not a PDF")
     if head.startswith(ZIP_MAGIC) and (office := _office_kind(path)) is not None:
         return office
+    for magic, image in IMAGE_MAGIC.items():
+        if head.startswith(magic):
+            return image
     for magic, what in BINARY_MAGIC.items():
         if head.startswith(magic):
             raise UnsupportedMediaType(f"The file looks like {what}; {SUPPORTED}")

@@ -8,8 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pypdf import PageObject
+
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.markup import extract_epub, extract_html, extract_markdown
+from docchat.extraction.ocr import OCR_PAGE_LOCATION, OcrOptions, extract_image, pdf_page_text
 from docchat.extraction.office import (
     extract_csv,
     extract_docx,
@@ -20,6 +23,7 @@ from docchat.extraction.office import (
 from docchat.extraction.reader import (
     ExtractedDocument,
     ExtractionError,
+    ScanReader,
     any_real_text,
     extract_pdf,
     extract_text_file,
@@ -36,16 +40,61 @@ READERS: dict[FileKind, Callable[[Path], ExtractedDocument]] = {
     FileKind.odt: extract_odt,
     FileKind.epub: extract_epub,
 }
-NO_TEXT = "No text found; scanned PDFs need OCR before upload"
+IMAGE_KINDS = frozenset({FileKind.png, FileKind.jpeg, FileKind.tiff})
+NO_TEXT = "No text found in the PDF"
+NO_TEXT_WITHOUT_OCR = (
+    "No text found: the PDF's pages are scanned images, and OCR is not installed on this "
+    "server (an administrator can install tesseract-ocr)"
+)
+NO_TEXT_BY_OCR = "No text found in the PDF, even by OCR of its scanned pages"
 
 
-def extract(path: Path, kind: FileKind, *, page_seconds: float | None = None) -> ExtractedDocument:
+def extract(
+    path: Path,
+    kind: FileKind,
+    *,
+    page_seconds: float | None = None,
+    ocr: OcrOptions | None = None,
+) -> ExtractedDocument:
+    """The file's text; `ocr` (None: no OCR) reads scanned PDF pages and images."""
     if kind is FileKind.pdf:
-        document = extract_pdf(path, page_seconds=page_seconds)
-        if not document.has_text or (document.scanned_pages and not any_real_text(document)):
-            raise ExtractionError(NO_TEXT)
-        return document
+        return _extract_pdf(path, page_seconds, ocr)
+    if kind in IMAGE_KINDS:
+        return extract_image(path, ocr)
     document = READERS[kind](path)
     if not document.has_text:
         raise ExtractionError("The file contains no text")
     return document
+
+
+def _extract_pdf(
+    path: Path, page_seconds: float | None, ocr: OcrOptions | None
+) -> ExtractedDocument:
+    document = extract_pdf(
+        path,
+        page_seconds=page_seconds,
+        read_scan=_scan_reader(ocr) if ocr is not None else None,
+        scan_location=OCR_PAGE_LOCATION,
+    )
+    if any_real_text(document) or (document.has_text and not document.scanned_pages):
+        return document
+    if not document.scanned_pages:
+        raise ExtractionError(NO_TEXT)
+    raise ExtractionError(NO_TEXT_BY_OCR if ocr is not None else NO_TEXT_WITHOUT_OCR)
+
+
+def _scan_reader(ocr: OcrOptions) -> ScanReader:
+    """OCR for a PDF's scanned pages, refusing the document past `ocr.max_pages` of them."""
+    read = 0
+
+    def read_scan(page: PageObject) -> str:
+        nonlocal read
+        read += 1
+        if read > ocr.max_pages:
+            raise ExtractionError(
+                f"The PDF has more than {ocr.max_pages} scanned pages; OCR reads at most "
+                f"{ocr.max_pages} per document (OCR_MAX_PAGES)"
+            )
+        return pdf_page_text(page, ocr)
+
+    return read_scan

@@ -16,3 +16,6 @@ class FileKind(StrEnum):
     xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     odt = "application/vnd.oasis.opendocument.text"
     epub = "application/epub+zip"
+    png = "image/png"
+    jpeg = "image/jpeg"
+    tiff = "image/tiff"

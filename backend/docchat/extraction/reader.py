@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -50,6 +50,7 @@ class ExtractedDocument:
     pages: list[PageText]
     page_count: int
     scanned_pages: int = 0  # pages that are images with (almost) no text
+    ocr_pages: int = 0  # pages whose text was read by OCR
 
     @property
     def has_text(self) -> bool:
@@ -156,12 +157,24 @@ class _PageError(Exception):
     pass
 
 
-def extract_pdf(path: Path, *, page_seconds: float | None = None) -> ExtractedDocument:
+# Reads an image-only page by OCR; the location its text is marked with.
+ScanReader = Callable[[PageObject], str]
+
+
+def extract_pdf(
+    path: Path,
+    *,
+    page_seconds: float | None = None,
+    read_scan: ScanReader | None = None,
+    scan_location: str | None = None,
+) -> ExtractedDocument:
+    """The PDF's text page by page; pages that are pictures with no text are read by
+    `read_scan` (OCR) when given, and their text marked with `scan_location`."""
     reader = _open_pdf(path)
     page_count = _page_count(reader)
     failures = _PageFailures([])
     pages: list[PageText] = []
-    scanned = 0
+    scanned = recognized = 0
     for number in range(1, page_count + 1):
         page = reader.pages[number - 1]
         try:
@@ -173,8 +186,15 @@ def extract_pdf(path: Path, *, page_seconds: float | None = None) -> ExtractedDo
             continue
         if not _has_real_text(text) and _has_images(page, page_seconds):
             scanned += 1
+            scan_text = read_scan(page) if read_scan is not None else ""
+            if _has_real_text(scan_text):
+                recognized += 1
+                pages.append(PageText(page=number, text=scan_text, location=scan_location))
+                continue
         pages.append(PageText(page=number, text=text.replace("\x00", "")))
-    return ExtractedDocument(pages=pages, page_count=page_count, scanned_pages=scanned)
+    return ExtractedDocument(
+        pages=pages, page_count=page_count, scanned_pages=scanned, ocr_pages=recognized
+    )
 
 
 def _has_real_text(text: str) -> bool:

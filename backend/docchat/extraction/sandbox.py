@@ -29,6 +29,7 @@ from typing import Any
 from docchat.extraction.chunking import TextChunk, chunk_document
 from docchat.extraction.formats import extract
 from docchat.extraction.kinds import FileKind
+from docchat.extraction.ocr import OcrOptions
 from docchat.extraction.reader import ExtractionError
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class Limits:
     cpu_seconds: int = 300
     page_seconds: float = 10.0
     memory_mb: int = 2048
+    ocr: OcrOptions | None = None  # None: scanned pages and images are not read
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class PreparedDocument:
 
     page_count: int
     chunks: list[TextChunk]
+    ocr_pages: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,15 +63,24 @@ class _Request:
     chunk_overlap: int
     page_seconds: float
     cpu_seconds: int
+    ocr: OcrOptions | None = None
 
 
 def prepare(
-    path: Path, kind: FileKind, *, chunk_size: int, chunk_overlap: int, page_seconds: float | None
+    path: Path,
+    kind: FileKind,
+    *,
+    chunk_size: int,
+    chunk_overlap: int,
+    page_seconds: float | None,
+    ocr: OcrOptions | None = None,
 ) -> PreparedDocument:
     """Extract and chunk in this process (blocking). The child runs this; so can tests."""
-    extracted = extract(path, kind, page_seconds=page_seconds)
+    extracted = extract(path, kind, page_seconds=page_seconds, ocr=ocr)
     chunks = chunk_document(extracted, size=chunk_size, overlap=chunk_overlap)
-    return PreparedDocument(page_count=extracted.page_count, chunks=chunks)
+    return PreparedDocument(
+        page_count=extracted.page_count, chunks=chunks, ocr_pages=extracted.ocr_pages
+    )
 
 
 def _limit_cpu(seconds: int) -> None:
@@ -101,6 +113,7 @@ def _child(requests: Connection, replies: Connection, memory_mb: int) -> None:
                 chunk_size=request.chunk_size,
                 chunk_overlap=request.chunk_overlap,
                 page_seconds=request.page_seconds,
+                ocr=request.ocr,
             )
             reply: tuple[str, Any] = ("ok", prepared)
         except ExtractionError as exc:
@@ -219,6 +232,7 @@ class ExtractionSandbox:
             chunk_overlap=chunk_overlap,
             page_seconds=self.limits.page_seconds,
             cpu_seconds=self.limits.cpu_seconds,
+            ocr=self.limits.ocr,
         )
         wall = wall_seconds or self.limits.wall_seconds
         await asyncio.wait_for(self._lock.acquire(), queue_seconds)

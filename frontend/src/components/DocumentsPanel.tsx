@@ -50,6 +50,11 @@ const ACCEPTED = [
   ".md",
   ".markdown",
   ".txt",
+  ".png",
+  ".jpg",
+  ".jpeg",
+  ".tif",
+  ".tiff",
   "application/pdf",
   "text/plain",
   "text/markdown",
@@ -60,6 +65,9 @@ const ACCEPTED = [
   "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
   "application/vnd.oasis.opendocument.text",
   "application/epub+zip",
+  "image/png",
+  "image/jpeg",
+  "image/tiff",
 ].join(",");
 
 // What a document's `page_count` counts, by kind; kinds without pages show only chunks.
@@ -67,6 +75,7 @@ const PARTS: Record<string, [string, string]> = {
   "application/pdf": ["page", "pages"],
   "application/vnd.openxmlformats-officedocument.presentationml.presentation": ["slide", "slides"],
   "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ["sheet", "sheets"],
+  "image/tiff": ["page", "pages"],
 };
 
 function sizeOf(document: DocumentInfo): string {
@@ -221,8 +230,8 @@ export default function DocumentsPanel({
         tabIndex={0}
         aria-label="Upload documents: drop files here or press to choose"
       >
-        Drop PDF, Word, PowerPoint, Excel, OpenDocument, EPUB, CSV, HTML, Markdown or text files here, or click to
-        choose
+        Drop PDF, Word, PowerPoint, Excel, OpenDocument, EPUB, CSV, HTML, Markdown, text or scanned (PNG,
+        JPEG, TIFF) files here, or click to choose
         <input
           ref={input}
           type="file"
