@@ -4,7 +4,8 @@
 
 Runs the real pipeline in one process (API upload over ASGI, the worker, the readers, MiniLM,
 Chroma, PostgreSQL) on a 100-page PDF, on 50 mixed files, and on a set of files of each other
-format (Word, PowerPoint, Excel, CSV, HTML), then embeds the same chunks with the model alone.
+format (Word, PowerPoint, Excel, CSV, HTML, scans read by OCR), then embeds the same chunks
+with the model alone (for scans the share is small: reading the pictures is the work).
 Prints medians over the runs; "items" are pages, sections, slides or rows as the format has.
 """
 
@@ -35,8 +36,12 @@ from docchat.app import attach_components, create_app
 from docchat.documents.filetypes import detect_kind
 from docchat.extraction.chunking import chunk_document
 from docchat.extraction.formats import extract
+from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
+
+SCANS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ocr"
+OCR = find_tesseract(OcrOptions())
 
 WORDS = [
     "harbour",
@@ -149,7 +154,18 @@ def corpus(seed: int) -> list[Batch]:
         ("100-page PDF", [("big.pdf", big)], None, "pages"),
         ("50 mixed PDF/Markdown/text", mixed, None, "pages"),
         *office_corpus(rng),
+        ("3 scans (2 PDF, 1 JPEG), OCR", scans(), None, "pages"),
     ]
+
+
+def scans() -> list[tuple[str, bytes]]:
+    """Real pages, scanned (tests/fixtures/ocr): a two-column paper and a one-page document."""
+    names = [
+        "multicolumn-scanned.pdf",
+        "google-doc-document-scanned.pdf",
+        "google-doc-document-scanned.jpg",
+    ]
+    return [(name, (SCANS / name).read_bytes()) for name in names]
 
 
 async def ingest(
@@ -185,9 +201,8 @@ def raw_embedding_seconds(
         path = folder / name
         path.write_bytes(content)
         kind = detect_kind(name, content[:8192], path)
-        texts.extend(
-            chunk.text for chunk in chunk_document(extract(path, kind), size=1000, overlap=200)
-        )
+        document = extract(path, kind, ocr=OCR)
+        texts.extend(chunk.text for chunk in chunk_document(document, size=1000, overlap=200))
     started = time.perf_counter()
     for start in range(0, len(texts), batch):
         embedder.embed(texts[start : start + batch])

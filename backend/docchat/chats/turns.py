@@ -114,6 +114,7 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
             kind=FileKind(document.content_type),
             path=storage.path(document.storage_key),
             sha256=document.sha256,
+            version=document.version,
         )
         for document in requested
         if document.status in (DocumentStatus.queued, DocumentStatus.processing)

@@ -21,13 +21,29 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
+from docchat.documents.models import (
+    Document,
+    DocumentStatus,
+    DocumentVersion,
+    IngestionJob,
+    JobStatus,
+)
 
 
 async def enqueue(session: AsyncSession, document: Document) -> IngestionJob:
     """Queue the document for processing; it waits as `queued` until a worker takes it."""
     document.status = DocumentStatus.queued
     job = IngestionJob(document_id=document.id, owner_id=document.owner_id)
+    session.add(job)
+    await session.flush()
+    return job
+
+
+async def enqueue_version(
+    session: AsyncSession, document: Document, version: DocumentVersion
+) -> IngestionJob:
+    """Queue a new version of the document; the document itself stays as it is meanwhile."""
+    job = IngestionJob(document_id=document.id, owner_id=document.owner_id, version_id=version.id)
     session.add(job)
     await session.flush()
     return job

@@ -51,6 +51,30 @@ class Document(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     # Progress while processing: pages extracted and chunks embedded so far.
     pages_done: Mapped[int] = mapped_column(default=0)
     chunks_done: Mapped[int] = mapped_column(default=0)
+    # Which content answers: 1 for the first upload, +1 for each new version that completed
+    # (`versioned_at`: when it took over; None for the first).
+    version: Mapped[int] = mapped_column(default=1, server_default="1")
+    versioned_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class DocumentVersion(IdMixin, TimestampMixin, Base):
+    """A new file for a document, read beside the current one: the document keeps answering
+    from its current content until this one completes, then takes it over in one step."""
+
+    __tablename__ = "document_versions"
+    __table_args__ = (Index("ix_document_versions_document_id", "document_id"),)
+
+    document_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    number: Mapped[int]
+    filename: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str] = mapped_column(String(100))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    storage_key: Mapped[str] = mapped_column(String(200))
+    status: Mapped[DocumentStatus] = mapped_column(String(16), default=DocumentStatus.queued)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    chunk_count: Mapped[int | None] = mapped_column(default=None)
+    chunks_done: Mapped[int] = mapped_column(default=0)
 
 
 class JobStatus(StrEnum):
@@ -73,6 +97,10 @@ class IngestionJob(IdMixin, TimestampMixin, Base):
     )
 
     document_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    # Set when the job reads a new version of the document rather than the document itself.
+    version_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("document_versions.id", ondelete="CASCADE"), default=None
+    )
     # The document's owner: workers take turns between owners (see `claim_next`).
     owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     status: Mapped[JobStatus] = mapped_column(String(16), default=JobStatus.queued)

@@ -6,9 +6,11 @@ import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import ColumnElement, Select, func, or_, select, update
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.db import utcnow
+from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
 from docchat.membership.access import shared_document_ids
 from docchat.membership.models import EVERYONE_ID, CollectionDocument
 from docchat.retrieval.index import DocumentRef
@@ -81,8 +83,9 @@ async def completed_refs(
     if category_id is not None:
         statement = statement.where(Document.category_id == category_id)
     ordered = statement.order_by(Document.created_at)
-    rows = (await session.execute(ordered.with_only_columns(Document.id, Document.owner_id))).all()
-    return [DocumentRef(row.id, row.owner_id) for row in rows]
+    columns = ordered.with_only_columns(Document.id, Document.owner_id, Document.version)
+    rows = (await session.execute(columns)).all()
+    return [DocumentRef(row.id, row.owner_id, row.version) for row in rows]
 
 
 async def live_documents(session: AsyncSession) -> list[Document]:
@@ -149,6 +152,125 @@ async def mark_completed(session: AsyncSession, document_id: uuid.UUID, chunk_co
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+async def lock_live(session: AsyncSession, document_id: uuid.UUID) -> Document | None:
+    """The live document, its row locked until the transaction ends."""
+    statement = (
+        select(Document)
+        .where(Document.id == document_id, Document.deleted_at.is_(None))
+        .with_for_update()
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+# -- new versions ----------------------------------------------------------------------------
+
+UNFINISHED = (DocumentStatus.queued, DocumentStatus.processing)
+
+
+async def get_version(session: AsyncSession, version_id: uuid.UUID) -> DocumentVersion | None:
+    return await session.get(DocumentVersion, version_id)
+
+
+async def version_in_progress(
+    session: AsyncSession, document_id: uuid.UUID
+) -> DocumentVersion | None:
+    statement = select(DocumentVersion).where(
+        DocumentVersion.document_id == document_id, DocumentVersion.status.in_(UNFINISHED)
+    )
+    return (await session.execute(statement.limit(1))).scalar_one_or_none()
+
+
+async def latest_unfinished_versions(
+    session: AsyncSession, document_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, DocumentVersion]:
+    """Per document, its latest new version when that one has not taken over (waiting, being
+    read, or failed): what the document's owner should see of it."""
+    if not document_ids:
+        return {}
+    statement = (
+        select(DocumentVersion)
+        .where(DocumentVersion.document_id.in_(list(document_ids)))
+        .order_by(DocumentVersion.document_id, DocumentVersion.created_at.desc())
+        .ext(distinct_on(DocumentVersion.document_id))
+    )
+    latest = (await session.execute(statement)).scalars()
+    return {v.document_id: v for v in latest if v.status != DocumentStatus.completed}
+
+
+async def drop_unfinished_versions(session: AsyncSession, document_id: uuid.UUID) -> list[str]:
+    """Mark the document's waiting or running new versions failed (it is being deleted); the
+    storage keys of their files."""
+    result = await session.execute(
+        update(DocumentVersion)
+        .where(DocumentVersion.document_id == document_id, DocumentVersion.status.in_(UNFINISHED))
+        .values(status=DocumentStatus.failed, error="The document was deleted")
+        .returning(DocumentVersion.storage_key)
+    )
+    return list(result.scalars())
+
+
+async def set_version_state(
+    session: AsyncSession,
+    version_id: uuid.UUID,
+    status: DocumentStatus,
+    *,
+    error: str | None = None,
+    chunk_count: int | None = None,
+    chunks_done: int = 0,
+) -> None:
+    await session.execute(
+        update(DocumentVersion)
+        .where(DocumentVersion.id == version_id)
+        .values(status=status, error=error, chunk_count=chunk_count, chunks_done=chunks_done)
+    )
+
+
+async def set_version_progress(
+    session: AsyncSession, version_id: uuid.UUID, chunks_done: int
+) -> None:
+    await session.execute(
+        update(DocumentVersion)
+        .where(DocumentVersion.id == version_id)
+        .values(chunks_done=chunks_done)
+    )
+
+
+async def adopt_version(
+    session: AsyncSession, document: Document, version: DocumentVersion, page_count: int
+) -> None:
+    """The document takes the new version's file and content (its chunks must be written in
+    this transaction); the version is marked completed."""
+    chunk_count = version.chunk_count or 0
+    await session.execute(
+        update(Document)
+        .where(Document.id == document.id)
+        .values(
+            version=version.number,
+            versioned_at=utcnow(),
+            filename=version.filename,
+            content_type=version.content_type,
+            size_bytes=version.size_bytes,
+            sha256=version.sha256,
+            storage_key=version.storage_key,
+            page_count=page_count,
+            pages_done=page_count,
+            chunk_count=chunk_count,
+            chunks_done=chunk_count,
+            error=None,
+            token_count=select(func.coalesce(func.sum(DocumentChunk.tokens), 0))
+            .where(DocumentChunk.document_id == document.id)
+            .scalar_subquery(),
+        )
+    )
+    await set_version_state(
+        session,
+        version.id,
+        DocumentStatus.completed,
+        chunk_count=chunk_count,
+        chunks_done=chunk_count,
+    )
+
+
 async def mark_failed(session: AsyncSession, document_id: uuid.UUID, error: str) -> None:
     await session.execute(
         update(Document)
@@ -166,10 +288,17 @@ async def lock_storage_key(session: AsyncSession, key: str) -> None:
 
 
 async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
-    statement = select(Document.id).where(
+    """A live document, or a new version still to be read, uses the stored file."""
+    documents = select(Document.id).where(
         Document.storage_key == key, Document.deleted_at.is_(None)
     )
-    return (await session.execute(statement.limit(1))).first() is not None
+    versions = select(DocumentVersion.id).where(
+        DocumentVersion.storage_key == key, DocumentVersion.status.in_(UNFINISHED)
+    )
+    for statement in (documents, versions):
+        if (await session.execute(statement.limit(1))).first() is not None:
+            return True
+    return False
 
 
 async def live_copy(

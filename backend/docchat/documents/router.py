@@ -154,6 +154,49 @@ async def reprocess_document(
     return (await service.as_read(session, [reprocessed], user.id))[0]
 
 
+@router.post(
+    "/{document_id}/versions",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=DocumentRead,
+    operation_id="documents_upload_version",
+    openapi_extra={"requestBody": UPLOAD_REQUEST_BODY},
+    responses={
+        status.HTTP_200_OK: {
+            "model": DocumentRead,
+            "description": "The file is the current version's: nothing changes, `duplicate: true`",
+        },
+        status.HTTP_409_CONFLICT: {
+            "description": "The document is not completed, or a new version is being read"
+        },
+    },
+)
+async def upload_document_version(
+    request: Request,
+    response: Response,
+    document: ReadableDocument,
+    user: CurrentUser,
+    session: SessionDep,
+    storage: StorageDep,
+    settings: SettingsDep,
+) -> DocumentRead:
+    """Replace the document's content with a new file (multipart: `file`), in place.
+
+    The document keeps its id, so chats and collections keep it; its current content answers
+    until the new version completes, then the new one answers instead, in one step, and
+    `version` goes up by one. `new_version` shows the new file's progress (or why it failed:
+    the current content then stays)."""
+    upload = await service.upload_version_from_form(
+        request,
+        session,
+        storage,
+        user,
+        document,
+        max_bytes=settings.max_upload_bytes,
+        quota=settings.quota,
+    )
+    return await service.upload_reply(session, upload, user.id, response)
+
+
 @router.delete(
     "/{document_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="documents_delete"
 )

@@ -5,7 +5,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
 from docchat.kit.schemas import RequestModel
 
 
@@ -16,6 +16,23 @@ class DocumentFromUrl(RequestModel):
         description="An http(s) address of a web page or a file (PDF, Word, ...)",
     )
     category_id: uuid.UUID | None = None
+
+
+class VersionRead(BaseModel):
+    """A new file for a document that has not taken over (yet)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    number: int = Field(description="The version it becomes once it completes")
+    filename: str
+    status: DocumentStatus = Field(
+        description="queued or processing: the current version answers meanwhile; failed: "
+        "it never took over (see error)"
+    )
+    error: str | None
+    chunk_count: int | None
+    chunks_done: int
+    created_at: datetime
 
 
 class DocumentRead(BaseModel):
@@ -44,6 +61,13 @@ class DocumentRead(BaseModel):
             "between owners, one document each"
         ),
     )
+    version: int = Field(description="1 for the first upload, +1 for each new version")
+    versioned_at: datetime | None = Field(
+        description="When the current version took over (null: the first upload)"
+    )
+    new_version: VersionRead | None = Field(
+        None, description="A new version being read, or the last one that failed"
+    )
     created_at: datetime
     updated_at: datetime
     duplicate: bool = Field(
@@ -56,7 +80,11 @@ class DocumentRead(BaseModel):
 
     @classmethod
     def for_viewer(
-        cls, document: Document, viewer_id: uuid.UUID, queue_position: int | None = None
+        cls,
+        document: Document,
+        viewer_id: uuid.UUID,
+        queue_position: int | None = None,
+        new_version: DocumentVersion | None = None,
     ) -> DocumentRead:
         """The document as `viewer_id` may see it: other people's ids stay out."""
         read = cls.model_validate(document)
@@ -64,6 +92,8 @@ class DocumentRead(BaseModel):
             read.owner_id = None
         if read.status == DocumentStatus.queued:
             read.queue_position = queue_position
+        if new_version is not None:
+            read.new_version = VersionRead.model_validate(new_version)
         return read
 
     @computed_field  # type: ignore[prop-decorator]

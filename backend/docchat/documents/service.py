@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from fastapi import Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -14,12 +15,12 @@ from docchat.config import QuotaSettings, UrlFetchSettings
 from docchat.db import utcnow
 from docchat.documents import jobs, repository
 from docchat.documents.fetch import fetch
-from docchat.documents.filetypes import detect_kind, sanitize_filename
-from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.documents.filetypes import FileKind, detect_kind, sanitize_filename
+from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
 from docchat.documents.schemas import DocumentFromUrl, DocumentRead
 from docchat.documents.storage import FileStorage
 from docchat.documents.upload_form import upload_form
-from docchat.kit.errors import Forbidden, NotFound, ServiceUnavailable
+from docchat.kit.errors import Conflict, Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
 from docchat.kit.routing import after_commit
 from docchat.quotas import service as quotas
@@ -67,6 +68,45 @@ async def list_readable(
     return await paginate(session, statement, page)
 
 
+@dataclass(frozen=True)
+class _StoredFile:
+    filename: str
+    kind: FileKind
+    size_bytes: int
+    sha256: str
+    key: str
+
+
+async def _store_file(
+    session: AsyncSession,
+    storage: FileStorage,
+    user: User,
+    file: UploadFile,
+    *,
+    max_bytes: int,
+    quota: QuotaSettings,
+    copy_of: Callable[[str], Awaitable[Document | None]],
+) -> _StoredFile | Document:
+    """Receive, check and keep an uploaded file; or, when `copy_of(sha256)` finds a document
+    with these bytes already, that document (and nothing is kept)."""
+    filename = sanitize_filename(file.filename)
+    received = await storage.receive(file, max_bytes)
+    try:
+        kind = detect_kind(filename, received.head, received.temp_path)
+        # Held until commit: a removal of the same file waits until this row is visible, and
+        # so does a second upload of the same bytes, which then finds this one.
+        await repository.lock_storage_key(session, received.key)
+        existing = await copy_of(received.sha256)
+        if existing is not None:
+            return existing
+        stored = await repository.stored_bytes(session, user.id)
+        quotas.ensure_room_for(user, quota, stored=stored, incoming_bytes=received.size_bytes)
+        key = await storage.place(received)
+    finally:
+        await storage.discard(received)
+    return _StoredFile(filename, kind, received.size_bytes, received.sha256, key)
+
+
 async def upload(
     session: AsyncSession,
     storage: FileStorage,
@@ -84,36 +124,96 @@ async def upload(
     they already made, and store nothing."""
     if category_id is not None:
         await categories_service.get_owned(session, user, category_id)
-    filename = sanitize_filename(file.filename)
-    received = await storage.receive(file, max_bytes)
-    try:
-        kind = detect_kind(filename, received.head, received.temp_path)
-        # Held until commit: a removal of the same file waits until this row is visible, and
-        # so does a second upload of the same bytes, which then finds this one.
-        await repository.lock_storage_key(session, received.key)
-        existing = await repository.live_copy(session, user.id, received.sha256, visibility)
-        if existing is not None:
-            return Upload(existing, duplicate=True)
-        stored = await repository.stored_bytes(session, user.id)
-        quotas.ensure_room_for(user, quota, stored=stored, incoming_bytes=received.size_bytes)
-        key = await storage.place(received)
-    finally:
-        await storage.discard(received)
+
+    async def copy_of(sha256: str) -> Document | None:
+        return await repository.live_copy(session, user.id, sha256, visibility)
+
+    stored = await _store_file(
+        session, storage, user, file, max_bytes=max_bytes, quota=quota, copy_of=copy_of
+    )
+    if isinstance(stored, Document):
+        return Upload(stored, duplicate=True)
     document = Document(
         owner_id=user.id,
         category_id=category_id,
         visibility=visibility,
-        filename=filename,
-        content_type=kind.value,
-        size_bytes=received.size_bytes,
-        sha256=received.sha256,
-        storage_key=key,
+        filename=stored.filename,
+        content_type=stored.kind.value,
+        size_bytes=stored.size_bytes,
+        sha256=stored.sha256,
+        storage_key=stored.key,
         status=DocumentStatus.queued,
     )
     session.add(document)
     await session.flush()
     await jobs.enqueue(session, document)
     return Upload(document, duplicate=False)
+
+
+async def upload_version(
+    session: AsyncSession,
+    storage: FileStorage,
+    user: User,
+    document: Document,
+    file: UploadFile,
+    *,
+    max_bytes: int,
+    quota: QuotaSettings,
+) -> Upload:
+    """A new file for `document`, read beside its current content, which keeps answering
+    until the new one completes and takes over (chats keep their links: the id stays).
+    The same bytes as the current version change nothing (`duplicate`)."""
+    _ensure_can_modify(user, document)
+    locked = await repository.lock_live(session, document.id)  # one new version at a time
+    if locked is None:
+        raise NotFound("Document not found")
+    if locked.status != DocumentStatus.completed:
+        raise Conflict(
+            f"The document is {locked.status}: a new version can replace it once it is "
+            "completed (reprocess it, or upload the file as a new document)"
+        )
+    if await repository.version_in_progress(session, locked.id) is not None:
+        raise Conflict("A new version of this document is already being read; wait for it")
+
+    async def copy_of(sha256: str) -> Document | None:
+        return locked if sha256 == locked.sha256 else None
+
+    stored = await _store_file(
+        session, storage, user, file, max_bytes=max_bytes, quota=quota, copy_of=copy_of
+    )
+    if isinstance(stored, Document):
+        return Upload(stored, duplicate=True)
+    version = DocumentVersion(
+        document_id=locked.id,
+        number=locked.version + 1,
+        filename=stored.filename,
+        content_type=stored.kind.value,
+        size_bytes=stored.size_bytes,
+        sha256=stored.sha256,
+        storage_key=stored.key,
+        status=DocumentStatus.queued,
+    )
+    session.add(version)
+    await session.flush()
+    await jobs.enqueue_version(session, locked, version)
+    return Upload(locked, duplicate=False)
+
+
+async def upload_version_from_form(
+    request: Request,
+    session: AsyncSession,
+    storage: FileStorage,
+    user: User,
+    document: Document,
+    *,
+    max_bytes: int,
+    quota: QuotaSettings,
+) -> Upload:
+    """`upload_version` of the multipart form in `request` (`file`)."""
+    async with upload_form(request) as form:
+        return await upload_version(
+            session, storage, user, document, form.file, max_bytes=max_bytes, quota=quota
+        )
 
 
 @dataclass(frozen=True)
@@ -128,8 +228,13 @@ async def as_read(
     """The documents as the viewer sees them, with the queue position of those waiting."""
     waiting = [document.id for document in documents if document.status == DocumentStatus.queued]
     positions = await jobs.queue_positions(session, waiting)
+    # Only the owner hears of new versions (their file names are the owner's business).
+    owned = [document.id for document in documents if document.owner_id == viewer_id]
+    versions = await repository.latest_unfinished_versions(session, owned)
     return [
-        DocumentRead.for_viewer(document, viewer_id, positions.get(document.id))
+        DocumentRead.for_viewer(
+            document, viewer_id, positions.get(document.id), versions.get(document.id)
+        )
         for document in documents
     ]
 
@@ -216,6 +321,8 @@ def _ensure_can_modify(user: User, document: Document) -> None:
 
 async def reprocess(session: AsyncSession, user: User, document: Document) -> Document:
     _ensure_can_modify(user, document)
+    if await repository.version_in_progress(session, document.id) is not None:
+        raise Conflict("A new version of this document is being read; reprocess it after that")
     await jobs.cancel_pending(session, document.id, utcnow())
     document.error = None
     document.pages_done = 0
@@ -236,8 +343,9 @@ async def delete(
     """Soft-delete the row and remove its vectors; if the store is down nothing changes.
     Once that is committed, the file goes too unless another document shares it."""
     _ensure_can_modify(user, document)
-    key = document.storage_key
-    after_commit(session, lambda: release_file(sessionmaker, storage, key))
+    keys = [document.storage_key, *await repository.drop_unfinished_versions(session, document.id)]
+    for key in keys:
+        after_commit(session, partial(release_file, sessionmaker, storage, key))
     document.deleted_at = utcnow()
     await jobs.cancel_pending(session, document.id, document.deleted_at)
     await lexical.delete_chunks(session, document.id)

@@ -31,7 +31,8 @@ from docchat.config import Settings
 from docchat.db import utcnow
 from docchat.documents import jobs as jobs_repository
 from docchat.documents import repository as documents_repository
-from docchat.documents.models import Document, JobStatus
+from docchat.documents.models import Document, DocumentStatus, DocumentVersion, JobStatus
+from docchat.documents.service import release_file
 from docchat.documents.storage import FileStorage
 from docchat.extraction.chunking import TextChunk, title_of, with_header
 from docchat.extraction.kinds import FileKind
@@ -60,6 +61,7 @@ class ClaimedJob:
     document_id: uuid.UUID
     attempts: int
     token: uuid.UUID
+    version_id: uuid.UUID | None = None  # a new version of the document, not the document
 
 
 def user_facing_reason(exc: Exception) -> str:
@@ -140,8 +142,10 @@ class IngestionWorker:
             claimed = None
             if job is not None:
                 assert job.claim_token is not None
-                claimed = ClaimedJob(job.id, job.document_id, job.attempts, job.claim_token)
-                await documents_repository.set_waiting(session, job.document_id, False)
+                claimed = ClaimedJob(
+                    job.id, job.document_id, job.attempts, job.claim_token, job.version_id
+                )
+                await self._set_waiting(session, claimed, False)
             await session.commit()
             return claimed
 
@@ -196,7 +200,10 @@ class IngestionWorker:
                 await self._fail(job, "Processing was interrupted too many times; try reprocessing")
                 return "failed"
             try:
-                page_count, chunk_count = await self._ingest(job, document, lost)
+                if job.version_id is None:
+                    page_count, chunk_count = await self._ingest(job, document, lost)
+                else:
+                    page_count, chunk_count = await self._ingest_version(job, document, lost)
             except ExtractionError as exc:
                 await self._fail(job, str(exc))
                 return "failed"
@@ -260,7 +267,9 @@ class IngestionWorker:
         return with_header(title_of(chunk.filename), chunk.text)
 
     @staticmethod
-    def _record(document: Document, chunk: TextChunk) -> Chunk:
+    def _record(
+        document: Document, chunk: TextChunk, version: DocumentVersion | None = None
+    ) -> Chunk:
         return Chunk(
             document_id=document.id,
             chunk_index=chunk.index,
@@ -269,15 +278,20 @@ class IngestionWorker:
             location=chunk.location,
             owner_id=document.owner_id,
             visibility=document.visibility,
-            filename=document.filename,
+            filename=version.filename if version is not None else document.filename,
+            version=version.number if version is not None else document.version,
         )
 
     async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
         texts = [self._indexed(chunk) for chunk in batch]
         vectors = await asyncio.to_thread(self.embedder.embed, texts)
         await self.index.upsert(batch, vectors)
+        done = before + len(batch)
         async with self._fenced(job) as session:
-            await documents_repository.set_progress(session, job.document_id, before + len(batch))
+            if job.version_id is None:
+                await documents_repository.set_progress(session, job.document_id, done)
+            else:
+                await documents_repository.set_version_progress(session, job.version_id, done)
 
     async def _complete(self, job: ClaimedJob, ref: DocumentRef, chunk_count: int) -> None:
         """Completed only when both indexes hold exactly the document's chunks."""
@@ -295,13 +309,89 @@ class IngestionWorker:
         if not live:
             await self.index.delete_document(ref)
 
+    # -- new versions: read beside the current content, then take over in one transaction ----
+
+    async def _ingest_version(
+        self, job: ClaimedJob, document: Document, lost: asyncio.Event
+    ) -> tuple[int, int]:
+        """Read the new file and write its vectors under the new version (the current ones
+        keep answering: searches ask for the document's current version); then, in one
+        transaction, swap the lexical rows and the document's file and version; then remove
+        the old vectors and file."""
+        assert job.version_id is not None
+        version = await self._load_version(job.version_id)
+        rag = self.settings.rag
+        prepared = await self.extractor.prepare(
+            self.storage.path(version.storage_key),
+            FileKind(version.content_type),
+            chunk_size=rag.chunk_size,
+            chunk_overlap=rag.chunk_overlap,
+        )
+        chunks = [self._record(document, chunk, version) for chunk in prepared.chunks]
+        async with self._fenced(job) as session:
+            await documents_repository.set_version_state(
+                session, version.id, DocumentStatus.processing, chunk_count=len(chunks)
+            )
+        batch_size = max(1, self.settings.embedding.batch_size)
+        for start in range(0, len(chunks), batch_size):
+            self._check(lost, job)
+            await self._embed_and_store(job, chunks[start : start + batch_size], start)
+        new = DocumentRef(document.id, document.owner_id, version.number)
+        stored = await self.index.count(new)
+        if stored != len(chunks):
+            raise IncompleteIndex(f"{stored} vectors for {len(chunks)} chunks")
+        old_key = document.storage_key
+        async with self._fenced(job) as session:
+            live = await documents_repository.lock_live(session, document.id)
+            if live is not None:
+                await lexical.delete_chunks(session, document.id)
+                await lexical.add_chunks(
+                    session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
+                )
+                version.chunk_count = len(chunks)
+                await documents_repository.adopt_version(
+                    session, live, version, prepared.page_count
+                )
+            await jobs_repository.finish(session, job.id, JobStatus.done, None, utcnow())
+        # The old vectors no longer answer (searches ask for the new version); now remove them.
+        if live is None:
+            await self.index.delete_document(new)
+        else:
+            await self.index.delete_document(new, except_version=version.number)
+            await release_file(self.sessionmaker, self.storage, old_key)
+        return prepared.page_count, len(chunks)
+
+    async def _load_version(self, version_id: uuid.UUID) -> DocumentVersion:
+        async with self.sessionmaker() as session:
+            version = await documents_repository.get_version(session, version_id)
+        if version is None:
+            raise ExtractionError("The new version's record is gone")
+        return version
+
+    async def _set_waiting(self, session: AsyncSession, job: ClaimedJob, waiting: bool) -> None:
+        if job.version_id is None:
+            await documents_repository.set_waiting(session, job.document_id, waiting)
+            return
+        status = DocumentStatus.queued if waiting else DocumentStatus.processing
+        await documents_repository.set_version_state(session, job.version_id, status)
+
+    async def _mark_failed(self, session: AsyncSession, job: ClaimedJob, message: str) -> None:
+        """The document failed; or, for a new version, only the version (the document's
+        current content keeps answering)."""
+        if job.version_id is None:
+            await documents_repository.mark_failed(session, job.document_id, message)
+            return
+        await documents_repository.set_version_state(
+            session, job.version_id, DocumentStatus.failed, error=message
+        )
+
     async def _finish(self, job: ClaimedJob, status: JobStatus, error: str | None) -> None:
         async with self._fenced(job) as session:
             await jobs_repository.finish(session, job.id, status, error, utcnow())
 
     async def _fail(self, job: ClaimedJob, message: str) -> None:
         async with self._fenced(job) as session:
-            await documents_repository.mark_failed(session, job.document_id, message[:2000])
+            await self._mark_failed(session, job, message[:2000])
             await jobs_repository.finish(
                 session, job.id, JobStatus.failed, message[:2000], utcnow()
             )
@@ -313,11 +403,11 @@ class IngestionWorker:
             reason = user_facing_reason(exc)
             message = f"Processing failed after {job.attempts} attempts: {reason}; try reprocessing"
             async with self._fenced(job) as session:
-                await documents_repository.mark_failed(session, job.document_id, message)
+                await self._mark_failed(session, job, message)
                 await jobs_repository.finish(session, job.id, JobStatus.failed, raw, utcnow())
             return "failed"
         delay = timedelta(seconds=min(300, 2**job.attempts))
         async with self._fenced(job) as session:
             await jobs_repository.requeue(session, job.id, available_at=utcnow() + delay, error=raw)
-            await documents_repository.set_waiting(session, job.document_id, True)
+            await self._set_waiting(session, job, True)
         return "retried"

@@ -47,6 +47,7 @@ def _metadata(chunk: Chunk) -> dict[str, Any]:
         "owner_id": str(chunk.owner_id),
         "visibility": chunk.visibility,
         "filename": chunk.filename,
+        "version": chunk.version,
     }
     if chunk.page is not None:
         metadata["page"] = chunk.page
@@ -67,6 +68,8 @@ def _chunk_from(text: str, metadata: dict[str, Any]) -> Chunk:
         visibility=str(metadata["visibility"]),
         filename=str(metadata["filename"]),
         location=str(location) if location is not None else None,
+        # Chunks written before versions existed carry none: they are the first.
+        version=int(metadata.get("version", 1)),
     )
 
 
@@ -75,10 +78,11 @@ def _document_filter(document_ids: Sequence[uuid.UUID]) -> dict[str, Any]:
     return {"document_id": ids[0]} if len(ids) == 1 else {"document_id": {"$in": ids}}
 
 
-def _by_owner(documents: Sequence[DocumentRef]) -> dict[uuid.UUID, list[uuid.UUID]]:
-    grouped: dict[uuid.UUID, list[uuid.UUID]] = {}
+def _by_owner(documents: Sequence[DocumentRef]) -> dict[uuid.UUID, dict[uuid.UUID, int]]:
+    """Each owner's documents in scope, with the version of each that answers."""
+    grouped: dict[uuid.UUID, dict[uuid.UUID, int]] = {}
     for document in documents:
-        grouped.setdefault(document.owner_id, []).append(document.id)
+        grouped.setdefault(document.owner_id, {})[document.id] = document.version
     return grouped
 
 
@@ -99,9 +103,10 @@ _INCLUDE = ["documents", "metadatas", "distances"]
 
 
 def _query_owner(
-    collection: Any, embedding: list[float], document_ids: Sequence[uuid.UUID], top_k: int
+    collection: Any, embedding: list[float], versions: dict[uuid.UUID, int], top_k: int
 ) -> list[ScoredChunk]:
-    """The `top_k` chunks of `document_ids` in one owner's collection.
+    """The `top_k` chunks of the documents in `versions` (of the version named for each) in
+    one owner's collection.
 
     Most searches cover all, or most, of an owner's documents (scope "all"), so the index alone
     finds them: an unfiltered query over-fetches and keeps the wanted documents' chunks. If the
@@ -110,20 +115,21 @@ def _query_owner(
     seen. Otherwise (a narrow scope) the filtered query answers; on 1,000 chunks it costs
     about 10 ms against 2 ms for the unfiltered one.
     """
-    wanted = set(document_ids)
     asked = top_k * OVERFETCH
     result = collection.query(query_embeddings=[embedding], n_results=asked, include=_INCLUDE)
     seen = _scored(result)
-    kept = [hit for hit in seen if hit.chunk.document_id in wanted]
+    kept = [hit for hit in seen if versions.get(hit.chunk.document_id) == hit.chunk.version]
     if len(kept) >= top_k or len(seen) < asked:
         return kept[:top_k]
+    # Twice as many: while a new version is read, its chunks sit beside the answering ones.
     result = collection.query(
         query_embeddings=[embedding],
-        n_results=top_k,
-        where=_document_filter(document_ids),
+        n_results=top_k * 2,
+        where=_document_filter(list(versions)),
         include=_INCLUDE,
     )
-    return _scored(result)
+    found = [hit for hit in _scored(result) if versions[hit.chunk.document_id] == hit.chunk.version]
+    return found[:top_k]
 
 
 class ChromaVectorStore:
@@ -276,11 +282,23 @@ class ChromaVectorStore:
                     metadatas=[_metadata(chunks[i]) for i in positions],
                 )
 
-    def delete_document(self, document: DocumentRef) -> None:
+    def delete_document(self, document: DocumentRef, except_version: int | None = None) -> None:
         with self._guard(document.owner_id, "delete"):
             collection = self._owner_collection(document.owner_id, create=False)
-            if collection is not None:
-                collection.delete(where={"document_id": str(document.id)})
+            if collection is None:
+                return
+            where = {"document_id": str(document.id)}
+            if except_version is None:
+                collection.delete(where=where)
+                return
+            stored = collection.get(where=where, include=["metadatas"])
+            old = [
+                key
+                for key, metadata in zip(stored["ids"], stored["metadatas"] or [], strict=True)
+                if int(dict(metadata).get("version", 1)) != except_version
+            ]
+            if old:
+                collection.delete(ids=old)
 
     def query(
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
@@ -288,11 +306,11 @@ class ChromaVectorStore:
         if not documents or top_k <= 0:
             return []
         hits: list[ScoredChunk] = []
-        for owner_id, document_ids in _by_owner(documents).items():
+        for owner_id, versions in _by_owner(documents).items():
             with self._guard(owner_id, "query"):
                 collection = self._owner_collection(owner_id, create=False)
                 if collection is not None:
-                    hits.extend(_query_owner(collection, list(embedding), document_ids, top_k))
+                    hits.extend(_query_owner(collection, list(embedding), versions, top_k))
         hits.sort(key=lambda hit: hit.similarity, reverse=True)
         return hits[:top_k]
 
@@ -303,7 +321,9 @@ class ChromaVectorStore:
         query /= max(float(np.linalg.norm(query)), 1e-12)
         grouped: dict[uuid.UUID, list[str]] = {}
         for document, index in chunks:
-            grouped.setdefault(document.owner_id, []).append(chunk_id(document.id, index))
+            grouped.setdefault(document.owner_id, []).append(
+                chunk_id(document.id, index, document.version)
+            )
         found: dict[str, float] = {}
         for owner_id, ids in grouped.items():
             with self._guard(owner_id, "read"):
@@ -326,8 +346,11 @@ class ChromaVectorStore:
                 collection = self._owner_collection(document.owner_id, create=False)
                 if collection is None:
                     return 0
-                found = collection.get(where={"document_id": str(document.id)}, include=[])
-            return len(found["ids"])
+                found = collection.get(
+                    where={"document_id": str(document.id)}, include=["metadatas"]
+                )
+            versions = [int(dict(m).get("version", 1)) for m in found["metadatas"] or []]
+            return versions.count(document.version)
         return sum(int(collection.count()) for collection in self._all_collections())
 
     def _all_collections(self) -> list[Any]:

@@ -1,14 +1,17 @@
 """What the indexes store and the contract of a vector index, independent of any engine.
 
 Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thread):
-- `upsert(chunks, embeddings)` stores chunks under their ids (`{document_id}_{chunk_index}`),
-  replacing any with the same id;
-- `delete_document(document)` removes every chunk of that document;
+- `upsert(chunks, embeddings)` stores chunks under their ids (`chunk_id`), replacing any with
+  the same id;
+- `delete_document(document, except_version=None)` removes every chunk of that document (but
+  those of `except_version`, when given: a new version's chunks stay as the old ones go);
 - `query(embedding, documents, top_k)` returns at most `top_k` chunks of `documents` (never of
-  any other), most similar first, with cosine similarity;
+  any other, nor of another version than the one each `DocumentRef` names), most similar
+  first, with cosine similarity;
 - `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
   document and chunk index) that exist, keyed by chunk id;
-- `count(document)` counts a document's chunks (or all chunks), `ping()` checks it can serve;
+- `count(document)` counts the chunks of a document's version (or all chunks), `ping()` checks
+  it can serve;
 - failures raise `VectorStoreUnavailable`.
 Access control is the caller's job: `documents` must come from the owner-scoped query.
 
@@ -29,8 +32,12 @@ class VectorStoreUnavailable(Exception):
     """The store cannot answer (down, unreadable, or built by another embedding model)."""
 
 
-def chunk_id(document_id: uuid.UUID, chunk_index: int) -> str:
-    return f"{document_id}_{chunk_index}"
+def chunk_id(document_id: uuid.UUID, chunk_index: int, version: int = 1) -> str:
+    """A chunk's id in the vector index; versions after the first have their own ids, so a new
+    version is written beside the one that answers."""
+    if version == 1:
+        return f"{document_id}_{chunk_index}"
+    return f"{document_id}_v{version}_{chunk_index}"
 
 
 @dataclass(frozen=True)
@@ -43,10 +50,11 @@ class Chunk:
     visibility: str
     filename: str
     location: str | None = None
+    version: int = 1  # of the document's content this chunk was read from
 
     @property
     def id(self) -> str:
-        return chunk_id(self.document_id, self.chunk_index)
+        return chunk_id(self.document_id, self.chunk_index, self.version)
 
 
 @dataclass(frozen=True)
@@ -65,17 +73,22 @@ class OwnedDocument(Protocol):
     @property
     def owner_id(self) -> uuid.UUID: ...
 
+    @property
+    def version(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class DocumentRef:
-    """A document as the indexes address it: its id, and its owner (whose collection holds it)."""
+    """A document as the indexes address it: its id, its owner (whose collection holds it),
+    and the version of its content that answers."""
 
     id: uuid.UUID
     owner_id: uuid.UUID
+    version: int = 1
 
     @classmethod
     def of(cls, document: OwnedDocument) -> DocumentRef:
-        return cls(document.id, document.owner_id)
+        return cls(document.id, document.owner_id, document.version)
 
 
 Embedding = Sequence[float]
@@ -85,7 +98,9 @@ ChunkAddress = tuple[DocumentRef, int]
 class VectorIndex(Protocol):
     async def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None: ...
 
-    async def delete_document(self, document: DocumentRef) -> None: ...
+    async def delete_document(
+        self, document: DocumentRef, except_version: int | None = None
+    ) -> None: ...
 
     async def query(
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
@@ -103,7 +118,7 @@ class VectorIndex(Protocol):
 class BlockingVectorStore(Protocol):
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None: ...
 
-    def delete_document(self, document: DocumentRef) -> None: ...
+    def delete_document(self, document: DocumentRef, except_version: int | None = None) -> None: ...
 
     def query(
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
@@ -127,8 +142,10 @@ class ThreadedIndex:
     async def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None:
         await asyncio.to_thread(self.store.upsert, chunks, embeddings)
 
-    async def delete_document(self, document: DocumentRef) -> None:
-        await asyncio.to_thread(self.store.delete_document, document)
+    async def delete_document(
+        self, document: DocumentRef, except_version: int | None = None
+    ) -> None:
+        await asyncio.to_thread(self.store.delete_document, document, except_version)
 
     async def query(
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int

@@ -37,6 +37,7 @@ class InlineDocument:
     kind: FileKind
     path: Path
     sha256: str
+    version: int = 1
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class InlineReader:
 
     async def _pieces(self, document: InlineDocument, lexical: LexicalIndex) -> list[_Piece]:
         """The worker's chunks once it has read the file, else a reading of our own."""
-        stored = await lexical.document_chunks([DocumentRef(document.id, document.owner_id)])
+        stored = await lexical.document_chunks([DocumentRef.of(document)])
         if stored:
             return [
                 _Piece(chunk.chunk_index, chunk.page, chunk.text, chunk.location)

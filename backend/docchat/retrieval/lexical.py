@@ -100,7 +100,7 @@ ideal AS (
 )
 SELECT r.score, r.score / nullif(i.total, 0) AS coverage,
        c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
-       d.filename
+       d.filename, d.version
 FROM ranked r
 CROSS JOIN ideal i
 JOIN document_chunks c USING (document_id, chunk_index)
@@ -126,7 +126,7 @@ _BM25_MATCHES_FIRST = text(
 )
 _CHUNKS_OF_DOCUMENTS = text(
     "SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, "
-    "d.visibility, d.filename "
+    "d.visibility, d.filename, d.version "
     "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
     "WHERE c.document_id = ANY(:documents) ORDER BY c.document_id, c.chunk_index"
 )
@@ -142,6 +142,7 @@ def _chunk_of(row: Any) -> Chunk:
         owner_id=row.owner_id,
         visibility=str(row.visibility),
         filename=row.filename,
+        version=row.version,  # the rows are always of the version that answers
     )
 
 

@@ -718,6 +718,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/documents/{document_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload Document Version
+         * @description Replace the document's content with a new file (multipart: `file`), in place.
+         *
+         *     The document keeps its id, so chats and collections keep it; its current content answers
+         *     until the new version completes, then the new one answers instead, in one step, and
+         *     `version` goes up by one. `new_version` shows the new file's progress (or why it failed:
+         *     the current content then stays).
+         */
+        post: operations["documents_upload_version"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/groups": {
         parameters: {
             query?: never;
@@ -1477,6 +1502,8 @@ export interface components {
              * Format: uuid
              */
             id: string;
+            /** @description A new version being read, or the last one that failed */
+            new_version?: components["schemas"]["VersionRead"] | null;
             /**
              * Owner Id
              * @description Your id when the document is yours; null for documents others shared
@@ -1506,6 +1533,16 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+            /**
+             * Version
+             * @description 1 for the first upload, +1 for each new version
+             */
+            version: number;
+            /**
+             * Versioned At
+             * @description When the current version took over (null: the first upload)
+             */
+            versioned_at: string | null;
             visibility: components["schemas"]["Visibility"];
         };
         /**
@@ -2197,6 +2234,32 @@ export interface components {
             msg: string;
             /** Error Type */
             type: string;
+        };
+        /**
+         * VersionRead
+         * @description A new file for a document that has not taken over (yet).
+         */
+        VersionRead: {
+            /** Chunk Count */
+            chunk_count: number | null;
+            /** Chunks Done */
+            chunks_done: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Error */
+            error: string | null;
+            /** Filename */
+            filename: string;
+            /**
+             * Number
+             * @description The version it becomes once it completes
+             */
+            number: number;
+            /** @description queued or processing: the current version answers meanwhile; failed: it never took over (see error) */
+            status: components["schemas"]["DocumentStatus"];
         };
         /**
          * Visibility
@@ -3982,6 +4045,65 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["DocumentRead"];
                 };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    documents_upload_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description One of your categories */
+                    category_id?: string | null;
+                    /**
+                     * Format: binary
+                     * @description PDF, Markdown or plain text
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The file is the current version's: nothing changes, `duplicate: true` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+            /** @description The document is not completed, or a new version is being read */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Validation Error */
             422: {

@@ -106,6 +106,7 @@ export default function DocumentsPanel({
   const [maxBytes, setMaxBytes] = useState<number | null>(null);
   const [dragging, setDragging] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
   const input = useRef<HTMLInputElement>(null);
   // Files waiting their turn: one upload at a time, so each gets the whole connection.
   const waiting = useRef<{ id: number; file: File }[]>([]);
@@ -133,8 +134,8 @@ export default function DocumentsPanel({
     void api.GET("/api/v1/users/me/usage").then(({ data }) => setMaxBytes(data?.max_upload_bytes ?? null));
   }, []);
 
-  // Live status: poll while anything is waiting or being processed.
-  const processing = documents.some((d) => d.status === "queued" || d.status === "processing");
+  // Live status: poll while anything (or a new version of anything) is waiting or being read.
+  const processing = documents.some((d) => isUnderway(d.status) || isUnderway(d.new_version?.status));
   useEffect(() => {
     if (!processing) return;
     const timer = window.setInterval(() => void refresh(), POLL_MS);
@@ -191,6 +192,18 @@ export default function DocumentsPanel({
     event.preventDefault();
     setDragging(false);
     upload(event.dataTransfer.files);
+  }
+
+  async function uploadVersion(document: DocumentInfo, file: File) {
+    setError(null);
+    setNotice(null);
+    try {
+      const stored = await uploadDocument(file, `/api/v1/documents/${document.id}/versions`, () => undefined);
+      if (stored.duplicate) setNotice(`${file.name} is the same file as the current version of ${document.filename}`);
+    } catch (caught) {
+      setError(caught instanceof Error ? caught.message : "Upload failed");
+    }
+    await refresh();
   }
 
   async function act(action: () => Promise<{ error?: unknown }>) {
@@ -252,6 +265,11 @@ export default function DocumentsPanel({
           {error}
         </p>
       )}
+      {notice && (
+        <p role="status" className="muted">
+          {notice}
+        </p>
+      )}
       <ul className="document-list">
         {documents.map((d) => (
           <li key={d.id} data-testid="document" data-status={d.status}>
@@ -282,6 +300,13 @@ export default function DocumentsPanel({
                 </span>
               )}
               {d.error && <span className="error">{d.error}</span>}
+              {d.version > 1 && (
+                <span className="muted" data-testid="document-version">
+                  version {d.version}
+                  {d.versioned_at && ` · ${new Date(d.versioned_at).toLocaleDateString()}`}
+                </span>
+              )}
+              <NewVersionState document={d} />
             </div>
             <div className="doc-actions">
               {chatId &&
@@ -295,6 +320,22 @@ export default function DocumentsPanel({
               {/* Only the owner changes a document; others' shared documents are read-only here. */}
               {d.owner_id != null && (
                 <>
+                  {d.status === "completed" && !isUnderway(d.new_version?.status) && (
+                    <label className="button" title="Replace the content with a new file; chats keep the document">
+                      New version
+                      <input
+                        type="file"
+                        className="sr-only"
+                        accept={ACCEPTED}
+                        aria-label={`Upload a new version of ${d.filename}`}
+                        onChange={(event) => {
+                          const file = event.target.files?.[0];
+                          event.target.value = "";
+                          if (file) void uploadVersion(d, file);
+                        }}
+                      />
+                    </label>
+                  )}
                   <button onClick={() => act(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
                     Reprocess
                   </button>
@@ -319,6 +360,31 @@ export default function DocumentsPanel({
         </button>
       )}
     </section>
+  );
+}
+
+function isUnderway(status: string | undefined): boolean {
+  return status === "queued" || status === "processing";
+}
+
+/** A new version on its way (the current content answers meanwhile), or why it failed. */
+function NewVersionState({ document }: { document: DocumentInfo }) {
+  const next = document.new_version;
+  if (!next) return null;
+  if (next.status === "failed") {
+    return (
+      <span className="error" data-testid="new-version">
+        New version ({next.filename}) failed: {next.error}. The current version still answers.
+      </span>
+    );
+  }
+  const share = next.chunk_count ? next.chunks_done / next.chunk_count : 0;
+  return (
+    <span className="muted" data-testid="new-version">
+      New version {next.number} ({next.filename}) is being read
+      {next.status === "processing" && <progress max={1} value={share} aria-label={`Reading the new version of ${document.filename}`} />}
+      ; the current one answers until it is ready
+    </span>
   );
 }
 

@@ -1,0 +1,139 @@
+"""Every kind of file in the browser (issue 18): each uploaded, asked about, and cited with
+where the passage is (scans marked as OCR text); a document replaced by a new version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.async_api import Browser, Page, expect
+
+from tests.e2e.conftest import SCREENSHOTS
+from tests.e2e.flows import ask, sign_up
+from tests.support.live_server import LiveServer
+from tests.support.llm_server import ScriptedLLM
+from tests.support.office_files import make_epub, make_xlsx
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SCAN = FIXTURES / "ocr" / "google-doc-document-scanned"
+
+# (file name, content, a question only that file answers, where its source is)
+FILES: list[tuple[str, bytes, str, str]] = [
+    (
+        "fares.xlsx",
+        make_xlsx({"Fares": [["Route", "Fare"], ["Harbour to Island", "4.20"]]}),
+        "What is the fare from the harbour to the island?",
+        "Fares, row 2",
+    ),
+    (
+        "timetable.csv",
+        b"Ferry,Departs\nMorning ferry,07:40\nEvening ferry,18:15\n",
+        "When does the evening ferry depart?",
+        "rows ",
+    ),
+    (
+        "simpletable.odt",
+        (FIXTURES / "office" / "odfpy-simpletable.odt").read_bytes(),
+        "Which cell is in italic?",
+        "table 1, row 2",
+    ),
+    (
+        "logbook.epub",
+        make_epub([("Chapter 1 The Harbour", "The ferry leaves the harbour at dawn.")]),
+        "When does the ferry leave the harbour?",
+        "Chapter 1 The Harbour",
+    ),
+    (
+        "handbook.md",
+        b"# Handbook\n\n## Holidays\n\nEveryone gets twenty-eight days of leave a year.\n",
+        "How many days of leave does everyone get?",
+        "Handbook > Holidays",
+    ),
+    (
+        "zen-scan.pdf",
+        SCAN.with_suffix(".pdf").read_bytes(),
+        "Is sparse better than dense?",
+        "Scanned page, text by OCR",
+    ),
+    (
+        "zen-photo.jpg",
+        SCAN.with_suffix(".jpg").read_bytes(),
+        "Is flat better than nested?",
+        "Image, text by OCR",
+    ),
+]
+
+
+async def _cited(page: Page, llm: ScriptedLLM, name: str, question: str) -> None:
+    """Ask about one file only (picked for the next message) and open the answer's source."""
+    await page.get_by_role("tab", name="Documents").click()  # an answer shows its sources
+    await page.get_by_label(f"Use {name} for the next message").check()
+    llm.script("It says so [1].")
+    answers = page.get_by_test_id("message-assistant")
+    before = await answers.count()
+    await ask(page, question)
+    await expect(answers).to_have_count(before + 1)
+    await answers.last.get_by_role("button", name="Show source 1").click()
+
+
+async def test_each_kind_of_file_is_uploaded_asked_and_cited_with_its_place(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await page.get_by_test_id("file-input").set_input_files(
+        [{"name": name, "mimeType": "", "buffer": content} for name, content, _, _ in FILES]
+    )
+    for name, _, _, _ in FILES:
+        document = page.get_by_test_id("document").filter(has_text=name)
+        await expect(document).to_have_attribute("data-status", "completed", timeout=90_000)
+
+    source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
+    for name, _, question, place in FILES:
+        await _cited(page, scripted_llm, name, question)
+        await expect(source).to_contain_text(name)
+        await expect(source).to_contain_text(place)
+    await page.screenshot(path=str(SCREENSHOTS / "ocr-source.png"))
+    await context.close()
+
+
+async def test_a_new_version_replaces_a_document_and_its_answers(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    old = b"Gateway guide.\n\nThe gateway listens on port 8080 for the admin console."
+    await page.get_by_test_id("file-input").set_input_files(
+        [{"name": "gateway.txt", "mimeType": "text/plain", "buffer": old}]
+    )
+    row = page.get_by_test_id("document").filter(has_text="gateway")
+    await expect(row).to_have_attribute("data-status", "completed", timeout=60_000)
+    await expect(row.get_by_test_id("document-version")).to_have_count(0)
+
+    new = b"Gateway guide, revised.\n\nThe gateway listens on port 9443 for the admin console."
+    await row.get_by_label("Upload a new version of gateway.txt").set_input_files(
+        [{"name": "gateway-2027.txt", "mimeType": "text/plain", "buffer": new}]
+    )
+    await expect(row.get_by_test_id("document-version")).to_contain_text(
+        "version 2", timeout=60_000
+    )
+    await expect(row).to_contain_text("gateway-2027.txt")
+    await expect(row.get_by_test_id("new-version")).to_have_count(0)
+
+    scripted_llm.script("Port 9443 [1].")
+    await ask(page, "Which port does the gateway listen on for the admin console?")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("9443")
+    assert "port 9443" in scripted_llm.prompt_text()
+    assert "port 8080" not in scripted_llm.prompt_text()
+
+    # The same file again changes nothing, and says so.
+    await page.get_by_role("tab", name="Documents").click()
+    await row.get_by_label("Upload a new version of gateway-2027.txt").set_input_files(
+        [{"name": "gateway-2027.txt", "mimeType": "text/plain", "buffer": new}]
+    )
+    await expect(page.get_by_role("status").filter(has_text="same file")).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "new-version.png"))
+    await context.close()
