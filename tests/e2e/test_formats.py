@@ -43,7 +43,7 @@ FILES: list[tuple[str, bytes, str, str]] = [
         "Chapter 1 The Harbour",
     ),
     (
-        "handbook.md",
+        "staff-handbook.md",
         b"# Handbook\n\n## Holidays\n\nEveryone gets twenty-eight days of leave a year.\n",
         "How many days of leave does everyone get?",
         "Handbook > Holidays",

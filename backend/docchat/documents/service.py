@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -92,7 +93,8 @@ async def _store_file(
     filename = sanitize_filename(file.filename)
     received = await storage.receive(file, max_bytes)
     try:
-        kind = detect_kind(filename, received.head, received.temp_path)
+        # (A ZIP-based file's table of contents is read from disk: not on the event loop.)
+        kind = await asyncio.to_thread(detect_kind, filename, received.head, received.temp_path)
         # Held until commit: a removal of the same file waits until this row is visible, and
         # so does a second upload of the same bytes, which then finds this one.
         await repository.lock_storage_key(session, received.key)

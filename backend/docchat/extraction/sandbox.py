@@ -52,7 +52,6 @@ class PreparedDocument:
 
     page_count: int
     chunks: list[TextChunk]
-    ocr_pages: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,9 +77,7 @@ def prepare(
     """Extract and chunk in this process (blocking). The child runs this; so can tests."""
     extracted = extract(path, kind, page_seconds=page_seconds, ocr=ocr)
     chunks = chunk_document(extracted, size=chunk_size, overlap=chunk_overlap)
-    return PreparedDocument(
-        page_count=extracted.page_count, chunks=chunks, ocr_pages=extracted.ocr_pages
-    )
+    return PreparedDocument(page_count=extracted.page_count, chunks=chunks)
 
 
 def _limit_cpu(seconds: int) -> None:

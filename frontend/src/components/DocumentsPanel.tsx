@@ -196,11 +196,14 @@ export default function DocumentsPanel({
 
   async function uploadVersion(document: DocumentInfo, file: File) {
     setError(null);
-    setNotice(null);
+    setNotice(`Sending ${file.name} as a new version of ${document.filename}…`);
     try {
-      const stored = await uploadDocument(file, `/api/v1/documents/${document.id}/versions`, () => undefined);
-      if (stored.duplicate) setNotice(`${file.name} is the same file as the current version of ${document.filename}`);
+      const stored = await uploadDocument(file, `/api/v1/documents/${document.id}/versions`, (sent) =>
+        setNotice(`Sending ${file.name} as a new version of ${document.filename}: ${Math.round(sent * 100)}%`),
+      );
+      setNotice(stored.duplicate ? `${file.name} is the same file as the current version of ${document.filename}` : null);
     } catch (caught) {
+      setNotice(null);
       setError(caught instanceof Error ? caught.message : "Upload failed");
     }
     await refresh();
