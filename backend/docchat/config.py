@@ -293,7 +293,12 @@ class OcrSettings(BaseSettings):
     )
     page_seconds: float = Field(60.0, gt=0, description="Longest time OCR of one page may take")
     max_pages: int = Field(
-        200, ge=1, description="Scanned pages OCR reads per document; more fail the document"
+        100,
+        ge=1,
+        description=(
+            "Scanned pages OCR reads per document; more fail the document (at about 2 s a page, "
+            "100 fit in WORKER_EXTRACT_TIMEOUT_SECONDS of 300)"
+        ),
     )
     max_megapixels: int = Field(
         50, ge=1, description="Largest image OCR reads, in megapixels (larger ones fail)"

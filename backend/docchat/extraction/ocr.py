@@ -35,7 +35,7 @@ MIN_IMAGE_SIDE = 100
 class OcrOptions:
     languages: str = "eng"  # Tesseract's names, joined by "+": "eng+deu"
     page_seconds: float = 60.0
-    max_pages: int = 200
+    max_pages: int = 100
     max_megapixels: int = 50
     command: str = "tesseract"
 
