@@ -61,6 +61,7 @@ async def alice(
         "headers": headers,
         "document": document["id"],
         "chat": chat["chat_id"],
+        "answer": chat["assistant_message"]["id"],
         "category": category["id"],
     }
 
@@ -84,6 +85,8 @@ async def test_direct_reads_and_writes_are_404(
         ("GET", f"/api/v1/chats/{chat}/messages", None),
         ("PATCH", f"/api/v1/chats/{chat}", {"title": "mine now"}),
         ("DELETE", f"/api/v1/chats/{chat}", None),
+        ("PUT", f"/api/v1/chats/{chat}/messages/{alice['answer']}/feedback", {"rating": "down"}),
+        ("DELETE", f"/api/v1/chats/{chat}/messages/{alice['answer']}/feedback", None),
         ("POST", f"/api/v1/chats/{chat}/documents", {"document_ids": [doc]}),
         ("DELETE", f"/api/v1/chats/{chat}/documents/{doc}", None),
         ("GET", f"/api/v1/categories/{category}", None),

@@ -9,8 +9,8 @@ import re
 import httpx
 from playwright.async_api import Browser, Page, Route, expect
 
-from tests.e2e.conftest import SCREENSHOTS
-from tests.e2e.flows import ask, sign_up
+from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
+from tests.e2e.flows import ask, log_in, sign_up
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.office_files import make_docx, make_pptx
@@ -363,3 +363,49 @@ async def test_a_web_page_is_added_by_its_address_and_private_ones_are_refused(
         await context.close()
     finally:
         site.stop()
+
+
+async def test_an_answer_is_copied_and_rated_and_administrators_read_the_rating(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    await context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = await context.new_page()
+    email = await sign_up(page, live_server)
+    await upload_texts(page, {"pier.txt": "The island ferry leaves from pier 4 at 07:40."})
+    scripted_llm.script("The ferry leaves at 07:40 [1].")
+    await ask(page, "When does the island ferry leave?")
+    answer = page.get_by_test_id("message-assistant").last
+    await expect(answer).to_contain_text("07:40")
+
+    await answer.get_by_role("button", name="Copy answer").click()
+    await expect(answer.get_by_role("button", name="Copy answer")).to_have_text("Copied")
+    copied = await page.evaluate("navigator.clipboard.readText()")
+    assert copied == "The ferry leaves at 07:40 [1]."
+
+    await answer.get_by_role("button", name="Bad answer").click()
+    await answer.get_by_label("What was wrong? (optional)").fill("It should name the pier")
+    await answer.get_by_role("button", name="Save comment").click()
+    await expect(answer.get_by_role("status")).to_contain_text("comment was saved")
+    await page.reload()  # the rating is the server's, not this screen's
+    answer = page.get_by_test_id("message-assistant").last
+    await expect(answer.get_by_role("button", name="Bad answer")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    await expect(answer.get_by_role("button", name="Good answer")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    await page.screenshot(path=str(SCREENSHOTS / "answer-actions.png"))
+
+    admin_context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await admin_context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Admin", exact=True).click()
+    entry = admin.get_by_test_id("feedback-entry").filter(has_text=email)
+    await expect(entry).to_contain_text("When does the island ferry leave?")
+    await expect(entry).to_contain_text("It should name the pier")
+    await expect(entry).to_contain_text("pier.txt")
+    await entry.screenshot(path=str(SCREENSHOTS / "feedback-review.png"))
+    await admin_context.close()
+    await context.close()

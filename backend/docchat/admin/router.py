@@ -1,15 +1,21 @@
 from __future__ import annotations
 
-from fastapi import Request, Response, status
+from typing import Annotated
+
+from fastapi import Query, Request, Response, status
 
 from docchat.admin import service
 from docchat.admin.schemas import UsageSummary
 from docchat.auth.dependencies import AdminUser
+from docchat.chats import feedback
+from docchat.chats.models import Rating
+from docchat.chats.schemas import FeedbackEntry
 from docchat.dependencies import SettingsDep, StorageDep
 from docchat.documents import service as documents_service
 from docchat.documents.models import Visibility
 from docchat.documents.schemas import DocumentRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
+from docchat.kit.pagination import Page, PageDep
 from docchat.kit.routing import SessionDep, make_router
 
 router = make_router(prefix="/admin", tags=["admin"])
@@ -47,6 +53,20 @@ async def upload_shared_document(
         visibility=Visibility.shared,
     )
     return await documents_service.upload_reply(session, upload, admin.id, response)
+
+
+@router.get("/feedback", response_model=Page[FeedbackEntry], operation_id="admin_feedback")
+async def answer_feedback(
+    _: AdminUser,
+    session: SessionDep,
+    page: PageDep,
+    rating: Annotated[Rating | None, Query(description="Only answers rated this way")] = None,
+) -> Page[FeedbackEntry]:
+    """Rated answers, newest rating first, each with the question it replied to, the answer,
+    its sources and the comment: the material for judging answer quality. Ratings in chats
+    their owners deleted are left out."""
+    items, total = await feedback.review(session, page, rating)
+    return Page(items=items, total=total, skip=page.skip, limit=page.limit)
 
 
 @router.get("/usage", response_model=UsageSummary, operation_id="admin_usage")

@@ -48,6 +48,26 @@ class Message(IdMixin, TimestampMixin, Base):
     meta: Mapped[dict[str, Any] | None] = mapped_column(JSONB, default=None)
 
 
+class Rating(StrEnum):
+    up = "up"
+    down = "down"
+
+
+class AnswerFeedback(TimestampMixin, Base):
+    """What the chat's owner thought of an answer: the material for judging answer quality
+    (administrators read it with the question, the answer and its sources)."""
+
+    __tablename__ = "answer_feedback"
+    __table_args__ = (Index("ix_answer_feedback_rating_updated_at", "rating", "updated_at"),)
+
+    message_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    rating: Mapped[Rating] = mapped_column(String(8))
+    comment: Mapped[str | None] = mapped_column(Text, default=None)
+
+
 class ChatDocument(Base):
     __tablename__ = "chat_documents"
     __table_args__ = (Index("ix_chat_documents_document_id", "document_id"),)

@@ -7,7 +7,7 @@ from fastapi import Query, status
 from fastapi.responses import StreamingResponse
 
 from docchat.auth.dependencies import ClientAddress, CurrentUser
-from docchat.chats import service
+from docchat.chats import feedback, service
 from docchat.chats.dependencies import OwnedChat
 from docchat.chats.models import Chat
 from docchat.chats.schemas import (
@@ -17,6 +17,8 @@ from docchat.chats.schemas import (
     ChatDocumentsLink,
     ChatRead,
     ChatUpdate,
+    FeedbackRead,
+    FeedbackWrite,
     LinkedDocument,
     MessageCreate,
     MessageExchange,
@@ -95,9 +97,40 @@ async def delete_chat(
     "/{chat_id}/messages", response_model=Page[MessageRead], operation_id="chats_list_messages"
 )
 async def list_messages(chat: OwnedChat, session: SessionDep, page: PageDep) -> Page[MessageRead]:
-    """The chat's messages, oldest first."""
+    """The chat's messages, oldest first, answers with your rating of them."""
     items, total = await service.list_messages(session, chat, page)
-    return page_of(MessageRead, items, total, page)
+    listed = page_of(MessageRead, items, total, page)
+    ratings = await feedback.of_messages(session, [message.id for message in listed.items])
+    for message in listed.items:
+        if message.id in ratings:
+            message.feedback = FeedbackRead.model_validate(ratings[message.id])
+    return listed
+
+
+@chats_router.put(
+    "/{chat_id}/messages/{message_id}/feedback",
+    response_model=FeedbackRead,
+    operation_id="chats_rate_answer",
+)
+async def rate_answer(
+    chat: OwnedChat,
+    message_id: uuid.UUID,
+    data: FeedbackWrite,
+    user: CurrentUser,
+    session: SessionDep,
+) -> FeedbackRead:
+    """Rate an answer up or down, with an optional comment; rating again replaces it.
+    Administrators see ratings with the question, the answer and its sources."""
+    return FeedbackRead.model_validate(await feedback.rate(session, user, chat, message_id, data))
+
+
+@chats_router.delete(
+    "/{chat_id}/messages/{message_id}/feedback",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="chats_withdraw_rating",
+)
+async def withdraw_rating(chat: OwnedChat, message_id: uuid.UUID, session: SessionDep) -> None:
+    await feedback.withdraw(session, chat, message_id)
 
 
 @chats_router.post(

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.answers.meta import AnswerMeta
-from docchat.chats.models import MessageRole
+from docchat.chats.models import MessageRole, Rating
 from docchat.kit.openapi import schema_ref
 from docchat.kit.schemas import RequestModel
 from docchat.retrieval.schemas import Source
@@ -97,6 +97,38 @@ class MessageCreate(RequestModel):
         return value
 
 
+class FeedbackWrite(RequestModel):
+    rating: Rating
+    comment: str | None = Field(
+        None, max_length=2000, description="What was good or wrong (optional)"
+    )
+
+
+class FeedbackRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    rating: Rating
+    comment: str | None
+    updated_at: datetime
+
+
+class FeedbackEntry(BaseModel):
+    """A rated answer as administrators review it: with its question, answer and sources."""
+
+    message_id: uuid.UUID
+    chat_id: uuid.UUID
+    user_id: uuid.UUID
+    user_email: str
+    rating: Rating
+    comment: str | None
+    question: str | None = Field(description="The question the answer replied to")
+    answer: str
+    sources: list[Source] | None
+    model: str | None
+    answered_at: datetime
+    updated_at: datetime = Field(description="When the rating was given or last changed")
+
+
 class MessageRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -111,6 +143,9 @@ class MessageRead(BaseModel):
     completion_tokens: int | None
     meta: AnswerMeta | None = Field(description="About the answer (assistant messages)")
     created_at: datetime
+    feedback: FeedbackRead | None = Field(
+        None, description="Your rating of this answer, if you gave one (chat message lists)"
+    )
 
 
 class MessageExchange(BaseModel):

@@ -45,6 +45,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Answer Feedback
+         * @description Rated answers, newest rating first, each with the question it replied to, the answer,
+         *     its sources and the comment: the material for judging answer quality. Ratings in chats
+         *     their owners deleted are left out.
+         */
+        get: operations["admin_feedback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/groups": {
         parameters: {
             query?: never;
@@ -473,12 +495,34 @@ export interface paths {
         };
         /**
          * List Messages
-         * @description The chat's messages, oldest first.
+         * @description The chat's messages, oldest first, answers with your rating of them.
          */
         get: operations["chats_list_messages"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/chats/{chat_id}/messages/{message_id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rate Answer
+         * @description Rate an answer up or down, with an optional comment; rating again replaces it.
+         *     Administrators see ratings with the question, the answer and its sources.
+         */
+        put: operations["chats_rate_answer"];
+        post?: never;
+        /** Withdraw Rating */
+        delete: operations["chats_withdraw_rating"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1550,6 +1594,74 @@ export interface components {
          * @enum {string}
          */
         DocumentStatus: "queued" | "processing" | "completed" | "failed";
+        /**
+         * FeedbackEntry
+         * @description A rated answer as administrators review it: with its question, answer and sources.
+         */
+        FeedbackEntry: {
+            /** Answer */
+            answer: string;
+            /**
+             * Answered At
+             * Format: date-time
+             */
+            answered_at: string;
+            /**
+             * Chat Id
+             * Format: uuid
+             */
+            chat_id: string;
+            /** Comment */
+            comment: string | null;
+            /**
+             * Message Id
+             * Format: uuid
+             */
+            message_id: string;
+            /** Model */
+            model: string | null;
+            /**
+             * Question
+             * @description The question the answer replied to
+             */
+            question: string | null;
+            rating: components["schemas"]["Rating"];
+            /** Sources */
+            sources: components["schemas"]["Source"][] | null;
+            /**
+             * Updated At
+             * Format: date-time
+             * @description When the rating was given or last changed
+             */
+            updated_at: string;
+            /** User Email */
+            user_email: string;
+            /**
+             * User Id
+             * Format: uuid
+             */
+            user_id: string;
+        };
+        /** FeedbackRead */
+        FeedbackRead: {
+            /** Comment */
+            comment: string | null;
+            rating: components["schemas"]["Rating"];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** FeedbackWrite */
+        FeedbackWrite: {
+            /**
+             * Comment
+             * @description What was good or wrong (optional)
+             */
+            comment?: string | null;
+            rating: components["schemas"]["Rating"];
+        };
         /** GroupCreate */
         GroupCreate: {
             /**
@@ -1725,6 +1837,8 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** @description Your rating of this answer, if you gave one (chat message lists) */
+            feedback?: components["schemas"]["FeedbackRead"] | null;
             /**
              * Id
              * Format: uuid
@@ -1843,6 +1957,17 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** Page[FeedbackEntry] */
+        Page_FeedbackEntry_: {
+            /** Items */
+            items: components["schemas"]["FeedbackEntry"][];
+            /** Limit */
+            limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
         /** Page[GroupMemberRead] */
         Page_GroupMemberRead_: {
             /** Items */
@@ -1924,6 +2049,11 @@ export interface components {
              */
             tokens_today: number;
         };
+        /**
+         * Rating
+         * @enum {string}
+         */
+        Rating: "up" | "down";
         /** RefreshRequest */
         RefreshRequest: {
             /** Refresh Token */
@@ -2354,6 +2484,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+        };
+    };
+    admin_feedback: {
+        parameters: {
+            query?: {
+                /** @description Only answers rated this way */
+                rating?: components["schemas"]["Rating"] | null;
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_FeedbackEntry_"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -3417,6 +3581,72 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Page_MessageRead_"];
                 };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    chats_rate_answer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackWrite"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    chats_withdraw_rating: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Validation Error */
             422: {

@@ -12,6 +12,7 @@ import {
 import Markdown from "react-markdown";
 import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
 import { citationNumber, linkCitations } from "../citations";
+import AnswerActions from "./AnswerActions";
 
 interface Props {
   chatId: string | null;
@@ -275,6 +276,8 @@ export default function Conversation({
                   )
                 )}
               </footer>
+              {/* A stopped answer kept only on this screen has no id the server knows yet. */}
+              {!message.id.startsWith("stopped-") && <AnswerActions message={message} />}
             </article>
           ) : (
             <Fragment key={message.id}>

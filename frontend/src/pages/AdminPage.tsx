@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { api, type Schemas } from "../api/client";
 import AuditLog from "../components/AuditLog";
 import DocumentsPanel from "../components/DocumentsPanel";
+import FeedbackReview from "../components/FeedbackReview";
 import UsersAdmin from "../components/UsersAdmin";
 
 export default function AdminPage({ currentUserId }: { currentUserId: string }) {
@@ -42,6 +43,11 @@ export default function AdminPage({ currentUserId }: { currentUserId: string }) 
       <section aria-labelledby="users-title" className="card wide">
         <h2 id="users-title">Users</h2>
         <UsersAdmin currentUserId={currentUserId} onChanged={() => setRevision((value) => value + 1)} />
+      </section>
+      <section aria-labelledby="feedback-title" className="card wide">
+        <h2 id="feedback-title">Answer feedback</h2>
+        <p className="muted">What users rated, with the question, the answer and its sources: the material for judging answer quality.</p>
+        <FeedbackReview />
       </section>
       <section aria-labelledby="audit-title" className="card wide">
         <h2 id="audit-title">Audit log</h2>
