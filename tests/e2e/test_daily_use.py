@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 import httpx
 from playwright.async_api import Browser, Page, Route, expect
@@ -408,4 +409,43 @@ async def test_an_answer_is_copied_and_rated_and_administrators_read_the_rating(
     await expect(entry).to_contain_text("pier.txt")
     await entry.screenshot(path=str(SCREENSHOTS / "feedback-review.png"))
     await admin_context.close()
+    await context.close()
+
+
+async def test_chats_are_searched_and_saved_as_files(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await upload_texts(page, {"piers.txt": "The island ferries leave from pier 4."})
+    scripted_llm.script("From pier 4 [1].")
+    await ask(page, "Where do the island ferries leave from?")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("pier 4")
+    await page.get_by_role("button", name="+ New chat").click()
+    scripted_llm.script("Hello!")
+    await ask(page, "Say hello to the team")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")
+
+    chats = page.get_by_role("complementary", name="Chats")
+    titles = chats.locator(".chat-title")
+    await expect(titles).to_have_count(2)
+    await chats.get_by_label("Search chats").fill("ferry")  # finds "ferries" in a message
+    await expect(titles).to_have_text(["Where do the island ferries leave from?"])
+    await chats.get_by_label("Search chats").fill("submarine")
+    await expect(chats).to_contain_text("No chat matches “submarine”")
+    await chats.get_by_label("Search chats").fill("pier")
+    await titles.first.click()
+
+    title = "Where do the island ferries leave from?"
+    async with page.expect_download() as saving:
+        await chats.get_by_role("button", name=f"Save {title} as Markdown").click()
+    download = await saving.value
+    assert download.suggested_filename == "Where do the island ferries leave from.md"
+    saved = await asyncio.to_thread(Path(await download.path()).read_text)
+    assert (
+        "**docchat** · " in saved
+        and '1. piers.txt: "The island ferries leave from pier 4."' in saved
+    )
     await context.close()

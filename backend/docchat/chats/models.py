@@ -4,11 +4,14 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Identity, Index, String, Text
+from sqlalchemy import BigInteger, ForeignKey, Identity, Index, String, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin
+
+# The text search configuration of chat search (stemming: "ferries" finds "ferry").
+SEARCH_CONFIG = "english"
 
 
 class MessageRole(StrEnum):
@@ -32,7 +35,15 @@ class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
 
 class Message(IdMixin, TimestampMixin, Base):
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_chat_id_seq", "chat_id", "seq"),)
+    __table_args__ = (
+        Index("ix_messages_chat_id_seq", "chat_id", "seq"),
+        # Chat search (`chats.service.list_owned`): the same expression, so the index serves it.
+        Index(
+            "ix_messages_content_search",
+            text(f"to_tsvector('{SEARCH_CONFIG}'::regconfig, content)"),
+            postgresql_using="gin",
+        ),
+    )
 
     chat_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
     # Monotonic order within the database; timestamps can tie under concurrency.

@@ -6,11 +6,22 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    SQLColumnExpression,
+    delete,
+    func,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.chats.models import (
+    SEARCH_CONFIG,
     Chat,
     ChatCollection,
     ChatDocument,
@@ -143,3 +154,20 @@ async def add_answer(session: AsyncSession, chat_id: uuid.UUID, **fields: Any) -
     await session.execute(update(Chat).where(Chat.id == chat_id).values(updated_at=utcnow()))
     await session.flush()
     return message
+
+
+def _search_vector(column: SQLColumnExpression[str]) -> ColumnElement[Any]:
+    # The configuration as a constant in the statement: only then does the index match it.
+    return func.to_tsvector(literal_column(f"'{SEARCH_CONFIG}'::regconfig"), column)
+
+
+def matching(query: str) -> ColumnElement[bool]:
+    """Chats whose title or any message matches `query` (web-search syntax)."""
+    terms = func.websearch_to_tsquery(literal_column(f"'{SEARCH_CONFIG}'::regconfig"), query)
+    in_messages = (
+        select(Message.id)
+        .where(Message.chat_id == Chat.id, _search_vector(Message.content).op("@@")(terms))
+        .exists()
+    )
+    in_title = _search_vector(Chat.title).op("@@")(terms)
+    return or_(in_title, in_messages)

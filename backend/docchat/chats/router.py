@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
+from urllib.parse import quote
 
-from fastapi import Query, status
+from fastapi import Query, Response, status
 from fastapi.responses import StreamingResponse
 
 from docchat.auth.dependencies import ClientAddress, CurrentUser
-from docchat.chats import feedback, service
+from docchat.chats import export, feedback, service
 from docchat.chats.dependencies import OwnedChat
 from docchat.chats.models import Chat
 from docchat.chats.schemas import (
@@ -66,9 +67,19 @@ async def list_chats(
     session: SessionDep,
     page: PageDep,
     category_id: Annotated[uuid.UUID | None, Query()] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description=(
+                "Only chats whose title or messages match: words in any form (ferries finds "
+                'ferry), "a phrase", -word to exclude'
+            ),
+        ),
+    ] = None,
 ) -> Page[ChatRead]:
     """The caller's chats, most recently active first."""
-    items, total = await service.list_owned(session, user, page, category_id=category_id)
+    items, total = await service.list_owned(session, user, page, category_id=category_id, query=q)
     return page_of(ChatRead, items, total, page)
 
 
@@ -105,6 +116,44 @@ async def list_messages(chat: OwnedChat, session: SessionDep, page: PageDep) -> 
         if message.id in ratings:
             message.feedback = FeedbackRead.model_validate(ratings[message.id])
     return listed
+
+
+EXPORT_TYPES = {
+    "markdown": ("md", "text/markdown; charset=utf-8"),
+    "json": ("json", "application/json"),
+}
+
+
+@chats_router.get(
+    "/{chat_id}/export",
+    operation_id="chats_export",
+    response_class=Response,
+    responses={
+        status.HTTP_200_OK: {
+            "content": {"text/markdown": {}, "application/json": {}},
+            "description": "The whole chat as a file (Content-Disposition: attachment)",
+        }
+    },
+)
+async def export_chat(
+    chat: OwnedChat,
+    session: SessionDep,
+    format: Annotated[
+        Literal["markdown", "json"], Query(description="markdown or json")
+    ] = "markdown",
+) -> Response:
+    """The whole chat, every message with each answer's sources, as Markdown to read or JSON to
+    process."""
+    messages = await service.all_messages(session, chat)
+    extension, media_type = EXPORT_TYPES[format]
+    body = (
+        export.as_markdown(chat, messages)
+        if format == "markdown"
+        else export.as_json(chat, messages)
+    )
+    name = export.file_name(chat, extension)
+    disposition = f"attachment; filename*=UTF-8''{quote(name)}"
+    return Response(body, media_type=media_type, headers={"Content-Disposition": disposition})
 
 
 @chats_router.put(

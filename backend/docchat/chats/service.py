@@ -60,11 +60,20 @@ async def create(
 
 
 async def list_owned(
-    session: AsyncSession, user: User, page: PageParams, *, category_id: uuid.UUID | None = None
+    session: AsyncSession,
+    user: User,
+    page: PageParams,
+    *,
+    category_id: uuid.UUID | None = None,
+    query: str | None = None,
 ) -> tuple[Sequence[Chat], int]:
+    """The user's chats, most recently active first; with `query`, only those whose title or
+    messages match it (full-text search: words in any form, "quoted phrases", -excluded)."""
     statement = repository.owned_by(user.id)
     if category_id is not None:
         statement = statement.where(Chat.category_id == category_id)
+    if query and query.strip():
+        statement = statement.where(repository.matching(query.strip()))
     statement = statement.order_by(Chat.updated_at.desc(), Chat.id)
     return await paginate(session, statement, page)
 
@@ -142,6 +151,12 @@ async def unlink_collection(session: AsyncSession, chat: Chat, collection_id: uu
 async def unlink_document(session: AsyncSession, chat: Chat, document_id: uuid.UUID) -> None:
     if await repository.unlink_document(session, chat.id, document_id) == 0:
         raise NotFound("That document is not linked to this chat")
+
+
+async def all_messages(session: AsyncSession, chat: Chat) -> Sequence[Message]:
+    """Every message of the chat, oldest first (for exports)."""
+    statement = repository.messages_of(chat.id).order_by(Message.seq)
+    return (await session.execute(statement)).scalars().all()
 
 
 async def list_messages(

@@ -13,7 +13,10 @@ class Source(BaseModel):
     document_id: uuid.UUID
     document_name: str
     chunk_id: str = Field(
-        description="`{document_id}_{chunk_index}`, or `{document_id}_file` for a whole file"
+        description=(
+            "`{document_id}_{chunk_index}` (`{document_id}_v{version}_{chunk_index}` for versions "
+            "after the first), or `{document_id}_file` for a whole file"
+        )
     )
     page: int | None
     location: str | None = Field(

@@ -230,3 +230,21 @@ export async function openDocument(documentId: string, page: number | null): Pro
   if (opened) opened.location.href = target;
   else window.location.assign(target);
 }
+
+/** Saves a chat as a file (Markdown or JSON, with sources): the export needs the bearer token,
+ * so it is fetched, then handed to the browser as a download under the server's file name. */
+export async function downloadChat(chatId: string, format: "markdown" | "json"): Promise<void> {
+  const response = await authFetch(`/api/v1/chats/${chatId}/export?format=${format}`);
+  if (!response.ok) throw new Error("The chat could not be exported");
+  const disposition = response.headers.get("content-disposition") ?? "";
+  const encoded = /filename\*=UTF-8''([^;]+)/.exec(disposition)?.[1];
+  const name = encoded ? decodeURIComponent(encoded) : `chat.${format === "json" ? "json" : "md"}`;
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -486,6 +486,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/chats/{chat_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Chat
+         * @description The whole chat, every message with each answer's sources, as Markdown to read or JSON to
+         *     process.
+         */
+        get: operations["chats_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/chats/{chat_id}/messages": {
         parameters: {
             query?: never;
@@ -2102,7 +2123,7 @@ export interface components {
         Source: {
             /**
              * Chunk Id
-             * @description `{document_id}_{chunk_index}`, or `{document_id}_file` for a whole file
+             * @description `{document_id}_{chunk_index}` (`{document_id}_v{version}_{chunk_index}` for versions after the first), or `{document_id}_file` for a whole file
              */
             chunk_id: string;
             /**
@@ -3275,6 +3296,8 @@ export interface operations {
         parameters: {
             query?: {
                 category_id?: string | null;
+                /** @description Only chats whose title or messages match: words in any form (ferries finds ferry), "a phrase", -word to exclude */
+                q?: string | null;
                 skip?: number;
                 limit?: number;
             };
@@ -3547,6 +3570,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    chats_export: {
+        parameters: {
+            query?: {
+                /** @description markdown or json */
+                format?: "markdown" | "json";
+            };
+            header?: never;
+            path: {
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole chat as a file (Content-Disposition: attachment) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/markdown": unknown;
+                };
             };
             /** @description Validation Error */
             422: {

@@ -1,7 +1,9 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, errorMessage, type Category, type Chat } from "../api/client";
+import { api, downloadChat, errorMessage, type Category, type Chat } from "../api/client";
 
 const PAGE = 30;
+// Search as you type, once typing pauses.
+const SEARCH_DELAY_MS = 300;
 
 interface Props {
   currentChatId: string | null;
@@ -14,6 +16,8 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   const [total, setTotal] = useState(0);
   const [categories, setCategories] = useState<Category[]>([]);
   const [categoryId, setCategoryId] = useState("");
+  const [typed, setTyped] = useState("");
+  const [query, setQuery] = useState("");
   const [loading, setLoading] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const sentinel = useRef<HTMLLIElement>(null);
@@ -24,12 +28,16 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   const latest = useRef(0);
   const currentCategory = useRef(categoryId);
   currentCategory.current = categoryId;
+  const currentQuery = useRef(query);
+  currentQuery.current = query;
   const loadPage = useCallback(
     async (skip: number) => {
       const request = ++latest.current;
       setLoading(true);
       const { data } = await api.GET("/api/v1/chats", {
-        params: { query: { skip, limit: PAGE, category_id: currentCategory.current || undefined } },
+        params: {
+          query: { skip, limit: PAGE, category_id: currentCategory.current || undefined, q: currentQuery.current || undefined },
+        },
       });
       if (request !== latest.current) return;
       setLoading(false);
@@ -37,9 +45,14 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
       setTotal(data.total);
       setChats((previous) => (skip === 0 ? data.items : [...previous, ...data.items]));
     },
-    // Recreated when the filter changes, so the effect below reloads the first page.
-    [categoryId],
+    // Recreated when the filter or the search changes, so the effect below reloads page one.
+    [categoryId, query],
   );
+
+  useEffect(() => {
+    const timer = window.setTimeout(() => setQuery(typed.trim()), SEARCH_DELAY_MS);
+    return () => window.clearTimeout(timer);
+  }, [typed]);
 
   useEffect(() => {
     void loadPage(0);
@@ -72,6 +85,15 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
     await api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } });
     if (chat.id === currentChatId) onSelect(null);
     void loadPage(0);
+  }
+
+  async function exportChat(chat: Chat, format: "markdown" | "json") {
+    try {
+      await downloadChat(chat.id, format);
+      setProblem(null);
+    } catch (caught) {
+      setProblem(caught instanceof Error ? caught.message : "The chat could not be exported");
+    }
   }
 
   async function addCategory() {
@@ -112,12 +134,23 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
           +
         </button>
       </div>
+      <label className="chat-search">
+        <span className="sr-only">Search chats</span>
+        <input
+          type="search"
+          value={typed}
+          onChange={(e) => setTyped(e.target.value)}
+          placeholder="Search chats"
+          aria-label="Search chats"
+          maxLength={200}
+        />
+      </label>
       {problem && (
         <p role="alert" className="error">
           {problem}
         </p>
       )}
-      <ul className="chat-list">
+      <ul className="chat-list" aria-label={query ? `Chats matching ${query}` : "Chats"}>
         {chats.map((chat) => (
           <li key={chat.id} className={chat.id === currentChatId ? "active" : ""}>
             <button className="chat-title" onClick={() => onSelect(chat.id)} title={chat.title}>
@@ -144,6 +177,18 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
                 ))}
               </select>
             )}
+            {chat.id === currentChatId && (
+              <span className="chat-export muted small">
+                Save as{" "}
+                <button className="link" onClick={() => void exportChat(chat, "markdown")} aria-label={`Save ${chat.title} as Markdown`}>
+                  Markdown
+                </button>{" "}
+                ·{" "}
+                <button className="link" onClick={() => void exportChat(chat, "json")} aria-label={`Save ${chat.title} as JSON`}>
+                  JSON
+                </button>
+              </span>
+            )}
           </li>
         ))}
         {chats.length < total && (
@@ -151,7 +196,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
             Loading more…
           </li>
         )}
-        {!chats.length && !loading && <li className="muted">No chats yet. Ask something!</li>}
+        {!chats.length && !loading && <li className="muted">{query ? `No chat matches “${query}”.` : "No chats yet. Ask something!"}</li>}
       </ul>
     </aside>
   );
