@@ -83,6 +83,8 @@ async def test_direct_reads_and_writes_are_404(
         ("DELETE", f"/api/v1/documents/{doc}", None),
         ("GET", f"/api/v1/chats/{chat}", None),
         ("GET", f"/api/v1/chats/{chat}/messages", None),
+        ("GET", f"/api/v1/chats/{chat}/export", None),
+        ("GET", f"/api/v1/chats/{chat}/export?format=json", None),
         ("PATCH", f"/api/v1/chats/{chat}", {"title": "mine now"}),
         ("DELETE", f"/api/v1/chats/{chat}", None),
         ("PUT", f"/api/v1/chats/{chat}/messages/{alice['answer']}/feedback", {"rating": "down"}),
@@ -102,6 +104,8 @@ async def test_direct_reads_and_writes_are_404(
         assert response.status_code == 404, (method, url, response.status_code)
     assert (await client.get("/api/v1/documents", headers=bob)).json()["total"] == 0
     assert (await client.get("/api/v1/chats", headers=bob)).json()["total"] == 0
+    searched = await client.get("/api/v1/chats", headers=bob, params={"q": "hello"})
+    assert searched.json()["total"] == 0  # Alice's chat is titled "hello"
     # Alice's things are untouched.
     assert (await client.get(f"/api/v1/chats/{chat}", headers=alice["headers"])).json()[
         "title"
