@@ -7,6 +7,7 @@ import AccountPage from "./pages/AccountPage";
 import CollectionsPage from "./pages/CollectionsPage";
 import ChangePasswordPage from "./pages/ChangePasswordPage";
 import { useRoute } from "./routes";
+import ThemePicker from "./components/ThemePicker";
 
 export default function App() {
   const [user, setUser] = useState<User | null>(null);
@@ -41,9 +42,14 @@ export default function App() {
           docchat
         </button>
         <nav aria-label="Main">
+          <ThemePicker />
           <button onClick={() => toggle("collections")}>{page === "collections" ? "Back to chats" : "Collections"}</button>
           {user.role === "admin" && <button onClick={() => toggle("admin")}>{page === "admin" ? "Back to chats" : "Admin"}</button>}
-          <button onClick={() => toggle("account")} title={user.email} aria-label={`Account: ${user.email}`}>
+          <button
+            onClick={() => toggle("account")}
+            title={user.email}
+            aria-label={page === "account" ? undefined : `Account: ${user.email}`}
+          >
             {page === "account" ? (
               "Back to chats"
             ) : (

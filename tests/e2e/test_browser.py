@@ -69,7 +69,7 @@ async def test_a_user_chats_with_a_document(
 
     # Opening the source shows the PDF at that page.
     async with context.expect_page() as popup_info:
-        await source.get_by_role("button", name="Open lighthouse.pdf at page 2").click()
+        await source.get_by_role("button", name="Open document at page 2 (lighthouse.pdf)").click()
     popup = await popup_info.value
     await expect(popup).to_have_url(re.compile(r"^blob:.*#page=2$"))
     await popup.close()

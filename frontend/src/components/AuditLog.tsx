@@ -57,7 +57,7 @@ export default function AuditLog({ revision }: { revision: number }) {
           ))}
         </select>
       </label>
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="Audit log table">
         <table>
           <caption className="sr-only">Audit log</caption>
           <thead>

@@ -244,7 +244,6 @@ export default function DocumentsPanel({
         onKeyDown={(e) => (e.key === "Enter" || e.key === " ") && input.current?.click()}
         role="button"
         tabIndex={0}
-        aria-label="Upload documents: drop files here or press to choose"
       >
         Drop PDF, Word, PowerPoint, Excel, OpenDocument, EPUB, CSV, HTML, Markdown, text or scanned (PNG,
         JPEG, TIFF) files here, or click to choose

@@ -30,12 +30,17 @@ export default function SourcesPanel({ sources, highlighted }: Props) {
           {source.content_preview && <blockquote>{source.content_preview}</blockquote>}
           <button
             onClick={() => openDocument(source.document_id, source.page ?? null).catch((e: Error) => setError(e.message))}
-            aria-label={`Open ${source.document_name}${source.page != null ? ` at page ${source.page}` : ""}`}
+            // The visible words first (speech control users say what they see), then which file.
+            aria-label={`${openLabel(source)} (${source.document_name})`}
           >
-            Open document{source.page != null ? ` at page ${source.page}` : ""}
+            {openLabel(source)}
           </button>
         </li>
       ))}
     </ol>
   );
+}
+
+function openLabel(source: Source): string {
+  return `Open document${source.page != null ? ` at page ${source.page}` : ""}`;
 }

@@ -93,7 +93,7 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
         <span className="sr-only">Search users</span>
         <input type="search" placeholder="Search by email or name" value={query} onChange={(e) => { setQuery(e.target.value); setSkip(0); }} />
       </label>
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="Users table">
         <table>
           <caption className="sr-only">Users</caption>
           <thead>

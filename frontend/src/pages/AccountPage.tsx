@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas, type User } from "../api/client";
 import PasswordForm from "../components/PasswordForm";
+import ThemePicker from "../components/ThemePicker";
 
 type ApiKey = Schemas["ApiKeyRead"];
 type Scope = Schemas["Scope"];
@@ -129,7 +130,7 @@ function ApiKeys({ user }: { user: User }) {
           Create key
         </button>
       </form>
-      <div className="table-scroll">
+      <div className="table-scroll" tabIndex={0} role="region" aria-label="API keys table">
         <table>
           <caption className="sr-only">Your API keys</caption>
           <thead>
@@ -185,6 +186,11 @@ export default function AccountPage({ user }: { user: User }) {
       <section aria-labelledby="keys-title" className="card wide">
         <h2 id="keys-title">API keys</h2>
         <ApiKeys user={user} />
+      </section>
+      <section aria-labelledby="appearance-title" className="card">
+        <h2 id="appearance-title">Appearance</h2>
+        <p className="muted">Colours follow your system's light or dark setting unless you pick one here.</p>
+        <ThemePicker className="theme-choice" />
       </section>
       <section aria-labelledby="password-title" className="card">
         <h2 id="password-title">Password</h2>
