@@ -77,6 +77,20 @@ CASES: list[tuple[str, bytes, str, str, str]] = [
         "Page the duty manager after twenty minutes",
         "Runbook > Escalation",
     ),
+    (
+        "timetable.csv",
+        b"Ferry,Departs\nMorning ferry,07:40\nEvening ferry,18:15\n",
+        "When does the evening ferry depart?",
+        "| Evening ferry | 18:15 |",
+        "rows 2-3",
+    ),
+    (
+        "handbook.md",
+        b"# Handbook\n\n## Holidays\n\nEveryone gets twenty-eight days of leave a year.\n",
+        "How many days of leave does everyone get?",
+        "twenty-eight days of leave",
+        "Handbook > Holidays",
+    ),
 ]
 
 
