@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { citationNumber, linkCitations } from "./citations";
+import { citationNumber, dollarMath, linkCitations } from "./citations";
 
 describe("linkCitations", () => {
   it("turns markers into citation links", () => {
@@ -23,5 +23,12 @@ describe("citationNumber", () => {
     expect(citationNumber("https://example.com")).toBeNull();
     expect(citationNumber("#cite-x")).toBeNull();
     expect(citationNumber(undefined)).toBeNull();
+  });
+});
+
+describe("dollarMath", () => {
+  it("turns \\( \\) and \\[ \\] into the dollar forms, outside code", () => {
+    expect(dollarMath("Area \\(\\pi r^2\\) and \\[ E = mc^2 \\]")).toBe("Area $\\pi r^2$ and \n\n$$\nE = mc^2\n$$\n\n");
+    expect(dollarMath("`\\(kept\\)` \\(x\\)")).toBe("`\\(kept\\)` $x$");
   });
 });

@@ -7,16 +7,30 @@ export const CITATION_PREFIX = "#cite-";
  * Only markers with a source to show (1..sourceCount) become links; the others stay text.
  */
 export function linkCitations(markdown: string, sourceCount: number): string {
+  return outsideCode(markdown, (part) =>
+    part.replace(/\[(\d{1,3})\](?!\()/g, (marker, n: string) =>
+      Number(n) >= 1 && Number(n) <= sourceCount ? `[\\[${n}\\]](${CITATION_PREFIX}${n})` : marker,
+    ),
+  );
+}
+
+/** `transform` applied to the text outside code spans and fenced blocks. */
+export function outsideCode(markdown: string, transform: (text: string) => string): string {
   return markdown
     .split(/(```[\s\S]*?```|`[^`\n]*`)/g)
-    .map((part, index) =>
-      index % 2 === 1
-        ? part
-        : part.replace(/\[(\d{1,3})\](?!\()/g, (marker, n: string) =>
-            Number(n) >= 1 && Number(n) <= sourceCount ? `[\\[${n}\\]](${CITATION_PREFIX}${n})` : marker,
-          ),
-    )
+    .map((part, index) => (index % 2 === 1 ? part : transform(part)))
     .join("");
+}
+
+/** Models write math as `\(x\)` and `\[x\]` as often as `$x$` and `$$x$$`: the Markdown
+ * reader knows only the dollar forms (display math: `$$` on lines of their own). */
+export function dollarMath(markdown: string): string {
+  return outsideCode(markdown, (part) =>
+    part
+      // Display math needs its $$ on lines of their own, or it is read as inline math.
+      .replace(/\\\[([\s\S]+?)\\\]/g, (_, body: string) => `\n\n$$\n${body.trim()}\n$$\n\n`)
+      .replace(/\\\(([\s\S]+?)\\\)/g, (_, body: string) => `$${body}$`),
+  );
 }
 
 export function citationNumber(href: string | undefined): number | null {

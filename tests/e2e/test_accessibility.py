@@ -70,7 +70,11 @@ async def test_every_page_has_no_serious_accessibility_violations(
     )
     admin = await admin_context.new_page()
     await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
-    await admin.get_by_role("navigation", name="Main").get_by_role("button", name="Admin", exact=True).click()
+    await (
+        admin.get_by_role("navigation", name="Main")
+        .get_by_role("button", name="Admin", exact=True)
+        .click()
+    )
     await expect(admin.get_by_role("heading", name="Usage")).to_be_visible()
     await _check(admin, "admin", problems)
     await admin_context.close()

@@ -449,3 +449,45 @@ async def test_chats_are_searched_and_saved_as_files(
         and '1. piers.txt: "The island ferries leave from pier 4."' in saved
     )
     await context.close()
+
+
+RICH_ANSWER = """Here is the timetable [1]:
+
+| Ferry | Departs |
+| --- | --- |
+| Morning | 07:40 |
+| Evening | 18:15 |
+
+```python
+def next_ferry(now):
+    return "07:40"  # the first one
+```
+
+The crossing takes \\(t = d / v\\) hours, and \\[E = mc^2\\]"""
+
+
+async def test_answers_render_tables_highlighted_code_and_math(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    await context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await upload_texts(page, {"ferries.txt": "Morning ferry 07:40, evening ferry 18:15."})
+    scripted_llm.script(RICH_ANSWER)
+    await ask(page, "Show me the ferry timetable")
+    answer = page.get_by_test_id("message-assistant").last
+    table = answer.get_by_role("table")
+    await expect(table.get_by_role("columnheader")).to_have_text(["Ferry", "Departs"])
+    await expect(table.get_by_role("row").nth(2)).to_contain_text("Evening18:15")
+    await expect(answer.locator("pre code .hljs-keyword").first).to_have_text("def")
+    await expect(answer.locator(".math-inline .katex")).to_have_count(1)
+    await expect(answer.locator(".math-display .katex-display")).to_have_count(1)
+    await expect(answer.get_by_role("button", name="Show source 1")).to_be_visible()
+
+    await answer.get_by_role("button", name="Copy code").click()
+    copied = await page.evaluate("navigator.clipboard.readText()")
+    assert copied == 'def next_ferry(now):\n    return "07:40"  # the first one'
+    await answer.screenshot(path=str(SCREENSHOTS / "rich-answer.png"))
+    await context.close()

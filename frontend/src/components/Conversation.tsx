@@ -11,8 +11,11 @@ import {
 } from "react";
 import Markdown from "react-markdown";
 import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
-import { citationNumber, linkCitations } from "../citations";
+import remarkGfm from "remark-gfm";
+import remarkMath from "remark-math";
+import { citationNumber, dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
+import { Code, CodeBlock } from "./RichCode";
 
 interface Props {
   chatId: string | null;
@@ -59,7 +62,9 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
   );
 }
 
-const MARKDOWN_COMPONENTS = { a: CitationLink };
+const MARKDOWN_COMPONENTS = { a: CitationLink, code: Code, pre: CodeBlock };
+// Tables, strikethrough and task lists (GitHub's Markdown), and $math$.
+const REMARK_PLUGINS = [remarkGfm, remarkMath];
 
 function AnswerText({
   message,
@@ -70,7 +75,9 @@ function AnswerText({
 }) {
   return (
     <CiteContext.Provider value={onCite}>
-      <Markdown components={MARKDOWN_COMPONENTS}>{linkCitations(message.content, message.sources?.length ?? 0)}</Markdown>
+      <Markdown components={MARKDOWN_COMPONENTS} remarkPlugins={REMARK_PLUGINS}>
+        {linkCitations(dollarMath(message.content), message.sources?.length ?? 0)}
+      </Markdown>
     </CiteContext.Provider>
   );
 }

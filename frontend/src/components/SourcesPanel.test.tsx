@@ -20,7 +20,7 @@ describe("SourcesPanel", () => {
     expect(screen.getByText("page 7")).toBeTruthy();
     expect(screen.getByText(/81% match/)).toBeTruthy();
     expect(screen.getByText("The lighthouse was built in 1887.")).toBeTruthy();
-    expect(screen.getByRole("button", { name: "Open report.pdf at page 7" })).toBeTruthy();
+    expect(screen.getByRole("button", { name: "Open document at page 7 (report.pdf)" })).toBeTruthy();
     expect(document.getElementById("source-1")?.className).toBe("highlight");
   });
 
