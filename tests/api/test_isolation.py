@@ -78,6 +78,7 @@ async def test_direct_reads_and_writes_are_404(
     attempts = [
         ("GET", f"/api/v1/documents/{doc}", None),
         ("GET", f"/api/v1/documents/{doc}/file", None),
+        ("GET", f"/api/v1/documents/{doc}/passages", None),
         ("POST", f"/api/v1/documents/{doc}/reprocess", None),
         ("POST", f"/api/v1/documents/{doc}/versions", None),
         ("DELETE", f"/api/v1/documents/{doc}", None),

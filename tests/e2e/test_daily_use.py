@@ -10,8 +10,10 @@ from pathlib import Path
 import httpx
 from playwright.async_api import Browser, Page, Route, expect
 
+from tests.e2e.accessibility import serious_violations
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
 from tests.e2e.flows import ask, log_in, sign_up
+from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.office_files import make_docx, make_pptx
@@ -490,4 +492,46 @@ async def test_answers_render_tables_highlighted_code_and_math(
     copied = await page.evaluate("navigator.clipboard.readText()")
     assert copied == 'def next_ferry(now):\n    return "07:40"  # the first one'
     await answer.screenshot(path=str(SCREENSHOTS / "rich-answer.png"))
+    await context.close()
+
+
+async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    pages = [
+        filler("harbour", 30),
+        "The Northwind lighthouse stands on the north cape. The Northwind light can be seen "
+        "22 nautical miles away. Its lamp was first lit in 1887.",
+        filler("museum", 30),
+    ]
+    await page.get_by_test_id("file-input").set_input_files(
+        [{"name": "lighthouse.pdf", "mimeType": "application/pdf", "buffer": make_pdf(pages)}]
+    )
+    await expect(page.get_by_test_id("document")).to_have_attribute(
+        "data-status", "completed", timeout=60_000
+    )
+    scripted_llm.script("22 nautical miles [1].")
+    await ask(page, "How far away can the Northwind light be seen?")
+    answer = page.get_by_test_id("message-assistant").last
+    await answer.get_by_role("button", name="Show source 1").click()
+    show = page.get_by_role("button", name="Show in the document (lighthouse.pdf)").first
+    await show.click()
+
+    viewer = page.get_by_role("dialog", name="lighthouse.pdf")
+    await expect(viewer).to_be_visible()
+    cited = viewer.get_by_test_id("cited-passage")
+    await expect(cited).to_contain_text("22 nautical miles")
+    await expect(cited).to_be_in_viewport()
+    await expect(viewer.get_by_test_id("viewer-text")).to_contain_text("Page 2")
+    await expect(viewer.get_by_role("button", name="Open the original at page 2")).to_be_visible()
+    assert await serious_violations(page) == []
+    await page.screenshot(path=str(SCREENSHOTS / "document-viewer.png"))
+
+    await page.keyboard.press("Escape")
+    await expect(viewer).to_have_count(0)
+    await expect(show).to_be_focused()  # back to the answer's sources, where the reader was
     await context.close()

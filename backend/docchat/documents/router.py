@@ -11,11 +11,12 @@ from docchat.dependencies import SettingsDep, StorageDep, VectorIndexDep
 from docchat.documents import service
 from docchat.documents.dependencies import ReadableDocument
 from docchat.documents.models import DocumentStatus, Visibility
-from docchat.documents.schemas import DocumentFromUrl, DocumentRead
+from docchat.documents.schemas import DocumentFromUrl, DocumentRead, PassageRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.errors import NotFound
-from docchat.kit.pagination import Page, PageDep
+from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, SessionmakerDep, make_router
+from docchat.retrieval import lexical
 
 router = make_router(prefix="/documents", tags=["documents"])
 
@@ -139,6 +140,21 @@ async def download_document(document: ReadableDocument, storage: StorageDep) -> 
         filename=document.filename,
         content_disposition_type="inline",
     )
+
+
+@router.get(
+    "/{document_id}/passages",
+    response_model=Page[PassageRead],
+    operation_id="documents_passages",
+)
+async def document_passages(
+    document: ReadableDocument, session: SessionDep, page: PageDep
+) -> Page[PassageRead]:
+    """The document's text as it was read, chunk by chunk in reading order (`skip` is a chunk
+    index): what the in-app viewer shows around a cited passage. Consecutive chunks overlap
+    by up to `RAG_CHUNK_OVERLAP` characters."""
+    items, total = await lexical.passages(session, document.id, page.skip, page.limit)
+    return page_of(PassageRead, items, total, page)
 
 
 @router.post(

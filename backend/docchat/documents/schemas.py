@@ -108,3 +108,14 @@ class DocumentRead(BaseModel):
         if not self.chunk_count:
             return extracted
         return round(extracted + 0.9 * min(self.chunks_done / self.chunk_count, 1.0), 3)
+
+
+class PassageRead(BaseModel):
+    """A chunk of a document's text, as searches find and answers cite it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    chunk_index: int = Field(description="Its place in the document (the `n` of a chunk id)")
+    page: int | None
+    location: str | None
+    text: str

@@ -215,6 +215,22 @@ async def add_chunks(
         )
 
 
+async def passages(
+    session: AsyncSession, document_id: uuid.UUID, skip: int, limit: int
+) -> tuple[list[DocumentChunk], int]:
+    """A run of the document's chunks in reading order (the caller checked it may be read),
+    and how many it has."""
+    total = await count_chunks(session, document_id)
+    statement = (
+        select(DocumentChunk)
+        .where(DocumentChunk.document_id == document_id)
+        .order_by(DocumentChunk.chunk_index)
+        .offset(skip)
+        .limit(limit)
+    )
+    return list((await session.execute(statement)).scalars()), total
+
+
 async def count_chunks(session: AsyncSession, document_id: uuid.UUID) -> int:
     statement = select(func.count()).where(DocumentChunk.document_id == document_id)
     return int((await session.execute(statement)).scalar_one())

@@ -766,6 +766,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/documents/{document_id}/passages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Document Passages
+         * @description The document's text as it was read, chunk by chunk in reading order (`skip` is a chunk
+         *     index): what the in-app viewer shows around a cited passage. Consecutive chunks overlap
+         *     by up to `RAG_CHUNK_OVERLAP` characters.
+         */
+        get: operations["documents_passages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/documents/{document_id}/reprocess": {
         parameters: {
             query?: never;
@@ -2021,6 +2043,34 @@ export interface components {
             skip: number;
             /** Total */
             total: number;
+        };
+        /** Page[PassageRead] */
+        Page_PassageRead_: {
+            /** Items */
+            items: components["schemas"]["PassageRead"][];
+            /** Limit */
+            limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
+        /**
+         * PassageRead
+         * @description A chunk of a document's text, as searches find and answers cite it.
+         */
+        PassageRead: {
+            /**
+             * Chunk Index
+             * @description Its place in the document (the `n` of a chunk id)
+             */
+            chunk_index: number;
+            /** Location */
+            location: string | null;
+            /** Page */
+            page: number | null;
+            /** Text */
+            text: string;
         };
         /** PasswordChange */
         PasswordChange: {
@@ -4301,6 +4351,40 @@ export interface operations {
                 content: {
                     "application/pdf": unknown;
                     "text/plain": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    documents_passages: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_PassageRead_"];
                 };
             };
             /** @description Validation Error */

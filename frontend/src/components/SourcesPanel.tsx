@@ -1,5 +1,6 @@
-import { useState } from "react";
+import { useRef, useState } from "react";
 import { openDocument, type Source } from "../api/client";
+import DocumentViewer from "./DocumentViewer";
 
 interface Props {
   sources: Source[] | null;
@@ -8,16 +9,19 @@ interface Props {
 
 export default function SourcesPanel({ sources, highlighted }: Props) {
   const [error, setError] = useState<string | null>(null);
+  const [viewing, setViewing] = useState<Source | null>(null);
+  const opener = useRef<HTMLButtonElement | null>(null);
   if (!sources?.length) {
     return <p className="muted">Select an answer with citations to see its sources here.</p>;
   }
   return (
-    <ol className="sources" aria-label="Sources">
+    <>
       {error && (
         <p role="alert" className="error">
           {error}
         </p>
       )}
+      <ol className="sources" aria-label="Sources">
       {sources.map((source, index) => (
         <li key={source.chunk_id} id={`source-${index + 1}`} className={highlighted === index + 1 ? "highlight" : ""}>
           <div className="source-head">
@@ -29,6 +33,15 @@ export default function SourcesPanel({ sources, highlighted }: Props) {
           </div>
           {source.content_preview && <blockquote>{source.content_preview}</blockquote>}
           <button
+            onClick={(event) => {
+              opener.current = event.currentTarget;
+              setViewing(source);
+            }}
+            aria-label={`Show in the document (${source.document_name})`}
+          >
+            Show in the document
+          </button>{" "}
+          <button
             onClick={() => openDocument(source.document_id, source.page ?? null).catch((e: Error) => setError(e.message))}
             // The visible words first (speech control users say what they see), then which file.
             aria-label={`${openLabel(source)} (${source.document_name})`}
@@ -37,7 +50,17 @@ export default function SourcesPanel({ sources, highlighted }: Props) {
           </button>
         </li>
       ))}
-    </ol>
+      </ol>
+      {viewing && (
+        <DocumentViewer
+          source={viewing}
+          onClose={() => {
+            setViewing(null);
+            opener.current?.focus(); // back where the reader was
+          }}
+        />
+      )}
+    </>
   );
 }
 

@@ -1,0 +1,148 @@
+import { useCallback, useEffect, useRef, useState } from "react";
+import { api, openDocument, type Schemas, type Source } from "../api/client";
+
+type Passage = Schemas["PassageRead"];
+// Chunks shown on each side of the cited one, and loaded per "Earlier"/"Later".
+const AROUND = 3;
+
+/** The chunk a source cites, from its id (`{document}_{n}` or `{document}_v{version}_{n}`);
+ * null for a whole file read inline. */
+export function citedIndex(source: Source): number | null {
+  const match = /_(\d+)$/.exec(source.chunk_id);
+  return match ? Number(match[1]) : null;
+}
+
+/** Chunks overlap (the end of one is the start of the next): each is shown without the text
+ * the one before it already showed. */
+function withoutOverlap(previous: string | undefined, text: string): string {
+  if (!previous) return text;
+  for (let size = Math.min(previous.length, text.length, 400); size > 20; size--) {
+    if (previous.endsWith(text.slice(0, size))) return text.slice(size);
+  }
+  return text;
+}
+
+// Lines that keep their own line: table rows, list items, headings.
+const OWN_LINE = /^\s*(\||[-*•] |\d+[.)] |#)/;
+
+/** Text extracted from PDFs breaks where the page's lines ended: those breaks are joined,
+ * paragraphs (blank lines), table rows, list items and headings kept. */
+export function reflow(text: string): string {
+  return text.replace(/([^\n])\n(?!\n)(?=([^\n]*))/g, (match, before: string, next: string, offset: number) => {
+    const lineStart = text.lastIndexOf("\n", offset) + 1;
+    const line = text.slice(lineStart, offset + 1);
+    return OWN_LINE.test(line) || OWN_LINE.test(next) ? match : `${before} `;
+  });
+}
+
+function place(passage: Passage): string {
+  return [passage.page != null ? `Page ${passage.page}` : null, passage.location].filter(Boolean).join(" · ");
+}
+
+/** The document's text around a cited passage, the passage marked; Escape or the button goes
+ * back to the answer. */
+export default function DocumentViewer({ source, onClose }: { source: Source; onClose(): void }) {
+  const cited = citedIndex(source);
+  const [passages, setPassages] = useState<Passage[]>([]);
+  const [total, setTotal] = useState(0);
+  const [error, setError] = useState<string | null>(null);
+  const dialog = useRef<HTMLDivElement>(null);
+  const mark = useRef<HTMLElement>(null);
+
+  const load = useCallback(
+    async (skip: number, limit: number) => {
+      const { data, error: failure } = await api.GET("/api/v1/documents/{document_id}/passages", {
+        params: { path: { document_id: source.document_id }, query: { skip: Math.max(0, skip), limit } },
+      });
+      if (!data) {
+        setError(failure ? "The document's text could not be loaded" : null);
+        return;
+      }
+      setTotal(data.total);
+      setPassages((current) =>
+        [...current, ...data.items]
+          .filter((p, i, all) => all.findIndex((q) => q.chunk_index === p.chunk_index) === i)
+          .sort((a, b) => a.chunk_index - b.chunk_index),
+      );
+    },
+    [source.document_id],
+  );
+
+  useEffect(() => {
+    void load((cited ?? 0) - AROUND, AROUND * 2 + 1);
+  }, [load, cited]);
+
+  useEffect(() => {
+    dialog.current?.focus();
+  }, []);
+
+  useEffect(() => {
+    mark.current?.scrollIntoView({ block: "center" });
+  }, [passages.length]);
+
+  const first = passages[0]?.chunk_index ?? 0;
+  const last = passages[passages.length - 1]?.chunk_index ?? -1;
+  return (
+    <div className="viewer-backdrop" onClick={onClose}>
+      <div
+        ref={dialog}
+        className="viewer"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="viewer-title"
+        tabIndex={-1}
+        onClick={(event) => event.stopPropagation()}
+        onKeyDown={(event) => event.key === "Escape" && onClose()}
+      >
+        <header className="viewer-head">
+          <h2 id="viewer-title">{source.document_name}</h2>
+          <div className="row">
+            {source.page != null && (
+              <button onClick={() => openDocument(source.document_id, source.page ?? null).catch((e: Error) => setError(e.message))}>
+                Open the original at page {source.page}
+              </button>
+            )}
+            <button className="primary" onClick={onClose}>
+              Back to the answer
+            </button>
+          </div>
+        </header>
+        {error && (
+          <p role="alert" className="error">
+            {error}
+          </p>
+        )}
+        <div className="viewer-text" data-testid="viewer-text" tabIndex={0} role="region" aria-label={`Text of ${source.document_name}`}>
+          {first > 0 && (
+            <button className="link" onClick={() => void load(first - AROUND * 2, AROUND * 2)}>
+              Earlier text
+            </button>
+          )}
+          {passages.map((passage, index) => {
+            const previous = passages[index - 1]?.chunk_index === passage.chunk_index - 1 ? passages[index - 1].text : undefined;
+            const shown = reflow(withoutOverlap(previous, passage.text));
+            const label = place(passage);
+            const isCited = passage.chunk_index === cited;
+            return (
+              <section key={passage.chunk_index} className="viewer-passage" data-chunk={passage.chunk_index}>
+                {label && (index === 0 || label !== place(passages[index - 1])) && <p className="viewer-place muted small">{label}</p>}
+                {isCited ? (
+                  <mark ref={mark} className="cited" data-testid="cited-passage" aria-label="Cited passage">
+                    {shown}
+                  </mark>
+                ) : (
+                  <span>{shown}</span>
+                )}
+              </section>
+            );
+          })}
+          {last + 1 < total && (
+            <button className="link" onClick={() => void load(last + 1, AROUND * 2)}>
+              Later text
+            </button>
+          )}
+        </div>
+      </div>
+    </div>
+  );
+}
