@@ -517,7 +517,21 @@ async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
     scripted_llm.script("22 nautical miles [1].")
     await ask(page, "How far away can the Northwind light be seen?")
     answer = page.get_by_test_id("message-assistant").last
-    await answer.get_by_role("button", name="Show source 1").click()
+    cite = answer.get_by_role("button", name="Show source 1")
+    # The quote shows on hover and on keyboard focus, and Escape hides it.
+    preview = answer.get_by_role("tooltip")
+    await expect(preview).to_be_hidden()
+    await cite.hover()
+    await expect(preview).to_contain_text("lighthouse.pdf · page 2")
+    await expect(preview).to_contain_text("22 nautical miles")
+    await page.mouse.move(0, 0)
+    await expect(preview).to_be_hidden()
+    await cite.focus()
+    await expect(preview).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "citation-preview.png"))
+    await page.keyboard.press("Escape")
+    await expect(preview).to_be_hidden()
+    await cite.click()
     show = page.get_by_role("button", name="Show in the document (lighthouse.pdf)").first
     await show.click()
 

@@ -3,6 +3,8 @@ import {
   Fragment,
   useContext,
   useEffect,
+  useId,
+  useMemo,
   useRef,
   useState,
   type ComponentPropsWithoutRef,
@@ -43,10 +45,20 @@ interface Pending {
 // defined once, outside any render: components created anew on every render would be new
 // element types to React, which would then replace every citation button, taking the
 // keyboard focus away from the one just activated.
-const CiteContext = createContext<(n: number) => void>(() => undefined);
+// Height a citation's preview needs above its marker before it opens below instead.
+const PREVIEW_ROOM_PX = 170;
+
+interface Citing {
+  onCite(n: number): void;
+  sources: Source[];
+}
+const CiteContext = createContext<Citing>({ onCite: () => undefined, sources: [] });
 
 function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
-  const onCite = useContext(CiteContext);
+  const { onCite, sources } = useContext(CiteContext);
+  const [previewing, setPreviewing] = useState(false);
+  const [below, setBelow] = useState(false);
+  const tooltip = useId();
   const number = citationNumber(href);
   if (number === null) {
     return (
@@ -55,10 +67,36 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
       </a>
     );
   }
+  const source = sources[number - 1];
+  const where = source ? [source.page != null ? `page ${source.page}` : null, source.location].filter(Boolean).join(", ") : "";
+  // The quote shows on hover and on keyboard focus; Escape hides it (WCAG 1.4.13). It opens
+  // above the marker, or below it when the conversation has no room above.
+  function show(marker: HTMLElement) {
+    const top = marker.closest(".messages")?.getBoundingClientRect().top ?? 0;
+    setBelow(marker.getBoundingClientRect().top - top < PREVIEW_ROOM_PX);
+    setPreviewing(true);
+  }
   return (
-    <button className="cite" onClick={() => onCite(number)} aria-label={`Show source ${number}`}>
-      [{number}]
-    </button>
+    <span className="cite-wrap" onMouseEnter={(event) => show(event.currentTarget)} onMouseLeave={() => setPreviewing(false)}>
+      <button
+        className="cite"
+        onClick={() => onCite(number)}
+        onFocus={(event) => show(event.currentTarget)}
+        onBlur={() => setPreviewing(false)}
+        onKeyDown={(event) => event.key === "Escape" && setPreviewing(false)}
+        aria-label={`Show source ${number}`}
+        aria-describedby={source ? tooltip : undefined}
+      >
+        [{number}]
+      </button>
+      {source && (
+        <span id={tooltip} role="tooltip" className={`cite-preview${below ? " below" : ""}`} hidden={!previewing}>
+          <strong>{source.document_name}</strong>
+          {where && <span className="muted"> · {where}</span>}
+          <span className="cite-quote">“{source.content_preview}”</span>
+        </span>
+      )}
+    </span>
   );
 }
 
@@ -73,8 +111,9 @@ function AnswerText({
   message: Pick<Message, "content" | "sources">;
   onCite(n: number): void;
 }) {
+  const citing = useMemo(() => ({ onCite, sources: message.sources ?? [] }), [onCite, message.sources]);
   return (
-    <CiteContext.Provider value={onCite}>
+    <CiteContext.Provider value={citing}>
       <Markdown components={MARKDOWN_COMPONENTS} remarkPlugins={REMARK_PLUGINS}>
         {linkCitations(dollarMath(message.content), message.sources?.length ?? 0)}
       </Markdown>
