@@ -134,6 +134,19 @@ async def test_a_user_chats_with_a_document(
     await expect(panel).to_be_hidden()
     await expect(page.get_by_role("button", name="Documents & sources")).to_be_visible()
     await page.screenshot(path=str(SCREENSHOTS / "phone.png"))
+    # ... and the chat list is a drawer: closed, opened by "Chats", closed by choosing a chat
+    # or by Escape.
+    chats = page.get_by_role("complementary", name="Chats")
+    await expect(chats).to_be_hidden()
+    await page.get_by_role("button", name="Chats", exact=True).click()
+    await expect(chats).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "phone-chats.png"))
+    await chats.get_by_role("button", name="+ New chat").click()
+    await expect(chats).to_be_hidden()
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+    await page.get_by_role("button", name="Chats", exact=True).click()
+    await chats.get_by_label("Search chats").press("Escape")
+    await expect(chats).to_be_hidden()
     await context.close()
 
     # Someone else sees none of it, and the model never gets the first user's passages.

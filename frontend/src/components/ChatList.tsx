@@ -9,9 +9,12 @@ interface Props {
   currentChatId: string | null;
   refreshKey: number;
   onSelect(chatId: string | null): void;
+  /** Phones: whether the list, a drawer there, is open; Escape closes it. */
+  open?: boolean;
+  onClose?(): void;
 }
 
-export default function ChatList({ currentChatId, refreshKey, onSelect }: Props) {
+export default function ChatList({ currentChatId, refreshKey, onSelect, open = false, onClose }: Props) {
   const [chats, setChats] = useState<Chat[]>([]);
   const [total, setTotal] = useState(0);
   const [categories, setCategories] = useState<Category[]>([]);
@@ -114,7 +117,12 @@ export default function ChatList({ currentChatId, refreshKey, onSelect }: Props)
   }
 
   return (
-    <aside className="sidebar" aria-label="Chats">
+    <aside
+      id="chat-list-drawer"
+      className={`sidebar${open ? " open" : ""}`}
+      aria-label="Chats"
+      onKeyDown={(event) => event.key === "Escape" && onClose?.()}
+    >
       <button className="primary wide" onClick={() => onSelect(null)}>
         + New chat
       </button>

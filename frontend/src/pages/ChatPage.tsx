@@ -27,6 +27,8 @@ export default function ChatPage({ chatId, navigate }: Props) {
   const [highlighted, setHighlighted] = useState<number | null>(null);
   const [tab, setTab] = useState<Tab>("documents");
   const [panelOpen, setPanelOpen] = useState(false);
+  // Phones: the chat list is a drawer, closed unless asked for.
+  const [chatsOpen, setChatsOpen] = useState(false);
   const [collections, setCollections] = useState<Schemas["CollectionRead"][]>([]);
 
   if (shown.chatId !== chatId) {
@@ -60,6 +62,7 @@ export default function ChatPage({ chatId, navigate }: Props) {
   }, [chatId, loadDetail]);
 
   function openChat(id: string | null) {
+    setChatsOpen(false);
     navigate({ page: "chat", chatId: id });
     // Also when it is the chat already open ("New chat" on a new chat): start afresh.
     setShown((current) => ({ chatId: id, key: current.key + 1 }));
@@ -104,7 +107,21 @@ export default function ChatPage({ chatId, navigate }: Props) {
 
   return (
     <main className="chat-page">
-      <ChatList currentChatId={chatId} refreshKey={listKey} onSelect={openChat} />
+      <button
+        className="chats-toggle"
+        onClick={() => setChatsOpen(!chatsOpen)}
+        aria-expanded={chatsOpen}
+        aria-controls="chat-list-drawer"
+      >
+        {chatsOpen ? "Close chats" : "Chats"}
+      </button>
+      <ChatList
+        currentChatId={chatId}
+        refreshKey={listKey}
+        onSelect={openChat}
+        open={chatsOpen}
+        onClose={() => setChatsOpen(false)}
+      />
       <Conversation
         key={shown.key}
         chatId={chatId}
