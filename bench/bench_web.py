@@ -49,7 +49,7 @@ async def _measure(
     browser: Browser, url: str, tokens: dict[str, str] | None, runs: int
 ) -> list[list[object]]:
     """Rows for one page: cold (fresh profile) and warm (the same profile again)."""
-    selector = "text=+ New chat" if tokens else "text=Log in to docchat"
+    selector = "textarea" if tokens else "text=Log in to docchat"
     cold: list[tuple[float, float, int]] = []
     warm: list[tuple[float, float, int]] = []
     for _ in range(runs):

@@ -44,7 +44,7 @@ async def test_every_page_has_no_serious_accessibility_violations(
     await page.get_by_test_id("file-input").set_input_files(
         [{"name": "pier.txt", "mimeType": "text/plain", "buffer": b"Ferries leave from pier 4."}]
     )
-    await expect(page.get_by_test_id("document")).to_have_attribute(
+    await expect(page.get_by_test_id("document").filter(has_text="pier.txt")).to_have_attribute(
         "data-status", "completed", timeout=60_000
     )
     scripted_llm.script("From pier 4 [1].")

@@ -361,7 +361,7 @@ async def test_admin_adds_a_colleague_who_chooses_a_password_and_makes_an_api_ke
     await page.get_by_label("Password you were given").fill(temporary)
     await page.get_by_label("New password").fill("violet harbour lantern")
     await page.get_by_role("button", name="Change password").click()
-    await expect(page.get_by_role("button", name="+ New chat")).to_be_visible()
+    await expect(page.get_by_role("textbox", name="Message")).to_be_visible()
 
     await page.get_by_role("button", name=f"Account: {colleague}").click()
     await expect(page.get_by_role("heading", name="API keys")).to_be_visible()
