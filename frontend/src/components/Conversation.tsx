@@ -80,8 +80,12 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
     <span className="cite-wrap" onMouseEnter={(event) => show(event.currentTarget)} onMouseLeave={() => setPreviewing(false)}>
       <button
         className="cite"
-        onClick={() => onCite(number)}
-        onFocus={(event) => show(event.currentTarget)}
+        onClick={() => {
+          setPreviewing(false);
+          onCite(number);
+        }}
+        // Keyboard focus only: a click opens the source itself, the quote would only repeat it.
+        onFocus={(event) => event.currentTarget.matches(":focus-visible") && show(event.currentTarget)}
         onBlur={() => setPreviewing(false)}
         onKeyDown={(event) => event.key === "Escape" && setPreviewing(false)}
         aria-label={`Show source ${number}`}
