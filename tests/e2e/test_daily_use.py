@@ -550,3 +550,39 @@ async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
     await expect(viewer).to_have_count(0)
     await expect(show).to_be_focused()  # back to the answer's sources, where the reader was
     await context.close()
+
+
+async def test_a_chat_has_its_own_model_and_strict_mode(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    scripted_llm.script("Hello!")
+    await ask(page, "Say hello")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")
+
+    settings = page.get_by_text("Answer settings")
+    await settings.click()
+    model = page.get_by_label("Chat model")
+    await expect(model.locator("option").first).to_have_text(re.compile(r"^Default \(.+\)$"))
+    await model.select_option("override")
+    await expect(model).to_have_value("override")  # shown once the server has it
+    answers = page.get_by_label("Chat answers", exact=True)
+    await answers.select_option("strict")
+    await expect(answers).to_have_value("strict")
+
+    await ask(page, "What is the capital of France?")  # nothing in the documents: no answer
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("could not find")
+    await answers.select_option("open")
+    await expect(answers).to_have_value("open")
+    scripted_llm.script("Paris.")
+    await ask(page, "What is the capital of France, then?")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("Paris.")
+    assert scripted_llm.requests[-1]["model"] == "override"
+    await page.reload()  # the chat keeps its settings
+    await page.get_by_text("Answer settings").click()
+    await expect(page.get_by_label("Chat model")).to_have_value("override")
+    await page.screenshot(path=str(SCREENSHOTS / "chat-settings.png"))
+    await context.close()

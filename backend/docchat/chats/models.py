@@ -31,6 +31,9 @@ class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     category_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("categories.id", ondelete="SET NULL"), default=None
     )
+    # Answer settings of this chat; None: the server's (or the user's) default.
+    model: Mapped[str | None] = mapped_column(String(200), default=None)
+    strict: Mapped[bool | None] = mapped_column(default=None)
 
 
 class Message(IdMixin, TimestampMixin, Base):

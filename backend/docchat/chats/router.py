@@ -13,6 +13,7 @@ from docchat.chats.dependencies import OwnedChat
 from docchat.chats.models import Chat
 from docchat.chats.schemas import (
     STREAM_EVENT_SCHEMA,
+    AnswerDefaults,
     ChatCreate,
     ChatDetail,
     ChatDocumentsLink,
@@ -25,9 +26,10 @@ from docchat.chats.schemas import (
     MessageExchange,
     MessageRead,
 )
-from docchat.dependencies import MessageFlowDep
+from docchat.dependencies import MessageFlowDep, SettingsDep
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
+from docchat.llm.catalog import allowed_models, resolve_model
 from docchat.users.models import User
 
 chats_router = make_router(prefix="/chats", tags=["chats"])
@@ -83,6 +85,18 @@ async def list_chats(
     return page_of(ChatRead, items, total, page)
 
 
+@chats_router.get(
+    "/answer-settings", response_model=AnswerDefaults, operation_id="chats_answer_defaults"
+)
+async def answer_defaults(user: CurrentUser, settings: SettingsDep) -> AnswerDefaults:
+    """What a chat's answers use unless it sets its own `model` and `strict` (PATCH the chat)."""
+    return AnswerDefaults(
+        model=resolve_model(settings.llm, user.preferred_model),
+        models=allowed_models(settings.llm),
+        strict=settings.rag.strict,
+    )
+
+
 @chats_router.get("/{chat_id}", response_model=ChatDetail, operation_id="chats_get")
 async def get_chat(chat: OwnedChat, user: CurrentUser, session: SessionDep) -> ChatDetail:
     return await _detail(session, user, chat)
@@ -90,8 +104,10 @@ async def get_chat(chat: OwnedChat, user: CurrentUser, session: SessionDep) -> C
 
 @chats_router.patch("/{chat_id}", response_model=ChatDetail, operation_id="chats_update")
 async def update_chat(
-    data: ChatUpdate, chat: OwnedChat, user: CurrentUser, session: SessionDep
+    data: ChatUpdate, chat: OwnedChat, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> ChatDetail:
+    if data.model:
+        resolve_model(settings.llm, data.model)  # 400 for a model this server does not offer
     return await _detail(session, user, await service.update(session, user, chat, data))
 
 

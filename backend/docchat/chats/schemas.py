@@ -29,6 +29,15 @@ class ChatCreate(RequestModel):
 class ChatUpdate(RequestModel):
     title: str | None = Field(None, min_length=1, max_length=200)
     category_id: uuid.UUID | None = None
+    model: str | None = Field(
+        None,
+        max_length=200,
+        description="The model this chat's answers use (one of GET /chats/answer-settings); "
+        "null: the default",
+    )
+    strict: bool | None = Field(
+        None, description="Documents only (no citation, no answer); null: the server's default"
+    )
 
 
 class ChatRead(BaseModel):
@@ -37,8 +46,20 @@ class ChatRead(BaseModel):
     id: uuid.UUID
     title: str
     category_id: uuid.UUID | None
+    model: str | None = Field(description="This chat's model; null: the default")
+    strict: bool | None = Field(description="This chat's strict mode; null: the server's default")
     created_at: datetime
     updated_at: datetime
+
+
+class AnswerDefaults(BaseModel):
+    """What a chat's answers use when it sets nothing, and what it may choose."""
+
+    model: str = Field(
+        description="The model used when a chat names none (yours, if you chose one)"
+    )
+    models: list[str] = Field(description="The models a chat may use")
+    strict: bool = Field(description="Whether answers are documents-only unless a chat says")
 
 
 class LinkedDocument(BaseModel):

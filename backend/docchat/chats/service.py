@@ -85,7 +85,7 @@ async def update(session: AsyncSession, user: User, chat: Chat, changes: ChatUpd
     for name, value in fields.items():
         if name == "title" and value is None:
             continue
-        setattr(chat, name, value)
+        setattr(chat, name, value or None if name == "model" else value)
     chat.updated_at = utcnow()
     await session.flush()
     return chat

@@ -45,13 +45,15 @@ class Turn:
     started: float = field(default_factory=time.perf_counter)
 
 
-def _options(settings: Settings, user: User, request: MessageCreate) -> AnswerOptions:
+def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate) -> AnswerOptions:
+    """The message's options, else the chat's settings, else the user's and server's defaults."""
     given, rag = request.options, settings.rag
+    strict = given.strict if given.strict is not None else chat.strict
     return AnswerOptions(
         rag_enabled=rag.enabled if given.rag_enabled is None else given.rag_enabled,
         top_k=given.top_k or rag.top_k,
-        model=resolve_model(settings.llm, given.model or user.preferred_model),
-        strict=rag.strict if given.strict is None else given.strict,
+        model=resolve_model(settings.llm, given.model or chat.model or user.preferred_model),
+        strict=rag.strict if strict is None else strict,
         reformulate=rag.reformulate if given.reformulate is None else given.reformulate,
         retrieval=given.retrieval or rag.retrieval,
     )
@@ -147,7 +149,7 @@ async def start_turn(
     chat = await _open_chat(session, user, request)
     message = await repository.add_message(session, chat, MessageRole.user, request.content)
     await repository.link_message_documents(session, message.id, [d.id for d in requested])
-    options = _options(settings, user, request)
+    options = _options(settings, user, chat, request)
     scope, documents = await _scope(session, user, chat, requested, collections)
     if options.retrieval == "tool":
         documents = await _conversation_documents(session, user, chat, documents)

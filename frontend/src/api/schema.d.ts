@@ -411,6 +411,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/chats/answer-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Answer Defaults
+         * @description What a chat's answers use unless it sets its own `model` and `strict` (PATCH the chat).
+         */
+        get: operations["chats_answer_defaults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/chats/{chat_id}": {
         parameters: {
             query?: never;
@@ -1153,6 +1173,27 @@ export interface components {
             /** Storage Limit Mb */
             storage_limit_mb?: number | null;
         };
+        /**
+         * AnswerDefaults
+         * @description What a chat's answers use when it sets nothing, and what it may choose.
+         */
+        AnswerDefaults: {
+            /**
+             * Model
+             * @description The model used when a chat names none (yours, if you chose one)
+             */
+            model: string;
+            /**
+             * Models
+             * @description The models a chat may use
+             */
+            models: string[];
+            /**
+             * Strict
+             * @description Whether answers are documents-only unless a chat says
+             */
+            strict: boolean;
+        };
         /** AnswerMeta */
         AnswerMeta: {
             /** Citation Count */
@@ -1459,6 +1500,16 @@ export interface components {
              * Format: uuid
              */
             id: string;
+            /**
+             * Model
+             * @description This chat's model; null: the default
+             */
+            model: string | null;
+            /**
+             * Strict
+             * @description This chat's strict mode; null: the server's default
+             */
+            strict: boolean | null;
             /** Title */
             title: string;
             /**
@@ -1486,6 +1537,16 @@ export interface components {
              * Format: uuid
              */
             id: string;
+            /**
+             * Model
+             * @description This chat's model; null: the default
+             */
+            model: string | null;
+            /**
+             * Strict
+             * @description This chat's strict mode; null: the server's default
+             */
+            strict: boolean | null;
             /** Title */
             title: string;
             /**
@@ -1498,6 +1559,16 @@ export interface components {
         ChatUpdate: {
             /** Category Id */
             category_id?: string | null;
+            /**
+             * Model
+             * @description The model this chat's answers use (one of GET /chats/answer-settings); null: the default
+             */
+            model?: string | null;
+            /**
+             * Strict
+             * @description Documents only (no citation, no answer); null: the server's default
+             */
+            strict?: boolean | null;
             /** Title */
             title?: string | null;
         };
@@ -3406,6 +3477,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    chats_answer_defaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AnswerDefaults"];
                 };
             };
         };

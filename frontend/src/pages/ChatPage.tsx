@@ -5,6 +5,7 @@ import Conversation from "../components/Conversation";
 import DocumentsPanel from "../components/DocumentsPanel";
 import { ChatScope, NextMessageScope, type Named } from "../components/ScopeChips";
 import SourcesPanel from "../components/SourcesPanel";
+import ChatSettings from "../components/ChatSettings";
 import type { Navigate } from "../routes";
 
 type Tab = "sources" | "documents";
@@ -129,13 +130,16 @@ export default function ChatPage({ chatId, navigate }: Props) {
         collections={collections}
         header={
           chatId ? (
-            <ChatScope
-              documents={(detail?.documents ?? []).map((document) => ({ id: document.id, name: document.filename }))}
-              collections={linkedCollections}
-              onUnlinkDocument={(id) => void unlinkDocument(id)}
-              onUnlinkCollection={(id) => void unlinkCollection(id)}
-              onChoose={chooseDocuments}
-            />
+            <>
+              <ChatScope
+                documents={(detail?.documents ?? []).map((document) => ({ id: document.id, name: document.filename }))}
+                collections={linkedCollections}
+                onUnlinkDocument={(id) => void unlinkDocument(id)}
+                onUnlinkCollection={(id) => void unlinkCollection(id)}
+                onChoose={chooseDocuments}
+              />
+              {detail && <ChatSettings chat={detail} onChanged={() => void loadDetail()} />}
+            </>
           ) : null
         }
         nextMessageScope={

@@ -1,0 +1,66 @@
+import { useEffect, useState } from "react";
+import { api, errorMessage, type Schemas } from "../api/client";
+
+type Defaults = Schemas["AnswerDefaults"];
+type Chat = Schemas["ChatDetail"];
+
+let defaultsRequest: Promise<Defaults | null> | null = null;
+
+function loadDefaults(): Promise<Defaults | null> {
+  defaultsRequest ??= api.GET("/api/v1/chats/answer-settings").then(({ data }) => data ?? null);
+  return defaultsRequest;
+}
+
+/** This chat's model and strict mode, each "the default" unless chosen (the default named). */
+export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChanged(): void }) {
+  const [defaults, setDefaults] = useState<Defaults | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+
+  useEffect(() => {
+    void loadDefaults().then(setDefaults);
+  }, []);
+
+  async function change(body: Schemas["ChatUpdate"]) {
+    const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });
+    setProblem(error ? errorMessage(error, "The setting was not saved") : null);
+    onChanged();
+  }
+
+  if (!defaults) return null;
+  const strictValue = chat.strict == null ? "" : chat.strict ? "strict" : "open";
+  return (
+    <details className="chat-settings">
+      <summary>Answer settings</summary>
+      <div className="chat-settings-body">
+        <label>
+          Model
+          <select aria-label="Chat model" value={chat.model ?? ""} onChange={(event) => void change({ model: event.target.value || null })}>
+            <option value="">Default ({defaults.model})</option>
+            {defaults.models.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Answers
+          <select
+            aria-label="Chat answers"
+            value={strictValue}
+            onChange={(event) => void change({ strict: event.target.value === "" ? null : event.target.value === "strict" })}
+          >
+            <option value="">Default ({defaults.strict ? "documents only" : "general answers allowed"})</option>
+            <option value="strict">Documents only: no citation, no answer</option>
+            <option value="open">General answers when the documents have nothing</option>
+          </select>
+        </label>
+        {problem && (
+          <p role="alert" className="error">
+            {problem}
+          </p>
+        )}
+      </div>
+    </details>
+  );
+}
