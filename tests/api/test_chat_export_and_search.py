@@ -92,3 +92,22 @@ async def test_chats_are_found_by_words_in_their_messages_or_title(
     stranger = await auth_headers(client)
     response = await client.get("/api/v1/chats", headers=stranger, params={"q": "ferry"})
     assert response.json()["total"] == 0
+
+
+async def test_a_deleted_chat_comes_back_with_its_messages_for_its_owner_only(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("Hello!")
+    chat_id = (await ask(client, headers, "Say hello")).json()["chat_id"]
+    assert (await client.delete(f"/api/v1/chats/{chat_id}", headers=headers)).status_code == 204
+    assert (await client.get(f"/api/v1/chats/{chat_id}", headers=headers)).status_code == 404
+
+    stranger = await auth_headers(client)
+    url = f"/api/v1/chats/{chat_id}/restore"
+    assert (await client.post(url, headers=stranger)).status_code == 404
+    restored = await client.post(url, headers=headers)
+    assert restored.status_code == 200 and restored.json()["id"] == chat_id
+    messages = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
+    assert [m["content"] for m in messages["items"]] == ["Say hello", "Hello!"]
+    assert (await client.post(url, headers=headers)).status_code == 404  # not deleted now

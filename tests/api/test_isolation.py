@@ -85,6 +85,7 @@ async def test_direct_reads_and_writes_are_404(
         ("GET", f"/api/v1/chats/{chat}", None),
         ("GET", f"/api/v1/chats/{chat}/messages", None),
         ("GET", f"/api/v1/chats/{chat}/export", None),
+        ("POST", f"/api/v1/chats/{chat}/restore", None),
         ("GET", f"/api/v1/chats/{chat}/export?format=json", None),
         ("PATCH", f"/api/v1/chats/{chat}", {"title": "mine now"}),
         ("DELETE", f"/api/v1/chats/{chat}", None),

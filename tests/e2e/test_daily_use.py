@@ -586,3 +586,37 @@ async def test_a_chat_has_its_own_model_and_strict_mode(
     await expect(page.get_by_label("Chat model")).to_have_value("override")
     await page.screenshot(path=str(SCREENSHOTS / "chat-settings.png"))
     await context.close()
+
+
+async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    scripted_llm.script("Hello!")
+    await ask(page, "Say hello")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")
+    chats = page.get_by_role("complementary", name="Chats")
+    titles = chats.locator(".chat-title")
+    await expect(titles).to_have_text(["Say hello"])
+
+    await chats.get_by_role("button", name="Rename Say hello").click()
+    title = chats.get_by_label("New title for Say hello")
+    await expect(title).to_be_focused()
+    await title.fill("Greetings")
+    await title.press("Enter")
+    await expect(titles).to_have_text(["Greetings"])
+    await chats.get_by_role("button", name="Rename Greetings").click()
+    await chats.get_by_label("New title for Greetings").fill("Never mind")
+    await chats.get_by_label("New title for Greetings").press("Escape")
+    await expect(titles).to_have_text(["Greetings"])
+
+    await chats.get_by_role("button", name="Delete Greetings").click()  # no question asked
+    await expect(titles).to_have_count(0)
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(0)
+    await chats.get_by_role("status").get_by_role("button", name="Undo").click()
+    await expect(titles).to_have_text(["Greetings"])
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")  # reopened
+    await context.close()

@@ -37,6 +37,7 @@ class AuditAction(StrEnum):
     user_quota_changed = "user.quota_changed"
     document_deleted = "document.deleted"
     chat_deleted = "chat.deleted"
+    chat_restored = "chat.restored"
     collection_created = "collection.created"
     collection_deleted = "collection.deleted"
     collection_member_added = "collection.member_added"

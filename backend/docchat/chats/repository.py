@@ -36,6 +36,16 @@ def owned_by(user_id: uuid.UUID) -> Select[Chat]:
     return select(Chat).where(Chat.owner_id == user_id, Chat.deleted_at.is_(None))
 
 
+async def get_deleted_owned(
+    session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID
+) -> Chat | None:
+    """The user's chat that was deleted (to restore it), or None."""
+    statement = select(Chat).where(
+        Chat.id == chat_id, Chat.owner_id == user_id, Chat.deleted_at.is_not(None)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
 async def get_owned(
     session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID, *, for_update: bool = False
 ) -> Chat | None:

@@ -120,6 +120,15 @@ async def delete_chat(
     await service.delete(session, user, chat, address)
 
 
+@chats_router.post("/{chat_id}/restore", response_model=ChatDetail, operation_id="chats_restore")
+async def restore_chat(
+    chat_id: uuid.UUID, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> ChatDetail:
+    """Bring back a chat you deleted (within 30 days), with its messages and links: the undo
+    of DELETE."""
+    return await _detail(session, user, await service.restore(session, user, chat_id, address))
+
+
 @chats_router.get(
     "/{chat_id}/messages", response_model=Page[MessageRead], operation_id="chats_list_messages"
 )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,6 +21,9 @@ from docchat.membership.access import readable_collections
 from docchat.membership.models import Collection
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
+
+# A deleted chat can be brought back for this long (its rows stay; see `restore`).
+RESTORE_DAYS = 30
 
 TITLE_CHARS = 50
 
@@ -97,6 +101,25 @@ async def delete(session: AsyncSession, user: User, chat: Chat, address: str | N
     await audit.record(
         session, audit.AuditAction.chat_deleted, actor=user, target=target, address=address
     )
+
+
+async def restore(
+    session: AsyncSession, user: User, chat_id: uuid.UUID, address: str | None
+) -> Chat:
+    """Undo a deletion (the chat comes back with its messages and links) within
+    `RESTORE_DAYS`; later, or for a chat that is not the user's, 404."""
+    chat = await repository.get_deleted_owned(session, user.id, chat_id)
+    if chat is None or chat.deleted_at is None:
+        raise NotFound("No deleted chat of yours with that id")
+    if utcnow() - chat.deleted_at > timedelta(days=RESTORE_DAYS):
+        raise NotFound(f"The chat was deleted more than {RESTORE_DAYS} days ago")
+    chat.deleted_at = None
+    await session.flush()
+    target = ("chat", chat.id)
+    await audit.record(
+        session, audit.AuditAction.chat_restored, actor=user, target=target, address=address
+    )
+    return chat
 
 
 async def document_ids(session: AsyncSession, chat: Chat) -> list[uuid.UUID]:

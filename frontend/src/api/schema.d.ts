@@ -569,6 +569,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/chats/{chat_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore Chat
+         * @description Bring back a chat you deleted (within 30 days), with its messages and links: the undo
+         *     of DELETE.
+         */
+        post: operations["chats_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/collections": {
         parameters: {
             query?: never;
@@ -1346,7 +1367,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -3846,6 +3867,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    chats_restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatDetail"];
+                };
             };
             /** @description Validation Error */
             422: {

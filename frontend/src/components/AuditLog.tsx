@@ -19,6 +19,7 @@ const ACTIONS: Action[] = [
   "user.quota_changed",
   "document.deleted",
   "chat.deleted",
+  "chat.restored",
 ];
 
 function summary(entry: Entry): string {

@@ -2,6 +2,8 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { api, downloadChat, errorMessage, type Category, type Chat } from "../api/client";
 
 const PAGE = 30;
+// How long "Undo" is offered after deleting a chat.
+const UNDO_MS = 10_000;
 // Search as you type, once typing pauses.
 const SEARCH_DELAY_MS = 300;
 
@@ -23,6 +25,8 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
   const [query, setQuery] = useState("");
   const [loading, setLoading] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
+  const [renaming, setRenaming] = useState<string | null>(null);
+  const [deleted, setDeleted] = useState<{ chat: Chat; wasOpen: boolean } | null>(null);
   const sentinel = useRef<HTMLLIElement>(null);
 
   // Only the latest request may fill the list: a reply for a filter no longer chosen (or an
@@ -76,19 +80,44 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
     return () => observer.disconnect();
   }, [chats.length, total, loading, loadPage]);
 
-  async function rename(chat: Chat) {
-    const title = window.prompt("New title", chat.title)?.trim();
-    if (!title) return;
-    await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body: { title } });
+  async function rename(chat: Chat, title: string) {
+    setRenaming(null);
+    const trimmed = title.trim();
+    if (!trimmed || trimmed === chat.title) return;
+    const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body: { title: trimmed } });
+    setProblem(error ? errorMessage(error, "The chat could not be renamed") : null);
     void loadPage(0);
   }
 
+  // Deleting asks nothing: it can be undone for a while (the server keeps the chat 30 days).
   async function remove(chat: Chat) {
-    if (!window.confirm(`Delete “${chat.title}”?`)) return;
-    await api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } });
-    if (chat.id === currentChatId) onSelect(null);
+    const { error } = await api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } });
+    if (error) {
+      setProblem(errorMessage(error, "The chat could not be deleted"));
+      return;
+    }
+    const wasOpen = chat.id === currentChatId;
+    if (wasOpen) onSelect(null);
+    setDeleted({ chat, wasOpen });
     void loadPage(0);
   }
+
+  async function undoDelete() {
+    if (!deleted) return;
+    const { chat, wasOpen } = deleted;
+    setDeleted(null);
+    const { error } = await api.POST("/api/v1/chats/{chat_id}/restore", { params: { path: { chat_id: chat.id } } });
+    setProblem(error ? errorMessage(error, "The chat could not be brought back") : null);
+    if (!error && wasOpen) onSelect(chat.id);
+    void loadPage(0);
+  }
+
+  // The undo offer stays a while, then goes.
+  useEffect(() => {
+    if (!deleted) return;
+    const timer = window.setTimeout(() => setDeleted(null), UNDO_MS);
+    return () => window.clearTimeout(timer);
+  }, [deleted]);
 
   async function exportChat(chat: Chat, format: "markdown" | "json") {
     try {
@@ -158,13 +187,40 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
           {problem}
         </p>
       )}
+      {deleted && (
+        <p role="status" className="undo-bar small">
+          Deleted “{deleted.chat.title}”.{" "}
+          <button className="link" onClick={() => void undoDelete()}>
+            Undo
+          </button>
+        </p>
+      )}
       <ul className="chat-list" aria-label={query ? `Chats matching ${query}` : "Chats"}>
         {chats.map((chat) => (
           <li key={chat.id} className={chat.id === currentChatId ? "active" : ""}>
-            <button className="chat-title" onClick={() => onSelect(chat.id)} title={chat.title}>
-              {chat.title}
-            </button>
-            <button className="icon" onClick={() => rename(chat)} aria-label={`Rename ${chat.title}`}>
+            {renaming === chat.id ? (
+              <input
+                className="chat-rename"
+                defaultValue={chat.title}
+                maxLength={200}
+                aria-label={`New title for ${chat.title}`}
+                autoFocus
+                onFocus={(event) => event.currentTarget.select()}
+                onBlur={(event) => void rename(chat, event.currentTarget.value)}
+                onKeyDown={(event) => {
+                  if (event.key === "Enter") void rename(chat, event.currentTarget.value);
+                  if (event.key === "Escape") {
+                    event.stopPropagation(); // cancels the rename, not the drawer
+                    setRenaming(null);
+                  }
+                }}
+              />
+            ) : (
+              <button className="chat-title" onClick={() => onSelect(chat.id)} title={chat.title}>
+                {chat.title}
+              </button>
+            )}
+            <button className="icon" onClick={() => setRenaming(chat.id)} aria-label={`Rename ${chat.title}`}>
               ✎
             </button>
             <button className="icon" onClick={() => remove(chat)} aria-label={`Delete ${chat.title}`}>
