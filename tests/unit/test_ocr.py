@@ -63,6 +63,17 @@ def test_an_image_upload_is_one_page_of_ocr_text(ocr: OcrOptions) -> None:
     assert "Beautiful is better than ugly" in page.text
 
 
+def test_a_phone_photo_stored_sideways_is_read_upright(ocr: OcrOptions, tmp_path: Path) -> None:
+    upright = Image.open(SCANS / "google-doc-document-scanned.jpg")
+    sideways = upright.rotate(90, expand=True)  # as the camera stored it
+    exif = Image.Exif()
+    exif[0x0112] = 6  # Orientation: turn 90° clockwise to show it
+    path = tmp_path / "photo.jpg"
+    sideways.save(path, exif=exif)
+    document = extract(path, FileKind.jpeg, ocr=ocr)
+    assert "Readability counts" in document.pages[0].text
+
+
 def test_each_page_of_a_tiff_is_a_page(ocr: OcrOptions, tmp_path: Path) -> None:
     scan = Image.open(SCANS / "google-doc-document-scanned.jpg")
     blank = Image.new("L", scan.size, 255)

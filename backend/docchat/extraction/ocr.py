@@ -152,7 +152,8 @@ def _frames(image: Image.Image, options: OcrOptions) -> Iterator[Image.Image]:
             frame.load()
         except (OSError, ValueError) as exc:
             raise ExtractionError(f"The image could not be read; it looks damaged ({exc})") from exc
-        yield frame.copy()
+        # Phone photos are stored sideways with an EXIF note of how to turn them upright.
+        yield ImageOps.exif_transpose(frame.copy())
 
 
 def extract_image(path: Path, options: OcrOptions | None) -> ExtractedDocument:

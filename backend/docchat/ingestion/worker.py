@@ -395,6 +395,25 @@ class IngestionWorker:
             await jobs_repository.finish(
                 session, job.id, JobStatus.failed, message[:2000], utcnow()
             )
+        await self._discard_failed_version(job)
+
+    async def _discard_failed_version(self, job: ClaimedJob) -> None:
+        """A new version that failed leaves nothing behind: its file goes (unless another
+        document uses the same bytes) and so do any vectors it wrote. The document and its
+        current version are untouched. Best effort: a leftover is only disk space."""
+        if job.version_id is None:
+            return
+        try:
+            async with self.sessionmaker() as session:
+                version = await documents_repository.get_version(session, job.version_id)
+                document = await documents_repository.get_live(session, job.document_id)
+            if version is not None:
+                await release_file(self.sessionmaker, self.storage, version.storage_key)
+            if document is not None:
+                ref = DocumentRef.of(document)
+                await self.index.delete_document(ref, except_version=document.version)
+        except Exception:
+            logger.exception("cleaning up the failed version of document %s", job.document_id)
 
     async def _retry_or_fail(self, job: ClaimedJob, exc: Exception) -> str:
         # The raw error stays with the job (for operators); the owner gets a description.
@@ -405,6 +424,7 @@ class IngestionWorker:
             async with self._fenced(job) as session:
                 await self._mark_failed(session, job, message)
                 await jobs_repository.finish(session, job.id, JobStatus.failed, raw, utcnow())
+            await self._discard_failed_version(job)
             return "failed"
         delay = timedelta(seconds=min(300, 2**job.attempts))
         async with self._fenced(job) as session:
