@@ -1,4 +1,4 @@
-"""What every browser test does on the way to what it tests: sign up, log in, ask."""
+"""What every browser test does on the way to what it tests: sign up, log in, upload, ask."""
 
 from __future__ import annotations
 
@@ -35,3 +35,19 @@ async def log_in(page: Page, server: LiveServer, email: str, password: str) -> N
     await page.get_by_label("Email").fill(email)
     await page.get_by_label("Password").fill(password)
     await page.get_by_role("button", name="Log in").click()
+
+
+async def upload(page: Page, files: dict[str, bytes], wait_ms: float = 60_000) -> None:
+    """Upload files through the documents panel (their type sniffed by the server) and wait
+    until each is searchable. Documents are found by name: the administrator's shared ones are
+    listed too."""
+    await page.get_by_test_id("file-input").set_input_files(
+        [{"name": name, "mimeType": "", "buffer": content} for name, content in files.items()]
+    )
+    for name in files:
+        document = page.get_by_test_id("document").filter(has_text=name)
+        await expect(document).to_have_attribute("data-status", "completed", timeout=wait_ms)
+
+
+async def upload_texts(page: Page, files: dict[str, str]) -> None:
+    await upload(page, {name: text.encode() for name, text in files.items()})

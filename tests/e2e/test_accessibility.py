@@ -9,7 +9,7 @@ from playwright.async_api import Browser, Page, expect
 
 from tests.e2e.accessibility import serious_violations
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
-from tests.e2e.flows import ask, log_in, sign_up
+from tests.e2e.flows import ask, log_in, sign_up, upload
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
 
@@ -41,12 +41,7 @@ async def test_every_page_has_no_serious_accessibility_violations(
 
     await sign_up(page, live_server)
     await _check(page, "empty chat", problems)
-    await page.get_by_test_id("file-input").set_input_files(
-        [{"name": "pier.txt", "mimeType": "text/plain", "buffer": b"Ferries leave from pier 4."}]
-    )
-    await expect(page.get_by_test_id("document").filter(has_text="pier.txt")).to_have_attribute(
-        "data-status", "completed", timeout=60_000
-    )
+    await upload(page, {"pier.txt": b"Ferries leave from pier 4."})
     scripted_llm.script("From pier 4 [1].")
     await ask(page, "Where do ferries leave from?")
     answer = page.get_by_test_id("message-assistant").last

@@ -12,7 +12,7 @@ from playwright.async_api import Browser, Page, Route, expect
 
 from tests.e2e.accessibility import serious_violations
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
-from tests.e2e.flows import ask, log_in, sign_up
+from tests.e2e.flows import ask, log_in, sign_up, upload, upload_texts
 from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
@@ -20,19 +20,6 @@ from tests.support.office_files import make_docx, make_pptx
 from tests.support.web_site import Site
 
 CHAT_URL = re.compile(r"/chats/[0-9a-f-]{36}$")
-
-
-async def upload_texts(page: Page, files: dict[str, str]) -> None:
-    """Upload text files through the documents panel and wait until each is searchable."""
-    await page.get_by_test_id("file-input").set_input_files(
-        [
-            {"name": name, "mimeType": "text/plain", "buffer": text.encode()}
-            for name, text in files.items()
-        ]
-    )
-    for name in files:
-        document = page.get_by_test_id("document").filter(has_text=name)
-        await expect(document).to_have_attribute("data-status", "completed", timeout=60_000)
 
 
 async def access_token(page: Page) -> str:
@@ -508,13 +495,7 @@ async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
         "22 nautical miles away. Its lamp was first lit in 1887.",
         filler("museum", 30),
     ]
-    await page.get_by_test_id("file-input").set_input_files(
-        [{"name": "lighthouse.pdf", "mimeType": "application/pdf", "buffer": make_pdf(pages)}]
-    )
-    # (Documents the administrator shared with everyone are listed too.)
-    await expect(
-        page.get_by_test_id("document").filter(has_text="lighthouse.pdf")
-    ).to_have_attribute("data-status", "completed", timeout=60_000)
+    await upload(page, {"lighthouse.pdf": make_pdf(pages)})
     scripted_llm.script("22 nautical miles [1].")
     await ask(page, "How far away can the Northwind light be seen?")
     answer = page.get_by_test_id("message-assistant").last

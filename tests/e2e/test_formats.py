@@ -8,7 +8,7 @@ from pathlib import Path
 from playwright.async_api import Browser, Page, expect
 
 from tests.e2e.conftest import SCREENSHOTS
-from tests.e2e.flows import ask, sign_up
+from tests.e2e.flows import ask, sign_up, upload
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
 from tests.support.office_files import make_epub, make_xlsx
@@ -82,12 +82,7 @@ async def test_each_kind_of_file_is_uploaded_asked_and_cited_with_its_place(
     context = await browser.new_context(viewport={"width": 1400, "height": 900})
     page = await context.new_page()
     await sign_up(page, live_server)
-    await page.get_by_test_id("file-input").set_input_files(
-        [{"name": name, "mimeType": "", "buffer": content} for name, content, _, _ in FILES]
-    )
-    for name, _, _, _ in FILES:
-        document = page.get_by_test_id("document").filter(has_text=name)
-        await expect(document).to_have_attribute("data-status", "completed", timeout=90_000)
+    await upload(page, {name: content for name, content, _, _ in FILES}, wait_ms=90_000)
 
     source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
     for name, _, question, place in FILES:
@@ -106,11 +101,8 @@ async def test_a_new_version_replaces_a_document_and_its_answers(
     page = await context.new_page()
     await sign_up(page, live_server)
     old = b"Gateway guide.\n\nThe gateway listens on port 8080 for the admin console."
-    await page.get_by_test_id("file-input").set_input_files(
-        [{"name": "gateway.txt", "mimeType": "text/plain", "buffer": old}]
-    )
+    await upload(page, {"gateway.txt": old})
     row = page.get_by_test_id("document").filter(has_text="gateway")
-    await expect(row).to_have_attribute("data-status", "completed", timeout=60_000)
     await expect(row.get_by_test_id("document-version")).to_have_count(0)
 
     new = b"Gateway guide, revised.\n\nThe gateway listens on port 9443 for the admin console."
