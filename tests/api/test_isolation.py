@@ -62,6 +62,7 @@ async def alice(
         "document": document["id"],
         "chat": chat["chat_id"],
         "answer": chat["assistant_message"]["id"],
+        "question": chat["user_message"]["id"],
         "category": category["id"],
     }
 
@@ -126,6 +127,11 @@ async def test_messages_cannot_reach_foreign_documents_or_chats(
     assert (await ask(client, bob, question, category_id=alice["category"])).status_code == 404
     response, _ = await ask_streaming(client, bob, question, document_ids=[alice["document"]])
     assert response.status_code == 404
+    # Regenerating Alice's question (which carries her document) from her chat or from his.
+    replacing = {"replaces": alice["question"]}
+    assert (await ask(client, bob, question, chat_id=alice["chat"], **replacing)).status_code == 404
+    own_chat = (await ask(client, bob, "hello")).json()["chat_id"]
+    assert (await ask(client, bob, question, chat_id=own_chat, **replacing)).status_code == 404
     # Searching "everything" means everything Bob may read: nothing of Alice's.
     answer = (await ask(client, bob, question)).json()["assistant_message"]
     assert answer["meta"]["documents_searched"] == 0 and answer["sources"] is None

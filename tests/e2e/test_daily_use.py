@@ -601,3 +601,81 @@ async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
     await expect(titles).to_have_text(["Greetings"])
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")  # reopened
     await context.close()
+
+
+async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await upload_texts(page, {"pier.txt": "The island ferry leaves from pier 4 at 07:40."})
+    scripted_llm.script("From pier 9 [1].", "At 07:40 [1].")
+    await ask(page, "Which pier does the island ferry leave from?")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("pier 9")
+    await ask(page, "When does it leave?")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("07:40")
+
+    # Only the last answer offers Regenerate; it replaces that answer, nothing else.
+    first_answer = page.get_by_test_id("message-assistant").first
+    await expect(first_answer.get_by_role("button", name="Regenerate")).to_have_count(0)
+    scripted_llm.script("It leaves at 07:40 in the morning [1].")
+    await (
+        page.get_by_test_id("message-assistant")
+        .last.get_by_role("button", name="Regenerate")
+        .click()
+    )
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("in the morning")
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(2)
+    await expect(page.get_by_test_id("message-user")).to_have_count(2)
+
+    # Editing the first question: the editor says what goes; Escape keeps everything.
+    first_question = page.get_by_test_id("message-user").first
+    await first_question.get_by_role("button", name=re.compile("^Edit the question")).click()
+    editor = page.get_by_role("textbox", name="Edit your question")
+    await expect(editor).to_be_focused()
+    await expect(page.get_by_text("the 3 messages after it")).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "edit-question.png"))
+    await editor.press("Escape")
+    await expect(page.get_by_test_id("message-user")).to_have_count(2)
+
+    await first_question.get_by_role("button", name=re.compile("^Edit the question")).click()
+    scripted_llm.script("The island ferry leaves from pier 4 [1].")
+    await editor.fill("Which pier, exactly, does the island ferry use?")
+    await editor.press("Enter")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("pier 4")
+    await expect(page.get_by_test_id("message-user")).to_have_count(1)
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(1)
+    # The model was not shown the replaced exchanges.
+    assert "pier 9" not in scripted_llm.prompt_text()
+
+    # What the screen shows is what the server kept: a reload shows the same chat.
+    await page.reload()
+    await expect(page.get_by_test_id("message-user")).to_have_text(
+        ["Which pier, exactly, does the island ferry use?Edit"]
+    )
+    await expect(page.get_by_test_id("message-assistant")).to_have_count(1)
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("pier 4")
+    await context.close()
+
+
+async def test_a_question_left_without_an_answer_is_tried_again(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    scripted_llm.script(Reply(status=500))
+    await ask(page, "Tell me a short joke")
+    await expect(page.get_by_role("alert")).to_be_visible()
+    await page.reload()
+    await expect(page.get_by_test_id("no-answer")).to_have_count(1)
+
+    scripted_llm.script("Why did the ferry blush? It saw the pier.")
+    await page.get_by_test_id("no-answer").get_by_role("button", name="Try again").click()
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("blush")
+    await expect(page.get_by_test_id("no-answer")).to_have_count(0)
+    await expect(page.get_by_test_id("message-user")).to_have_count(1)
+    await context.close()

@@ -87,6 +87,13 @@ class MessageFlow:
             "completion_tokens": generated.completion_tokens,
         }
         async with self.sessionmaker() as session:
+            if turn.replaces_from_seq is not None:
+                await repository.remove_messages(
+                    session,
+                    turn.chat_id,
+                    from_seq=turn.replaces_from_seq,
+                    before_seq=turn.question_seq,
+                )
             message = await repository.add_answer(
                 session,
                 turn.chat_id,

@@ -134,6 +134,33 @@ async def recent_history(
     return list(reversed((await session.execute(statement)).scalars().all()))
 
 
+async def get_question(
+    session: AsyncSession, chat_id: uuid.UUID, message_id: uuid.UUID
+) -> Message | None:
+    """One of the chat's user messages, or None."""
+    statement = messages_of(chat_id).where(
+        Message.id == message_id, Message.role == MessageRole.user
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def attached_document_ids(session: AsyncSession, message_id: uuid.UUID) -> list[uuid.UUID]:
+    statement = select(MessageDocument.document_id).where(MessageDocument.message_id == message_id)
+    return list((await session.execute(statement)).scalars())
+
+
+async def remove_messages(
+    session: AsyncSession, chat_id: uuid.UUID, *, from_seq: int, before_seq: int
+) -> None:
+    """The chat's messages from `from_seq` up to, not including, `before_seq` (an edited or
+    regenerated question and what followed it); their ratings and attachments go with them."""
+    await session.execute(
+        delete(Message).where(
+            Message.chat_id == chat_id, Message.seq >= from_seq, Message.seq < before_seq
+        )
+    )
+
+
 async def message_document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
     """Documents attached to any message of the chat, in the order they were first attached."""
     statement = (

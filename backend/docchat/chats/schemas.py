@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from docchat.answers.meta import AnswerMeta
 from docchat.chats.models import MessageRole, Rating
@@ -109,6 +109,21 @@ class MessageCreate(RequestModel):
     )
     category_id: uuid.UUID | None = None
     options: MessageOptions = Field(default_factory=MessageOptions)
+    replaces: uuid.UUID | None = Field(
+        None,
+        description=(
+            "Edit or regenerate: one of the chat's questions (with chat_id). Once this "
+            "message's answer is saved, that question and every message after it are removed; "
+            "until then they stay, so a failed answer loses nothing. The question's documents "
+            "are used again unless document_ids or collection_ids are given"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _replaces_needs_chat(self) -> MessageCreate:
+        if self.replaces is not None and self.chat_id is None:
+            raise ValueError("replaces needs the chat_id of the chat the question is in")
+        return self
 
     @field_validator("content")
     @classmethod

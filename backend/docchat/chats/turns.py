@@ -26,7 +26,7 @@ from docchat.documents.models import Document, DocumentStatus
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
 from docchat.extraction.kinds import FileKind
-from docchat.kit.errors import Unprocessable
+from docchat.kit.errors import NotFound, Unprocessable
 from docchat.llm.catalog import resolve_model
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.inline import InlineDocument
@@ -42,6 +42,10 @@ class Turn:
     chat_id: uuid.UUID
     user_message: MessageRead
     question: Question
+    # An edit or a regeneration: the messages from this seq up to the new question's give
+    # way to it once its answer is saved.
+    replaces_from_seq: int | None = None
+    question_seq: int = 0
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -107,6 +111,28 @@ async def _conversation_documents(
     return documents + await documents_repository.completed_refs(session, user, among=extra)
 
 
+async def _replaced_question(
+    session: AsyncSession, chat: Chat, message_id: uuid.UUID | None
+) -> Message | None:
+    if message_id is None:
+        return None
+    replaced = await repository.get_question(session, chat.id, message_id)
+    if replaced is None:
+        raise NotFound("No such question in this chat")
+    return replaced
+
+
+async def _documents_asked(
+    session: AsyncSession, user: User, request: MessageCreate, replaced: Message | None
+) -> list[Document]:
+    """The documents attached to the message; an edit or regeneration that names none asks
+    about the replaced question's again (those the user may still read)."""
+    if replaced is None or request.document_ids or request.collection_ids:
+        return await documents_service.require_readable(session, user, request.document_ids)
+    attached = await repository.attached_document_ids(session, replaced.id)
+    return await documents_repository.readable_among(session, user, attached) if attached else []
+
+
 def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocument]:
     return [
         InlineDocument(
@@ -144,9 +170,10 @@ async def start_turn(
     limit = settings.max_message_chars
     if len(request.content) > limit:
         raise Unprocessable(f"The message is too long: at most {limit} characters")
-    requested = await documents_service.require_readable(session, user, request.document_ids)
     collections = await sharing.require_readable(session, user, request.collection_ids)
     chat = await _open_chat(session, user, request)
+    replaced = await _replaced_question(session, chat, request.replaces)
+    requested = await _documents_asked(session, user, request, replaced)
     message = await repository.add_message(session, chat, MessageRole.user, request.content)
     await repository.link_message_documents(session, message.id, [d.id for d in requested])
     options = _options(settings, user, chat, request)
@@ -159,8 +186,10 @@ async def start_turn(
         user.id,
         {"chat_id": str(chat.id), "query": request.content[:1000], "model": options.model},
     )
+    # An edited question's history is what came before the question it replaces.
+    history_end = replaced.seq if replaced is not None else message.seq
     earlier = await repository.recent_history(
-        session, chat.id, pairs=settings.rag.max_history_pairs, before_seq=message.seq
+        session, chat.id, pairs=settings.rag.max_history_pairs, before_seq=history_end
     )
     question = Question(
         text=request.content,
@@ -177,6 +206,8 @@ async def start_turn(
         chat_id=chat.id,
         user_message=MessageRead.model_validate(message),
         question=question,
+        replaces_from_seq=replaced.seq if replaced is not None else None,
+        question_seq=message.seq,
     )
     await session.commit()
     return turn

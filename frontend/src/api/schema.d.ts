@@ -1918,6 +1918,11 @@ export interface components {
             /** Document Ids */
             document_ids?: string[];
             options?: components["schemas"]["MessageOptions"];
+            /**
+             * Replaces
+             * @description Edit or regenerate: one of the chat's questions (with chat_id). Once this message's answer is saved, that question and every message after it are removed; until then they stay, so a failed answer loses nothing. The question's documents are used again unless document_ids or collection_ids are given
+             */
+            replaces?: string | null;
         };
         /** MessageExchange */
         MessageExchange: {

@@ -43,8 +43,9 @@ async function copyText(text: string): Promise<void> {
   area.remove();
 }
 
-/** Under an answer: copy it, rate it up or down, and say why (stored on the server). */
-export default function AnswerActions({ message }: { message: Message }) {
+/** Under an answer: copy it, rate it up or down, and say why (stored on the server); the last
+ * answer can also be regenerated (`onRegenerate`). */
+export default function AnswerActions({ message, onRegenerate }: { message: Message; onRegenerate?: () => void }) {
   const [rating, setRating] = useState<Rating | null>(message.feedback?.rating ?? null);
   const [comment, setComment] = useState(message.feedback?.comment ?? "");
   const [commenting, setCommenting] = useState(false);
@@ -103,6 +104,11 @@ export default function AnswerActions({ message }: { message: Message }) {
       <button className="icon" onClick={() => void copy()} aria-label="Copy answer">
         {copied ? "Copied" : "Copy"}
       </button>
+      {onRegenerate && (
+        <button className="icon" onClick={onRegenerate} title="Ask the same question again for a new answer">
+          Regenerate
+        </button>
+      )}
       <button className="icon" aria-pressed={rating === "up"} onClick={() => void toggle("up")} aria-label="Good answer">
         <Thumb />
       </button>

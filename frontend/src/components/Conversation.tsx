@@ -135,6 +135,66 @@ const GENERAL_REASONS: Record<string, string> = {
   retrieval_unavailable: "the document search was unavailable",
 };
 
+/** A question edited in place: Enter (or Send) asks it instead, Escape cancels. */
+function QuestionEditor({
+  original,
+  later,
+  onSend,
+  onCancel,
+}: {
+  original: string;
+  later: number;
+  onSend(text: string): void;
+  onCancel(): void;
+}) {
+  const [text, setText] = useState(original);
+  const id = useId();
+  const changed = text.trim() && text.trim() !== original.trim();
+  function submit() {
+    if (text.trim()) onSend(text.trim());
+  }
+  return (
+    <form
+      className="message user question-editor"
+      onSubmit={(event) => {
+        event.preventDefault();
+        submit();
+      }}
+    >
+      <label htmlFor={id} className="sr-only">
+        Edit your question
+      </label>
+      <textarea
+        id={id}
+        value={text}
+        rows={Math.min(8, Math.max(2, text.split("\n").length))}
+        autoFocus
+        onChange={(event) => setText(event.target.value)}
+        onKeyDown={(event) => {
+          if (event.key === "Escape") onCancel();
+          else if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
+            event.preventDefault();
+            submit();
+          }
+        }}
+      />
+      {later > 0 && (
+        <p className="muted small">
+          Sending replaces this question and the {later === 1 ? "answer" : `${later} messages`} after it.
+        </p>
+      )}
+      <div className="editor-actions">
+        <button type="submit" className="primary" disabled={!text.trim()}>
+          {changed ? "Send" : "Ask again"}
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
 /** What the reader saw of an answer they stopped (the server keeps the same text). */
 function stoppedAnswer(chatId: string, text: string): Message {
   return {
@@ -168,6 +228,9 @@ export default function Conversation({
   const draftKey = `docchat.draft.${chatId ?? "new"}`;
   const [draft, setDraft] = useState(() => sessionStorage.getItem(draftKey) ?? "");
   const [pending, setPending] = useState<Pending | null>(null);
+  // The question being edited in place, and the one being replaced while its answer comes.
+  const [editing, setEditing] = useState<string | null>(null);
+  const [replacing, setReplacing] = useState<string | null>(null);
   const abort = useRef<AbortController | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
   const createdHere = useRef<string | null>(null);
@@ -210,10 +273,21 @@ export default function Conversation({
     bottom.current?.scrollIntoView?.({ block: "end" });
   }, [messages, pending?.text]);
 
-  async function send() {
+  function send() {
     const question = draft.trim();
     if (!question || pending) return;
     setDraft("");
+    void ask(question, null);
+  }
+
+  /** Ask `question`; with `replaces` (regenerate, or an edited question), it and what follows
+   * it give way on screen now and on the server once the new answer is saved. */
+  async function ask(question: string, replaces: Message | null) {
+    if (pending || (!chatId && replaces)) return;
+    setEditing(null);
+    setReplacing(replaces?.id ?? null);
+    // Messages from the replaced question on; read when they are swapped (the list may grow).
+    const before = (list: Message[]) => (replaces ? list.slice(0, Math.max(0, list.findIndex((m) => m.id === replaces.id))) : list);
     const controller = new AbortController();
     abort.current = controller;
     let state: Pending = { user: null, question, text: "", error: null };
@@ -225,7 +299,10 @@ export default function Conversation({
     update({});
     try {
       await streamMessage(
-        { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] },
+        replaces
+          ? // The replaced question's documents are asked about again (the server's default).
+            { chat_id: chatId, content: question, replaces: replaces.id }
+          : { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] },
         {
           onMeta(newChatId, user) {
             saved = true;
@@ -244,7 +321,7 @@ export default function Conversation({
           onDone(message) {
             // Read the user message now: React runs the updater later, after state changes.
             const asked = state.user ? [state.user] : [];
-            setMessages((previous) => [...previous, ...asked, message]);
+            setMessages((previous) => [...before(previous), ...asked, message]);
             state = { ...state, user: null };
             setPending(null);
             if (message.sources?.length && onScreen.current) onShowSources(message.sources, null, false);
@@ -262,11 +339,13 @@ export default function Conversation({
         // Stopped: the server keeps what was shown, marked as stopped; so does the screen.
         const asked = state.user;
         const kept = stoppedAnswer(asked.chat_id, state.text);
-        setMessages((previous) => [...previous, asked, kept]);
+        setMessages((previous) => [...before(previous), asked, kept]);
         state = { ...state, user: null };
       }
     } finally {
       abort.current = null;
+      // A failed replacement replaced nothing: the earlier messages stay, on the server too.
+      setReplacing(null);
       // Refused or failed before the question was saved (too long, signed out, server down):
       // give the text back to the composer instead of losing it.
       if (!saved) {
@@ -287,21 +366,25 @@ export default function Conversation({
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
     if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault();
-      void send();
+      send();
     }
   }
+
+  const replacedAt = replacing ? messages.findIndex((message) => message.id === replacing) : -1;
+  const shown = replacedAt >= 0 ? messages.slice(0, replacedAt) : messages;
+  const lastQuestion = [...shown].reverse().find((message) => message.role === "user") ?? null;
 
   return (
     <section className="conversation" aria-label="Conversation">
       {header}
       <div className="messages" aria-live="polite">
-        {!messages.length && !pending && (
+        {!shown.length && !pending && (
           <div className="empty">
             <h2>Ask about your documents</h2>
             <p className="muted">Upload files on the right, then ask a question. Answers cite the pages they use.</p>
           </div>
         )}
-        {messages.map((message, index) =>
+        {shown.map((message, index) =>
           message.role === "assistant" ? (
             <article key={message.id} className="message assistant" data-testid="message-assistant">
               <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
@@ -327,16 +410,44 @@ export default function Conversation({
                 )}
               </footer>
               {/* A stopped answer kept only on this screen has no id the server knows yet. */}
-              {!message.id.startsWith("stopped-") && <AnswerActions message={message} />}
+              {!message.id.startsWith("stopped-") && (
+                <AnswerActions
+                  message={message}
+                  onRegenerate={
+                    index === shown.length - 1 && !pending && lastQuestion
+                      ? () => void ask(lastQuestion.content, lastQuestion)
+                      : undefined
+                  }
+                />
+              )}
             </article>
           ) : (
             <Fragment key={message.id}>
-              <article className="message user" data-testid="message-user">
-                <p className="user-text">{message.content}</p>
-              </article>
-              {messages[index + 1]?.role !== "assistant" && (index + 1 < messages.length || !pending) && (
+              {editing === message.id ? (
+                <QuestionEditor
+                  original={message.content}
+                  later={shown.length - index - 1}
+                  onSend={(text) => void ask(text, message)}
+                  onCancel={() => setEditing(null)}
+                />
+              ) : (
+                <article className="message user" data-testid="message-user">
+                  <p className="user-text">{message.content}</p>
+                  {!pending && !message.id.startsWith("stopped-") && (
+                    <button className="link small edit-question" onClick={() => setEditing(message.id)} aria-label={`Edit the question: ${message.content.slice(0, 60)}`}>
+                      Edit
+                    </button>
+                  )}
+                </article>
+              )}
+              {shown[index + 1]?.role !== "assistant" && (index + 1 < shown.length || !pending) && (
                 <p className="no-answer muted small" data-testid="no-answer">
                   No answer: stopped or failed before the first word
+                  {!pending && (
+                    <button className="link small" onClick={() => void ask(message.content, message)}>
+                      Try again
+                    </button>
+                  )}
                 </p>
               )}
             </Fragment>
@@ -394,7 +505,7 @@ export default function Conversation({
             Stop
           </button>
         ) : (
-          <button onClick={() => void send()} className="primary" disabled={!draft.trim()}>
+          <button onClick={send} className="primary" disabled={!draft.trim()}>
             Send
           </button>
         )}

@@ -1,0 +1,164 @@
+"""Regenerate an answer and edit a question (issue 19): a message that `replaces` one of the
+chat's questions takes its place, with everything after it, once its own answer is saved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from docchat.components import Components
+from tests.support.chat import ask, ask_streaming
+from tests.support.documents import upload_and_process
+from tests.support.llm_server import Reply, ScriptedLLM
+from tests.support.users import auth_headers
+
+LIGHTHOUSE = "The Northwind lighthouse was built in 1874 and its light reaches 22 nautical miles."
+
+
+async def _messages(
+    client: httpx.AsyncClient, headers: dict[str, str], chat_id: str
+) -> list[dict[str, Any]]:
+    listed = await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)
+    assert listed.status_code == 200, listed.text
+    items: list[dict[str, Any]] = listed.json()["items"]
+    return items
+
+
+async def test_regenerating_replaces_the_last_answer_and_keeps_the_history(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("Hello there.", "Paris is the capital.")
+    chat_id = (await ask(client, headers, "Say hello")).json()["chat_id"]
+    second = (await ask(client, headers, "Capital of France?", chat_id=chat_id)).json()
+    question = second["user_message"]
+
+    fresh_llm.script("The capital of France is Paris.")
+    again = await ask(
+        client, headers, question["content"], chat_id=chat_id, replaces=question["id"]
+    )
+    assert again.status_code == 200, again.text
+
+    # The model saw the first exchange as history, not the answer being replaced.
+    shown = fresh_llm.prompt_text()
+    assert "Hello there." in shown and "Paris is the capital." not in shown
+    contents = [(m["role"], m["content"]) for m in await _messages(client, headers, chat_id)]
+    assert contents == [
+        ("user", "Say hello"),
+        ("assistant", "Hello there."),
+        ("user", "Capital of France?"),
+        ("assistant", "The capital of France is Paris."),
+    ]
+
+
+async def test_editing_an_earlier_question_removes_what_followed_it(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("One.", "Two.", "Three.")
+    first = (await ask(client, headers, "First question")).json()
+    chat_id = first["chat_id"]
+    await ask(client, headers, "Second question", chat_id=chat_id)
+    third = (await ask(client, headers, "Third question", chat_id=chat_id)).json()
+    rated = third["assistant_message"]["id"]
+    rating = await client.put(
+        f"/api/v1/chats/{chat_id}/messages/{rated}/feedback", headers=headers, json={"rating": "up"}
+    )
+    assert rating.status_code == 200
+
+    fresh_llm.script("Edited answer.")
+    edited = await ask(
+        client,
+        headers,
+        "Second question, better asked",
+        chat_id=chat_id,
+        replaces=(await _messages(client, headers, chat_id))[2]["id"],
+    )
+    assert edited.status_code == 200, edited.text
+    contents = [m["content"] for m in await _messages(client, headers, chat_id)]
+    assert contents == ["First question", "One.", "Second question, better asked", "Edited answer."]
+    # The removed answer's rating went with it.
+    stale = await client.put(
+        f"/api/v1/chats/{chat_id}/messages/{rated}/feedback", headers=headers, json={"rating": "up"}
+    )
+    assert stale.status_code == 404
+
+
+async def test_a_failed_regeneration_loses_nothing(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("The first answer.")
+    exchange = (await ask(client, headers, "A question")).json()
+    chat_id, question = exchange["chat_id"], exchange["user_message"]
+
+    fresh_llm.script(Reply(status=500))
+    failed = await ask(client, headers, "A question", chat_id=chat_id, replaces=question["id"])
+    assert failed.status_code == 502
+    contents = [m["content"] for m in await _messages(client, headers, chat_id)]
+    # The old exchange stays; the retried question is kept too, as any failed message is.
+    assert contents == ["A question", "The first answer.", "A question"]
+
+
+async def test_a_streamed_regeneration_replaces_the_answer(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("Old answer.")
+    exchange = (await ask(client, headers, "Tell me a story")).json()
+    chat_id, question = exchange["chat_id"], exchange["user_message"]
+
+    fresh_llm.script("A new story begins here.")
+    response, events = await ask_streaming(
+        client, headers, "Tell me a story", chat_id=chat_id, replaces=question["id"]
+    )
+    assert response.status_code == 200 and events[-1][0] == "done"
+    contents = [m["content"] for m in await _messages(client, headers, chat_id)]
+    assert contents == ["Tell me a story", "A new story begins here."]
+
+
+async def test_regenerating_asks_about_the_questions_documents_again(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    document = await upload_and_process(
+        client, components, headers, "lighthouse.txt", LIGHTHOUSE.encode()
+    )
+    fresh_llm.script("In 1874 [1].")
+    exchange = (
+        await ask(client, headers, "When was it built?", document_ids=[document["id"]])
+    ).json()
+    chat_id, question = exchange["chat_id"], exchange["user_message"]
+
+    fresh_llm.script("It was built in 1874 [1].")
+    again = (
+        await ask(client, headers, question["content"], chat_id=chat_id, replaces=question["id"])
+    ).json()
+    answer = again["assistant_message"]
+    assert answer["meta"]["scope"] == "message"
+    assert [source["document_id"] for source in answer["sources"]] == [document["id"]]
+
+
+async def test_replacing_needs_a_question_of_the_same_chat(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("A.", "B.")
+    one = (await ask(client, headers, "In chat one")).json()
+    two = (await ask(client, headers, "In chat two")).json()
+
+    no_chat = await ask(client, headers, "x", replaces=one["user_message"]["id"])
+    assert no_chat.status_code == 422
+    other_chat = await ask(
+        client, headers, "x", chat_id=two["chat_id"], replaces=one["user_message"]["id"]
+    )
+    assert other_chat.status_code == 404
+    an_answer = await ask(
+        client, headers, "x", chat_id=one["chat_id"], replaces=one["assistant_message"]["id"]
+    )
+    assert an_answer.status_code == 404
+    assert [m["content"] for m in await _messages(client, headers, one["chat_id"])] == [
+        "In chat one",
+        "A.",
+    ]
