@@ -10,6 +10,10 @@ message runs retrieval. Each user waits for the answer, then pauses for a random
 before the next message, as people in a chat do: 5-15 s is reading an answer and typing the
 next question, 1-3 s is a stress pace no person keeps up; the rows without think time send
 back to back, which measures the server's capacity (latency there is mostly queueing).
+
+`--library CHUNKS` puts a shared library of that many chunks (SQuAD prose, random vectors, as
+`bench_wide_scope` builds it) in every user's scope before the server starts: each message then
+searches the library as well as the user's own notes, as in an organisation's installation.
 """
 
 from __future__ import annotations
@@ -166,7 +170,41 @@ def serve_llm(port: int, ready: Any) -> None:
         time.sleep(3600)
 
 
-async def main(user_count: int, messages: int, paces: list[tuple[float, float]]) -> None:
+async def build_library(database_url: str, data_dir: Path, chunks: int) -> None:
+    """A library of `chunks` chunks shared with everyone, written where the server will read it
+    (the default collection under `data_dir`), then the store closed for the server to open."""
+    import numpy as np
+    from chromadb.api.client import SharedSystemClient
+
+    from bench.bench_wide_scope import CHUNKS_PER_DOCUMENT, fill, owner_with_documents, sentences
+    from docchat.config import RAGSettings
+    from docchat.db import create_engine, create_sessionmaker
+    from docchat.llm.embeddings import LocalMiniLMEmbedder
+    from docchat.retrieval.chroma import ChromaVectorStore
+
+    engine = create_engine(database_url)
+    sessionmaker = create_sessionmaker(engine)
+    store = ChromaVectorStore(
+        collection=RAGSettings(_env_file=None).collection,  # type: ignore[call-arg]
+        embedding_model=LocalMiniLMEmbedder.name,
+        dimension=384,
+        path=data_dir / "chroma",
+    )
+    async with sessionmaker() as session:
+        librarian, shelf = await owner_with_documents(
+            session, chunks // CHUNKS_PER_DOCUMENT, shared=True
+        )
+        await session.commit()
+    owned = [(librarian.id, document) for document in shelf]
+    await fill(store, sessionmaker, owned, sentences(), np.random.default_rng(3))
+    await engine.dispose()
+    del store
+    SharedSystemClient.clear_system_cache()
+
+
+async def main(
+    user_count: int, messages: int, paces: list[tuple[float, float]], library: int
+) -> None:
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
     llm_port = free_port()
@@ -177,6 +215,8 @@ async def main(user_count: int, messages: int, paces: list[tuple[float, float]])
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as folder:
+        if library:
+            await build_library(url, Path(folder), library)
         server = start_server(url, f"http://127.0.0.1:{llm_port}/v1", Path(folder), port)
         try:
             await wait_ready(base)
@@ -200,8 +240,10 @@ async def main(user_count: int, messages: int, paces: list[tuple[float, float]])
             server.wait(timeout=30)
             llm.terminate()
     await drop_database(url)
+    scope = f"a shared library of {library:,} chunks in every scope; " if library else ""
     print(
-        f"Chat under load, LLM answering at once; {machine()}; server, LLM and load generator share the machine"
+        f"Chat under load, LLM answering at once; {scope}{machine()}; server, LLM and load "
+        "generator share the machine"
     )
     print(
         table(
@@ -233,6 +275,9 @@ if __name__ == "__main__":
         default=["5-15", "1-3", "0-0"],
         help="think times between a user's messages, as MIN-MAX seconds, one scenario each",
     )
+    parser.add_argument(
+        "--library", type=int, default=0, help="chunks of a library shared with every user"
+    )
     arguments = parser.parse_args()
     paces = [(float(pace.split("-")[0]), float(pace.split("-")[1])) for pace in arguments.paces]
-    asyncio.run(main(arguments.users, arguments.messages, paces))
+    asyncio.run(main(arguments.users, arguments.messages, paces, arguments.library))

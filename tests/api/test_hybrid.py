@@ -223,3 +223,38 @@ async def test_a_wide_scope_picks_candidates_by_rare_words_and_still_counts_comm
     assert len(hits) == len(CODES)
     assert {hit.chunk.document_id for hit in hits} == {uuid.UUID(mine["id"])}
     assert theirs["id"] != mine["id"]
+
+
+async def test_a_too_common_rarest_word_picks_with_its_partner_then_alone(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    """Wide path, every word of the question common: candidates must hold both of its rarest
+    words; when fewer chunks than asked for hold both, the rarest alone picks. Either way the
+    passages are the exact ranking's."""
+    headers, manual = await _manual(client, components)
+    # Each of two more documents holds only one of the question's words.
+    harbour = {
+        "pumps.txt": "The harbour master checks the bilge pump of every boat in spring. ",
+        "seals.txt": "Grey seals bask on the rocks of the outer harbour at low tide. ",
+    }
+    others = [
+        await upload_and_process(client, components, headers, name, (line * 12).encode())
+        for name, line in harbour.items()
+    ]
+    await session.execute(text("ANALYZE document_chunks"))
+    await session.commit()
+    exact = _lexical(components)
+    wide = dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+    scope = [vector_ref(manual)] + [vector_ref(document) for document in others]
+    question = "pump seals"
+    # Five asked: the manual's chunks hold both words and are the exact top five.
+    paired = [hit.chunk.id for hit in await wide.search(scope, question, 5)]
+    assert paired == [hit.chunk.id for hit in await exact.search(scope, question, 5)]
+    assert all(key.startswith(manual["id"]) for key in paired)
+    # More asked than the ten chunks holding both: the rarest word alone picks, so chunks
+    # holding only it join, ranked below the manual's (as in the exact ranking).
+    alone = [hit.chunk.id for hit in await wide.search(scope, question, 20)]
+    assert len(alone) > len(CODES)
+    assert all(key.startswith(manual["id"]) for key in alone[: len(CODES)])
+    assert not any(key.startswith(manual["id"]) for key in alone[len(CODES) :])
+    assert set(alone) <= {hit.chunk.id for hit in await exact.search(scope, question, 40)}

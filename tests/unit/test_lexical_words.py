@@ -46,3 +46,17 @@ def test_statistics_are_read_from_the_pg_stats_row() -> None:
 
 def test_lexemes_are_quoted_for_the_tsquery() -> None:
     assert tsquery_of(["it's", "a\\b", "x"]) == "'it''s' | 'a\\\\b' | 'x'"
+
+
+def test_when_the_rarest_word_is_too_common_its_partner_is_the_next_rarest() -> None:
+    words = select_words(["year", "citi", "river"], STATISTICS, 10_000, 10)
+    assert words.picking == ["river"] and words.partner == "citi"
+    assert words.query(paired=True) == "'river' & 'citi'"
+    assert words.query(paired=False) == "'river'"
+
+
+def test_no_partner_while_the_picking_words_fit_the_budget() -> None:
+    words = select_words(["year", "river", "warsaw"], STATISTICS, 10_000, 2_500)
+    assert words.partner is None and words.query(paired=True) == "'warsaw' | 'river'"
+    lonely = select_words(["citi"], STATISTICS, 10_000, 10)
+    assert lonely.picking == ["citi"] and lonely.partner is None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -137,11 +137,10 @@ class Retriever:
             return SearchResult()
         started = time.perf_counter()
         try:
-            vector = await embed_query(self.embedder, query)
             # Fusion and reranking choose among more candidates than they keep.
             widen = self.lexical is not None or self.reranker is not None
             depth = max(self.fusion.candidates, top_k) if widen else top_k
-            hits = await self._candidates(vector, query, documents, depth)
+            hits = await self._candidates(query, documents, depth)
             if self.reranker is not None:
                 hits = await self.reranker.rerank(query, hits, top_k)
         except Exception as exc:
@@ -161,26 +160,49 @@ class Retriever:
         return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
 
     async def _candidates(
-        self,
-        vector: list[float],
-        query: str,
-        documents: Sequence[DocumentRef],
-        depth: int,
+        self, query: str, documents: Sequence[DocumentRef], depth: int
     ) -> list[ScoredChunk]:
         if self.lexical is None:
+            vector = await embed_query(self.embedder, query)
             return await self.index.query(vector, list(documents), depth)
-        # Both finish before anything is raised: a failed vector search must not leave the
+        # BM25 needs no vector: it starts with the query's embedding, not after it, and then
+        # fetches its passages' cosine similarities while the vector search still runs. Both
+        # sides finish before anything is raised: a failed vector search must not leave the
         # lexical query running on behind the request's back.
+        embedding = asyncio.ensure_future(embed_query(self.embedder, query))
         vector_result, lexical_result = await asyncio.gather(
-            self.index.query(vector, list(documents), depth),
-            self._lexical(self.lexical, documents, query, depth),
+            self._vector_side(embedding, documents, depth),
+            self._lexical_side(self.lexical, embedding, documents, query, depth),
             return_exceptions=True,
         )
         if isinstance(vector_result, BaseException):
             raise vector_result
         if isinstance(lexical_result, BaseException):
             raise lexical_result
-        return await self._fused(vector, documents, vector_result, lexical_result)
+        return self._fused(vector_result, *lexical_result)
+
+    async def _vector_side(
+        self, embedding: Awaitable[list[float]], documents: Sequence[DocumentRef], depth: int
+    ) -> list[ScoredChunk]:
+        return await self.index.query(await embedding, list(documents), depth)
+
+    async def _lexical_side(
+        self,
+        lexical: LexicalIndex,
+        embedding: Awaitable[list[float]],
+        documents: Sequence[DocumentRef],
+        query: str,
+        depth: int,
+    ) -> tuple[list[LexicalHit], dict[str, float]]:
+        """BM25's passages and the cosine similarity of each (from the stored vectors): the
+        floor and convex fusion need it for the passages only BM25 proposes."""
+        hits = await self._lexical(lexical, documents, query, depth)
+        vector = await embedding  # awaited even without hits: its failure is reported once
+        if not hits:
+            return hits, {}
+        refs = {document.id: document for document in documents}
+        wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in hits]
+        return hits, await self.index.similarities(vector, wanted)
 
     @staticmethod
     async def _lexical(
@@ -192,12 +214,11 @@ class Retriever:
             logger.warning("lexical search failed, using vector search alone: %s", exc)
             return []
 
-    async def _fused(
+    def _fused(
         self,
-        vector: list[float],
-        documents: Sequence[DocumentRef],
         vector_hits: list[ScoredChunk],
         lexical_hits: list[LexicalHit],
+        similarities: dict[str, float],
     ) -> list[ScoredChunk]:
         """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
         coverage = {hit.id: hit.coverage for hit in lexical_hits}
@@ -205,17 +226,11 @@ class Retriever:
             hit.chunk.id: ScoredChunk(hit.chunk, hit.similarity, coverage.get(hit.chunk.id, 0.0))
             for hit in vector_hits
         }
-        # Chunks only BM25 proposed get their cosine similarity from the stored vectors: the
-        # floor and convex fusion both need it.
-        missing = [hit for hit in lexical_hits if hit.id not in found]
         others: dict[str, float] = {}
-        if missing:
-            refs = {document.id: document for document in documents}
-            wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in missing]
-            others = await self.index.similarities(vector, wanted)
-            for hit in missing:
-                if hit.id in others:
-                    found[hit.id] = ScoredChunk(hit.chunk, others[hit.id], hit.coverage)
+        for hit in lexical_hits:
+            if hit.id not in found and hit.id in similarities:
+                others[hit.id] = similarities[hit.id]
+                found[hit.id] = ScoredChunk(hit.chunk, similarities[hit.id], hit.coverage)
         fused = self.fusion.fuse(
             [(hit.chunk.id, hit.similarity) for hit in vector_hits],
             [(hit.id, hit.score) for hit in lexical_hits if hit.id in found],
