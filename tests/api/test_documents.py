@@ -276,6 +276,25 @@ async def test_list_filters_and_paginates(
     assert response.status_code == 404
 
 
+async def test_documents_are_found_by_part_of_their_name(client: httpx.AsyncClient) -> None:
+    headers = await auth_headers(client)
+    for name in ("Budget 2027.md", "budget_notes.md", "100%_sure.md", "minutes.md"):
+        await upload(client, headers, name, name.encode())
+
+    async def named(fragment: str, reader: dict[str, str] = headers) -> list[str]:
+        listed = await client.get("/api/v1/documents", headers=reader, params={"name": fragment})
+        assert listed.status_code == 200, listed.text
+        return sorted(item["filename"] for item in listed.json()["items"])
+
+    assert await named("BUDGET") == ["Budget 2027.md", "budget_notes.md"]
+    # Wildcards are letters like any other.
+    assert await named("%") == ["100%_sure.md"]
+    assert await named("t_n") == ["budget_notes.md"]
+    assert await named("nothing like it") == []
+    # Only what the caller may read.
+    assert await named("budget", await auth_headers(client)) == []
+
+
 async def test_crashed_worker_job_is_taken_again(
     client: httpx.AsyncClient, components: Components, session: AsyncSession
 ) -> None:

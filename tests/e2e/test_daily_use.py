@@ -679,3 +679,45 @@ async def test_a_question_left_without_an_answer_is_tried_again(
     await expect(page.get_by_test_id("no-answer")).to_have_count(0)
     await expect(page.get_by_test_id("message-user")).to_have_count(1)
     await context.close()
+
+
+async def test_a_document_is_picked_for_the_next_message_by_typing_at_its_name(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    await upload_texts(
+        page,
+        {
+            "pier-timetable.txt": "The island ferry leaves from pier 4 at 07:40.",
+            "canteen-menu.txt": "The canteen serves fish soup on Fridays.",
+        },
+    )
+    composer = page.get_by_role("textbox", name="Message")
+    await composer.press_sequentially("When does @PIER")
+    options = page.get_by_role("listbox", name="Documents to ask about").get_by_role("option")
+    await expect(options).to_have_text(["pier-timetable.txt"])
+    await page.screenshot(path=str(SCREENSHOTS / "mention.png"))
+    assert await serious_violations(page) == []
+    await composer.press("Enter")  # picks, does not send
+    await expect(page.get_by_test_id("chip-next")).to_have_text(["pier-timetable.txt×"])
+    await expect(composer).to_have_value("When does ")
+    await expect(composer).to_be_focused()
+
+    # A name nothing matches says so; Escape closes the list and Enter sends again.
+    await composer.press_sequentially("@zzz")
+    await expect(page.get_by_text("No document you can read is named like “zzz”")).to_be_visible()
+    await composer.press("Escape")
+    await expect(page.get_by_text("No document you can read is named like")).to_have_count(0)
+    for _ in range(4):
+        await composer.press("Backspace")
+    scripted_llm.script("At 07:40 [1].")
+    await composer.press_sequentially("the first ferry leave?")
+    await composer.press("Enter")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("07:40")
+    prompt = scripted_llm.prompt_text()
+    assert "pier 4" in prompt and "fish soup" not in prompt
+    await expect(page.get_by_test_id("chip-next")).to_have_count(0)  # used, so cleared
+    await context.close()

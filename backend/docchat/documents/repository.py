@@ -43,6 +43,12 @@ def in_collections(collection_ids: Sequence[uuid.UUID]) -> ColumnElement[bool]:
     return condition
 
 
+def named_like(fragment: str) -> ColumnElement[bool]:
+    """File names containing `fragment`, in any case (`%` and `_` taken literally)."""
+    escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return Document.filename.ilike(f"%{escaped}%", escape="\\")
+
+
 async def get_readable(
     session: AsyncSession, user: User, document_id: uuid.UUID, *, for_update: bool = False
 ) -> Document | None:

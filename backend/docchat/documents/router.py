@@ -104,9 +104,21 @@ async def list_documents(
         Visibility | None,
         Query(description="shared: only the documents shared with everyone"),
     ] = None,
+    name: Annotated[
+        str | None,
+        Query(
+            max_length=200, description="Only documents whose file name contains this (any case)"
+        ),
+    ] = None,
 ) -> Page[DocumentRead]:
     items, total = await service.list_readable(
-        session, user, page, status=status, category_id=category_id, visibility=visibility
+        session,
+        user,
+        page,
+        status=status,
+        category_id=category_id,
+        visibility=visibility,
+        name=name,
     )
     return Page(
         items=await service.as_read(session, items, user.id),

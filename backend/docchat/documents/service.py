@@ -57,8 +57,11 @@ async def list_readable(
     status: DocumentStatus | None = None,
     category_id: uuid.UUID | None = None,
     visibility: Visibility | None = None,
+    name: str | None = None,
 ) -> tuple[Sequence[Document], int]:
     statement = repository.readable_by(user)
+    if name:
+        statement = statement.where(repository.named_like(name))
     if visibility is not None:
         statement = statement.where(Document.visibility == visibility)
     if status is not None:

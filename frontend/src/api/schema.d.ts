@@ -4308,6 +4308,8 @@ export interface operations {
                 category_id?: string | null;
                 /** @description shared: only the documents shared with everyone */
                 visibility?: components["schemas"]["Visibility"] | null;
+                /** @description Only documents whose file name contains this (any case) */
+                name?: string | null;
                 skip?: number;
                 limit?: number;
             };

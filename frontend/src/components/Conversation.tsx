@@ -17,6 +17,7 @@ import remarkGfm from "remark-gfm";
 import remarkMath from "remark-math";
 import { citationNumber, dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
+import { MentionList, mentionAt, optionId, useDocumentMatches, withoutMention, type Match } from "./MentionPicker";
 import { Code, CodeBlock } from "./RichCode";
 
 interface Props {
@@ -28,6 +29,8 @@ interface Props {
   /** In the composer: the documents picked for the next message. */
   nextMessageScope: ReactNode;
   onChatCreated(chatId: string): void;
+  /** A document picked with "@" in the composer, for the next message. */
+  onPickDocument(document: Match): void;
   /** The question is saved: the picks for it have been used. */
   onSent(): void;
   onAnswered(): void;
@@ -219,6 +222,7 @@ export default function Conversation({
   header,
   nextMessageScope,
   onChatCreated,
+  onPickDocument,
   onSent,
   onAnswered,
   onShowSources,
@@ -231,6 +235,16 @@ export default function Conversation({
   // The question being edited in place, and the one being replaced while its answer comes.
   const [editing, setEditing] = useState<string | null>(null);
   const [replacing, setReplacing] = useState<string | null>(null);
+  // "@name" being typed at the caret: the documents it names, the highlighted one, and the
+  // "@" whose list Escape closed.
+  const composer = useRef<HTMLTextAreaElement>(null);
+  const [caret, setCaret] = useState(0);
+  const [active, setActive] = useState(0);
+  const [dismissed, setDismissed] = useState<number | null>(null);
+  const mention = mentionAt(draft, caret);
+  const mentioning = mention && mention.start !== dismissed ? mention : null;
+  const { matches, answered } = useDocumentMatches(mentioning ? mentioning.query : null);
+  const listId = useId();
   const abort = useRef<AbortController | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
   const createdHere = useRef<string | null>(null);
@@ -363,7 +377,40 @@ export default function Conversation({
     }
   }
 
+  function pick(match: Match) {
+    if (!mentioning) return;
+    const rest = withoutMention(draft, mentioning, caret);
+    setDraft(rest.text);
+    setCaret(rest.caret);
+    setActive(0);
+    onPickDocument(match);
+    window.setTimeout(() => composer.current?.setSelectionRange(rest.caret, rest.caret), 0);
+  }
+
+  function onMentionKey(event: KeyboardEvent<HTMLTextAreaElement>): boolean {
+    if (!mentioning) return false;
+    if (event.key === "Escape") {
+      setDismissed(mentioning.start);
+      return true;
+    }
+    if (!matches.length) return false;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      const step = event.key === "ArrowDown" ? 1 : matches.length - 1;
+      setActive((current) => (current + step) % matches.length);
+      return true;
+    }
+    if ((event.key === "Enter" || event.key === "Tab") && !event.shiftKey) {
+      pick(matches[Math.min(active, matches.length - 1)]);
+      return true;
+    }
+    return false;
+  }
+
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    if (onMentionKey(event)) {
+      event.preventDefault();
+      return;
+    }
     if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault();
       send();
@@ -492,12 +539,30 @@ export default function Conversation({
         <label htmlFor="composer" className="sr-only">
           Message
         </label>
+        {mentioning && (
+          <MentionList
+            id={listId}
+            query={mentioning.query}
+            answered={answered === mentioning.query}
+            matches={matches}
+            active={Math.min(active, Math.max(0, matches.length - 1))}
+            onPick={pick}
+          />
+        )}
         <textarea
           id="composer"
+          ref={composer}
           rows={2}
-          placeholder="Ask a question (Enter sends, Shift+Enter adds a line)"
+          placeholder="Ask a question (@ picks a document; Enter sends, Shift+Enter adds a line)"
           value={draft}
-          onChange={(e) => setDraft(e.target.value)}
+          aria-controls={mentioning && matches.length ? listId : undefined}
+          aria-activedescendant={mentioning && matches.length ? optionId(listId, Math.min(active, matches.length - 1)) : undefined}
+          onChange={(e) => {
+            setDraft(e.target.value);
+            setCaret(e.target.selectionStart);
+            setActive(0);
+          }}
+          onSelect={(e) => setCaret(e.currentTarget.selectionStart)}
           onKeyDown={onKeyDown}
         />
         {pending && !pending.error ? (

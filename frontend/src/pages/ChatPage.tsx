@@ -156,6 +156,11 @@ export default function ChatPage({ chatId, navigate }: Props) {
           createdByStream.current = id;
           navigate({ page: "chat", chatId: id }, { replace: true });
         }}
+        onPickDocument={(document) =>
+          setSelected((current) =>
+            current.some((picked) => picked.id === document.id) ? current : [...current, { id: document.id, name: document.name }],
+          )
+        }
         onSent={() => {
           if (!pinned) setSelected([]);
           void loadDetail(); // a new chat's first picks are now linked to it
