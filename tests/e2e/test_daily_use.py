@@ -527,6 +527,19 @@ async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
     assert await serious_violations(page) == []
     await page.screenshot(path=str(SCREENSHOTS / "document-viewer.png"))
 
+    # The page as it looks, drawn by pdf.js, the passage highlighted on it.
+    await viewer.get_by_role("button", name="Page 2", exact=True).click()
+    drawn = viewer.get_by_test_id("pdf-page")
+    await expect(drawn).to_have_attribute("data-state", "shown", timeout=20_000)
+    await expect(viewer.get_by_role("img", name=re.compile("^Page 2 of lighthouse.pdf, the cited"))).to_be_visible()
+    assert await viewer.get_by_test_id("pdf-highlight").count() >= 1
+    await expect(cited).to_be_hidden()
+    assert await serious_violations(page) == []
+    await page.screenshot(path=str(SCREENSHOTS / "document-viewer-page.png"))
+    await viewer.get_by_role("button", name="Text", exact=True).click()
+    await expect(cited).to_be_visible()
+
+    await viewer.focus()
     await page.keyboard.press("Escape")
     await expect(viewer).to_have_count(0)
     await expect(show).to_be_focused()  # back to the answer's sources, where the reader was

@@ -1,7 +1,9 @@
-import { useCallback, useEffect, useRef, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { api, openDocument, type Schemas, type Source } from "../api/client";
 
 type Passage = Schemas["PassageRead"];
+// pdf.js comes with the page view, not with the app.
+const PdfPage = lazy(() => import("./PdfPage"));
 // Chunks shown on each side of the cited one, and loaded per "Earlier"/"Later".
 const AROUND = 3;
 
@@ -43,6 +45,9 @@ function place(passage: Passage): string {
  * back to the answer. */
 export default function DocumentViewer({ source, onClose }: { source: Source; onClose(): void }) {
   const cited = citedIndex(source);
+  // A PDF's cited page can be drawn as it looks, with the passage highlighted on it.
+  const drawable = source.page != null && /\.pdf$/i.test(source.document_name);
+  const [view, setView] = useState<"text" | "page">("text");
   const [passages, setPassages] = useState<Passage[]>([]);
   const [total, setTotal] = useState(0);
   const [error, setError] = useState<string | null>(null);
@@ -112,7 +117,36 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
             {error}
           </p>
         )}
-        <div className="viewer-text" data-testid="viewer-text" tabIndex={0} role="region" aria-label={`Text of ${source.document_name}`}>
+        {drawable && (
+          <div className="view-switch" role="group" aria-label="Show">
+            <button aria-pressed={view === "text"} onClick={() => setView("text")}>
+              Text
+            </button>
+            <button aria-pressed={view === "page"} onClick={() => setView("page")}>
+              Page {source.page}
+            </button>
+          </div>
+        )}
+        {view === "page" && source.page != null && (
+          <div className="viewer-page" tabIndex={0} role="region" aria-label={`Page ${source.page} of ${source.document_name}`}>
+            <Suspense fallback={<p className="muted small">Loading the page viewer…</p>}>
+              <PdfPage
+                documentId={source.document_id}
+                documentName={source.document_name}
+                page={source.page}
+                passage={passages.find((passage) => passage.chunk_index === cited)?.text ?? source.content_preview}
+              />
+            </Suspense>
+          </div>
+        )}
+        <div
+          className="viewer-text"
+          data-testid="viewer-text"
+          tabIndex={0}
+          role="region"
+          aria-label={`Text of ${source.document_name}`}
+          hidden={view === "page"}
+        >
           {first > 0 && (
             <button className="link" onClick={() => void load(first - AROUND * 2, AROUND * 2)}>
               Earlier text
