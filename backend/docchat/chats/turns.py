@@ -122,14 +122,10 @@ async def _replaced_question(
     return replaced
 
 
-async def _documents_asked(
-    session: AsyncSession, user: User, request: MessageCreate, replaced: Message | None
-) -> list[Document]:
-    """The documents attached to the message; an edit or regeneration that names none asks
-    about the replaced question's again (those the user may still read)."""
-    if replaced is None or request.document_ids or request.collection_ids:
-        return await documents_service.require_readable(session, user, request.document_ids)
-    attached = await repository.attached_document_ids(session, replaced.id)
+async def _documents_of(session: AsyncSession, user: User, question: Message) -> list[Document]:
+    """The documents a question was asked about (those the user may still read): an edit or a
+    regeneration that names none asks about them again."""
+    attached = await repository.attached_document_ids(session, question.id)
     return await documents_repository.readable_among(session, user, attached) if attached else []
 
 
@@ -170,10 +166,12 @@ async def start_turn(
     limit = settings.max_message_chars
     if len(request.content) > limit:
         raise Unprocessable(f"The message is too long: at most {limit} characters")
+    requested = await documents_service.require_readable(session, user, request.document_ids)
     collections = await sharing.require_readable(session, user, request.collection_ids)
     chat = await _open_chat(session, user, request)
     replaced = await _replaced_question(session, chat, request.replaces)
-    requested = await _documents_asked(session, user, request, replaced)
+    if replaced is not None and not requested and not collections:
+        requested = await _documents_of(session, user, replaced)
     message = await repository.add_message(session, chat, MessageRole.user, request.content)
     await repository.link_message_documents(session, message.id, [d.id for d in requested])
     options = _options(settings, user, chat, request)
