@@ -7,12 +7,14 @@ import uuid
 from typing import Any
 
 import httpx
-from sqlalchemy import func, select, text
+import pytest
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.components import Components
 from docchat.documents.models import Document
 from docchat.ingestion.worker import IngestionWorker
+from docchat.retrieval import lexical as lexical_module
 from docchat.retrieval.fusion import reciprocal_rank_fusion
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
@@ -258,3 +260,31 @@ async def test_a_too_common_rarest_word_picks_with_its_partner_then_alone(
     assert all(key.startswith(manual["id"]) for key in alone[: len(CODES)])
     assert not any(key.startswith(manual["id"]) for key in alone[len(CODES) :])
     assert set(alone) <= {hit.chunk.id for hit in await exact.search(scope, question, 40)}
+
+
+async def test_a_wide_scopes_totals_are_reused_a_small_ones_read_each_time(
+    client: httpx.AsyncClient,
+    components: Components,
+    session: AsyncSession,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, manual = await _manual(client, components)
+    _, other = await _manual(client, components)
+    lexical = dataclasses.replace(_lexical(components))  # an empty cache of its own
+    monkeypatch.setattr(lexical_module, "CACHED_SCOPE_DOCUMENTS", 2)
+    wide, small = [vector_ref(manual), vector_ref(other)], [vector_ref(manual)]
+    question = f"fault {CODES[0]}"
+    wide_before = (await lexical.search(wide, question, 1))[0].score
+    small_before = (await lexical.search(small, question, 1))[0].score
+
+    # The manual grows on paper: a small scope sees it at once, a wide one after a while.
+    await session.execute(
+        update(Document)
+        .where(Document.id == uuid.UUID(manual["id"]))
+        .values(chunk_count=Document.chunk_count * 50, token_count=Document.token_count * 50)
+    )
+    await session.commit()
+    assert (await lexical.search(small, question, 1))[0].score != small_before
+    assert (await lexical.search(wide, question, 1))[0].score == wide_before
+    monkeypatch.setattr(lexical_module, "SCOPE_TOTALS_TTL_SECONDS", 0.0)
+    assert (await lexical.search(wide, question, 1))[0].score != wide_before

@@ -531,7 +531,9 @@ async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
     await viewer.get_by_role("button", name="Page 2", exact=True).click()
     drawn = viewer.get_by_test_id("pdf-page")
     await expect(drawn).to_have_attribute("data-state", "shown", timeout=20_000)
-    await expect(viewer.get_by_role("img", name=re.compile("^Page 2 of lighthouse.pdf, the cited"))).to_be_visible()
+    await expect(
+        viewer.get_by_role("img", name=re.compile("^Page 2 of lighthouse.pdf, the cited"))
+    ).to_be_visible()
     assert await viewer.get_by_test_id("pdf-highlight").count() >= 1
     await expect(cited).to_be_hidden()
     assert await serious_violations(page) == []

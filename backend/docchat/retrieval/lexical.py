@@ -14,6 +14,7 @@ the caller resolved for the user.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,12 +31,14 @@ from docchat.retrieval.models import DocumentChunk
 K1 = 1.2
 B = 0.75
 
-# The question's lexemes and the scope's size and average length (from its documents' word
-# totals, so the scope's chunks are not read for them).
-_QUESTION = text(
+# The question's lexemes (PostgreSQL's parser and stemmer make them).
+_LEXEMES = text(
+    "SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes"
+)
+# The scope's size and average length, from its documents' word totals (its chunks unread).
+_SCOPE_TOTALS = text(
     """
-SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes,
-       CAST(coalesce(sum(chunk_count), 0) AS float8) AS n,
+SELECT CAST(coalesce(sum(chunk_count), 0) AS float8) AS n,
        coalesce(CAST(sum(token_count) AS float8) / nullif(sum(chunk_count), 0), 1) AS avgdl
 FROM documents WHERE id = ANY(:documents)
 """
@@ -247,6 +250,11 @@ EXACT_SCOPE_CHUNKS = 5_000
 CANDIDATE_BUDGET = 2_000
 # How long the installation's word statistics are reused before they are read again.
 WORD_STATISTICS_TTL_SECONDS = 300.0
+# A scope of this many documents or more has its totals reused for this long; at most this
+# many scopes are remembered (the oldest goes first).
+CACHED_SCOPE_DOCUMENTS = 100
+SCOPE_TOTALS_TTL_SECONDS = 30.0
+CACHED_SCOPES = 256
 
 
 @dataclass(frozen=True)
@@ -338,6 +346,10 @@ class LexicalIndex:
     candidate_budget: float = CANDIDATE_BUDGET
     _statistics: WordStatistics | None = field(default=None, init=False, repr=False)
     _statistics_read_at: float = field(default=0.0, init=False, repr=False)
+    # Wide scopes' totals by a digest of their document ids: (n, avgdl, read at).
+    _totals: dict[bytes, tuple[float, float, float]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     async def _word_statistics(self, session: AsyncSession) -> WordStatistics:
         now = time.monotonic()
@@ -346,6 +358,24 @@ class LexicalIndex:
             self._statistics, self._statistics_read_at = WordStatistics.from_row(row), now
         return self._statistics
 
+    async def _scope_totals(
+        self, session: AsyncSession, ids: list[uuid.UUID]
+    ) -> tuple[float, float]:
+        """The scope's chunk count and average chunk length. Those of a wide scope (a shared
+        library of thousands of documents) are reused for a while: summing them is most of a
+        question's first statement, and a document more or less barely moves them."""
+        key = hashlib.blake2b(b"".join(i.bytes for i in ids), digest_size=16).digest()
+        now = time.monotonic()
+        cached = self._totals.get(key)
+        if cached is not None and now - cached[2] <= SCOPE_TOTALS_TTL_SECONDS:
+            return cached[0], cached[1]
+        row = (await session.execute(_SCOPE_TOTALS, {"documents": ids})).one()
+        if len(ids) >= CACHED_SCOPE_DOCUMENTS:
+            if len(self._totals) >= CACHED_SCOPES:
+                self._totals.pop(next(iter(self._totals)))
+            self._totals[key] = (row.n, row.avgdl, now)
+        return row.n, row.avgdl
+
     async def search(
         self, documents: Sequence[DocumentRef], question: str, limit: int
     ) -> list[LexicalHit]:
@@ -353,27 +383,24 @@ class LexicalIndex:
             return []
         ids = [document.id for document in documents]
         async with self.sessionmaker() as session:
-            asked = (
-                await session.execute(
-                    _QUESTION, {"config": self.language, "question": question, "documents": ids}
-                )
-            ).one()
-            lexemes = list(asked.lexemes or [])
+            asked = {"config": self.language, "question": question}
+            lexemes = list((await session.execute(_LEXEMES, asked)).scalar_one() or [])
             if not lexemes:
                 return []
-            if asked.n <= self.exact_scope_chunks:
+            n, avgdl = await self._scope_totals(session, ids)
+            if n <= self.exact_scope_chunks:
                 statement, words = _BM25_SCOPE_FIRST, WordSelection(lexemes, {})
             else:
                 statistics = await self._word_statistics(session)
                 statement = _BM25_MATCHES_FIRST
-                words = select_words(lexemes, statistics, asked.n, self.candidate_budget)
+                words = select_words(lexemes, statistics, n, self.candidate_budget)
             parameters = {
                 "lexemes": lexemes,
                 "known": list(words.common),
                 "known_df": list(words.common.values()),
                 "documents": ids,
-                "n": asked.n,
-                "avgdl": asked.avgdl,
+                "n": n,
+                "avgdl": avgdl,
                 "k1": K1,
                 "b": B,
                 "limit": limit,
