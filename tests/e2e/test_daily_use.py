@@ -646,8 +646,8 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     await expect(page.get_by_test_id("message-user")).to_have_count(2)
 
     # Editing the first question: the editor says what goes; Escape keeps everything.
-    first_question = page.get_by_test_id("message-user").first
-    await first_question.get_by_role("button", name=re.compile("^Edit the question")).click()
+    edit_first = page.get_by_role("button", name="Edit the question: Which pier does the island")
+    await edit_first.click()
     editor = page.get_by_role("textbox", name="Edit your question")
     await expect(editor).to_be_focused()
     await expect(page.get_by_text("the 3 messages after it")).to_be_visible()
@@ -655,7 +655,7 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     await editor.press("Escape")
     await expect(page.get_by_test_id("message-user")).to_have_count(2)
 
-    await first_question.get_by_role("button", name=re.compile("^Edit the question")).click()
+    await edit_first.click()
     scripted_llm.script("The island ferry leaves from pier 4 [1].")
     await editor.fill("Which pier, exactly, does the island ferry use?")
     await editor.press("Enter")
@@ -668,7 +668,7 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     # What the screen shows is what the server kept: a reload shows the same chat.
     await page.reload()
     await expect(page.get_by_test_id("message-user")).to_have_text(
-        ["Which pier, exactly, does the island ferry use?Edit"]
+        ["Which pier, exactly, does the island ferry use?"]
     )
     await expect(page.get_by_test_id("message-assistant")).to_have_count(1)
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("pier 4")

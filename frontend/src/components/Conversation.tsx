@@ -478,8 +478,10 @@ export default function Conversation({
                   onCancel={() => setEditing(null)}
                 />
               ) : (
-                <article className="message user" data-testid="message-user">
-                  <p className="user-text">{message.content}</p>
+                <article className="message user">
+                  <p className="user-text" data-testid="message-user">
+                    {message.content}
+                  </p>
                   {!pending && !message.id.startsWith("stopped-") && (
                     <button className="link small edit-question" onClick={() => setEditing(message.id)} aria-label={`Edit the question: ${message.content.slice(0, 60)}`}>
                       Edit
