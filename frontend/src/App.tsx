@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
 import { api, loadTokens, logout, onSessionEnd, type User } from "./api/client";
+import { queryClient } from "./api/queries";
 import AuthPage from "./pages/AuthPage";
 import ChatPage from "./pages/ChatPage";
 import AdminPage from "./pages/AdminPage";
@@ -24,6 +25,7 @@ export default function App() {
   useEffect(() => {
     if (loadTokens()) void loadUser();
     return onSessionEnd((why) => {
+      queryClient.clear(); // nothing of this account is shown to the next one
       setUser(null); // the address stays: after logging in again, the same page opens
       setNotice(why === "ended" ? "Your session ended. Log in again to go on; an unsent message is kept in its chat." : null);
     });

@@ -1,6 +1,8 @@
+import { QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import App from "./App";
+import { queryClient } from "./api/queries";
 import "./styles.css";
 import { applyTheme, loadTheme } from "./theme";
 
@@ -8,6 +10,8 @@ applyTheme(loadTheme()); // before the first paint: no flash of the other theme
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
-    <App />
+    <QueryClientProvider client={queryClient}>
+      <App />
+    </QueryClientProvider>
   </StrictMode>,
 );

@@ -1,5 +1,7 @@
-import { useCallback, useEffect, useRef, useState } from "react";
-import { api, downloadChat, errorMessage, type Category, type Chat } from "../api/client";
+import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useEffect, useRef, useState } from "react";
+import { api, downloadChat, errorMessage, type Chat } from "../api/client";
+import { keys, queryClient, refreshChats } from "../api/queries";
 
 const PAGE = 30;
 // How long "Undo" is offered after deleting a chat.
@@ -9,76 +11,60 @@ const SEARCH_DELAY_MS = 300;
 
 interface Props {
   currentChatId: string | null;
-  refreshKey: number;
   onSelect(chatId: string | null): void;
   /** Phones: whether the list, a drawer there, is open; Escape closes it. */
   open?: boolean;
   onClose?(): void;
 }
 
-export default function ChatList({ currentChatId, refreshKey, onSelect, open = false, onClose }: Props) {
-  const [chats, setChats] = useState<Chat[]>([]);
-  const [total, setTotal] = useState(0);
-  const [categories, setCategories] = useState<Category[]>([]);
+export default function ChatList({ currentChatId, onSelect, open = false, onClose }: Props) {
   const [categoryId, setCategoryId] = useState("");
   const [typed, setTyped] = useState("");
   const [query, setQuery] = useState("");
-  const [loading, setLoading] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const [renaming, setRenaming] = useState<string | null>(null);
   const [deleted, setDeleted] = useState<{ chat: Chat; wasOpen: boolean } | null>(null);
   const sentinel = useRef<HTMLLIElement>(null);
 
-  // Only the latest request may fill the list: a reply for a filter no longer chosen (or an
-  // older refresh) can come back after the current one. And a refresh asked for by an action
-  // that finished late (a rename, a move) lists the filter chosen now, not the one it began in.
-  const latest = useRef(0);
-  const currentCategory = useRef(categoryId);
-  currentCategory.current = categoryId;
-  const currentQuery = useRef(query);
-  currentQuery.current = query;
-  const loadPage = useCallback(
-    async (skip: number) => {
-      const request = ++latest.current;
-      setLoading(true);
-      const { data } = await api.GET("/api/v1/chats", {
-        params: {
-          query: { skip, limit: PAGE, category_id: currentCategory.current || undefined, q: currentQuery.current || undefined },
-        },
+  // One cached list per filter and search: a reply for a filter no longer chosen fills its
+  // own entry, never the one on screen.
+  const listed = useInfiniteQuery({
+    queryKey: keys.chatList(categoryId, query),
+    initialPageParam: 0,
+    queryFn: async ({ pageParam }) => {
+      const { data, error } = await api.GET("/api/v1/chats", {
+        params: { query: { skip: pageParam, limit: PAGE, category_id: categoryId || undefined, q: query || undefined } },
       });
-      if (request !== latest.current) return;
-      setLoading(false);
-      if (!data) return;
-      setTotal(data.total);
-      setChats((previous) => (skip === 0 ? data.items : [...previous, ...data.items]));
+      if (!data) throw new Error(errorMessage(error, "The chats could not be loaded"));
+      return data;
     },
-    // Recreated when the filter or the search changes, so the effect below reloads page one.
-    [categoryId, query],
-  );
+    getNextPageParam: (last) => (last.skip + last.items.length < last.total ? last.skip + last.items.length : undefined),
+  });
+  const chats = listed.data?.pages.flatMap((page) => page.items) ?? [];
+  const loading = listed.isFetching;
+
+  const categories =
+    useQuery({
+      queryKey: keys.categories,
+      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? [];
 
   useEffect(() => {
     const timer = window.setTimeout(() => setQuery(typed.trim()), SEARCH_DELAY_MS);
     return () => window.clearTimeout(timer);
   }, [typed]);
 
-  useEffect(() => {
-    void loadPage(0);
-  }, [loadPage, refreshKey]);
-
-  useEffect(() => {
-    void api.GET("/api/v1/categories", { params: { query: { limit: 100 } } }).then(({ data }) => setCategories(data?.items ?? []));
-  }, [refreshKey]);
-
   // Load the next page when the end of the list scrolls into view.
+  const { hasNextPage, isFetchingNextPage, fetchNextPage } = listed;
   useEffect(() => {
     const node = sentinel.current;
-    if (!node || chats.length >= total) return;
+    if (!node || !hasNextPage) return;
     const observer = new IntersectionObserver((entries) => {
-      if (entries[0]?.isIntersecting && !loading) void loadPage(chats.length);
+      if (entries[0]?.isIntersecting && !isFetchingNextPage) void fetchNextPage();
     });
     observer.observe(node);
     return () => observer.disconnect();
-  }, [chats.length, total, loading, loadPage]);
+  }, [hasNextPage, isFetchingNextPage, fetchNextPage, chats.length]);
 
   async function rename(chat: Chat, title: string) {
     setRenaming(null);
@@ -86,7 +72,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
     if (!trimmed || trimmed === chat.title) return;
     const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body: { title: trimmed } });
     setProblem(error ? errorMessage(error, "The chat could not be renamed") : null);
-    void loadPage(0);
+    void refreshChats();
   }
 
   // Deleting asks nothing: it can be undone for a while (the server keeps the chat 30 days).
@@ -99,7 +85,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
     const wasOpen = chat.id === currentChatId;
     if (wasOpen) onSelect(null);
     setDeleted({ chat, wasOpen });
-    void loadPage(0);
+    void refreshChats();
   }
 
   async function undoDelete() {
@@ -109,7 +95,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
     const { error } = await api.POST("/api/v1/chats/{chat_id}/restore", { params: { path: { chat_id: chat.id } } });
     setProblem(error ? errorMessage(error, "The chat could not be brought back") : null);
     if (!error && wasOpen) onSelect(chat.id);
-    void loadPage(0);
+    void refreshChats();
   }
 
   // The undo offer stays a while, then goes.
@@ -133,7 +119,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
     if (!name) return;
     const { data, error } = await api.POST("/api/v1/categories", { body: { name } });
     setProblem(error ? errorMessage(error, "The category could not be created") : null);
-    if (data) setCategories((previous) => [...previous, data].sort((a, b) => a.name.localeCompare(b.name)));
+    if (data) void queryClient.invalidateQueries({ queryKey: keys.categories });
   }
 
   async function fileUnder(chat: Chat, category: string) {
@@ -142,7 +128,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
       body: { category_id: category || null },
     });
     setProblem(error ? errorMessage(error, "The chat could not be moved") : null);
-    void loadPage(0);
+    void refreshChats();
   }
 
   return (
@@ -255,7 +241,7 @@ export default function ChatList({ currentChatId, refreshKey, onSelect, open = f
             )}
           </li>
         ))}
-        {chats.length < total && (
+        {hasNextPage && (
           <li ref={sentinel} className="muted">
             Loading more…
           </li>

@@ -1,5 +1,7 @@
-import { useCallback, useEffect, useRef, useState } from "react";
-import { api, type ChatDetail, type Schemas, type Source } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import { useRef, useState } from "react";
+import { api, type Source } from "../api/client";
+import { keys, queryClient, refreshChats } from "../api/queries";
 import ChatList from "../components/ChatList";
 import Conversation from "../components/Conversation";
 import DocumentsPanel from "../components/DocumentsPanel";
@@ -20,17 +22,31 @@ export default function ChatPage({ chatId, navigate }: Props) {
   // goes Back/Forward), not when the stream of a new chat gives it its id.
   const [shown, setShown] = useState({ chatId, key: 0 });
   const createdByStream = useRef<string | null>(null);
-  const [listKey, setListKey] = useState(0);
   const [selected, setSelected] = useState<Named[]>([]);
   const [pinned, setPinned] = useState(false);
-  const [detail, setDetail] = useState<ChatDetail | null>(null);
   const [sources, setSources] = useState<Source[] | null>(null);
   const [highlighted, setHighlighted] = useState<number | null>(null);
   const [tab, setTab] = useState<Tab>("documents");
   const [panelOpen, setPanelOpen] = useState(false);
   // Phones: the chat list is a drawer, closed unless asked for.
   const [chatsOpen, setChatsOpen] = useState(false);
-  const [collections, setCollections] = useState<Schemas["CollectionRead"][]>([]);
+  const collections =
+    useQuery({
+      queryKey: keys.collections,
+      queryFn: async () => (await api.GET("/api/v1/collections", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? [];
+  // The open chat's links and settings, cached per chat: a late reply for another chat fills
+  // that chat's entry, not this one.
+  const detail =
+    useQuery({
+      queryKey: keys.chat(chatId ?? ""),
+      enabled: chatId !== null,
+      queryFn: async () => {
+        const { data } = await api.GET("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chatId ?? "" } } });
+        return data ?? null;
+      },
+    }).data ?? null;
+  const loadDetail = () => chatId && queryClient.invalidateQueries({ queryKey: keys.chat(chatId) });
 
   if (shown.chatId !== chatId) {
     // Only a new chat's stream turns "no chat" into a chat while keeping the view.
@@ -42,25 +58,6 @@ export default function ChatPage({ chatId, navigate }: Props) {
       setPinned(false);
     }
   }
-
-  useEffect(() => {
-    void api.GET("/api/v1/collections", { params: { query: { limit: 100 } } }).then(({ data }) => setCollections(data?.items ?? []));
-  }, []);
-
-  // Read when a request starts and when it returns: callbacks held by a running stream were
-  // made for an earlier chat id, and a late reply must not show another chat's links.
-  const currentChat = useRef(chatId);
-  currentChat.current = chatId;
-  const loadDetail = useCallback(async () => {
-    const id = currentChat.current;
-    if (!id) return setDetail(null);
-    const { data } = await api.GET("/api/v1/chats/{chat_id}", { params: { path: { chat_id: id } } });
-    if (currentChat.current === id) setDetail(data ?? null);
-  }, []);
-
-  useEffect(() => {
-    void loadDetail();
-  }, [chatId, loadDetail]);
 
   function openChat(id: string | null) {
     setChatsOpen(false);
@@ -118,7 +115,6 @@ export default function ChatPage({ chatId, navigate }: Props) {
       </button>
       <ChatList
         currentChatId={chatId}
-        refreshKey={listKey}
         onSelect={openChat}
         open={chatsOpen}
         onClose={() => setChatsOpen(false)}
@@ -165,10 +161,7 @@ export default function ChatPage({ chatId, navigate }: Props) {
           if (!pinned) setSelected([]);
           void loadDetail(); // a new chat's first picks are now linked to it
         }}
-        onAnswered={() => {
-          setListKey((k) => k + 1);
-          void loadDetail();
-        }}
+        onAnswered={() => void refreshChats()}
         onShowSources={showSources}
       />
       <button className="panel-toggle" onClick={() => setPanelOpen(!panelOpen)} aria-expanded={panelOpen}>

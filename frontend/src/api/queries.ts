@@ -1,0 +1,23 @@
+// Server state shared by the pages: cached by TanStack Query under these keys, refetched when
+// an action changes it (`invalidateQueries`), never by counters passed down the tree.
+import { QueryClient } from "@tanstack/react-query";
+
+export const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: { staleTime: 10_000, retry: 1 },
+  },
+});
+
+export const keys = {
+  /** Everything about chats: the lists (any filter) and each chat's detail. */
+  chats: ["chats"] as const,
+  chatList: (categoryId: string, search: string) => ["chats", "list", categoryId, search] as const,
+  chat: (chatId: string) => ["chats", "detail", chatId] as const,
+  categories: ["categories"] as const,
+  collections: ["collections"] as const,
+};
+
+/** After an answer, a rename, a move or a deletion: lists and details are read again. */
+export function refreshChats(): Promise<void> {
+  return queryClient.invalidateQueries({ queryKey: keys.chats });
+}
