@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from pathlib import Path
 
 import httpx
@@ -735,4 +736,30 @@ async def test_a_document_is_picked_for_the_next_message_by_typing_at_its_name(
     prompt = scripted_llm.prompt_text()
     assert "pier 4" in prompt and "fish soup" not in prompt
     await expect(page.get_by_test_id("chip-next")).to_have_count(0)  # used, so cleared
+    await context.close()
+
+
+async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.reset()
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await sign_up(page, live_server)
+    scripted_llm.script("Noted.")
+    await ask(page, "Private question about the merger")
+    chats = page.get_by_role("complementary", name="Chats")
+    mine = chats.get_by_role("button", name="Private question about the merger", exact=True)
+    await expect(mine).to_be_visible()
+
+    # Log out and sign up as someone else in the same tab: no reload empties the page's memory.
+    await page.get_by_role("button", name="Log out").click()
+    await page.get_by_role("button", name="No account yet? Sign up").click()
+    await page.get_by_label("Email").fill(f"e2e-next-{uuid.uuid4().hex[:8]}@example.com")
+    await page.get_by_label("Password").fill("correct horse battery")
+    await page.get_by_role("button", name="Sign up").click()
+    await expect(page.get_by_role("textbox", name="Message")).to_be_visible()
+    # Read at once, not awaited: the list the new account is first shown must not be the last's.
+    assert await mine.count() == 0
+    await expect(chats).to_contain_text("No chats yet")
     await context.close()
