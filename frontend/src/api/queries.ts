@@ -13,6 +13,8 @@ export const keys = {
   chats: ["chats"] as const,
   chatList: (categoryId: string, search: string) => ["chats", "list", categoryId, search] as const,
   chat: (chatId: string) => ["chats", "detail", chatId] as const,
+  /** Document lists (the reader's, the shared ones), each with the pages shown. */
+  documents: ["documents"] as const,
   categories: ["categories"] as const,
   collections: ["collections"] as const,
 };

@@ -1,5 +1,7 @@
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo } from "../api/client";
+import { keys, queryClient } from "../api/queries";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
 
@@ -99,8 +101,6 @@ export default function DocumentsPanel({
   uploadUrl = "/api/v1/documents",
   visibility,
 }: Props) {
-  const [documents, setDocuments] = useState<DocumentInfo[]>([]);
-  const [total, setTotal] = useState(0);
   const [pages, setPages] = useState(1);
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [maxBytes, setMaxBytes] = useState<number | null>(null);
@@ -112,35 +112,33 @@ export default function DocumentsPanel({
   const waiting = useRef<{ id: number; file: File }[]>([]);
   const sending = useRef(false);
 
-  const refresh = useCallback(async () => {
-    const loaded: DocumentInfo[] = [];
-    let count = 0;
-    for (let skip = 0; skip < pages * PAGE; skip += PAGE) {
-      const { data } = await api.GET("/api/v1/documents", { params: { query: { skip, limit: PAGE, visibility } } });
-      if (!data) return;
-      loaded.push(...data.items);
-      count = data.total;
-      if (loaded.length >= data.total) break;
-    }
-    setDocuments(loaded);
-    setTotal(count);
-  }, [pages, visibility]);
-
-  useEffect(() => {
-    void refresh();
-  }, [refresh]);
+  // The list (as many pages as shown) is a cached query; while anything in it (or a new
+  // version of anything) is waiting or being read, it is read again every POLL_MS.
+  const listed = useQuery({
+    queryKey: [...keys.documents, visibility ?? "readable", pages],
+    placeholderData: keepPreviousData,
+    queryFn: async () => {
+      const loaded: DocumentInfo[] = [];
+      let count = 0;
+      for (let skip = 0; skip < pages * PAGE; skip += PAGE) {
+        const { data, error: failure } = await api.GET("/api/v1/documents", { params: { query: { skip, limit: PAGE, visibility } } });
+        if (!data) throw new Error(errorMessage(failure, "The documents could not be loaded"));
+        loaded.push(...data.items);
+        count = data.total;
+        if (loaded.length >= data.total) break;
+      }
+      return { documents: loaded, total: count };
+    },
+    refetchInterval: (query) =>
+      query.state.data?.documents.some((d) => isUnderway(d.status) || isUnderway(d.new_version?.status)) ? POLL_MS : false,
+  });
+  const documents = listed.data?.documents ?? [];
+  const total = listed.data?.total ?? 0;
+  const refresh = useCallback(() => queryClient.invalidateQueries({ queryKey: keys.documents }), []);
 
   useEffect(() => {
     void api.GET("/api/v1/users/me/usage").then(({ data }) => setMaxBytes(data?.max_upload_bytes ?? null));
   }, []);
-
-  // Live status: poll while anything (or a new version of anything) is waiting or being read.
-  const processing = documents.some((d) => isUnderway(d.status) || isUnderway(d.new_version?.status));
-  useEffect(() => {
-    if (!processing) return;
-    const timer = window.setInterval(() => void refresh(), POLL_MS);
-    return () => window.clearInterval(timer);
-  }, [processing, refresh]);
 
   function patchUpload(id: number, patch: Partial<Upload>) {
     setUploads((previous) => previous.map((u) => (u.id === id ? { ...u, ...patch } : u)));
