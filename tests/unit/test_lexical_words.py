@@ -51,7 +51,7 @@ def test_lexemes_are_quoted_for_the_tsquery() -> None:
 def test_when_the_rarest_word_is_too_common_its_partner_is_the_next_rarest() -> None:
     words = select_words(["year", "citi", "river"], STATISTICS, 10_000, 10)
     assert words.picking == ["river"] and words.partner == "citi"
-    assert words.query(paired=True) == "'river' & 'citi'"
+    assert words.query(paired=True) == "('river') & 'citi'"
     assert words.query(paired=False) == "'river'"
 
 
@@ -60,3 +60,11 @@ def test_no_partner_while_the_picking_words_fit_the_budget() -> None:
     assert words.partner is None and words.query(paired=True) == "'warsaw' | 'river'"
     lonely = select_words(["citi"], STATISTICS, 10_000, 10)
     assert lonely.picking == ["citi"] and lonely.partner is None
+
+
+def test_several_picking_words_need_the_partner_together() -> None:
+    """tsquery's & binds before |: without parentheses only the last picking word would need
+    the partner."""
+    words = select_words(["zygmunt", "wawel", "citi", "year"], STATISTICS, 10_000, 10)
+    assert words.picking == ["zygmunt", "wawel"] and words.partner == "citi"
+    assert words.query(paired=True) == "('zygmunt' | 'wawel') & 'citi'"

@@ -293,7 +293,8 @@ class WordSelection:
     def query(self, *, paired: bool) -> str:
         """The candidates' tsquery: any picking word, or (paired) the rarest with its partner."""
         if paired and self.partner is not None:
-            return f"{tsquery_of(self.picking)} & {tsquery_of([self.partner])}"
+            # Parenthesised: in a tsquery & binds before |.
+            return f"({tsquery_of(self.picking)}) & {tsquery_of([self.partner])}"
         return tsquery_of(self.picking)
 
 
