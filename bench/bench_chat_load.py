@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import random
@@ -60,6 +61,8 @@ class Results:
     # Latency less the time the server spent waiting for the LLM (its `meta.llm_ms`).
     overhead: list[float] = field(default_factory=list)
     first_byte: list[float] = field(default_factory=list)
+    # The server's own measure of its search (`meta.retrieval_ms`), part of the overhead.
+    retrieval: list[float] = field(default_factory=list)
     errors: int = 0
 
 
@@ -67,6 +70,7 @@ class Results:
 class Answered:
     chat_id: str
     llm_ms: float
+    retrieval_ms: float
     first_byte: float | None = None
 
 
@@ -78,7 +82,8 @@ async def one_message(
         response = await client.post("/api/v1/messages", headers=headers, json=body)
         response.raise_for_status()
         answer = response.json()
-        return Answered(answer["chat_id"], answer["assistant_message"]["meta"]["llm_ms"])
+        meta = answer["assistant_message"]["meta"]
+        return Answered(answer["chat_id"], meta["llm_ms"], meta.get("retrieval_ms") or 0.0)
     first = None
     text = ""
     async with client.stream(
@@ -92,7 +97,8 @@ async def one_message(
         raise RuntimeError("the stream ended without its done event")
     done = json.loads(text.split("event: done\ndata: ", 1)[1].split("\n", 1)[0])
     chat_id = text.split('"chat_id": "', 1)[1].split('"', 1)[0]
-    return Answered(chat_id, done["assistant_message"]["meta"]["llm_ms"], first)
+    meta = done["assistant_message"]["meta"]
+    return Answered(chat_id, meta["llm_ms"], meta.get("retrieval_ms") or 0.0, first)
 
 
 async def run_user(
@@ -118,6 +124,7 @@ async def run_user(
             latency = (time.perf_counter() - started) * 1000
             results.latency.append(latency)
             results.overhead.append(latency - answered.llm_ms)
+            results.retrieval.append(answered.retrieval_ms)
             if answered.first_byte is not None:
                 results.first_byte.append((answered.first_byte - started) * 1000)
         await asyncio.sleep(rng.uniform(*think))
@@ -155,6 +162,7 @@ async def scenario(
         f"{percentile(results.latency, 95):.0f}",
         f"{median(results.overhead):.0f}",
         f"{percentile(results.overhead, 95):.0f}",
+        f"{median(results.retrieval):.0f} / {percentile(results.retrieval, 95):.0f}",
         first_byte,
         results.errors,
     ]
@@ -202,8 +210,35 @@ async def build_library(database_url: str, data_dir: Path, chunks: int) -> None:
     SharedSystemClient.clear_system_cache()
 
 
+async def prepared_installation(
+    keep: Path | None, library: int, stack: contextlib.ExitStack
+) -> tuple[str, Path, bool]:
+    """The database URL and data folder the server runs on, and whether to drop them after.
+
+    With `keep`, the installation (library included) is built in that folder once and reused
+    by later runs: building a 100k-chunk library takes several minutes."""
+    if keep is None:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        url = await fresh_database()
+        if library:
+            await build_library(url, folder, library)
+        return url, folder, True
+    saved = keep / "database_url"
+    if saved.exists():
+        return saved.read_text().strip(), keep, False
+    url = await fresh_database()
+    if library:
+        await build_library(url, keep, library)
+    saved.write_text(url)
+    return url, keep, False
+
+
 async def main(
-    user_count: int, messages: int, paces: list[tuple[float, float]], library: int
+    user_count: int,
+    messages: int,
+    paces: list[tuple[float, float]],
+    library: int,
+    keep: Path | None = None,
 ) -> None:
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
@@ -211,13 +246,11 @@ async def main(
     llm = context.Process(target=serve_llm, args=(llm_port, ready), daemon=True)
     llm.start()
     ready.wait(30)
-    url = await fresh_database()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as folder:
-        if library:
-            await build_library(url, Path(folder), library)
-        server = start_server(url, f"http://127.0.0.1:{llm_port}/v1", Path(folder), port)
+    with contextlib.ExitStack() as stack:
+        url, folder, temporary = await prepared_installation(keep, library, stack)
+        server = start_server(url, f"http://127.0.0.1:{llm_port}/v1", folder, port)
         try:
             await wait_ready(base)
             async with httpx.AsyncClient(base_url=base, timeout=60) as client:
@@ -239,7 +272,8 @@ async def main(
             server.terminate()
             server.wait(timeout=30)
             llm.terminate()
-    await drop_database(url)
+        if temporary:
+            await drop_database(url)
     scope = f"a shared library of {library:,} chunks in every scope; " if library else ""
     print(
         f"Chat under load, LLM answering at once; {scope}{machine()}; server, LLM and load "
@@ -257,6 +291,7 @@ async def main(
                 "p95 ms",
                 "overhead p50 ms",
                 "overhead p95 ms",
+                "search p50 / p95 ms",
                 "first byte p50 / p95 ms",
                 "errors",
             ],
@@ -278,6 +313,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--library", type=int, default=0, help="chunks of a library shared with every user"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="build the installation in this folder once and reuse it in later runs",
+    )
     arguments = parser.parse_args()
+    if arguments.keep is not None:
+        arguments.keep.mkdir(parents=True, exist_ok=True)
     paces = [(float(pace.split("-")[0]), float(pace.split("-")[1])) for pace in arguments.paces]
-    asyncio.run(main(arguments.users, arguments.messages, paces, arguments.library))
+    asyncio.run(main(arguments.users, arguments.messages, paces, arguments.library, arguments.keep))

@@ -124,3 +124,15 @@ def test_a_narrow_scope_finds_its_chunks_behind_many_closer_ones(tmp_path: Path)
     assert hit.chunk.text == "wanted"
     wide = store.query([1.0, 0.0, 0.0], [crowd, wanted], top_k=4)
     assert [hit.chunk.text for hit in wide] == ["crowd 0", "crowd 1", "crowd 2", "crowd 3"]
+
+
+def test_a_query_answers_from_the_answering_version_with_every_field(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    document = new_document()
+    old = Chunk(document.id, 0, "old text", 1, document.owner_id, "private", "a.md", "§1", 1)
+    new = Chunk(document.id, 0, "new text", 4, document.owner_id, "everyone", "a.md", "§2", 2)
+    store.upsert([old, new], [[1.0, 0.0, 0.0], [0.9, 0.1, 0.0]])
+    current = DocumentRef(document.id, document.owner_id, version=2)
+    hits = store.query([1.0, 0.0, 0.0], [current], top_k=5)
+    assert [hit.chunk for hit in hits] == [new]
+    assert hits[0].similarity == pytest.approx(0.9 / (0.81 + 0.01) ** 0.5, abs=1e-4)
