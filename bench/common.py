@@ -32,7 +32,7 @@ from docchat.config import (
     WorkerSettings,
 )
 from docchat.db import create_engine, create_sessionmaker
-from docchat.documents.storage import FileStorage
+from docchat.documents.storage import LocalFileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
@@ -80,8 +80,8 @@ __all__ = [
     "AuthSettings",
     "Components",
     "EventPublisher",
-    "FileStorage",
     "LLMSettings",
+    "LocalFileStorage",
     "Settings",
     "WorkerSettings",
     "build_components",
@@ -115,7 +115,7 @@ def build_components(settings: Settings, embedder: Embedder) -> tuple[Components
         embedder=embedder,
         vector_store=build_vector_store(settings, embedder),
         llm=LLM(settings.llm),
-        storage=FileStorage(settings.files_dir),
+        storage=LocalFileStorage(settings.files_dir),
         publisher=EventPublisher(None, "bench"),
         extractor=extractor,
         inline_reader=inline_reader,

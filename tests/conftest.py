@@ -23,7 +23,7 @@ from docchat.config import (
     WorkerSettings,
 )
 from docchat.db import create_engine, create_sessionmaker
-from docchat.documents.storage import FileStorage
+from docchat.documents.storage import LocalFileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
@@ -130,7 +130,7 @@ async def base_components(settings: Settings, embedder: Embedder) -> AsyncIterat
         embedder=embedder,
         vector_store=build_vector_store(settings, embedder),
         llm=LLM(settings.llm),
-        storage=FileStorage(settings.files_dir),
+        storage=LocalFileStorage(settings.files_dir),
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
         extractor=extractor,
         inline_reader=inline_reader,

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.answers.engine import AnswerEngine
 from docchat.chats.flow import MessageFlow
 from docchat.config import Settings
-from docchat.documents.storage import FileStorage
+from docchat.documents.storage import FileStorage, build_storage
 from docchat.events.publisher import EventPublisher
 from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
@@ -153,7 +153,7 @@ async def build_components(
         embedder=embedder,
         vector_store=vector_store,
         llm=LLM(settings.llm),
-        storage=FileStorage(settings.files_dir),
+        storage=build_storage(settings.storage, settings.files_dir),
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
         extractor=extractor,
         inline_reader=inline_reader,

@@ -361,6 +361,28 @@ class WorkerSettings(BaseSettings):
         return self
 
 
+class StorageSettings(BaseSettings):
+    model_config = _config("STORAGE_")
+
+    s3_bucket: str | None = Field(
+        None,
+        description=(
+            "S3 bucket for uploaded files (any S3-compatible store); unset, files are kept in "
+            "DATA_DIR/files"
+        ),
+    )
+    s3_endpoint_url: str | None = Field(
+        None,
+        description="Endpoint of an S3-compatible store (MinIO, Ceph, R2...); unset: AWS S3",
+    )
+    s3_region: str = Field("us-east-1", description="Region of the bucket")
+    s3_prefix: str = Field("files/", description="Prefix of the objects' keys in the bucket")
+    s3_access_key_id: str | None = Field(
+        None, description="Access key; unset, the AWS credential chain (AWS_* variables, roles)"
+    )
+    s3_secret_access_key: SecretStr | None = Field(None, description="Secret of the access key")
+
+
 class Settings(BaseSettings):
     model_config = _config()
 
@@ -412,6 +434,7 @@ class Settings(BaseSettings):
     )
 
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     rag: RAGSettings = Field(default_factory=RAGSettings)

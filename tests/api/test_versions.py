@@ -141,7 +141,7 @@ async def test_a_new_version_that_fails_leaves_the_current_one_answering(
     assert current["new_version"]["status"] == "failed"
     assert "damaged" in current["new_version"]["error"]
     digest = hashlib.sha256(broken).hexdigest()
-    assert not components.storage.path(f"{digest[:2]}/{digest}").exists()  # its file is gone
+    assert not await components.storage.exists(f"{digest[:2]}/{digest}")  # its file is gone
     fresh_llm.script("It says so [1].")
     answered = await ask(client, headers, QUESTION, document_ids=[document["id"]])
     assert "port 8080" in fresh_llm.prompt_text()

@@ -13,7 +13,6 @@ answer reports are all of its calls.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -293,7 +292,7 @@ class AnswerEngine:
         for document in question.inline_documents:
             number = first_number + len(entries)
             if self.llm_settings.pdf_input and document.kind is FileKind.pdf:
-                parts.append(await _read_file_part(document))
+                parts.append(await file_part(document))
                 entries.append(ContextEntry(number, "", file_source(document)))
                 continue
             passages = await self.inline_reader.passages(document, self.lexical, budget)
@@ -431,10 +430,6 @@ def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]
     if parts:
         question = messages[-1]["content"]
         messages[-1] = {"role": "user", "content": [*parts, {"type": "text", "text": question}]}
-
-
-async def _read_file_part(document: InlineDocument) -> dict[str, object]:
-    return await asyncio.to_thread(file_part, document)
 
 
 def _adopt_tool_results(plan: Plan) -> None:

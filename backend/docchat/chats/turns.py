@@ -136,7 +136,8 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
             owner_id=document.owner_id,
             filename=document.filename,
             kind=FileKind(document.content_type),
-            path=storage.path(document.storage_key),
+            storage=storage,
+            storage_key=document.storage_key,
             sha256=document.sha256,
             version=document.version,
         )

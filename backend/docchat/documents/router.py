@@ -13,7 +13,6 @@ from docchat.documents.dependencies import ReadableDocument
 from docchat.documents.models import DocumentStatus, Visibility
 from docchat.documents.schemas import DocumentFromUrl, DocumentRead, PassageRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
-from docchat.kit.errors import NotFound
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, SessionmakerDep, make_router
 from docchat.retrieval import lexical
@@ -143,15 +142,7 @@ async def get_document(
 )
 async def download_document(document: ReadableDocument, storage: StorageDep) -> FileResponse:
     """The original file, shown inline (append `#page=N` to open a PDF at a page)."""
-    path = storage.path(document.storage_key)
-    if not path.is_file():
-        raise NotFound("The stored file is missing")
-    return FileResponse(
-        path,
-        media_type=document.content_type,
-        filename=document.filename,
-        content_disposition_type="inline",
-    )
+    return await storage.response(document.storage_key, document.content_type, document.filename)
 
 
 @router.get(

@@ -1,24 +1,34 @@
-"""Original files on disk, content-addressed by SHA-256 (identical uploads share one file).
+"""Original files, content-addressed by SHA-256 (identical uploads share one file).
 
-An upload is received into a temporary file (hashed and size-checked as it is copied), then
-put in place under its hash. Since documents share files, a file is removed only when no
-live document uses it any more; the repository's `lock_storage_key` serialises that check
-with uploads of the same bytes, so a file is never removed under a new upload.
+An upload is received into a temporary file in a local staging folder (hashed and size-checked
+as it is copied), then put in place under its hash: in a folder (`LocalFileStorage`, on one
+machine or a volume every process mounts) or in an S3-compatible bucket (`S3FileStorage`, for
+workers on machines that share no disk). Readers ask for a local copy (`local_copy`): the file
+itself on disk, or an object downloaded into the staging folder for as long as it is read.
+Since documents share files, a file is removed only when no live document uses it any more;
+the repository's `lock_storage_key` serialises that check with uploads of the same bytes, so a
+file is never removed under a new upload.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
+from starlette.responses import FileResponse
 
-from docchat.kit.errors import PayloadTooLarge, Unprocessable
+from docchat.config import StorageSettings
+from docchat.kit.errors import NotFound, PayloadTooLarge, Unprocessable
 
 COPY_CHUNK = 1024 * 1024
 HEAD_BYTES = 8192
@@ -38,27 +48,34 @@ class ReceivedFile:
         return f"{self.sha256[:2]}/{self.sha256}"
 
 
+class StoredFileMissing(NotFound):
+    """The file a document names is not in the storage."""
+
+    def __init__(self) -> None:
+        super().__init__("The stored file is missing")
+
+
 def _write(out: BinaryIO, digest: hashlib._Hash, piece: bytes) -> None:
     digest.update(piece)
     out.write(piece)
 
 
-class FileStorage:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+class FileStorage(ABC):
+    """Where uploaded files live. `staging` is a local folder for uploads being received and
+    for local copies of stored files."""
 
-    def path(self, key: str) -> Path:
-        return self.root / key
+    def __init__(self, staging: Path) -> None:
+        self.staging = staging
 
     async def receive(self, upload: UploadFile, max_bytes: int) -> ReceivedFile:
         """Copy an upload to a temporary file in pieces, refusing it once it passes
         `max_bytes`. Disk writes and hashing run in a thread, never on the event loop. The
         caller places the file (`place`) or drops it (`discard`)."""
-        await asyncio.to_thread(self.root.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(self.staging.mkdir, parents=True, exist_ok=True)
         digest = hashlib.sha256()
         size = 0
         head = b""
-        fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=".upload-")
+        fd, temp_name = tempfile.mkstemp(dir=self.staging, prefix=".upload-")
         received: ReceivedFile | None = None
         try:
             with os.fdopen(fd, "wb") as out:
@@ -78,18 +95,168 @@ class FileStorage:
             if received is None:
                 await asyncio.to_thread(Path(temp_name).unlink, missing_ok=True)
 
+    async def discard(self, received: ReceivedFile) -> None:
+        await asyncio.to_thread(received.temp_path.unlink, missing_ok=True)
+
+    @abstractmethod
+    async def place(self, received: ReceivedFile) -> str:
+        """Put the received file at its content address (the temporary file is gone after);
+        returns the storage key."""
+
+    @abstractmethod
+    async def remove(self, key: str) -> None:
+        """Remove a stored file; a file already gone is not an error."""
+
+    @abstractmethod
+    async def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def local_copy(self, key: str) -> contextlib.AbstractAsyncContextManager[Path]:
+        """The stored file as a local path while the context lasts; `StoredFileMissing` if
+        there is no such file."""
+
+    @abstractmethod
+    async def response(self, key: str, media_type: str, filename: str) -> FileResponse:
+        """The file as an inline HTTP response (ranges served, for the PDF viewer)."""
+
+
+class LocalFileStorage(FileStorage):
+    """Files in a folder: one machine, or a volume every API and worker process mounts."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        return self.root / key
+
     def _place(self, received: ReceivedFile) -> None:
         target = self.path(received.key)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(received.temp_path, target)
 
     async def place(self, received: ReceivedFile) -> str:
-        """Move the received file to its content address; returns the storage key."""
         await asyncio.to_thread(self._place, received)
         return received.key
 
-    async def discard(self, received: ReceivedFile) -> None:
-        await asyncio.to_thread(received.temp_path.unlink, missing_ok=True)
-
     async def remove(self, key: str) -> None:
         await asyncio.to_thread(self.path(key).unlink, missing_ok=True)
+
+    async def exists(self, key: str) -> bool:
+        return await asyncio.to_thread(self.path(key).is_file)
+
+    @contextlib.asynccontextmanager
+    async def local_copy(self, key: str) -> AsyncIterator[Path]:
+        if not await self.exists(key):
+            raise StoredFileMissing()
+        yield self.path(key)
+
+    async def response(self, key: str, media_type: str, filename: str) -> FileResponse:
+        if not await self.exists(key):
+            raise StoredFileMissing()
+        return FileResponse(
+            self.path(key),
+            media_type=media_type,
+            filename=filename,
+            content_disposition_type="inline",
+        )
+
+
+class S3FileStorage(FileStorage):
+    """Files as objects in an S3-compatible bucket, so API and worker processes on different
+    machines need no shared disk. boto3's client blocks: every call runs in a thread."""
+
+    def __init__(self, settings: StorageSettings, staging: Path) -> None:
+        import boto3  # only installations that use S3 pay for importing it
+        from botocore.config import Config
+
+        super().__init__(staging)
+        assert settings.s3_bucket, "STORAGE_S3_BUCKET is required for S3 storage"
+        self.bucket = settings.s3_bucket
+        self.prefix = settings.s3_prefix
+        secret = settings.s3_secret_access_key
+        # Empty values (as `${VAR:-}` in a compose file gives) count as unset.
+        self._client: Any = boto3.client(
+            "s3",
+            endpoint_url=settings.s3_endpoint_url or None,
+            region_name=settings.s3_region,
+            aws_access_key_id=settings.s3_access_key_id or None,
+            aws_secret_access_key=(secret.get_secret_value() or None) if secret else None,
+            config=Config(retries={"mode": "standard", "max_attempts": 5}),
+        )
+
+    def _object(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    async def place(self, received: ReceivedFile) -> str:
+        await asyncio.to_thread(
+            self._client.upload_file,
+            str(received.temp_path),
+            self.bucket,
+            self._object(received.key),
+        )
+        await self.discard(received)
+        return received.key
+
+    async def remove(self, key: str) -> None:
+        await asyncio.to_thread(
+            self._client.delete_object, Bucket=self.bucket, Key=self._object(key)
+        )
+
+    async def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            await asyncio.to_thread(
+                self._client.head_object, Bucket=self.bucket, Key=self._object(key)
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    async def _download(self, key: str) -> Path:
+        from botocore.exceptions import ClientError
+
+        await asyncio.to_thread(self.staging.mkdir, parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.staging, prefix=".copy-")
+        os.close(fd)
+        try:
+            await asyncio.to_thread(
+                self._client.download_file, self.bucket, self._object(key), name
+            )
+        except ClientError as exc:
+            await asyncio.to_thread(Path(name).unlink, missing_ok=True)
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                raise StoredFileMissing() from exc
+            raise
+        except BaseException:
+            await asyncio.to_thread(Path(name).unlink, missing_ok=True)
+            raise
+        return Path(name)
+
+    @contextlib.asynccontextmanager
+    async def local_copy(self, key: str) -> AsyncIterator[Path]:
+        path = await self._download(key)
+        try:
+            yield path
+        finally:
+            await asyncio.to_thread(path.unlink, missing_ok=True)
+
+    async def response(self, key: str, media_type: str, filename: str) -> FileResponse:
+        path = await self._download(key)
+        return FileResponse(
+            path,
+            media_type=media_type,
+            filename=filename,
+            content_disposition_type="inline",
+            background=BackgroundTask(path.unlink, missing_ok=True),
+        )
+
+
+def build_storage(settings: StorageSettings, files_dir: Path) -> FileStorage:
+    """S3 when a bucket is configured, else the folder (`files_dir` also stages uploads)."""
+    if settings.s3_bucket:
+        return S3FileStorage(settings, files_dir / ".staging")
+    return LocalFileStorage(files_dir)

@@ -33,11 +33,11 @@ from docchat.documents import jobs as jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, JobStatus
 from docchat.documents.service import release_file
-from docchat.documents.storage import FileStorage
+from docchat.documents.storage import FileStorage, StoredFileMissing
 from docchat.extraction.chunking import TextChunk, title_of, with_header
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
-from docchat.extraction.sandbox import ExtractionSandbox
+from docchat.extraction.sandbox import ExtractionSandbox, PreparedDocument
 from docchat.kit.errors import DocchatError
 from docchat.llm.embeddings import Embedder
 from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
@@ -207,6 +207,9 @@ class IngestionWorker:
             except ExtractionError as exc:
                 await self._fail(job, str(exc))
                 return "failed"
+            except StoredFileMissing:
+                await self._fail(job, "The uploaded file is missing from storage; upload it again")
+                return "failed"
             except (LostClaim, asyncio.CancelledError):
                 raise
             except Exception as exc:
@@ -228,17 +231,20 @@ class IngestionWorker:
         if lost.is_set():
             raise LostClaim(f"job {job.id} was taken over by another worker")
 
+    async def _read(self, key: str, kind: FileKind) -> PreparedDocument:
+        """The stored file's text, in chunks (read from a local copy where files are remote)."""
+        rag = self.settings.rag
+        async with self.storage.local_copy(key) as path:
+            return await self.extractor.prepare(
+                path, kind, chunk_size=rag.chunk_size, chunk_overlap=rag.chunk_overlap
+            )
+
     async def _ingest(
         self, job: ClaimedJob, document: Document, lost: asyncio.Event
     ) -> tuple[int, int]:
         """Pages and chunks of the document, with its vectors and lexical rows written."""
         rag = self.settings.rag
-        prepared = await self.extractor.prepare(
-            self.storage.path(document.storage_key),
-            FileKind(document.content_type),
-            chunk_size=rag.chunk_size,
-            chunk_overlap=rag.chunk_overlap,
-        )
+        prepared = await self._read(document.storage_key, FileKind(document.content_type))
         chunks = [self._record(document, chunk) for chunk in prepared.chunks]
         self._check(lost, job)
         ref = DocumentRef.of(document)
@@ -321,12 +327,7 @@ class IngestionWorker:
         assert job.version_id is not None
         version = await self._load_version(job.version_id)
         rag = self.settings.rag
-        prepared = await self.extractor.prepare(
-            self.storage.path(version.storage_key),
-            FileKind(version.content_type),
-            chunk_size=rag.chunk_size,
-            chunk_overlap=rag.chunk_overlap,
-        )
+        prepared = await self._read(version.storage_key, FileKind(version.content_type))
         chunks = [self._record(document, chunk, version) for chunk in prepared.chunks]
         async with self._fenced(job) as session:
             await documents_repository.set_version_state(

@@ -9,16 +9,20 @@ worker's own, so the chunk ids in the sources stay valid once the document is in
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import logging
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox
+from docchat.kit.errors import NotFound
 from docchat.retrieval.context import TokenBudget
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
@@ -29,15 +33,25 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 600.0
 
 
+class StoredFiles(Protocol):
+    """Where uploaded files are kept (`documents.storage.FileStorage`)."""
+
+    def local_copy(self, key: str) -> contextlib.AbstractAsyncContextManager[Path]: ...
+
+
 @dataclass(frozen=True)
 class InlineDocument:
     id: uuid.UUID
     owner_id: uuid.UUID
     filename: str
     kind: FileKind
-    path: Path
+    storage: StoredFiles
+    storage_key: str
     sha256: str
     version: int = 1
+
+    def local_copy(self) -> contextlib.AbstractAsyncContextManager[Path]:
+        return self.storage.local_copy(self.storage_key)
 
 
 @dataclass(frozen=True)
@@ -70,13 +84,17 @@ class InlineReader:
         if self._recently_failed(document.sha256):
             return []
         try:
-            prepared = await self.sandbox.prepare(
-                document.path,
-                document.kind,
-                chunk_size=self.chunk_size,
-                chunk_overlap=self.chunk_overlap,
-                queue_seconds=self.timeout_seconds,
-            )
+            async with document.local_copy() as path:
+                prepared = await self.sandbox.prepare(
+                    path,
+                    document.kind,
+                    chunk_size=self.chunk_size,
+                    chunk_overlap=self.chunk_overlap,
+                    queue_seconds=self.timeout_seconds,
+                )
+        except NotFound:  # the stored file is gone
+            logger.warning("document %s has no stored file to read inline", document.id)
+            return []
         except (ExtractionError, TimeoutError) as exc:
             logger.warning("document %s could not be read inline: %s", document.id, exc)
             if isinstance(exc, ExtractionError):
@@ -117,9 +135,10 @@ class InlineReader:
         return passages
 
 
-def file_part(document: InlineDocument) -> dict[str, object]:
+async def file_part(document: InlineDocument) -> dict[str, object]:
     """An OpenAI `file` content part carrying the PDF itself, base64-encoded."""
-    data = base64.b64encode(document.path.read_bytes()).decode()
+    async with document.local_copy() as path:
+        data = base64.b64encode(await asyncio.to_thread(path.read_bytes)).decode()
     return {
         "type": "file",
         "file": {"filename": document.filename, "file_data": f"data:application/pdf;base64,{data}"},

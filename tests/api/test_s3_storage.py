@@ -1,0 +1,158 @@
+"""Uploaded files in an S3-compatible bucket: upload, ingestion, answers, download, deletion.
+
+The bucket is served over HTTP on loopback by moto's S3 server (an implementation of the S3
+REST API), so boto3's real path runs: request signing, multipart-capable transfers, errors.
+The API and the worker here share no folder for files: the worker reads the object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+import pytest_asyncio
+from moto.server import ThreadedMotoServer
+
+from docchat.app import attach_components, create_app
+from docchat.components import Components
+from docchat.config import StorageSettings
+from docchat.documents.storage import LocalFileStorage, S3FileStorage, build_storage
+from docchat.ingestion.worker import IngestionWorker
+from tests.support.chat import ask
+from tests.support.documents import upload, upload_and_process
+from tests.support.llm_server import ScriptedLLM, free_port
+from tests.support.users import auth_headers
+
+BUCKET = "docchat-files"
+NOTE = b"The Northwind ferry leaves the harbour at seven and returns at noon."
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    yield endpoint
+    server.stop()
+
+
+def s3_settings(endpoint: str) -> StorageSettings:
+    return StorageSettings(
+        _env_file=None,  # type: ignore[call-arg]
+        s3_bucket=BUCKET,
+        s3_endpoint_url=endpoint,
+        s3_access_key_id="docchat-test",
+        s3_secret_access_key="docchat-test-secret",  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str) -> Any:
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="docchat-test",
+        aws_secret_access_key="docchat-test-secret",
+    )
+    client.create_bucket(Bucket=BUCKET)
+    yield client
+    for found in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
+        client.delete_object(Bucket=BUCKET, Key=found["Key"])
+    client.delete_bucket(Bucket=BUCKET)
+
+
+@pytest.fixture
+def s3_components(components: Components, s3_endpoint: str, tmp_path: Path) -> Components:
+    storage = S3FileStorage(s3_settings(s3_endpoint), tmp_path / "staging")
+    return dataclasses.replace(components, storage=storage)
+
+
+@pytest_asyncio.fixture
+async def s3_client(
+    settings: Any, s3_components: Components, bucket: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings, run_worker=False)
+    attach_components(app, s3_components)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
+        yield client
+
+
+def object_keys(bucket: Any) -> list[str]:
+    return [found["Key"] for found in bucket.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+
+
+async def test_a_file_in_the_bucket_is_read_answered_from_downloaded_and_deleted(
+    s3_client: httpx.AsyncClient,
+    s3_components: Components,
+    bucket: Any,
+    fresh_llm: ScriptedLLM,
+    tmp_path: Path,
+) -> None:
+    headers = await auth_headers(s3_client)
+    content = NOTE + f" ({uuid.uuid4()})".encode()
+    digest = hashlib.sha256(content).hexdigest()
+    document = await upload_and_process(s3_client, s3_components, headers, "ferry.txt", content)
+    assert document["status"] == "completed" and document["chunk_count"] >= 1
+    assert object_keys(bucket) == [f"files/{digest[:2]}/{digest}"]
+    staged = tmp_path / "staging"
+    assert not staged.exists() or not any(staged.iterdir())  # no copy left behind
+
+    fresh_llm.script("It leaves at seven [1].")
+    answer = await ask(s3_client, headers, "When does the Northwind ferry leave?")
+    assert answer.status_code == 200, answer.text
+    sources = answer.json()["assistant_message"]["sources"]
+    assert [source["document_name"] for source in sources] == ["ferry.txt"]
+
+    downloaded = await s3_client.get(f"/api/v1/documents/{document['id']}/file", headers=headers)
+    assert downloaded.status_code == 200 and downloaded.content == content
+    assert downloaded.headers["content-type"].startswith("text/plain")
+
+    deleted = await s3_client.delete(f"/api/v1/documents/{document['id']}", headers=headers)
+    assert deleted.status_code == 204
+    assert object_keys(bucket) == []
+
+
+async def test_an_object_gone_from_the_bucket_fails_the_document_and_is_a_404(
+    s3_client: httpx.AsyncClient, s3_components: Components, bucket: Any
+) -> None:
+    headers = await auth_headers(s3_client)
+    response = await upload(s3_client, headers, "lost.txt", NOTE + f" {uuid.uuid4()}".encode())
+    assert response.status_code == 202
+    for key in object_keys(bucket):
+        bucket.delete_object(Bucket=BUCKET, Key=key)
+    await IngestionWorker(s3_components).run_until_idle()
+    read = await s3_client.get(f"/api/v1/documents/{response.json()['id']}", headers=headers)
+    document = read.json()
+    assert document["status"] == "failed"
+    assert "missing from storage" in document["error"]
+    missing = await s3_client.get(f"/api/v1/documents/{document['id']}/file", headers=headers)
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": "The stored file is missing"}
+
+
+def test_the_bucket_setting_chooses_the_storage_and_empty_values_count_as_unset(
+    tmp_path: Path,
+) -> None:
+    unset = StorageSettings(_env_file=None, s3_bucket="")  # type: ignore[call-arg]
+    assert isinstance(build_storage(unset, tmp_path), LocalFileStorage)
+    # As `${STORAGE_S3_ENDPOINT_URL:-}` in the compose file passes them: AWS's own endpoint.
+    chosen = StorageSettings(
+        _env_file=None,  # type: ignore[call-arg]
+        s3_bucket=BUCKET,
+        s3_endpoint_url="",
+        s3_access_key_id="",
+        s3_secret_access_key="",  # type: ignore[arg-type]
+    )
+    storage = build_storage(chosen, tmp_path)
+    assert isinstance(storage, S3FileStorage)
+    assert storage.staging == tmp_path / ".staging"
