@@ -126,8 +126,16 @@ async def test_a_user_chats_with_a_document(
         "When was the Northwind lighthouse"
     )
 
+    # The composer's hint names the keys on a desktop; on a phone (no Shift+Enter on touch
+    # keyboards) it is short enough to fit the box.
+    composer = page.locator("#composer")
+    hint = "Ask a question (@ picks a document)"
+    await expect(composer).to_have_attribute(
+        "placeholder", f"{hint[:-1]}; Enter sends, Shift+Enter adds a line)"
+    )
     # On a phone-sized screen the panel folds away behind a button.
     await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(composer).to_have_attribute("placeholder", hint)
     panel = page.get_by_role("complementary", name="Documents and sources")
     await expect(panel).to_be_visible()  # still open from the citation click
     await page.get_by_role("button", name="Hide panel").click()

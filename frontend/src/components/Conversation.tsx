@@ -19,6 +19,7 @@ import { citationNumber, dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
 import { MentionList, mentionAt, optionId, useDocumentMatches, withoutMention, type Match } from "./MentionPicker";
 import { Code, CodeBlock } from "./RichCode";
+import { NARROW_SCREEN, useMediaQuery } from "../media";
 
 interface Props {
   chatId: string | null;
@@ -231,6 +232,8 @@ export default function Conversation({
   // The unsent text survives a reload or a new login (kept per chat for this browser tab).
   const draftKey = `docchat.draft.${chatId ?? "new"}`;
   const [draft, setDraft] = useState(() => sessionStorage.getItem(draftKey) ?? "");
+  // Touch keyboards have no Shift+Enter: phones get the short hint (it also fits their width).
+  const narrow = useMediaQuery(NARROW_SCREEN);
   const [pending, setPending] = useState<Pending | null>(null);
   // The question being edited in place, and the one being replaced while its answer comes.
   const [editing, setEditing] = useState<string | null>(null);
@@ -555,7 +558,7 @@ export default function Conversation({
           id="composer"
           ref={composer}
           rows={2}
-          placeholder="Ask a question (@ picks a document; Enter sends, Shift+Enter adds a line)"
+          placeholder={narrow ? "Ask a question (@ picks a document)" : "Ask a question (@ picks a document; Enter sends, Shift+Enter adds a line)"}
           value={draft}
           aria-controls={mentioning && matches.length ? listId : undefined}
           aria-activedescendant={mentioning && matches.length ? optionId(listId, Math.min(active, matches.length - 1)) : undefined}

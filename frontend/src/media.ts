@@ -1,0 +1,16 @@
+import { useSyncExternalStore } from "react";
+
+/** Phones and narrow windows: the layout in styles.css switches at the same width. */
+export const NARROW_SCREEN = "(max-width: 900px)";
+
+/** Whether a CSS media query matches now, following it as the window changes. */
+export function useMediaQuery(query: string): boolean {
+  return useSyncExternalStore(
+    (changed) => {
+      const list = window.matchMedia?.(query);
+      list?.addEventListener("change", changed);
+      return () => list?.removeEventListener("change", changed);
+    },
+    () => window.matchMedia?.(query).matches ?? false,
+  );
+}
