@@ -5,14 +5,17 @@ from __future__ import annotations
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 from pydantic import SecretStr
 
 from docchat.config import Settings, UrlFetchSettings, WorkerSettings
+from tests.e2e.flows import SignIn, sign_up
 from tests.support.live_server import LiveServer
+from tests.support.llm_server import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "frontend" / "dist"
@@ -31,6 +34,7 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 ADMIN_EMAIL = "admin@example.com"
 ADMIN_PASSWORD = "admin password 123"
+DESKTOP = {"width": 1400, "height": 900}
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +71,24 @@ async def browser() -> AsyncIterator[Browser]:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         await browser.close()
+
+
+@pytest_asyncio.fixture
+async def signed_in(
+    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+) -> AsyncIterator[SignIn]:
+    """Opens a browser context (desktop size unless the options say otherwise) with a page
+    signed in as a new account, returning the page and the account's email; the model's script
+    is reset first and every context opened is closed after the test, failed or not."""
+    scripted_llm.reset()
+    contexts: list[BrowserContext] = []
+
+    async def open_page(**options: Any) -> tuple[Page, str]:
+        context = await browser.new_context(**{"viewport": DESKTOP, **options})
+        contexts.append(context)
+        page = await context.new_page()
+        return page, await sign_up(page, live_server)
+
+    yield open_page
+    for context in contexts:
+        await context.close()

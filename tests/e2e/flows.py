@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 
 from playwright.async_api import Page, expect
 
 from tests.support.live_server import LiveServer
 
 PASSWORD = "correct horse battery"
+# The `signed_in` fixture: browser context options in, a new account's page and email out.
+SignIn = Callable[..., Awaitable[tuple[Page, str]]]
 
 
 async def sign_up(page: Page, server: LiveServer) -> str:

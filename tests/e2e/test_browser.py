@@ -10,7 +10,7 @@ import httpx
 from playwright.async_api import Browser, Dialog, Route, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
-from tests.e2e.flows import PASSWORD, ask, log_in, sign_up
+from tests.e2e.flows import PASSWORD, SignIn, ask, log_in, sign_up
 from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
@@ -170,12 +170,10 @@ async def test_a_user_chats_with_a_document(
 
 
 async def test_stop_keeps_what_was_shown_marked_stopped(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context()
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     words = " ".join(f"word{number}" for number in range(60))
     scripted_llm.script(Reply(content=words, piece_delay_seconds=0.2))
     await ask(page, "A slow question")
@@ -205,16 +203,13 @@ async def test_stop_keeps_what_was_shown_marked_stopped(
     await expect(answer.get_by_text("Stopped", exact=True)).to_be_visible()
     await expect(page.get_by_test_id("no-answer")).to_have_count(1)
     await page.screenshot(path=str(SCREENSHOTS / "stopped.png"))
-    await context.close()
 
 
 async def test_chats_are_filed_under_categories_and_a_duplicate_name_says_why(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context()
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     names = iter(["Work", "Home", "Work"])
 
     async def answer_prompt(dialog: Dialog) -> None:
@@ -257,7 +252,6 @@ async def test_chats_are_filed_under_categories_and_a_duplicate_name_says_why(
     # The same name again is refused, and the page says so.
     await page.get_by_role("button", name="New category").click()
     await expect(chats.get_by_role("alert")).to_contain_text("already have a category")
-    await context.close()
 
 
 async def test_expired_session_goes_back_to_login(

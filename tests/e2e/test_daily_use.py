@@ -13,7 +13,7 @@ from playwright.async_api import Browser, Page, Route, expect
 
 from tests.e2e.accessibility import serious_violations
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
-from tests.e2e.flows import ask, log_in, sign_up, upload, upload_texts
+from tests.e2e.flows import SignIn, ask, log_in, sign_up, upload, upload_texts
 from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import Reply, ScriptedLLM
@@ -30,12 +30,11 @@ async def access_token(page: Page) -> str:
 
 
 async def test_new_chat_during_an_answer_stays_new_and_the_answer_lands_in_its_own_chat(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    live_server: LiveServer,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     await upload_texts(page, {"bridge.txt": "The harbour bridge opened to traffic in 1932."})
 
     # The request is held a moment, so "New chat" comes before the chat exists.
@@ -66,16 +65,13 @@ async def test_new_chat_during_an_answer_stays_new_and_the_answer_lands_in_its_o
     await expect(answer).to_contain_text("It opened in 1932")
     await expect(answer.get_by_text("1 source")).to_be_visible()
     await expect(answer.get_by_text("Stopped", exact=True)).to_have_count(0)
-    await context.close()
 
 
 async def test_what_an_answer_draws_from_is_in_view_and_picks_clear_after_sending(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     await upload_texts(
         page,
         {
@@ -127,7 +123,6 @@ async def test_what_an_answer_draws_from_is_in_view_and_picks_clear_after_sendin
     await page.get_by_role("button", name="+ New chat").click()
     await expect(next_scope).to_have_count(0)
     await expect(pick_bridges).not_to_be_checked()
-    await context.close()
 
 
 async def test_each_chat_has_an_address_that_reload_back_and_links_open(
@@ -174,11 +169,10 @@ async def test_each_chat_has_an_address_that_reload_back_and_links_open(
 
 
 async def test_uploads_queue_up_refuse_too_big_files_early_and_the_list_goes_past_a_hundred(
-    browser: Browser, live_server: LiveServer
+    signed_in: SignIn,
+    live_server: LiveServer,
 ) -> None:
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     posted: list[str] = []
     page.on(
         "request",
@@ -261,16 +255,13 @@ async def test_uploads_queue_up_refuse_too_big_files_early_and_the_list_goes_pas
     await expect(page.get_by_test_id("document")).to_have_count(total)
     await expect(page.get_by_test_id("document").filter(has_text="bulk-")).to_have_count(98)
     await expect(more).to_have_count(0)
-    await context.close()
 
 
 async def test_office_files_are_uploaded_and_cited_with_where_the_passage_is(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     manual = make_docx(
         [
             (1, "3 Installation", ["Install the gateway with the package manager."]),
@@ -319,18 +310,15 @@ async def test_office_files_are_uploaded_and_cited_with_where_the_passage_is(
     )
     await expect(source).to_contain_text("Slide 2: Launch plan")
     await page.screenshot(path=str(SCREENSHOTS / "office-sources.png"))
-    await context.close()
 
 
 async def test_a_web_page_is_added_by_its_address_and_private_ones_are_refused(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
     site = Site()
     try:
-        context = await browser.new_context(viewport={"width": 1400, "height": 900})
-        page = await context.new_page()
-        await sign_up(page, live_server)
+        page, _ = await signed_in()
         address = page.get_by_label("Web address of a page or file")
         await address.fill("http://169.254.169.254/latest/meta-data/")
         await page.get_by_role("button", name="Add", exact=True).click()
@@ -351,19 +339,17 @@ async def test_a_web_page_is_added_by_its_address_and_private_ones_are_refused(
         )
         source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
         await expect(source).to_contain_text("Ferry timetable > Winter")
-        await context.close()
     finally:
         site.stop()
 
 
 async def test_an_answer_is_copied_and_rated_and_administrators_read_the_rating(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    browser: Browser,
+    live_server: LiveServer,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    await context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page = await context.new_page()
-    email = await sign_up(page, live_server)
+    page, email = await signed_in(permissions=["clipboard-read", "clipboard-write"])
     await upload_texts(page, {"pier.txt": "The island ferry leaves from pier 4 at 07:40."})
     scripted_llm.script("The ferry leaves at 07:40 [1].")
     await ask(page, "When does the island ferry leave?")
@@ -399,16 +385,13 @@ async def test_an_answer_is_copied_and_rated_and_administrators_read_the_rating(
     await expect(entry).to_contain_text("pier.txt")
     await entry.screenshot(path=str(SCREENSHOTS / "feedback-review.png"))
     await admin_context.close()
-    await context.close()
 
 
 async def test_chats_are_searched_and_saved_as_files(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     await upload_texts(page, {"piers.txt": "The island ferries leave from pier 4."})
     scripted_llm.script("From pier 4 [1].")
     await ask(page, "Where do the island ferries leave from?")
@@ -438,7 +421,6 @@ async def test_chats_are_searched_and_saved_as_files(
         "**docchat** · " in saved
         and '1. piers.txt: "The island ferries leave from pier 4."' in saved
     )
-    await context.close()
 
 
 RICH_ANSWER = """Here is the timetable [1]:
@@ -457,13 +439,10 @@ The crossing takes \\(t = d / v\\) hours, and \\[E = mc^2\\]"""
 
 
 async def test_answers_render_tables_highlighted_code_and_math(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    await context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in(permissions=["clipboard-read", "clipboard-write"])
     await upload_texts(page, {"ferries.txt": "Morning ferry 07:40, evening ferry 18:15."})
     scripted_llm.script(RICH_ANSWER)
     await ask(page, "Show me the ferry timetable")
@@ -480,16 +459,13 @@ async def test_answers_render_tables_highlighted_code_and_math(
     copied = await page.evaluate("navigator.clipboard.readText()")
     assert copied == 'def next_ferry(now):\n    return "07:40"  # the first one'
     await answer.screenshot(path=str(SCREENSHOTS / "rich-answer.png"))
-    await context.close()
 
 
 async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in(bypass_csp=True)
     pages = [
         filler("harbour", 30),
         "The Northwind lighthouse stands on the north cape. The Northwind light can be seen "
@@ -546,16 +522,13 @@ async def test_a_cited_passage_opens_in_the_document_viewer_and_back(
     await page.keyboard.press("Escape")
     await expect(viewer).to_have_count(0)
     await expect(show).to_be_focused()  # back to the answer's sources, where the reader was
-    await context.close()
 
 
 async def test_a_chat_has_its_own_model_and_strict_mode(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     scripted_llm.script("Hello!")
     await ask(page, "Say hello")
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")
@@ -582,16 +555,13 @@ async def test_a_chat_has_its_own_model_and_strict_mode(
     await page.get_by_text("Answer settings").click()
     await expect(page.get_by_label("Chat model")).to_have_value("override")
     await page.screenshot(path=str(SCREENSHOTS / "chat-settings.png"))
-    await context.close()
 
 
 async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     scripted_llm.script("Hello!")
     await ask(page, "Say hello")
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")
@@ -616,16 +586,13 @@ async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
     await chats.get_by_role("status").get_by_role("button", name="Undo").click()
     await expect(titles).to_have_text(["Greetings"])
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")  # reopened
-    await context.close()
 
 
 async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     await upload_texts(page, {"pier.txt": "The island ferry leaves from pier 4 at 07:40."})
     scripted_llm.script("From pier 9 [1].", "At 07:40 [1].")
     await ask(page, "Which pier does the island ferry leave from?")
@@ -673,16 +640,13 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     )
     await expect(page.get_by_test_id("message-assistant")).to_have_count(1)
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("pier 4")
-    await context.close()
 
 
 async def test_a_question_left_without_an_answer_is_tried_again(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     scripted_llm.script(Reply(status=500))
     await ask(page, "Tell me a short joke")
     await expect(page.get_by_role("alert")).to_be_visible()
@@ -694,16 +658,13 @@ async def test_a_question_left_without_an_answer_is_tried_again(
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("blush")
     await expect(page.get_by_test_id("no-answer")).to_have_count(0)
     await expect(page.get_by_test_id("message-user")).to_have_count(1)
-    await context.close()
 
 
 async def test_a_document_is_picked_for_the_next_message_by_typing_at_its_name(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in(bypass_csp=True)
     await upload_texts(
         page,
         {
@@ -736,16 +697,13 @@ async def test_a_document_is_picked_for_the_next_message_by_typing_at_its_name(
     prompt = scripted_llm.prompt_text()
     assert "pier 4" in prompt and "fish soup" not in prompt
     await expect(page.get_by_test_id("chip-next")).to_have_count(0)  # used, so cleared
-    await context.close()
 
 
 async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     scripted_llm.script("Noted.")
     await ask(page, "Private question about the merger")
     chats = page.get_by_role("complementary", name="Chats")
@@ -762,4 +720,3 @@ async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
     # Read at once, not awaited: the list the new account is first shown must not be the last's.
     assert await mine.count() == 0
     await expect(chats).to_contain_text("No chats yet")
-    await context.close()

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Page, expect
 
 from tests.e2e.conftest import SCREENSHOTS
-from tests.e2e.flows import ask, sign_up, upload
-from tests.support.live_server import LiveServer
+from tests.e2e.flows import SignIn, ask, upload
 from tests.support.llm_server import ScriptedLLM
 from tests.support.office_files import make_epub, make_xlsx
 
@@ -76,12 +75,10 @@ async def _cited(page: Page, llm: ScriptedLLM, name: str, question: str) -> None
 
 
 async def test_each_kind_of_file_is_uploaded_asked_and_cited_with_its_place(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     await upload(page, {name: content for name, content, _, _ in FILES}, wait_ms=90_000)
 
     source = page.get_by_role("list", name="Sources").get_by_role("listitem").first
@@ -90,16 +87,13 @@ async def test_each_kind_of_file_is_uploaded_asked_and_cited_with_its_place(
         await expect(source).to_contain_text(name)
         await expect(source).to_contain_text(place)
     await page.screenshot(path=str(SCREENSHOTS / "ocr-source.png"))
-    await context.close()
 
 
 async def test_a_new_version_replaces_a_document_and_its_answers(
-    browser: Browser, live_server: LiveServer, scripted_llm: ScriptedLLM
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    scripted_llm.reset()
-    context = await browser.new_context(viewport={"width": 1400, "height": 900})
-    page = await context.new_page()
-    await sign_up(page, live_server)
+    page, _ = await signed_in()
     old = b"Gateway guide.\n\nThe gateway listens on port 8080 for the admin console."
     await upload(page, {"gateway.txt": old})
     row = page.get_by_test_id("document").filter(has_text="gateway")
@@ -128,4 +122,3 @@ async def test_a_new_version_replaces_a_document_and_its_answers(
     )
     await expect(page.get_by_role("status").filter(has_text="same file")).to_be_visible()
     await page.screenshot(path=str(SCREENSHOTS / "new-version.png"))
-    await context.close()
