@@ -162,3 +162,40 @@ async def test_replacing_needs_a_question_of_the_same_chat(
         "In chat one",
         "A.",
     ]
+
+
+async def test_editing_the_first_question_renames_a_chat_named_after_it(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("One.", "Two.", "Pier 4.", "At seven.", "At seven, daily.")
+    first = (await ask(client, headers, "Whne does teh ferry leave")).json()
+    chat_id, question = first["chat_id"], first["user_message"]["id"]
+    second = (await ask(client, headers, "And from which pier?", chat_id=chat_id)).json()
+
+    async def title() -> str:
+        chat = await client.get(f"/api/v1/chats/{chat_id}", headers=headers)
+        name: str = chat.json()["title"]
+        return name
+
+    assert await title() == "Whne does teh ferry leave"
+    # Editing a later question leaves the name alone.
+    later = second["user_message"]["id"]
+    edited = await ask(client, headers, "From which pier?", chat_id=chat_id, replaces=later)
+    assert edited.status_code == 200, edited.text
+    assert await title() == "Whne does teh ferry leave"
+    # The first question names the chat: its edit renames it.
+    edited = await ask(
+        client, headers, "When does the ferry leave?", chat_id=chat_id, replaces=question
+    )
+    assert edited.status_code == 200, edited.text
+    assert await title() == "When does the ferry leave?"
+    # A name the user gave is kept whatever is edited.
+    renamed = await client.patch(
+        f"/api/v1/chats/{chat_id}", headers=headers, json={"title": "Ferries"}
+    )
+    assert renamed.status_code == 200, renamed.text
+    first_now = edited.json()["user_message"]["id"]
+    again = await ask(client, headers, "When does it leave?", chat_id=chat_id, replaces=first_now)
+    assert again.status_code == 200, again.text
+    assert await title() == "Ferries"

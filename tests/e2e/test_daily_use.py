@@ -632,6 +632,13 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     await expect(page.get_by_test_id("message-assistant")).to_have_count(1)
     # The model was not shown the replaced exchanges.
     assert "pier 9" not in scripted_llm.prompt_text()
+    # The chat was named after its first question: the list shows the edited one.
+    chats = page.get_by_role("complementary", name="Chats")
+    await expect(
+        chats.get_by_role(
+            "button", name="Which pier, exactly, does the island ferry use?", exact=True
+        )
+    ).to_be_visible()
 
     # What the screen shows is what the server kept: a reload shows the same chat.
     await page.reload()

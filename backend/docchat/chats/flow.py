@@ -94,6 +94,9 @@ class MessageFlow:
                     from_seq=turn.replaces_from_seq,
                     before_seq=turn.question_seq,
                 )
+            if turn.retitle is not None:
+                old, new = turn.retitle
+                await repository.retitle(session, turn.chat_id, old=old, new=new)
             message = await repository.add_answer(
                 session,
                 turn.chat_id,

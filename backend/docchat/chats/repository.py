@@ -161,6 +161,13 @@ async def remove_messages(
     )
 
 
+async def retitle(session: AsyncSession, chat_id: uuid.UUID, *, old: str, new: str) -> None:
+    """Rename the chat to `new` if it is still called `old` (a name the user gave stays)."""
+    await session.execute(
+        update(Chat).where(Chat.id == chat_id, Chat.title == old).values(title=new)
+    )
+
+
 async def message_document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
     """Documents attached to any message of the chat, in the order they were first attached."""
     statement = (

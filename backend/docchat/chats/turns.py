@@ -46,6 +46,8 @@ class Turn:
     # way to it once its answer is saved.
     replaces_from_seq: int | None = None
     question_seq: int = 0
+    # An edit of the first question renames a chat named after it: (old title, new title).
+    retitle: tuple[str, str] | None = None
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -151,6 +153,17 @@ def _history(messages: list[Message], settings: Settings) -> list[dict[str, str]
     return [{"role": str(message.role), "content": message.content[:limit]} for message in messages]
 
 
+def _retitle(
+    chat: Chat, replaced: Message | None, earlier: list[Message], content: str
+) -> tuple[str, str] | None:
+    """The chat's new name when its first question, which named it, is edited."""
+    if replaced is None or earlier:
+        return None
+    if chat.title != chats_service.title_from(replaced.content):
+        return None  # the user named it
+    return chat.title, chats_service.title_from(content)
+
+
 def _last_answer_was_grounded(messages: list[Message]) -> bool:
     answers = [message for message in messages if message.role == MessageRole.assistant]
     return bool(answers and answers[-1].sources)
@@ -207,6 +220,7 @@ async def start_turn(
         question=question,
         replaces_from_seq=replaced.seq if replaced is not None else None,
         question_seq=message.seq,
+        retitle=_retitle(chat, replaced, earlier, request.content),
     )
     await session.commit()
     return turn
