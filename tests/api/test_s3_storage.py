@@ -156,3 +156,23 @@ def test_the_bucket_setting_chooses_the_storage_and_empty_values_count_as_unset(
     storage = build_storage(chosen, tmp_path)
     assert isinstance(storage, S3FileStorage)
     assert storage.staging == tmp_path / ".staging"
+
+
+async def test_a_document_still_queued_is_read_from_the_bucket_to_answer(
+    s3_client: httpx.AsyncClient, fresh_llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    headers = await auth_headers(s3_client)
+    uploaded = await upload(s3_client, headers, "ferry.txt", NOTE + f" {uuid.uuid4()}".encode())
+    document = uploaded.json()
+    assert document["status"] == "queued"  # no worker has run
+    fresh_llm.script("At seven [1].")
+    answer = await ask(
+        s3_client, headers, "When does the ferry leave?", document_ids=[document["id"]]
+    )
+    assert answer.status_code == 200, answer.text
+    message = answer.json()["assistant_message"]
+    assert message["meta"]["inline_documents"] == 1
+    assert [source["document_name"] for source in message["sources"]] == ["ferry.txt"]
+    assert "leaves the harbour at seven" in fresh_llm.prompt_text()
+    staged = tmp_path / "staging"
+    assert not staged.exists() or not any(staged.iterdir())  # the copy read was removed
