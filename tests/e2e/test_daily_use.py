@@ -620,6 +620,12 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     await expect(editor).to_be_focused()
     await expect(page.get_by_text("the 3 messages after it")).to_be_visible()
     await page.screenshot(path=str(SCREENSHOTS / "edit-question.png"))
+    # On a phone the editor and what it says fit the screen.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(editor).to_be_in_viewport()
+    await expect(page.get_by_text("the 3 messages after it")).to_be_in_viewport()
+    await page.screenshot(path=str(SCREENSHOTS / "edit-question-phone.png"))
+    await page.set_viewport_size({"width": 1400, "height": 900})
     await editor.press("Escape")
     await expect(page.get_by_test_id("message-user")).to_have_count(2)
 
@@ -704,6 +710,14 @@ async def test_a_document_is_picked_for_the_next_message_by_typing_at_its_name(
     prompt = scripted_llm.prompt_text()
     assert "pier 4" in prompt and "fish soup" not in prompt
     await expect(page.get_by_test_id("chip-next")).to_have_count(0)  # used, so cleared
+
+    # On a phone the list opens above the composer, whole and readable.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await composer.press_sequentially("@can")
+    await expect(options).to_have_text(["canteen-menu.txt"])
+    await expect(options.first).to_be_in_viewport(ratio=1)
+    await page.screenshot(path=str(SCREENSHOTS / "mention-phone.png"))
+    assert await serious_violations(page) == []
 
 
 async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
