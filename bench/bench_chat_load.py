@@ -1,6 +1,7 @@
 """Chat under load: 50 concurrent users posting messages (and 50 streaming) to a real server.
 
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
+        [--library CHUNKS] [--keep DIR]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
 LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
