@@ -116,6 +116,7 @@ async def test_a_file_in_the_bucket_is_read_answered_from_downloaded_and_deleted
     downloaded = await s3_client.get(f"/api/v1/documents/{document['id']}/file", headers=headers)
     assert downloaded.status_code == 200 and downloaded.content == content
     assert downloaded.headers["content-type"].startswith("text/plain")
+    assert not any(staged.iterdir())  # the copy sent was removed
 
     deleted = await s3_client.delete(f"/api/v1/documents/{document['id']}", headers=headers)
     assert deleted.status_code == 204

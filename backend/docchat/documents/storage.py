@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 from starlette.responses import FileResponse
+from starlette.types import Receive, Scope, Send
 
 from docchat.config import StorageSettings
 from docchat.kit.errors import NotFound, PayloadTooLarge, Unprocessable
@@ -246,13 +246,19 @@ class S3FileStorage(FileStorage):
 
     async def response(self, key: str, media_type: str, filename: str) -> FileResponse:
         path = await self._download(key)
-        return FileResponse(
-            path,
-            media_type=media_type,
-            filename=filename,
-            content_disposition_type="inline",
-            background=BackgroundTask(path.unlink, missing_ok=True),
+        return _CopyResponse(
+            path, media_type=media_type, filename=filename, content_disposition_type="inline"
         )
+
+
+class _CopyResponse(FileResponse):
+    """A file response over a local copy, removed once sent, or once the client went away."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await asyncio.to_thread(Path(self.path).unlink, missing_ok=True)
 
 
 def build_storage(settings: StorageSettings, files_dir: Path) -> FileStorage:
