@@ -204,21 +204,17 @@ class S3FileStorage(FileStorage):
         )
 
     async def exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
-
         try:
             await asyncio.to_thread(
                 self._client.head_object, Bucket=self.bucket, Key=self._object(key)
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+        except Exception as exc:
+            if _no_such_object(exc):
                 return False
             raise
         return True
 
     async def _download(self, key: str) -> Path:
-        from botocore.exceptions import ClientError
-
         await asyncio.to_thread(self.staging.mkdir, parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=self.staging, prefix=".copy-")
         os.close(fd)
@@ -226,13 +222,10 @@ class S3FileStorage(FileStorage):
             await asyncio.to_thread(
                 self._client.download_file, self.bucket, self._object(key), name
             )
-        except ClientError as exc:
+        except BaseException as exc:
             await asyncio.to_thread(Path(name).unlink, missing_ok=True)
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if _no_such_object(exc):
                 raise StoredFileMissing() from exc
-            raise
-        except BaseException:
-            await asyncio.to_thread(Path(name).unlink, missing_ok=True)
             raise
         return Path(name)
 
@@ -259,6 +252,15 @@ class _CopyResponse(FileResponse):
             await super().__call__(scope, receive, send)
         finally:
             await asyncio.to_thread(Path(self.path).unlink, missing_ok=True)
+
+
+def _no_such_object(error: BaseException) -> bool:
+    """Whether boto3 failed because the object is not in the bucket."""
+    from botocore.exceptions import ClientError
+
+    if not isinstance(error, ClientError):
+        return False
+    return error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
 
 
 def build_storage(settings: StorageSettings, files_dir: Path) -> FileStorage:
