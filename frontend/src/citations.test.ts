@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { citationNumber, dollarMath, linkCitations } from "./citations";
+import { afterMarker, citationNumber, dollarMath, linkCitations } from "./citations";
 
 describe("linkCitations", () => {
   it("turns markers into citation links", () => {
-    expect(linkCitations("Built in 1887 [1][2].", 2)).toBe("Built in 1887 [\\[1\\]](#cite-1)[\\[2\\]](#cite-2).");
+    expect(linkCitations("Built in 1887 [1][2].", 2)).toBe("Built in 1887 [\\[1\\]](#cite-1)[\\[2\\].](#cite-2)");
   });
 
   it("leaves code and existing links alone", () => {
@@ -13,7 +13,17 @@ describe("linkCitations", () => {
 
   it("links only markers that have a source", () => {
     expect(linkCitations("General answer [1][2].", 0)).toBe("General answer [1][2].");
-    expect(linkCitations("One source [1], not [2].", 1)).toBe("One source [\\[1\\]](#cite-1), not [2].");
+    expect(linkCitations("One source [1], not [2].", 1)).toBe("One source [\\[1\\],](#cite-1) not [2].");
+  });
+});
+
+describe("afterMarker", () => {
+  it("keeps the punctuation that followed a marker inside its link", () => {
+    expect(linkCitations("Seen 22 miles away [1]), at night [2].", 2)).toBe(
+      "Seen 22 miles away [\\[1\\]),](#cite-1) at night [\\[2\\].](#cite-2)",
+    );
+    expect(afterMarker("[1]),")).toBe("),");
+    expect(afterMarker("[12]")).toBe("");
   });
 });
 

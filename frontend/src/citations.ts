@@ -8,10 +8,17 @@ export const CITATION_PREFIX = "#cite-";
  */
 export function linkCitations(markdown: string, sourceCount: number): string {
   return outsideCode(markdown, (part) =>
-    part.replace(/\[(\d{1,3})\](?!\()/g, (marker, n: string) =>
-      Number(n) >= 1 && Number(n) <= sourceCount ? `[\\[${n}\\]](${CITATION_PREFIX}${n})` : marker,
+    part.replace(/\[(\d{1,3})\](?!\()([.,;:!?)]{0,3})/g, (marker, n: string, after: string) =>
+      // Punctuation right after a marker goes inside its link, so the marker (a button, after
+      // which a line may break) never leaves it to start the next line alone.
+      Number(n) >= 1 && Number(n) <= sourceCount ? `[\\[${n}\\]${after}](${CITATION_PREFIX}${n})` : marker,
     ),
   );
+}
+
+/** What a citation link shows after its marker: the punctuation that followed it. */
+export function afterMarker(text: string): string {
+  return text.replace(/^\[\d{1,3}\]/, "");
 }
 
 /** `transform` applied to the text outside code spans and fenced blocks. */

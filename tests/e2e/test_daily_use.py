@@ -588,6 +588,24 @@ async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")  # reopened
 
 
+# Whether the first text after the answer's citation marker starts on the marker's line.
+PUNCTUATION_ON_THE_MARKERS_LINE = """(answer) => {
+    const marker = answer.querySelector(".cite");
+    const walker = document.createTreeWalker(answer, NodeFilter.SHOW_TEXT);
+    let node = null;
+    while ((node = walker.nextNode())) {
+        const after = marker.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING;
+        if (after && !marker.contains(node) && !node.parentElement.closest("[role=tooltip]")
+            && node.textContent.trim()) break;
+    }
+    const range = document.createRange();
+    range.setStart(node, 0);
+    range.setEnd(node, 1);
+    const text = range.getBoundingClientRect(), button = marker.getBoundingClientRect();
+    return text.top < button.bottom && text.bottom > button.top;
+}"""
+
+
 async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     signed_in: SignIn,
     scripted_llm: ScriptedLLM,
@@ -625,6 +643,9 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     await expect(editor).to_be_in_viewport()
     await expect(page.get_by_text("the 3 messages after it")).to_be_in_viewport()
     await page.screenshot(path=str(SCREENSHOTS / "edit-question-phone.png"))
+    # A marker keeps the punctuation after it on its line ("[1]." never leaves "." alone).
+    last_answer = page.get_by_test_id("message-assistant").last
+    assert await last_answer.evaluate(PUNCTUATION_ON_THE_MARKERS_LINE)
     await page.set_viewport_size({"width": 1400, "height": 900})
     await editor.press("Escape")
     await expect(page.get_by_test_id("message-user")).to_have_count(2)

@@ -15,7 +15,7 @@ import Markdown from "react-markdown";
 import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
 import remarkGfm from "remark-gfm";
 import remarkMath from "remark-math";
-import { citationNumber, dollarMath, linkCitations } from "../citations";
+import { afterMarker, citationNumber, dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
 import { MentionList, mentionAt, optionId, useDocumentMatches, withoutMention, type Match } from "./MentionPicker";
 import { Code, CodeBlock } from "./RichCode";
@@ -58,6 +58,11 @@ interface Citing {
 }
 const CiteContext = createContext<Citing>({ onCite: () => undefined, sources: [] });
 
+function textOf(children: ReactNode): string {
+  if (typeof children === "string" || typeof children === "number") return String(children);
+  return Array.isArray(children) ? children.map(textOf).join("") : "";
+}
+
 function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
   const { onCite, sources } = useContext(CiteContext);
   const [previewing, setPreviewing] = useState(false);
@@ -97,6 +102,7 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
       >
         [{number}]
       </button>
+      {afterMarker(textOf(children))}
       {source && (
         <span id={tooltip} role="tooltip" className={`cite-preview${below ? " below" : ""}`} hidden={!previewing}>
           <strong>{source.document_name}</strong>
