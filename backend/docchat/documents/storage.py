@@ -100,8 +100,8 @@ class FileStorage(ABC):
 
     @abstractmethod
     async def place(self, received: ReceivedFile) -> str:
-        """Put the received file at its content address (the temporary file is gone after);
-        returns the storage key."""
+        """Put the received file at its content address; returns the storage key. The caller
+        discards the received file after, placed or not."""
 
     @abstractmethod
     async def remove(self, key: str) -> None:
@@ -195,7 +195,6 @@ class S3FileStorage(FileStorage):
             self.bucket,
             self._object(received.key),
         )
-        await self.discard(received)
         return received.key
 
     async def remove(self, key: str) -> None:
