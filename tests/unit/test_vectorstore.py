@@ -10,7 +10,13 @@ import pytest
 from chromadb.config import Settings as ChromaSettings
 
 from docchat.retrieval.chroma import ChromaVectorStore
-from docchat.retrieval.index import Chunk, DocumentRef, VectorStoreUnavailable
+from docchat.retrieval.index import (
+    Chunk,
+    DocumentRef,
+    VectorStoreUnavailable,
+    chunk_id,
+    parse_chunk_id,
+)
 
 DIMENSION = 3
 
@@ -136,3 +142,14 @@ def test_a_query_answers_from_the_answering_version_with_every_field(tmp_path: P
     hits = store.query([1.0, 0.0, 0.0], [current], top_k=5)
     assert [hit.chunk for hit in hits] == [new]
     assert hits[0].similarity == pytest.approx(0.9 / (0.81 + 0.01) ** 0.5, abs=1e-4)
+
+
+@pytest.mark.parametrize("version", [1, 2, 17])
+def test_a_chunk_id_names_its_document_index_and_version(version: int) -> None:
+    document = uuid.uuid4()
+    assert parse_chunk_id(chunk_id(document, 12, version)) == (document, 12, version)
+
+
+@pytest.mark.parametrize("key", ["", "x", "not-a-uuid_3", f"{uuid.uuid4()}_x_3", f"{uuid.uuid4()}"])
+def test_an_id_of_another_shape_names_no_chunk(key: str) -> None:
+    assert parse_chunk_id(key) is None

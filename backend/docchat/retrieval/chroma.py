@@ -35,6 +35,7 @@ from docchat.retrieval.index import (
     ScoredChunk,
     VectorStoreUnavailable,
     chunk_id,
+    parse_chunk_id,
 )
 
 logger = logging.getLogger(__name__)
@@ -86,39 +87,52 @@ def _by_owner(documents: Sequence[DocumentRef]) -> dict[uuid.UUID, dict[uuid.UUI
     return grouped
 
 
-def _scored(result: Any) -> list[ScoredChunk]:
-    texts = (result.get("documents") or [[]])[0]
-    metadatas = (result.get("metadatas") or [[]])[0]
+def _nearest(result: Any) -> list[tuple[str, float]]:
+    """A query's ids, each with its cosine similarity, most similar first."""
+    ids = (result.get("ids") or [[]])[0]
     distances = (result.get("distances") or [[]])[0]
-    return [
-        ScoredChunk(_chunk_from(text or "", dict(metadata)), 1.0 - float(distance))
-        for text, metadata, distance in zip(texts, metadatas, distances, strict=True)
-    ]
+    return [(key, 1.0 - float(distance)) for key, distance in zip(ids, distances, strict=True)]
+
+
+def _answering(
+    hits: list[tuple[str, float]], versions: dict[uuid.UUID, int]
+) -> list[tuple[str, float]]:
+    """The hits that are chunks of a document in `versions`, of the version named for it."""
+    kept = []
+    for key, similarity in hits:
+        address = parse_chunk_id(key)
+        if address is not None and versions.get(address[0]) == address[2]:
+            kept.append((key, similarity))
+    return kept
 
 
 LEGACY_MOVE_BATCH = 1000
 # Unfiltered candidates fetched per wanted chunk before falling back to the filtered query.
 OVERFETCH = 3
-_INCLUDE = ["documents", "metadatas", "distances"]
 
 
 def _query_owner(
     collection: Any, embedding: list[float], versions: dict[uuid.UUID, int], top_k: int
-) -> list[ScoredChunk]:
-    """The `top_k` chunks of the documents in `versions` (of the version named for each) in
-    one owner's collection.
+) -> list[tuple[str, float]]:
+    """The ids of the `top_k` chunks of the documents in `versions` (of the version named for
+    each) in one owner's collection, with their similarity, most similar first.
+
+    Only ids and distances are asked for: Chroma reads a query's texts and metadata one
+    result at a time (15 ms for 60 results at 100k chunks, against 2 ms without), so the
+    caller reads them for the chunks it keeps, with one `get`.
 
     Most searches cover all, or most, of an owner's documents (scope "all"), so the index alone
-    finds them: an unfiltered query over-fetches and keeps the wanted documents' chunks. If the
-    top `OVERFETCH * top_k` already hold `top_k` wanted chunks, those are the best `top_k` of
-    the wanted documents; if the collection had fewer chunks than asked for, every chunk was
-    seen. Otherwise (a narrow scope) the filtered query answers; on 1,000 chunks it costs
-    about 10 ms against 2 ms for the unfiltered one.
+    finds them: an unfiltered query over-fetches and keeps the wanted documents' chunks (their
+    ids name document and version). If the top `OVERFETCH * top_k` already hold `top_k` wanted
+    chunks, those are the best `top_k` of the wanted documents; if the collection had fewer
+    chunks than asked for, every chunk was seen. Otherwise (a narrow scope) the filtered query
+    answers; on 1,000 chunks it costs about 10 ms against 2 ms for the unfiltered one.
     """
     asked = top_k * OVERFETCH
-    result = collection.query(query_embeddings=[embedding], n_results=asked, include=_INCLUDE)
-    seen = _scored(result)
-    kept = [hit for hit in seen if versions.get(hit.chunk.document_id) == hit.chunk.version]
+    seen = _nearest(
+        collection.query(query_embeddings=[embedding], n_results=asked, include=["distances"])
+    )
+    kept = _answering(seen, versions)
     if len(kept) >= top_k or len(seen) < asked:
         return kept[:top_k]
     # Twice as many: while a new version is read, its chunks sit beside the answering ones.
@@ -126,10 +140,22 @@ def _query_owner(
         query_embeddings=[embedding],
         n_results=top_k * 2,
         where=_document_filter(list(versions)),
-        include=_INCLUDE,
+        include=["distances"],
     )
-    found = [hit for hit in _scored(result) if versions[hit.chunk.document_id] == hit.chunk.version]
-    return found[:top_k]
+    return _answering(_nearest(result), versions)[:top_k]
+
+
+def _read_chunks(collection: Any, hits: list[tuple[str, float]]) -> list[ScoredChunk]:
+    """The chunks of `hits` (texts and metadata read by id), in the order of `hits`; a chunk
+    removed since the query is left out."""
+    stored = collection.get(ids=[key for key, _ in hits], include=["documents", "metadatas"])
+    texts = stored["documents"] or []
+    metadatas = stored["metadatas"] or []
+    found = {
+        key: _chunk_from(text or "", dict(metadata))
+        for key, text, metadata in zip(stored["ids"], texts, metadatas, strict=True)
+    }
+    return [ScoredChunk(found[key], similarity) for key, similarity in hits if key in found]
 
 
 class ChromaVectorStore:
@@ -305,14 +331,30 @@ class ChromaVectorStore:
     ) -> list[ScoredChunk]:
         if not documents or top_k <= 0:
             return []
-        hits: list[ScoredChunk] = []
+        vector = list(embedding)
+        nearest: list[tuple[str, float, uuid.UUID]] = []
         for owner_id, versions in _by_owner(documents).items():
             with self._guard(owner_id, "query"):
                 collection = self._owner_collection(owner_id, create=False)
                 if collection is not None:
-                    hits.extend(_query_owner(collection, list(embedding), versions, top_k))
-        hits.sort(key=lambda hit: hit.similarity, reverse=True)
-        return hits[:top_k]
+                    hits = _query_owner(collection, vector, versions, top_k)
+                    nearest.extend((key, similarity, owner_id) for key, similarity in hits)
+        nearest.sort(key=lambda hit: hit[1], reverse=True)
+        return self._read_best(nearest[:top_k])
+
+    def _read_best(self, nearest: list[tuple[str, float, uuid.UUID]]) -> list[ScoredChunk]:
+        """The chunks of the best hits over all owners, read from their owners' collections."""
+        by_owner: dict[uuid.UUID, list[tuple[str, float]]] = {}
+        for key, similarity, owner_id in nearest:
+            by_owner.setdefault(owner_id, []).append((key, similarity))
+        chunks: list[ScoredChunk] = []
+        for owner_id, hits in by_owner.items():
+            with self._guard(owner_id, "read"):
+                collection = self._owner_collection(owner_id, create=False)
+                if collection is not None:
+                    chunks.extend(_read_chunks(collection, hits))
+        chunks.sort(key=lambda hit: hit.similarity, reverse=True)
+        return chunks
 
     def similarities(
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]

@@ -40,6 +40,19 @@ def chunk_id(document_id: uuid.UUID, chunk_index: int, version: int = 1) -> str:
     return f"{document_id}_v{version}_{chunk_index}"
 
 
+def parse_chunk_id(key: str) -> tuple[uuid.UUID, int, int] | None:
+    """The (document id, chunk index, version) a `chunk_id` names; None for any other id."""
+    parts = key.split("_")
+    try:
+        if len(parts) == 2:
+            return uuid.UUID(parts[0]), int(parts[1]), 1
+        if len(parts) == 3 and parts[1].startswith("v"):
+            return uuid.UUID(parts[0]), int(parts[2]), int(parts[1][1:])
+    except ValueError:
+        return None
+    return None
+
+
 @dataclass(frozen=True)
 class Chunk:
     document_id: uuid.UUID
