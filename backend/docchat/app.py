@@ -27,6 +27,7 @@ from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
 from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
+from docchat.kit.heap import freeze_startup_heap
 from docchat.kit.openapi import publish_models
 from docchat.openai_compat.router import router as openai_router
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
@@ -103,6 +104,7 @@ def create_app(
 
             worker = IngestionWorker(components)
             worker_task = asyncio.create_task(worker.run_forever(stop))
+        freeze_startup_heap()
         try:
             yield
         finally:

@@ -43,10 +43,12 @@ async def _worker() -> None:
     from docchat.components import build_components
     from docchat.db import create_engine, create_sessionmaker
     from docchat.ingestion.worker import IngestionWorker
+    from docchat.kit.heap import freeze_startup_heap
 
     settings = get_settings()
     engine = create_engine(settings.database_url, pool_size=2)
     components = await build_components(settings, create_sessionmaker(engine))
+    freeze_startup_heap()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
