@@ -10,6 +10,7 @@ dependencies in `docchat.dependencies`, and services receive only what they use.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -29,6 +30,8 @@ from docchat.retrieval.index import BlockingVectorStore, ThreadedIndex, VectorIn
 from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -147,13 +150,17 @@ async def build_components(
     embedder = await asyncio.to_thread(build_embedder, settings.embedding)
     vector_store = await asyncio.to_thread(build_vector_store, settings, embedder)
     extractor, inline_reader = await asyncio.to_thread(build_sandboxes, settings)
+    storage = build_storage(settings.storage, settings.files_dir)
+    swept = await storage.sweep_staging()
+    if swept:
+        logger.warning("removed %d temporary files left by a process that stopped", swept)
     return Components(
         settings=settings,
         sessionmaker=sessionmaker,
         embedder=embedder,
         vector_store=vector_store,
         llm=LLM(settings.llm),
-        storage=build_storage(settings.storage, settings.files_dir),
+        storage=storage,
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
         extractor=extractor,
         inline_reader=inline_reader,

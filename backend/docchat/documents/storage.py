@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,6 +33,12 @@ from docchat.kit.errors import NotFound, PayloadTooLarge, Unprocessable
 
 COPY_CHUNK = 1024 * 1024
 HEAD_BYTES = 8192
+# Names of the staging folder's temporary files: uploads being received, local copies of
+# stored objects.
+STAGING_PREFIXES = (".upload-", ".copy-")
+# A temporary file older than this was left by a process that died holding it (no upload or
+# copy lasts a day); younger ones may belong to another process sharing the folder.
+STALE_STAGING_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,21 @@ class StoredFileMissing(NotFound):
 def _write(out: BinaryIO, digest: hashlib._Hash, piece: bytes) -> None:
     digest.update(piece)
     out.write(piece)
+
+
+def _remove_stale(folder: Path, older_than: float) -> int:
+    if not folder.is_dir():
+        return 0
+    cutoff = time.time() - older_than
+    removed = 0
+    for entry in os.scandir(folder):
+        if not entry.name.startswith(STAGING_PREFIXES) or not entry.is_file(follow_symlinks=False):
+            continue
+        with contextlib.suppress(FileNotFoundError):  # its process may just have removed it
+            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+    return removed
 
 
 class FileStorage(ABC):
@@ -97,6 +119,11 @@ class FileStorage(ABC):
 
     async def discard(self, received: ReceivedFile) -> None:
         await asyncio.to_thread(received.temp_path.unlink, missing_ok=True)
+
+    async def sweep_staging(self, older_than: float = STALE_STAGING_SECONDS) -> int:
+        """Remove temporary files a killed process left in the staging folder; returns how
+        many. Run at start; the age spares the files of other processes sharing the folder."""
+        return await asyncio.to_thread(_remove_stale, self.staging, older_than)
 
     @abstractmethod
     async def place(self, received: ReceivedFile) -> str:

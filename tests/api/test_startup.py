@@ -1,12 +1,16 @@
-"""What a server's start-up leaves behind is frozen out of the garbage collector's reach."""
+"""What the server and the worker do when they start."""
 
 from __future__ import annotations
 
 import gc
+import os
+import time
+from pathlib import Path
 
 from docchat.app import create_app
-from docchat.components import Components
+from docchat.components import Components, build_components
 from docchat.config import Settings
+from docchat.documents.storage import STALE_STAGING_SECONDS
 
 
 async def test_objects_alive_at_start_are_frozen_out_of_full_collections(
@@ -23,3 +27,21 @@ async def test_objects_alive_at_start_are_frozen_out_of_full_collections(
         # SQLAlchemy's objects stalled every request for about 340 ms.
         assert gc.get_freeze_count() >= frozen_before + len(long_lived)
     gc.unfreeze()  # the rest of the test run collects as usual
+
+
+async def test_temporary_files_a_killed_process_left_are_swept_at_start(
+    settings: Settings, tmp_path: Path
+) -> None:
+    own = settings.model_copy(update={"data_dir": tmp_path})
+    own.files_dir.mkdir(parents=True)
+    left = own.files_dir / ".upload-left-by-a-killed-process"
+    left.write_bytes(b"half an upload")
+    then = time.time() - STALE_STAGING_SECONDS - 60
+    os.utime(left, (then, then))
+
+    components = await build_components(own, sessionmaker=None)  # type: ignore[arg-type]
+    try:
+        assert not left.exists()
+    finally:
+        await components.llm.close()
+        components.close()
