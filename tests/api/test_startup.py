@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import time
@@ -11,13 +12,21 @@ from docchat.app import create_app
 from docchat.components import Components, build_components
 from docchat.config import Settings
 from docchat.documents.storage import STALE_STAGING_SECONDS
+from docchat.events.publisher import EventPublisher
+from docchat.llm.client import LLM
 
 
 async def test_objects_alive_at_start_are_frozen_out_of_full_collections(
     settings: Settings, components: Components
 ) -> None:
     async def factory(_: Settings) -> Components:
-        return components
+        # The lifespan closes the model client and the publisher on the way out: its own ones,
+        # not those every other test shares.
+        return dataclasses.replace(
+            components,
+            llm=LLM(settings.llm),
+            publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
+        )
 
     long_lived = [{"built": "at start"} for _ in range(1000)]
     frozen_before = gc.get_freeze_count()
