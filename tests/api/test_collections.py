@@ -176,6 +176,40 @@ async def test_chats_linked_to_a_collection_follow_its_contents(
     assert unlinked.status_code == 204
 
 
+async def test_a_chat_linked_to_a_collection_since_revoked_does_not_widen_to_all(
+    client: httpx.AsyncClient,
+    components: Components,
+    team: dict[str, Any],
+    fresh_llm: ScriptedLLM,
+) -> None:
+    olga, vera, collection = team["olga"], team["vera"], team["collection"]
+    own = "Vera's own notes: deployments of the Orion team are on Mondays at 09:00."
+    await upload_and_process(client, components, vera, "vera.md", own.encode())
+    added = await client.post(
+        f"/api/v1/collections/{collection}/members",
+        headers=olga,
+        json={"email": await email_of(client, vera), "role": "viewer"},
+    )
+    assert added.status_code == 201, added.text
+    chat = await client.post("/api/v1/chats", headers=vera, json={"collection_ids": [collection]})
+    assert chat.status_code == 201, chat.text
+    members = (await client.get(f"/api/v1/collections/{collection}/members", headers=olga)).json()
+    viewer = next(m for m in members if m["role"] == "viewer")
+    removed = await client.delete(
+        f"/api/v1/collections/{collection}/members/{viewer['id']}", headers=olga
+    )
+    assert removed.status_code == 204
+    fresh_llm.reset()
+
+    answer = (await ask(client, vera, QUESTION, chat_id=chat.json()["id"])).json()
+
+    message = answer["assistant_message"]
+    assert message["meta"]["scope"] == "chat" and message["sources"] is None
+    sent = prompts(fresh_llm)
+    assert MARKER not in sent, "a revoked collection's chunk reached the model"
+    assert "Mondays at 09:00" not in sent, "the chat's scope widened to all of Vera's documents"
+
+
 async def test_roles_and_owners(client: httpx.AsyncClient, team: dict[str, Any]) -> None:
     olga, vera, collection = team["olga"], team["vera"], team["collection"]
     vera_email = await email_of(client, vera)

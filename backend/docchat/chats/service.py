@@ -152,6 +152,15 @@ async def link_documents(
 async def collection_ids(session: AsyncSession, user: User, chat: Chat) -> list[uuid.UUID]:
     """The chat's linked collections that the user may still read."""
     linked = await repository.collection_ids(session, chat.id)
+    return await readable_collection_ids(session, user, linked)
+
+
+async def readable_collection_ids(
+    session: AsyncSession, user: User, linked: list[uuid.UUID]
+) -> list[uuid.UUID]:
+    """Those of the `linked` collections the user may still read, in their order."""
+    if not linked:
+        return []
     statement = readable_collections(user).where(Collection.id.in_(linked))
     readable = {collection.id for collection in (await session.execute(statement)).scalars()}
     return [identifier for identifier in linked if identifier in readable]

@@ -93,10 +93,12 @@ async def _scope(
             session, user, among=[d.id for d in requested], collections=collections
         )
     linked = await repository.document_ids(session, chat.id)
-    linked_collections = await chats_service.collection_ids(session, user, chat)
-    if linked or await repository.collection_ids(session, chat.id):
+    linked_collections = await repository.collection_ids(session, chat.id)
+    # A chat linked to a collection since revoked still searches only what it is linked to.
+    if linked or linked_collections:
+        readable = await chats_service.readable_collection_ids(session, user, linked_collections)
         return "chat", await documents_repository.completed_refs(
-            session, user, among=linked, collections=linked_collections
+            session, user, among=linked, collections=readable
         )
     return "all", await documents_repository.completed_refs(session, user)
 
