@@ -37,6 +37,16 @@ async def email_of(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
     return str((await client.get("/api/v1/users/me", headers=headers)).json()["email"])
 
 
+async def remove_viewer(client: httpx.AsyncClient, owner: dict[str, str], collection: str) -> None:
+    """The collection's owner removes its (one) viewer."""
+    members = (await client.get(f"/api/v1/collections/{collection}/members", headers=owner)).json()
+    viewer = next(m for m in members if m["role"] == "viewer")
+    removed = await client.delete(
+        f"/api/v1/collections/{collection}/members/{viewer['id']}", headers=owner
+    )
+    assert removed.status_code == 204
+
+
 @pytest.fixture
 async def team(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
@@ -89,12 +99,7 @@ async def test_a_member_reads_and_asks_until_removed(
     )
     assert denied.status_code == 403
 
-    members = (await client.get(f"/api/v1/collections/{collection}/members", headers=olga)).json()
-    vera_member = next(m for m in members if m["role"] == "viewer")
-    removed = await client.delete(
-        f"/api/v1/collections/{collection}/members/{vera_member['id']}", headers=olga
-    )
-    assert removed.status_code == 204
+    await remove_viewer(client, olga, collection)
     fresh_llm.reset()
     later = (await ask(client, vera, QUESTION, chat_id=chat_id)).json()
     assert later["assistant_message"]["sources"] is None
@@ -193,12 +198,7 @@ async def test_a_chat_linked_to_a_collection_since_revoked_does_not_widen_to_all
     assert added.status_code == 201, added.text
     chat = await client.post("/api/v1/chats", headers=vera, json={"collection_ids": [collection]})
     assert chat.status_code == 201, chat.text
-    members = (await client.get(f"/api/v1/collections/{collection}/members", headers=olga)).json()
-    viewer = next(m for m in members if m["role"] == "viewer")
-    removed = await client.delete(
-        f"/api/v1/collections/{collection}/members/{viewer['id']}", headers=olga
-    )
-    assert removed.status_code == 204
+    await remove_viewer(client, olga, collection)
     fresh_llm.reset()
 
     answer = (await ask(client, vera, QUESTION, chat_id=chat.json()["id"])).json()
