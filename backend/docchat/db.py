@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import DateTime, MetaData, func
+from sqlalchemy import DateTime, Engine, MetaData, event, func
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -16,6 +18,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -52,8 +55,47 @@ class SoftDeleteMixin:
     deleted_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+# A pooled connection idle for longer than this is pinged before it is used. One used more
+# recently is trusted: pinging every checkout (SQLAlchemy's pool_pre_ping) costs three round
+# trips with asyncpg (BEGIN, the ping, ROLLBACK), measured at 9 ms of CPU per chat message.
+PING_AFTER_IDLE_SECONDS = 10.0
+_IDLE_SINCE = "docchat_idle_since"
+
+
+def create_engine(
+    url: str, *, pool_size: int = 10, ping_after_idle: float = PING_AFTER_IDLE_SECONDS
+) -> AsyncEngine:
+    """The engine, its pool last-in first-out so that a quiet service keeps reusing the same
+    few connections (they stay fresh) and lets the others idle (they are pinged)."""
+    engine = create_async_engine(url, pool_size=pool_size, max_overflow=20, pool_use_lifo=True)
+    _ping_idle_connections(engine.sync_engine, ping_after_idle)
+    return engine
+
+
+def _ping_idle_connections(engine: Engine, after_seconds: float) -> None:
+    """Ping a connection before use when it has been idle for `after_seconds` or more.
+
+    A dead one (the database restarted, a firewall dropped it) is then replaced before the
+    request sees it. A connection used moments ago that died all the same fails its statement:
+    that request gets a 503, and the pool, told of the disconnection, replaces every connection
+    it holds."""
+
+    @event.listens_for(engine, "checkin")
+    def _mark_idle(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(
+        dbapi_connection: Any, record: ConnectionPoolEntry, proxy: PoolProxiedConnection
+    ) -> None:
+        since = record.info.pop(_IDLE_SINCE, None)
+        if since is None or time.monotonic() - since < after_seconds:
+            return  # new, or back in the pool a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            # The pool discards this connection and checks out another (a new one if need be).
+            raise DisconnectionError("a pooled connection did not answer its ping") from exc
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
