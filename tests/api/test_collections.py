@@ -308,6 +308,36 @@ async def test_everyone_is_the_built_in_collection(
     ).status_code == 404
 
 
+async def test_a_question_over_everyone_reads_what_is_shared_with_everyone_and_no_more(
+    client: httpx.AsyncClient,
+    session: AsyncSession,
+    components: Components,
+    team: dict[str, Any],
+    fresh_llm: ScriptedLLM,
+) -> None:
+    admin = await admin_headers(client, session)
+    policy = "Company policy: the Orion offices close at 18:00 on Fridays."
+    shared = await upload_and_process(client, components, admin, "policy.md", policy.encode())
+    put = f"/api/v1/collections/{EVERYONE_ID}/documents/{shared['id']}"
+    assert (await client.put(put, headers=admin)).status_code == 204
+    olga = team["olga"]
+
+    asked = await ask(
+        client,
+        olga,
+        "When do the Orion offices close on Fridays?",
+        collection_ids=[str(EVERYONE_ID)],
+    )
+    assert asked.json()["assistant_message"]["meta"]["scope"] == "message"
+    assert "18:00 on Fridays" in prompts(fresh_llm)
+    # Her own handbook is in none of the collections asked about.
+    assert MARKER not in prompts(fresh_llm)
+    fresh_llm.reset()
+    own = await ask(client, olga, QUESTION, collection_ids=[team["collection"]])
+    assert MARKER in prompts(fresh_llm) and "18:00 on Fridays" not in prompts(fresh_llm)
+    assert own.json()["assistant_message"]["meta"]["documents_searched"] == 1
+
+
 async def test_openai_clients_name_a_collection_as_their_index(
     app: FastAPI, client: httpx.AsyncClient, team: dict[str, Any], fresh_llm: ScriptedLLM
 ) -> None:

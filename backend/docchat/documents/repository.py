@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, or_, select, update
-from sqlalchemy.dialects.postgresql import aggregate_order_by, distinct_on
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Select,
+    Uuid,
+    and_,
+    any_,
+    bindparam,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.db import utcnow
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
-from docchat.membership.access import shared_document_ids
+from docchat.membership.access import UserId, shared_document_ids
 from docchat.membership.models import EVERYONE_ID, CollectionDocument
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.models import DocumentChunk
@@ -22,12 +35,16 @@ from docchat.users.models import User
 def readable_by(user: User) -> Select[Document]:
     """Documents `user` may read, never deleted ones: their own, those shared with everyone,
     and those in a collection the user (or one of their groups) is a member of."""
-    return select(Document).where(
+    return select(Document).where(_readable(user.id))
+
+
+def _readable(user_id: UserId) -> ColumnElement[bool]:
+    return and_(
         Document.deleted_at.is_(None),
         or_(
-            Document.owner_id == user.id,
+            Document.owner_id == user_id,
             Document.visibility == Visibility.shared,
-            Document.id.in_(shared_document_ids(user.id)),
+            Document.id.in_(shared_document_ids(user_id)),
         ),
     )
 
@@ -82,30 +99,59 @@ async def completed_refs(
     """The completed documents `user` may read (of `among` and the documents of
     `collections`, or of a category), as the indexes address them: the scope of a search.
     The collections must be ones the user may read (`sharing.service.require_readable`)."""
-    statement = readable_by(user).where(Document.status == DocumentStatus.completed)
-    if among is not None or collections is not None:
-        statement = statement.where(
-            or_(Document.id.in_(list(among or [])), in_collections(collections or []))
+    narrowed = among is not None or collections is not None
+    statement = _scope_statement(narrowed=narrowed, by_category=category_id is not None)
+    parameters: dict[str, Any] = {"user_id": user.id, "category_id": category_id}
+    if narrowed:
+        parameters |= {
+            "among": list(among or []),
+            "collections": list(collections or []),
+            "everyone": EVERYONE_ID in (collections or []),
+        }
+    ids, owners, versions = (await session.execute(statement, parameters)).one()
+    return list(map(DocumentRef, ids or [], owners or [], versions or []))
+
+
+@functools.cache
+def _scope_statement(*, narrowed: bool, by_category: bool) -> Select[Any]:
+    """`completed_refs`' query, built once per shape (building it is a millisecond of Python
+    per message): everything that varies is a bound parameter, lists as arrays.
+
+    Three arrays in one row rather than a row per document: a shared library's thousand
+    documents then cost a third of the time to read (rows are decoded one by one in Python)."""
+    uuids = ARRAY(Uuid())
+    condition = and_(
+        _readable(bindparam("user_id", type_=Uuid())),
+        Document.status == DocumentStatus.completed,
+    )
+    if narrowed:
+        collected = select(CollectionDocument.document_id).where(
+            CollectionDocument.collection_id == any_(bindparam("collections", type_=uuids))
         )
-    if category_id is not None:
-        statement = statement.where(Document.category_id == category_id)
-    # Three arrays in one row rather than a row per document: a shared library's thousand
-    # documents then cost a third of the time to read (rows are decoded one by one in Python).
-    scope = statement.with_only_columns(
-        Document.id, Document.owner_id, Document.version, Document.created_at
-    ).subquery()
+        condition = and_(
+            condition,
+            or_(
+                Document.id == any_(bindparam("among", type_=uuids)),
+                Document.id.in_(collected),
+                # The Everyone collection holds every document shared with everyone.
+                and_(
+                    bindparam("everyone", type_=Boolean()),
+                    Document.visibility == Visibility.shared,
+                ),
+            ),
+        )
+    if by_category:
+        condition = and_(condition, Document.category_id == bindparam("category_id"))
+    scope = (
+        select(Document.id, Document.owner_id, Document.version, Document.created_at)
+        .where(condition)
+        .subquery()
+    )
 
     def in_order(column: ColumnElement[Any]) -> ColumnElement[Any]:
         return func.array_agg(aggregate_order_by(column, scope.c.created_at))
 
-    arrays = select(in_order(scope.c.id), in_order(scope.c.owner_id), in_order(scope.c.version))
-    ids, owners, versions = (await session.execute(arrays)).one()
-    return [
-        DocumentRef(document_id, owner_id, version)
-        for document_id, owner_id, version in zip(
-            ids or [], owners or [], versions or [], strict=True
-        )
-    ]
+    return select(in_order(scope.c.id), in_order(scope.c.owner_id), in_order(scope.c.version))
 
 
 async def live_documents(session: AsyncSession) -> list[Document]:

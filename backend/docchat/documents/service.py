@@ -42,6 +42,8 @@ async def require_readable(
 ) -> list[Document]:
     """Every id must be readable by `user`: one that is not is a 404, never a silent skip."""
     wanted = list(dict.fromkeys(document_ids))
+    if not wanted:
+        return []
     found = await repository.readable_among(session, user, wanted)
     if len(found) != len(wanted):
         missing = set(wanted) - {document.id for document in found}

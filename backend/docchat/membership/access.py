@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.membership.models import (
@@ -23,8 +23,11 @@ from docchat.membership.models import (
 )
 from docchat.users.models import User
 
+# A user id, or a bound parameter standing for one in a statement built once and reused.
+UserId = uuid.UUID | ColumnElement[uuid.UUID]
 
-def _memberships(user_id: uuid.UUID) -> Select[CollectionMember]:
+
+def _memberships(user_id: UserId) -> Select[CollectionMember]:
     """The user's memberships: their own, and those of the groups they belong to."""
     groups = select(GroupMember.group_id).where(GroupMember.user_id == user_id)
     return select(CollectionMember).where(
@@ -32,12 +35,12 @@ def _memberships(user_id: uuid.UUID) -> Select[CollectionMember]:
     )
 
 
-def member_collection_ids(user_id: uuid.UUID) -> Select[tuple[uuid.UUID]]:
+def member_collection_ids(user_id: UserId) -> Select[tuple[uuid.UUID]]:
     memberships = _memberships(user_id).subquery()
     return select(memberships.c.collection_id)
 
 
-def shared_document_ids(user_id: uuid.UUID) -> Select[uuid.UUID]:
+def shared_document_ids(user_id: UserId) -> Select[uuid.UUID]:
     """Documents that reach the user through a live collection they (or a group) belong to."""
     return (
         select(CollectionDocument.document_id)

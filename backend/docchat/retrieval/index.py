@@ -25,7 +25,7 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class VectorStoreUnavailable(Exception):
@@ -90,10 +90,10 @@ class OwnedDocument(Protocol):
     def version(self) -> int: ...
 
 
-@dataclass(frozen=True)
-class DocumentRef:
+class DocumentRef(NamedTuple):
     """A document as the indexes address it: its id, its owner (whose collection holds it),
-    and the version of its content that answers."""
+    and the version of its content that answers. A tuple: a wide scope builds a thousand per
+    question, at a third of a frozen dataclass's cost."""
 
     id: uuid.UUID
     owner_id: uuid.UUID

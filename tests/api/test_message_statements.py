@@ -1,0 +1,85 @@
+"""What a message costs the database: the statements of a follow-up question in a chat over
+the user's documents, counted, so that a change that adds round trips to every message (a
+ping per checkout, a query for an empty list) shows up here and not only in a benchmark."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from docchat.components import Components
+from tests.support.chat import ask
+from tests.support.documents import upload_and_process
+from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers
+
+pytestmark = pytest.mark.usefixtures("fresh_llm")
+
+NOTES = "The Zephyr suspension bridge over the Elbe was completed in 1932 by Marta Lindqvist."
+# Each statement a follow-up message needs, by the table (or function) it starts from.
+EXPECTED = Counter(
+    {
+        "SELECT users": 1,  # the caller (access token)
+        "SELECT chats": 1,  # the chat, locked for numbering
+        "INSERT messages": 2,  # the question, the answer
+        "UPDATE chats": 2,  # the chat's last activity, with each message
+        "SELECT chat_documents": 1,  # the chat's linked documents and collections
+        "SELECT chat_collections": 1,
+        "SELECT array_agg": 1,  # the scope: every readable completed document
+        "INSERT events": 2,  # query_submitted, response_generated
+        "SELECT messages": 1,  # the history
+        # BM25: the question's words, the scope's chunk count and length, the ranking
+        "SELECT tsvector_to_array": 1,
+        "SELECT documents": 1,
+        "SELECT bm25": 1,
+    }
+)
+
+
+def _kind(statement: str) -> str:
+    words = statement.split()
+    verb = words[0].upper()
+    if verb == "WITH":
+        return "SELECT bm25"
+    if verb == "SELECT":
+        text = " ".join(words)
+        function = words[1].split("(")[0]
+        if function in ("array_agg", "tsvector_to_array"):
+            return f"SELECT {function}"
+        table = text.split(" FROM ", 1)[1].split()[0] if " FROM " in text else "?"
+        return f"SELECT {table}"
+    table = words[2] if verb == "INSERT" else words[1]
+    return f"{verb} {table}"
+
+
+async def test_a_follow_up_message_runs_only_the_statements_it_needs(
+    client: httpx.AsyncClient,
+    components: Components,
+    connection: AsyncConnection,
+    fresh_llm: ScriptedLLM,
+) -> None:
+    headers = await auth_headers(client)
+    await upload_and_process(client, components, headers, "notes.md", NOTES.encode())
+    fresh_llm.script("It was completed in 1932 [1].")
+    first = await ask(client, headers, "When was the Zephyr bridge completed?")
+    chat_id = first.json()["chat_id"]
+    statements: list[str] = []
+
+    def record(*args: Any) -> None:
+        statement = args[2].strip()
+        if statement.split()[0].upper() in ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH"):
+            statements.append(statement)
+
+    event.listen(connection.sync_connection, "before_cursor_execute", record)
+    try:
+        fresh_llm.script("Marta Lindqvist built it [1].")
+        second = await ask(client, headers, "Who built the Zephyr bridge?", chat_id=chat_id)
+    finally:
+        event.remove(connection.sync_connection, "before_cursor_execute", record)
+    assert second.status_code == 200 and second.json()["assistant_message"]["sources"]
+    assert Counter(_kind(statement) for statement in statements) == EXPECTED, statements
