@@ -288,3 +288,37 @@ async def test_a_wide_scopes_totals_are_reused_a_small_ones_read_each_time(
     assert (await lexical.search(wide, question, 1))[0].score == wide_before
     monkeypatch.setattr(lexical_module, "SCOPE_TOTALS_TTL_SECONDS", 0.0)
     assert (await lexical.search(wide, question, 1))[0].score != wide_before
+
+
+@pytest.mark.parametrize("exact_scope_chunks", [100_000, 0], ids=["small scope", "wide scope"])
+async def test_bm25_is_planned_for_each_question_never_generically(
+    client: httpx.AsyncClient,
+    components: Components,
+    session: AsyncSession,
+    exact_scope_chunks: int,
+) -> None:
+    """PostgreSQL may switch a prepared statement to a generic plan after five runs; for BM25
+    that plan cannot see how common the words are or how wide the scope is (over a shared
+    library it read every chunk of the scope through the primary key)."""
+    _, document = await _manual(client, components)
+    lexical = dataclasses.replace(_lexical(components), exact_scope_chunks=exact_scope_chunks)
+    before = await _bm25_plans(session)
+    for code in CODES * 2:
+        assert await lexical.search([vector_ref(document)], f"fault {code} pump", 5)
+    generic, custom = (a - b for a, b in zip(await _bm25_plans(session), before, strict=True))
+    assert (generic, custom) == (0, len(CODES) * 2)
+
+
+async def _bm25_plans(session: AsyncSession) -> tuple[int, int]:
+    """The generic and the custom plans made so far for the BM25 statements prepared on the
+    tests' connection (their sessions share one)."""
+    row = (
+        await session.execute(
+            text(
+                "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0) "
+                "FROM pg_prepared_statements WHERE statement LIKE '%WITH question AS%' "
+                "AND statement NOT LIKE '%pg_prepared_statements%'"
+            )
+        )
+    ).one()
+    return int(row[0]), int(row[1])
