@@ -1,7 +1,7 @@
 """Chat under load: 50 concurrent users posting messages (and 50 streaming) to a real server.
 
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
-        [--library CHUNKS] [--keep DIR]
+        [--library CHUNKS] [--keep DIR] [--squad-questions] [--code-root DIR]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
 LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
@@ -36,6 +36,7 @@ from tests.support.llm_server import ScriptedLLM, free_port
 from tests.support.users import auth_headers
 
 from bench.common import (
+    ROOT,
     drop_database,
     fresh_database,
     machine,
@@ -110,11 +111,13 @@ async def run_user(
     think: tuple[float, float],
     rng: random.Random,
     results: Results,
+    asked: list[str],
 ) -> None:
     chat_id = None
     await asyncio.sleep(rng.uniform(0, think[1]))  # users do not all arrive in the same instant
     for index in range(messages):
-        body = {"content": f"When does the ferry leave? ({index})", "chat_id": chat_id}
+        content = rng.choice(asked) if asked else f"When does the ferry leave? ({index})"
+        body = {"content": content, "chat_id": chat_id}
         started = time.perf_counter()
         try:
             answered = await one_message(client, headers, body, stream)
@@ -137,6 +140,7 @@ async def scenario(
     messages: int,
     stream: bool,
     think: tuple[float, float],
+    asked: list[str],
 ) -> list[object]:
     results = Results()
     rng = random.Random(5)
@@ -144,7 +148,10 @@ async def scenario(
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         started = time.perf_counter()
         await asyncio.gather(
-            *(run_user(client, headers, messages, stream, think, rng, results) for headers in users)
+            *(
+                run_user(client, headers, messages, stream, think, rng, results, asked)
+                for headers in users
+            )
         )
         elapsed = time.perf_counter() - started
     done = len(results.latency)
@@ -211,6 +218,15 @@ async def build_library(database_url: str, data_dir: Path, chunks: int) -> None:
     SharedSystemClient.clear_system_cache()
 
 
+def squad_questions() -> list[str]:
+    """Real questions about the library's prose (SQuAD dev), each user picking at random: the
+    words differ from message to message, as they do between people, so the lexical index
+    reads other chunks each time instead of the same few cached ones."""
+    from bench.bench_wide_scope import questions
+
+    return questions(2000)
+
+
 async def prepared_installation(
     keep: Path | None, library: int, stack: contextlib.ExitStack
 ) -> tuple[str, Path, bool]:
@@ -240,7 +256,10 @@ async def main(
     paces: list[tuple[float, float]],
     library: int,
     keep: Path | None = None,
+    squad: bool = False,
+    code_root: Path = ROOT,
 ) -> None:
+    asked = squad_questions() if squad else []
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
     llm_port = free_port()
@@ -251,7 +270,9 @@ async def main(
     base = f"http://127.0.0.1:{port}"
     with contextlib.ExitStack() as stack:
         url, folder, temporary = await prepared_installation(keep, library, stack)
-        server = start_server(url, f"http://127.0.0.1:{llm_port}/v1", folder, port)
+        server = start_server(
+            url, f"http://127.0.0.1:{llm_port}/v1", folder, port, code_root=code_root
+        )
         try:
             await wait_ready(base)
             async with httpx.AsyncClient(base_url=base, timeout=60) as client:
@@ -265,7 +286,7 @@ async def main(
                     await asyncio.sleep(0.5)
                 await asyncio.sleep(2)
             rows = [
-                await scenario(base, users, messages, stream, pause)
+                await scenario(base, users, messages, stream, pause, asked)
                 for pause in paces
                 for stream in (False, True)
             ]
@@ -276,9 +297,10 @@ async def main(
         if temporary:
             await drop_database(url)
     scope = f"a shared library of {library:,} chunks in every scope; " if library else ""
+    scope += "SQuAD questions; " if squad else "one question, numbered; "
     print(
         f"Chat under load, LLM answering at once; {scope}{machine()}; server, LLM and load "
-        "generator share the machine"
+        f"generator share the machine; code: {code_root}"
     )
     print(
         table(
@@ -319,8 +341,26 @@ if __name__ == "__main__":
         type=Path,
         help="build the installation in this folder once and reuse it in later runs",
     )
+    parser.add_argument(
+        "--squad-questions",
+        action="store_true",
+        help="ask real SQuAD questions (about the library) instead of one numbered question",
+    )
+    parser.add_argument(
+        "--code-root", type=Path, default=ROOT, help="run this checkout's server (before a change)"
+    )
     arguments = parser.parse_args()
     if arguments.keep is not None:
         arguments.keep.mkdir(parents=True, exist_ok=True)
     paces = [(float(pace.split("-")[0]), float(pace.split("-")[1])) for pace in arguments.paces]
-    asyncio.run(main(arguments.users, arguments.messages, paces, arguments.library, arguments.keep))
+    asyncio.run(
+        main(
+            arguments.users,
+            arguments.messages,
+            paces,
+            arguments.library,
+            arguments.keep,
+            arguments.squad_questions,
+            arguments.code_root,
+        )
+    )
