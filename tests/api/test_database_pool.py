@@ -4,6 +4,7 @@ and what becomes of one the server closed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -35,16 +36,25 @@ async def _terminate(admin: AsyncEngine, pid: int) -> None:
     raise AssertionError(f"backend {pid} still runs")
 
 
+@contextlib.asynccontextmanager
+async def pooled(
+    database_url: str, *, pool_size: int, ping_after_idle: float
+) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url, pool_size=pool_size, ping_after_idle=ping_after_idle)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
 @pytest_asyncio.fixture
 async def admin(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url, pool_size=1)
-    yield engine
-    await engine.dispose()
+    async with pooled(database_url, pool_size=1, ping_after_idle=60) as engine:
+        yield engine
 
 
 async def test_a_connection_used_a_moment_ago_is_reused_without_a_ping(database_url: str) -> None:
-    engine = create_engine(database_url, pool_size=1, ping_after_idle=60)
-    try:
+    async with pooled(database_url, pool_size=1, ping_after_idle=60) as engine:
         async with engine.connect() as connection:
             raw = await connection.get_raw_connection()
             asyncpg_connection: Any = raw.driver_connection
@@ -53,35 +63,26 @@ async def test_a_connection_used_a_moment_ago_is_reused_without_a_ping(database_
         async with engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
         assert queries and ";" not in queries  # the ping is `;`
-    finally:
-        await engine.dispose()
 
 
 async def test_an_idle_connection_is_pinged_and_a_dead_one_replaced_unseen(
     database_url: str, admin: AsyncEngine
 ) -> None:
-    engine = create_engine(database_url, pool_size=1, ping_after_idle=0.2)
-    try:
+    async with pooled(database_url, pool_size=1, ping_after_idle=0.2) as engine:
         first = await _backend_pid(engine)
         await _terminate(admin, first)
         await asyncio.sleep(0.3)
         # The ping finds the connection dead: the pool opens another, the caller never knows.
-        second = await _backend_pid(engine)
-        assert second != first
-    finally:
-        await engine.dispose()
+        assert await _backend_pid(engine) != first
 
 
 async def test_a_recently_used_connection_that_died_fails_once_then_the_pool_recovers(
     database_url: str, admin: AsyncEngine
 ) -> None:
-    engine = create_engine(database_url, pool_size=2, ping_after_idle=60)
-    try:
+    async with pooled(database_url, pool_size=2, ping_after_idle=60) as engine:
         first = await _backend_pid(engine)
         await _terminate(admin, first)
         with pytest.raises(DBAPIError) as failed:
             await _backend_pid(engine)
         assert failed.value.connection_invalidated
         assert await _backend_pid(engine) != first
-    finally:
-        await engine.dispose()
