@@ -49,15 +49,26 @@ def _readable(user_id: UserId) -> ColumnElement[bool]:
     )
 
 
+_UUIDS = ARRAY(Uuid())
+
+
 def in_collections(collection_ids: Sequence[uuid.UUID]) -> ColumnElement[bool]:
     """A document condition: in one of these collections (Everyone: shared with everyone)."""
-    members = select(CollectionDocument.document_id).where(
-        CollectionDocument.collection_id.in_(list(collection_ids))
+    return _in_collections(
+        bindparam(None, list(collection_ids), type_=_UUIDS),
+        bindparam(None, EVERYONE_ID in collection_ids, type_=Boolean()),
     )
-    condition = Document.id.in_(members)
-    if EVERYONE_ID in collection_ids:
-        return or_(condition, Document.visibility == Visibility.shared)
-    return condition
+
+
+def _in_collections(
+    collection_ids: ColumnElement[Any], everyone: ColumnElement[bool]
+) -> ColumnElement[bool]:
+    """`in_collections` over bound parameters: the collections' ids as an array, and whether
+    Everyone (which holds every document shared with everyone) is among them."""
+    members = select(CollectionDocument.document_id).where(
+        CollectionDocument.collection_id == any_(collection_ids)
+    )
+    return or_(Document.id.in_(members), and_(everyone, Document.visibility == Visibility.shared))
 
 
 def named_like(fragment: str) -> ColumnElement[bool]:
@@ -119,25 +130,18 @@ def _scope_statement(*, narrowed: bool, by_category: bool) -> Select[Any]:
 
     Three arrays in one row rather than a row per document: a shared library's thousand
     documents then cost a third of the time to read (rows are decoded one by one in Python)."""
-    uuids = ARRAY(Uuid())
     condition = and_(
         _readable(bindparam("user_id", type_=Uuid())),
         Document.status == DocumentStatus.completed,
     )
     if narrowed:
-        collected = select(CollectionDocument.document_id).where(
-            CollectionDocument.collection_id == any_(bindparam("collections", type_=uuids))
-        )
+        collections = bindparam("collections", type_=_UUIDS)
+        everyone = bindparam("everyone", type_=Boolean())
         condition = and_(
             condition,
             or_(
-                Document.id == any_(bindparam("among", type_=uuids)),
-                Document.id.in_(collected),
-                # The Everyone collection holds every document shared with everyone.
-                and_(
-                    bindparam("everyone", type_=Boolean()),
-                    Document.visibility == Visibility.shared,
-                ),
+                Document.id == any_(bindparam("among", type_=_UUIDS)),
+                _in_collections(collections, everyone),
             ),
         )
     if by_category:
