@@ -1,41 +1,16 @@
-"""Dynamic batching of query embeddings, around the real MiniLM model."""
+"""Dynamic batching of query embeddings, and embeddings made ahead of their search, around the
+real MiniLM model."""
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import pytest
 
 from docchat.llm.embeddings import Embedder
 from docchat.retrieval.query_embedding import QueryBatcher
-
-
-@dataclass
-class CountingEmbedder:
-    """The real model, recording the size of every call made to it."""
-
-    model: Embedder
-    calls: list[int] = field(default_factory=list)
-    fail_next: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    @property
-    def dimension(self) -> int:
-        return self.model.dimension
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls.append(len(texts))
-        if self.fail_next:
-            self.fail_next = False
-            raise RuntimeError("model crashed")
-        return self.model.embed(texts)
-
+from tests.support.embedding import CountingEmbedder
 
 QUESTIONS = [f"When does ferry number {i} leave the harbour?" for i in range(24)]
 
@@ -47,7 +22,7 @@ async def test_concurrent_queries_share_model_calls_and_get_their_own_vectors(
     batcher = QueryBatcher(counting, max_batch=8)
     assert len(await batcher.embed("a lone question")) == embedder.dimension
     assert counting.calls == [1]  # nobody else waiting: embedded at once, alone
-    counting.calls.clear()
+    counting.texts.clear()
     vectors = await asyncio.gather(*(batcher.embed(question) for question in QUESTIONS))
     assert counting.calls == [8, 8, 8]
     for question, vector in zip(QUESTIONS, vectors, strict=True):
@@ -82,3 +57,47 @@ async def test_a_cancelled_waiter_does_not_disturb_the_others(embedder: Embedder
     with pytest.raises(asyncio.CancelledError):
         await doomed
     assert sum(counting.calls) == 2  # the cancelled query was never embedded
+
+
+async def _settled(batcher: QueryBatcher) -> None:
+    """Until every embedding started ahead has its vector or its error."""
+    for _ in range(400):
+        if all(future.done() for future in batcher._anticipated.values()):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the embeddings ahead never finished")
+
+
+async def test_a_query_embedded_ahead_is_what_its_search_gets(embedder: Embedder) -> None:
+    counting = CountingEmbedder(embedder)
+    batcher = QueryBatcher(counting)
+    batcher.anticipate(QUESTIONS[0])
+    batcher.anticipate(QUESTIONS[0])  # asked twice (a retried request): embedded once
+    await _settled(batcher)  # the model runs while the caller does other work
+    assert counting.texts == [[QUESTIONS[0]]]
+    vector = await batcher.embed(QUESTIONS[0])
+    assert counting.texts == [[QUESTIONS[0]]]  # the search used it, no second call
+    assert vector == embedder.embed([QUESTIONS[0]])[0]
+    await batcher.embed(QUESTIONS[0])  # used once: the next search of the words embeds anew
+    assert counting.calls == [1, 1]
+
+
+async def test_a_failed_embedding_ahead_is_tried_again_by_its_search(embedder: Embedder) -> None:
+    counting = CountingEmbedder(embedder, fail_next=True)
+    batcher = QueryBatcher(counting)
+    batcher.anticipate(QUESTIONS[0])
+    await _settled(batcher)
+    assert len(await batcher.embed(QUESTIONS[0])) == embedder.dimension
+    assert counting.calls == [1, 1]
+
+
+async def test_embeddings_ahead_whose_search_never_came_are_forgotten(embedder: Embedder) -> None:
+    counting = CountingEmbedder(embedder)
+    batcher = QueryBatcher(counting, max_anticipated=2)
+    for question in QUESTIONS[:3]:
+        batcher.anticipate(question)
+    await _settled(batcher)
+    assert sum(counting.calls) == 3
+    await batcher.embed(QUESTIONS[0])  # the oldest was forgotten: embedded again
+    await batcher.embed(QUESTIONS[2])  # still kept: no call
+    assert sum(counting.calls) == 4

@@ -156,6 +156,12 @@ class AnswerEngine:
 
     # -- planning -------------------------------------------------------------------------------
 
+    def anticipate_search(self, query: str) -> None:
+        """Start embedding `query`, which this process's next search for it will use: the model
+        runs while the caller does its other work (a search that never comes costs one
+        embedding)."""
+        self.retriever.anticipate(query)
+
     def answer_tokens(self, options: AnswerOptions) -> int:
         """What the caller asked for, never more than LLM_MAX_TOKENS."""
         longest = self.llm_settings.max_tokens

@@ -33,7 +33,7 @@ from docchat.chats.schemas import (
     StreamMeta,
     StreamSources,
 )
-from docchat.chats.turns import Turn, start_turn
+from docchat.chats.turns import Turn, searches_as_worded, start_turn
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
@@ -62,6 +62,9 @@ class MessageFlow:
 
     async def start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
         await quotas.ensure_tokens_left(session, user, self.settings.quota)
+        if searches_as_worded(self.settings, request):
+            # The query's embedding runs while the turn is saved and its scope read.
+            self.engine.anticipate_search(request.content)
         turn = await start_turn(session, self.settings, self.storage, user, request)
         payload = {"chat_id": str(turn.chat_id), "model": turn.question.options.model}
         events_service.publish(self.publisher, events_service.QUERY_SUBMITTED, user.id, payload)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -56,13 +57,40 @@ def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate)
     given, rag = request.options, settings.rag
     strict = given.strict if given.strict is not None else chat.strict
     return AnswerOptions(
-        rag_enabled=rag.enabled if given.rag_enabled is None else given.rag_enabled,
+        rag_enabled=_rag_enabled(settings, request),
         top_k=given.top_k or rag.top_k,
         model=resolve_model(settings.llm, given.model or chat.model or user.preferred_model),
         strict=rag.strict if strict is None else strict,
-        reformulate=rag.reformulate if given.reformulate is None else given.reformulate,
-        retrieval=given.retrieval or rag.retrieval,
+        reformulate=_reformulate(settings, request),
+        retrieval=_retrieval(settings, request),
     )
+
+
+# These three switches come from the message or the server, never from the chat: they are
+# known before the chat is read.
+def _rag_enabled(settings: Settings, request: MessageCreate) -> bool:
+    given = request.options.rag_enabled
+    return settings.rag.enabled if given is None else given
+
+
+def _reformulate(settings: Settings, request: MessageCreate) -> bool:
+    given = request.options.reformulate
+    return settings.rag.reformulate if given is None else given
+
+
+def _retrieval(settings: Settings, request: MessageCreate) -> Literal["auto", "tool"]:
+    return request.options.retrieval or settings.rag.retrieval
+
+
+def searches_as_worded(settings: Settings, request: MessageCreate) -> bool:
+    """Whether the message, if it searches its documents, searches with its own words: known
+    as it arrives, so its query can be embedded while the turn is saved. Not when search is
+    off or left to the model (tool mode), nor for a follow-up the LLM may reword."""
+    if len(request.content) > settings.max_message_chars:
+        return False  # refused before anything is searched
+    if not _rag_enabled(settings, request) or _retrieval(settings, request) != "auto":
+        return False
+    return request.chat_id is None or not _reformulate(settings, request)
 
 
 async def _open_chat(session: AsyncSession, user: User, request: MessageCreate) -> Chat:

@@ -5,35 +5,76 @@ cores: 7 ms for one query, 15 ms for eight), so under load embedding the waiting
 one batch multiplies how many questions per second the service can take. Nothing waits on
 purpose: a query that finds the model idle is embedded at once; the ones that arrive while
 a call runs go together in the next call.
+
+A query can also be embedded ahead of its search (`anticipate_query`): the message flow starts
+embedding a question's words when the message arrives, so the model runs while the turn is
+saved and the scope read, and the search finds the vector ready.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from docchat.llm.embeddings import Embedder
 
 MAX_BATCH = 16
+# Embeddings made ahead of a search that never came (a user with no documents, a failed turn)
+# are forgotten beyond this many, oldest first.
+MAX_ANTICIPATED = 64
+
+
+def _observe_failure(future: asyncio.Future[list[float]]) -> None:
+    """An anticipated embedding may fail with nobody waiting: its search reports the failure
+    when it asks again, so it is not logged as "never retrieved" here."""
+    if not future.cancelled():
+        future.exception()
 
 
 @dataclass
 class QueryBatcher:
     embedder: Embedder
     max_batch: int = MAX_BATCH
+    max_anticipated: int = MAX_ANTICIPATED
     _pending: list[tuple[str, asyncio.Future[list[float]]]] = field(default_factory=list)
     _drainer: asyncio.Task[None] | None = None
+    _anticipated: OrderedDict[str, asyncio.Future[list[float]]] = field(default_factory=OrderedDict)
 
     async def embed(self, text: str) -> list[float]:
+        """The vector of `text`: one embedded ahead for it if there is one (used once), else
+        embedded now, in the next batch."""
+        loop = asyncio.get_running_loop()
+        future = self._anticipated.pop(text, None)
+        if future is None or future.get_loop() is not loop or future.cancelled():
+            future = self._submit(text)
+        elif future.done() and future.exception() is not None:
+            future = self._submit(text)  # the model failed then; it may not now
+        return await future
+
+    def anticipate(self, text: str) -> None:
+        """Start embedding `text` now for a search expected shortly (`embed` picks it up)."""
+        if text in self._anticipated:
+            return
+        future = self._submit(text)
+        future.add_done_callback(_observe_failure)
+        self._anticipated[text] = future
+        while len(self._anticipated) > self.max_anticipated:
+            self._anticipated.popitem(last=False)
+
+    def _submit(self, text: str) -> asyncio.Future[list[float]]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[float]] = loop.create_future()
         self._pending.append((text, future))
         if self._drainer is None or self._drainer.done() or self._drainer.get_loop() is not loop:
             # Waiters of a loop that is gone (a finished test, say) can never be answered.
             self._pending = [item for item in self._pending if item[1].get_loop() is loop]
+            self._anticipated = OrderedDict(
+                (key, item) for key, item in self._anticipated.items() if item.get_loop() is loop
+            )
             self._drainer = loop.create_task(self._drain())
-        return await future
+        return future
 
     async def _drain(self) -> None:
         while self._pending:
@@ -56,9 +97,18 @@ class QueryBatcher:
 _batchers: weakref.WeakKeyDictionary[Embedder, QueryBatcher] = weakref.WeakKeyDictionary()
 
 
-async def embed_query(embedder: Embedder, text: str) -> list[float]:
-    """The embedding of one query, batched with the others waiting for the same model."""
+def _batcher(embedder: Embedder) -> QueryBatcher:
     batcher = _batchers.get(embedder)
     if batcher is None:
         batcher = _batchers[embedder] = QueryBatcher(embedder)
-    return await batcher.embed(text)
+    return batcher
+
+
+async def embed_query(embedder: Embedder, text: str) -> list[float]:
+    """The embedding of one query, batched with the others waiting for the same model."""
+    return await _batcher(embedder).embed(text)
+
+
+def anticipate_query(embedder: Embedder, text: str) -> None:
+    """Start embedding a query whose search is about to come (must run inside the event loop)."""
+    _batcher(embedder).anticipate(text)

@@ -30,7 +30,7 @@ from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
 from docchat.retrieval.index import DocumentRef, ScoredChunk, VectorIndex
 from docchat.retrieval.lexical import LexicalHit, LexicalIndex
-from docchat.retrieval.query_embedding import embed_query
+from docchat.retrieval.query_embedding import anticipate_query, embed_query
 from docchat.retrieval.rerank import HttpReranker
 
 logger = logging.getLogger(__name__)
@@ -111,6 +111,10 @@ class Retriever:
     @property
     def mode(self) -> RetrievalMode:
         return "vector" if self.lexical is None else "hybrid"
+
+    def anticipate(self, query: str) -> None:
+        """Start embedding a query that `search` will be asked for shortly."""
+        anticipate_query(self.embedder, query)
 
     def _anything_matches(self, passing: Sequence[ScoredChunk]) -> bool:
         if self.match_floor is None or not passing:

@@ -1,0 +1,70 @@
+"""A message's query is embedded as the message arrives, while its turn is saved and its scope
+read, and its search uses that embedding instead of computing one more."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from docchat.components import Components
+from tests.support.chat import ask
+from tests.support.documents import upload_and_process
+from tests.support.embedding import CountingEmbedder
+from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers
+
+pytestmark = pytest.mark.usefixtures("fresh_llm")
+
+NOTES = "The Kestrel footbridge over the Amsel was designed by Ilse Varga and opened in 1907."
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(400):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("never happened")
+
+
+async def test_a_message_is_embedded_while_its_turn_is_saved(
+    live_client: httpx.AsyncClient,
+    live_components: Components,
+    engine: AsyncEngine,
+    fresh_llm: ScriptedLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counting = CountingEmbedder(live_components.retriever.embedder)
+    monkeypatch.setattr(live_components.retriever, "embedder", counting)
+    headers = await auth_headers(live_client)
+    await upload_and_process(live_client, live_components, headers, "notes.md", NOTES.encode())
+    fresh_llm.script("It opened in 1907 [1].")
+    first = await ask(live_client, headers, "When did the Kestrel footbridge open?")
+    chat_id = first.json()["chat_id"]
+    assert counting.texts == [["When did the Kestrel footbridge open?"]]
+
+    # Another connection holds the chat, so the follow-up's turn waits for it: its question
+    # is embedded all the same, before the turn is saved.
+    question = "Who designed the Kestrel footbridge?"
+    fresh_llm.script("Ilse Varga designed it [1].")
+    async with engine.connect() as holder:
+        locked = "SELECT id FROM chats WHERE id = :id FOR UPDATE"
+        await holder.execute(text(locked), {"id": chat_id})
+        sent = asyncio.create_task(ask(live_client, headers, question, chat_id=chat_id))
+        await _until(lambda: len(counting.texts) == 2)
+        assert counting.texts[1] == [question] and not sent.done()
+        await holder.rollback()
+    answer = (await sent).json()["assistant_message"]
+    assert answer["meta"]["grounded"] is True and "Ilse Varga" in fresh_llm.prompt_text()
+    assert len(counting.texts) == 2  # the search used that embedding
+
+    # A follow-up the model may reword is searched with the new words: nothing ahead.
+    fresh_llm.script("Who designed the Kestrel footbridge over the Amsel?", "Ilse Varga [1].")
+    body = {"chat_id": chat_id, "options": {"reformulate": True}}
+    reworded = (await ask(live_client, headers, "And who was that?", **body)).json()
+    assert reworded["assistant_message"]["meta"]["grounded"] is True
+    assert counting.texts[2:] == [["Who designed the Kestrel footbridge over the Amsel?"]]

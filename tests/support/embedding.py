@@ -1,0 +1,36 @@
+"""An embedder for tests: the real model, with a record of what it was asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from docchat.llm.embeddings import Embedder
+
+
+@dataclass(eq=False)  # hashable by identity: the query batchers are kept per embedder
+class CountingEmbedder:
+    """The real model, recording every call's texts; `fail_next` makes the next call fail."""
+
+    model: Embedder
+    texts: list[list[str]] = field(default_factory=list)
+    fail_next: bool = False
+
+    @property
+    def calls(self) -> list[int]:
+        return [len(texts) for texts in self.texts]
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def dimension(self) -> int:
+        return self.model.dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.append(list(texts))
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("model crashed")
+        return self.model.embed(texts)
