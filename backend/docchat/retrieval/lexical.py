@@ -251,8 +251,11 @@ async def delete_chunks(session: AsyncSession, document_id: uuid.UUID) -> None:
 # Up to this many chunks in a scope, BM25 is exact: the scope's chunks are read by key.
 EXACT_SCOPE_CHUNKS = 5_000
 # In a wider scope, the words that pick candidates are the question's rarest, while the chunks
-# the index finds for them stay under this estimate (at least one word always picks).
-CANDIDATE_BUDGET = 2_000
+# the index finds for them stay under this estimate (at least one word always picks). Each
+# candidate's row is read and its words counted, so this bounds a question's cost: over a
+# 100k-chunk library, 1,000 halves BM25's time against 2,000 (p95 30 -> 17 ms) and keeps 91%
+# of its top 20, with SQuAD's judged scores unchanged (README, Performance).
+CANDIDATE_BUDGET = 1_000
 # How long the installation's word statistics are reused before they are read again.
 WORD_STATISTICS_TTL_SECONDS = 300.0
 # A scope of this many documents or more has its totals reused for this long; at most this
