@@ -24,6 +24,7 @@ from tests.support.users import auth_headers
 
 from bench.bench_ingestion import prose
 from bench.common import (
+    UNFINISHED,
     drop_database,
     fresh_database,
     machine,
@@ -72,7 +73,7 @@ async def ingesting_probe(
     response.raise_for_status()
     url = f"/api/v1/documents/{response.json()['id']}"
     while True:
-        if (await client.get(url, headers=headers)).json()["status"] != "processing":
+        if (await client.get(url, headers=headers)).json()["status"] not in UNFINISHED:
             break
         await asyncio.sleep(0.25)
     elapsed = time.perf_counter() - started

@@ -167,6 +167,20 @@ async def wait_ready(base: str, probe: str = "/readyz") -> None:
     raise RuntimeError("server did not start")
 
 
+# A document is unfinished while it waits for a worker (`queued`) and while one reads it.
+UNFINISHED = ("queued", "processing")
+
+
+async def unfinished_documents(client: httpx.AsyncClient, headers: dict[str, str]) -> int:
+    """How many of the caller's documents are still queued or being processed."""
+    total = 0
+    for status in UNFINISHED:
+        listed = await client.get(f"/api/v1/documents?status={status}&limit=1", headers=headers)
+        listed.raise_for_status()
+        total += int(listed.json()["total"])
+    return total
+
+
 async def write_chunks(
     store: ChromaVectorStore,
     sessionmaker: async_sessionmaker[AsyncSession],
