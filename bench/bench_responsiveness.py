@@ -71,6 +71,8 @@ async def ingesting_probe(
         "/api/v1/documents", headers=headers, files={"file": ("big.pdf", pdf)}
     )
     response.raise_for_status()
+    if response.status_code != 202:  # 200: a duplicate of a stored file, nothing to ingest
+        raise RuntimeError(f"the upload was not queued ({response.status_code})")
     url = f"/api/v1/documents/{response.json()['id']}"
     while True:
         if (await client.get(url, headers=headers)).json()["status"] not in UNFINISHED:
@@ -94,7 +96,6 @@ def summary(label: str, samples: list[list[float]], seconds: float | None) -> li
 
 
 async def main(pages: int, runs: int) -> None:
-    pdf = make_pdf([prose(random.Random(page), 2200) for page in range(pages)])
     url = await fresh_database()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -114,7 +115,11 @@ async def main(pages: int, runs: int) -> None:
                     )
                     response.raise_for_status()
                 await idle_probe(client, headers, 2)  # warm up
-                for _ in range(runs):
+                for run in range(runs):
+                    # A new file each run: the same bytes again would be a duplicate, done at once.
+                    pdf = make_pdf(
+                        [prose(random.Random(run * pages + page), 2200) for page in range(pages)]
+                    )
                     idle.append(await idle_probe(client, headers, 10))
                     timings, seconds = await ingesting_probe(client, headers, pdf)
                     busy.append(timings)

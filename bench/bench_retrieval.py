@@ -137,11 +137,16 @@ async def main(queries: int, sizes: list[int]) -> None:
             owners = await owners_in_database(sessionmaker)
             await fill(store, sessionmaker, owners, total, rng)
             load_seconds = time.perf_counter() - started
-            index = ThreadedIndex(store)
             lexical = LexicalIndex(sessionmaker)
+            index = ThreadedIndex(store)
             for label, retriever in (
-                ("vector", Retriever(embedder, index, similarity_floor=-1.0)),
-                ("hybrid", Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)),
+                ("vector", Retriever(embedder, index, texts=lexical, similarity_floor=-1.0)),
+                (
+                    "hybrid",
+                    Retriever(
+                        embedder, index, texts=lexical, similarity_floor=-1.0, lexical=lexical
+                    ),
+                ),
             ):
                 await measure(retriever, owners, 20)  # warm up
                 timings = await measure(retriever, owners, queries)

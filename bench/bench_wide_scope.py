@@ -169,10 +169,10 @@ async def main(library: int, elsewhere: int, queries: int) -> None:
 
         scope = await scope_of_reader()
         assert len(scope) == len(shelf)
-        index = ThreadedIndex(store)
         lexical = LexicalIndex(sessionmaker)
-        vector = Retriever(embedder, index, similarity_floor=-1.0)
-        hybrid = Retriever(embedder, index, similarity_floor=-1.0, lexical=lexical)
+        index = ThreadedIndex(store)
+        vector = Retriever(embedder, index, texts=lexical, similarity_floor=-1.0)
+        hybrid = Retriever(embedder, index, texts=lexical, similarity_floor=-1.0, lexical=lexical)
 
         async def search(retriever: Retriever, question: str) -> None:
             result = await retriever.search(question, scope, 4)

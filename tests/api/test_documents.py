@@ -46,7 +46,8 @@ async def test_upload_is_accepted_then_processed_with_pages(
     embedding = components.embedder.embed(["glaciers"])[0]
     hits = components.vector_store.query(embedding, [vector_ref(accepted)], top_k=3)
     assert hits and all(hit.chunk.page == 2 for hit in hits)
-    assert all("glaciers" in hit.chunk.text for hit in hits)
+    texts = await components.lexical.texts_of([hit.chunk for hit in hits])
+    assert len(texts) == 3 and all("glaciers" in text for text in texts.values())
     assert components.vector_store.count(vector_ref(accepted)) == document["chunk_count"]
 
 

@@ -19,6 +19,7 @@ from docchat.retrieval.fusion import reciprocal_rank_fusion
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.models import DocumentChunk
+from docchat.retrieval.retriever import Retriever
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process, vector_ref
 from tests.support.llm_server import ScriptedLLM
@@ -322,3 +323,29 @@ async def _bm25_plans(session: AsyncSession) -> tuple[int, int]:
         )
     ).one()
     return int(row[0]), int(row[1])
+
+
+async def test_passages_the_vectors_find_get_their_text_from_postgresql(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    _, document = await _manual(client, components)
+    ref = vector_ref(document)
+    lexical = _lexical(components)
+    held = {chunk.chunk_index: chunk for chunk in await lexical.document_chunks([ref])}
+    # Vector search alone: no passage comes with its text from BM25's rows.
+    vectors = Retriever(
+        components.embedder, components.vector_index, texts=lexical, similarity_floor=-1.0
+    )
+    question = f"What should I do about fault {CODES[2]}?"
+    found = (await vectors.search(question, [ref], len(CODES), require_match=False)).chunks
+    assert len(found) == len(CODES)
+    assert all(hit.chunk.text == held[hit.chunk.chunk_index].text for hit in found)
+
+    # A passage whose text PostgreSQL no longer holds as named is left out, not shown empty:
+    # one in the vector index without a row, and rows asked for under another version.
+    orphan = dataclasses.replace(held[0], chunk_index=len(CODES), text="")
+    components.vector_store.upsert([orphan], components.embedder.embed([question]))
+    found = (await vectors.search(question, [ref], len(CODES) + 1, require_match=False)).chunks
+    assert len(found) == len(CODES) and all(hit.chunk.text for hit in found)
+    later = [dataclasses.replace(chunk, version=chunk.version + 1) for chunk in held.values()]
+    assert await lexical.texts_of(later) == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import chromadb
@@ -13,6 +14,7 @@ from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import (
     Chunk,
     DocumentRef,
+    ScoredChunk,
     VectorStoreUnavailable,
     chunk_id,
     parse_chunk_id,
@@ -35,28 +37,30 @@ def new_document(owner: uuid.UUID | None = None) -> DocumentRef:
     return DocumentRef(uuid.uuid4(), owner or uuid.uuid4())
 
 
+def written(hits: list[ScoredChunk], chunks: list[Chunk]) -> list[str]:
+    """The text each hit was written with (the store keeps none: PostgreSQL does)."""
+    by_id = {chunk.id: chunk.text for chunk in chunks}
+    return [by_id[hit.chunk.id] for hit in hits]
+
+
 def test_query_returns_only_the_documents_in_scope(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     mine, theirs = new_document(), new_document()
     other_of_mine = new_document(mine.owner_id)
-    store.upsert(
-        [chunk(mine, 0, "mine"), chunk(theirs, 0, "theirs"), chunk(other_of_mine, 0, "other")],
-        [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
-    )
+    chunks = [chunk(mine, 0, "mine"), chunk(theirs, 0, "theirs"), chunk(other_of_mine, 0, "other")]
+    store.upsert(chunks, [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
     hits = store.query([1.0, 0.0, 0.0], [mine], top_k=10)
-    assert [hit.chunk.text for hit in hits] == ["mine"]
+    assert written(hits, chunks) == ["mine"]
     assert store.query([1.0, 0.0, 0.0], [new_document()], top_k=10) == []
 
 
 def test_a_scope_spanning_owners_is_merged_by_similarity(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     own, shared = new_document(), new_document()
-    store.upsert(
-        [chunk(own, 0, "own far"), chunk(own, 1, "own near"), chunk(shared, 0, "shared mid")],
-        [[0.0, 1.0, 0.0], [1.0, 0.1, 0.0], [1.0, 0.5, 0.0]],
-    )
+    chunks = [chunk(own, 0, "own far"), chunk(own, 1, "own near"), chunk(shared, 0, "shared mid")]
+    store.upsert(chunks, [[0.0, 1.0, 0.0], [1.0, 0.1, 0.0], [1.0, 0.5, 0.0]])
     hits = store.query([1.0, 0.0, 0.0], [own, shared], top_k=2)
-    assert [hit.chunk.text for hit in hits] == ["own near", "shared mid"]
+    assert written(hits, chunks) == ["own near", "shared mid"]
     assert hits[0].similarity > hits[1].similarity
     assert store.count() == 3 and store.count(own) == 2
 
@@ -126,10 +130,10 @@ def test_a_narrow_scope_finds_its_chunks_behind_many_closer_ones(tmp_path: Path)
     chunks = [chunk(crowd, i, f"crowd {i}") for i in range(30)] + [chunk(wanted, 0, "wanted")]
     vectors = [[1.0, 0.01 * i, 0.0] for i in range(30)] + [[0.0, 0.0, 1.0]]
     store.upsert(chunks, vectors)
-    [hit] = store.query([1.0, 0.0, 0.0], [wanted], top_k=4)
-    assert hit.chunk.text == "wanted"
+    hits = store.query([1.0, 0.0, 0.0], [wanted], top_k=4)
+    assert written(hits, chunks) == ["wanted"]
     wide = store.query([1.0, 0.0, 0.0], [crowd, wanted], top_k=4)
-    assert [hit.chunk.text for hit in wide] == ["crowd 0", "crowd 1", "crowd 2", "crowd 3"]
+    assert written(wide, chunks) == ["crowd 0", "crowd 1", "crowd 2", "crowd 3"]
 
 
 def test_a_query_answers_from_the_answering_version_with_every_field(tmp_path: Path) -> None:
@@ -140,7 +144,7 @@ def test_a_query_answers_from_the_answering_version_with_every_field(tmp_path: P
     store.upsert([old, new], [[1.0, 0.0, 0.0], [0.9, 0.1, 0.0]])
     current = DocumentRef(document.id, document.owner_id, version=2)
     hits = store.query([1.0, 0.0, 0.0], [current], top_k=5)
-    assert [hit.chunk for hit in hits] == [new]
+    assert [hit.chunk for hit in hits] == [replace(new, text="")]  # the text is not kept
     assert hits[0].similarity == pytest.approx(0.9 / (0.81 + 0.01) ** 0.5, abs=1e-4)
 
 
@@ -153,3 +157,18 @@ def test_a_chunk_id_names_its_document_index_and_version(version: int) -> None:
 @pytest.mark.parametrize("key", ["", "x", "not-a-uuid_3", f"{uuid.uuid4()}_x_3", f"{uuid.uuid4()}"])
 def test_an_id_of_another_shape_names_no_chunk(key: str) -> None:
     assert parse_chunk_id(key) is None
+
+
+def test_the_text_of_a_chunk_is_not_written_to_chroma(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    document = new_document()
+    store.upsert([chunk(document, 0, "the ferry leaves at nine")], [[1.0, 0.0, 0.0]])
+    settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    collection = chromadb.PersistentClient(path=str(tmp_path), settings=settings).get_collection(
+        f"chunks_o_{document.owner_id.hex}"
+    )
+    stored = collection.get(include=["documents", "metadatas"])
+    assert stored["documents"] == [None]
+    assert stored["metadatas"] and stored["metadatas"][0]["filename"] == "notes.md"
+    [hit] = store.query([1.0, 0.0, 0.0], [document], top_k=1)
+    assert hit.chunk.text == "" and hit.chunk.page == 1

@@ -9,6 +9,13 @@ metadata, so one shared collection made every scoped search cost grow with the w
 installation (about 80 ms at 100k chunks against 3 ms unfiltered). Per owner, a search only
 touches the collections of the owners whose documents are in scope (the user's own, plus the
 owners of shared documents), and their size is what the filter costs.
+
+Why no text: PostgreSQL holds every chunk's text (`document_chunks`, for BM25), and a Chroma
+write that carries it costs twice as long (a 64-chunk batch: 84 against 40 ms), all of it with
+the interpreter lock held when Chroma runs in the process, and takes three times the disk
+(Chroma indexes the text for its own full-text search, which nothing here uses). A chunk is
+stored with its vector and metadata only, and the retriever reads the text of the passages a
+search keeps (`index.with_texts`). Chunks written before carry their text and answer with it.
 """
 
 from __future__ import annotations
@@ -146,8 +153,8 @@ def _query_owner(
 
 
 def _read_chunks(collection: Any, hits: list[tuple[str, float]]) -> list[ScoredChunk]:
-    """The chunks of `hits` (texts and metadata read by id), in the order of `hits`; a chunk
-    removed since the query is left out."""
+    """The chunks of `hits` (metadata, and the text of those stored with one, read by id), in
+    the order of `hits`; a chunk removed since the query is left out."""
     stored = collection.get(ids=[key for key, _ in hits], include=["documents", "metadatas"])
     texts = stored["documents"] or []
     metadatas = stored["metadatas"] or []
@@ -286,7 +293,8 @@ class ChromaVectorStore:
             ]
             vectors = batch["embeddings"]
             assert vectors is not None
-            self.upsert(chunks, [[float(x) for x in vector] for vector in vectors])
+            # With their text: documents of that age may have no rows in PostgreSQL.
+            self._write(chunks, [[float(x) for x in vector] for vector in vectors], texts=True)
             self._marker.delete(ids=batch["ids"])
             moved += len(chunks)
         if moved:
@@ -294,6 +302,12 @@ class ChromaVectorStore:
         return moved
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None:
+        """Store the chunks' vectors and metadata; their text stays in PostgreSQL."""
+        self._write(chunks, embeddings, texts=False)
+
+    def _write(
+        self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding], *, texts: bool
+    ) -> None:
         grouped: dict[uuid.UUID, list[int]] = {}
         for position, chunk in enumerate(chunks):
             grouped.setdefault(chunk.owner_id, []).append(position)
@@ -304,7 +318,7 @@ class ChromaVectorStore:
                 collection.upsert(
                     ids=[chunks[i].id for i in positions],
                     embeddings=[list(embeddings[i]) for i in positions],
-                    documents=[chunks[i].text for i in positions],
+                    documents=[chunks[i].text for i in positions] if texts else None,
                     metadatas=[_metadata(chunks[i]) for i in positions],
                 )
 

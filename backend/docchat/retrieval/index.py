@@ -7,7 +7,8 @@ Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thr
   those of `except_version`, when given: a new version's chunks stay as the old ones go);
 - `query(embedding, documents, top_k)` returns at most `top_k` chunks of `documents` (never of
   any other, nor of another version than the one each `DocumentRef` names), most similar
-  first, with cosine similarity;
+  first, with cosine similarity; a chunk's text may be empty where the index does not keep it
+  (PostgreSQL does: `with_texts` reads it for the chunks a search keeps);
 - `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
   document and chunk index) that exist, keyed by chunk id;
 - `count(document)` counts the chunks of a document's version (or all chunks), `ping()` checks
@@ -24,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
 
@@ -144,6 +145,28 @@ class BlockingVectorStore(Protocol):
     def count(self, document: DocumentRef | None = None) -> int: ...
 
     def ping(self) -> None: ...
+
+
+class ChunkTexts(Protocol):
+    async def texts_of(self, chunks: Sequence[Chunk]) -> dict[str, str]:
+        """The text of each chunk that still exists as named (version included), by id."""
+        ...
+
+
+async def with_texts(found: list[ScoredChunk], texts: ChunkTexts) -> list[ScoredChunk]:
+    """`found`, each chunk with its text (read from `texts` for those found without); one whose
+    text is gone (its document deleted or given a new version since the query) is left out."""
+    missing = [hit.chunk for hit in found if not hit.chunk.text]
+    if not missing:
+        return found
+    read = await texts.texts_of(missing)
+    kept = []
+    for hit in found:
+        if hit.chunk.text:
+            kept.append(hit)
+        elif hit.chunk.id in read:
+            kept.append(replace(hit, chunk=replace(hit.chunk, text=read[hit.chunk.id])))
+    return kept
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ the `semantic_search` tool, the OpenAI-compatible endpoint, the benchmarks):
 4. the floors, on each passage's match score (cosine similarity, plus in hybrid mode a share
    of its BM25 coverage of the question): passages under the similarity floor are dropped, and
    over a wide scope ("everything I may read") the best passage must also reach the match
-   floor, or nothing matches and the answer is general conversation.
+   floor, or nothing matches and the answer is general conversation;
+5. the text of the passages kept that the vector index found without it (Chroma keeps none)
+   is read from PostgreSQL, after both searches, in one statement.
 The scope must come from the owner-scoped document query; the retriever never widens it.
 Failures of the embedder or the vector index are reported in `SearchResult.unavailable`, so
 the caller can answer in general mode.
@@ -28,7 +30,7 @@ from docchat.config import RAGSettings, RerankSettings
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
-from docchat.retrieval.index import DocumentRef, ScoredChunk, VectorIndex
+from docchat.retrieval.index import ChunkTexts, DocumentRef, ScoredChunk, VectorIndex, with_texts
 from docchat.retrieval.lexical import LexicalHit, LexicalIndex
 from docchat.retrieval.query_embedding import anticipate_query, embed_query
 from docchat.retrieval.rerank import HttpReranker
@@ -65,6 +67,7 @@ class Retriever:
         embedder: Embedder,
         index: VectorIndex,
         *,
+        texts: ChunkTexts,
         similarity_floor: float,
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
@@ -74,6 +77,7 @@ class Retriever:
     ) -> None:
         self.embedder = embedder
         self.index = index
+        self.texts = texts
         self.lexical = lexical
         self.similarity_floor = similarity_floor
         # "Nothing matches" over a wide scope: the best passage must reach this, or none count.
@@ -96,6 +100,7 @@ class Retriever:
         return cls(
             embedder,
             index,
+            texts=lexical,
             similarity_floor=rag.similarity_floor,
             match_floor=CALIBRATED_MATCH_FLOOR[mode] if match_floor is None else match_floor,
             lexical_evidence=rag.lexical_evidence,
@@ -145,11 +150,25 @@ class Retriever:
             widen = self.lexical is not None or self.reranker is not None
             depth = max(self.fusion.candidates, top_k) if widen else top_k
             hits = await self._candidates(query, documents, depth)
-            if self.reranker is not None:
-                hits = await self.reranker.rerank(query, hits, top_k)
+            if self.reranker is not None:  # it reads the passages
+                hits = await self.reranker.rerank(query, await with_texts(hits, self.texts), top_k)
+            kept = self._kept(hits, documents, top_k, require_match)
+            kept = await with_texts(kept, self.texts)
         except Exception as exc:
             logger.warning("retrieval unavailable, answering in general mode: %s", exc)
             return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
+        elapsed = time.perf_counter() - started
+        RETRIEVAL_LATENCY.observe(elapsed)
+        return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
+
+    def _kept(
+        self,
+        hits: list[ScoredChunk],
+        documents: Sequence[DocumentRef],
+        top_k: int,
+        require_match: bool,
+    ) -> list[ScoredChunk]:
+        """The best `top_k` of `hits` that pass the floors (none if nothing matches)."""
         allowed = {document.id for document in documents}
         passing = [
             hit
@@ -157,11 +176,8 @@ class Retriever:
             if self.match_score(hit) >= self.similarity_floor and hit.chunk.document_id in allowed
         ]
         if require_match and not self._anything_matches(passing):
-            passing = []
-        kept = passing[:top_k]
-        elapsed = time.perf_counter() - started
-        RETRIEVAL_LATENCY.observe(elapsed)
-        return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
+            return []
+        return passing[:top_k]
 
     async def _candidates(
         self, query: str, documents: Sequence[DocumentRef], depth: int
@@ -226,8 +242,12 @@ class Retriever:
     ) -> list[ScoredChunk]:
         """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
         coverage = {hit.id: hit.coverage for hit in lexical_hits}
+        # A chunk both sides found is taken as BM25 read it: with its text.
+        read = {hit.id: hit.chunk for hit in lexical_hits}
         found = {
-            hit.chunk.id: ScoredChunk(hit.chunk, hit.similarity, coverage.get(hit.chunk.id, 0.0))
+            hit.chunk.id: ScoredChunk(
+                read.get(hit.chunk.id, hit.chunk), hit.similarity, coverage.get(hit.chunk.id, 0.0)
+            )
             for hit in vector_hits
         }
         others: dict[str, float] = {}
