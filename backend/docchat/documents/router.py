@@ -140,7 +140,7 @@ async def get_document(
     operation_id="documents_file",
     responses={200: {"content": {"application/pdf": {}, "text/plain": {}}}},
 )
-async def download_document(document: ReadableDocument, storage: StorageDep) -> FileResponse:
+async def download_document(document: ReadableDocument, storage: StorageDep) -> Response:
     """The original file, shown inline (append `#page=N` to open a PDF at a page)."""
     return await storage.response(document.storage_key, document.content_type, document.filename)
 

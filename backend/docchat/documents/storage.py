@@ -5,6 +5,8 @@ as it is copied), then put in place under its hash: in a folder (`LocalFileStora
 machine or a volume every process mounts) or in an S3-compatible bucket (`S3FileStorage`, for
 workers on machines that share no disk). Readers ask for a local copy (`local_copy`): the file
 itself on disk, or an object downloaded into the staging folder for as long as it is read.
+Downloads (`response`) are sent from the file, or streamed from the bucket as they are read,
+a byte range (the PDF viewer's) read as that range alone.
 Since documents share files, a file is removed only when no live document uses it any more;
 the repository's `lock_storage_key` serialises that check with uploads of the same bytes, so a
 file is never removed under a new upload.
@@ -23,9 +25,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import quote
 
-from starlette.datastructures import UploadFile
-from starlette.responses import FileResponse
+from starlette.datastructures import Headers, UploadFile
+from starlette.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from docchat.config import StorageSettings
@@ -143,8 +146,9 @@ class FileStorage(ABC):
         there is no such file."""
 
     @abstractmethod
-    async def response(self, key: str, media_type: str, filename: str) -> FileResponse:
-        """The file as an inline HTTP response (ranges served, for the PDF viewer)."""
+    async def response(self, key: str, media_type: str, filename: str) -> Response:
+        """The file as an inline HTTP response (a single byte range served, for the PDF viewer);
+        `StoredFileMissing` if there is no such file."""
 
 
 class LocalFileStorage(FileStorage):
@@ -263,21 +267,109 @@ class S3FileStorage(FileStorage):
         finally:
             await asyncio.to_thread(path.unlink, missing_ok=True)
 
-    async def response(self, key: str, media_type: str, filename: str) -> FileResponse:
-        path = await self._download(key)
-        return _CopyResponse(
-            path, media_type=media_type, filename=filename, content_disposition_type="inline"
+    async def response(self, key: str, media_type: str, filename: str) -> Response:
+        try:
+            head = await asyncio.to_thread(
+                self._client.head_object, Bucket=self.bucket, Key=self._object(key)
+            )
+        except Exception as exc:
+            if _no_such_object(exc):
+                raise StoredFileMissing() from exc
+            raise
+        return _ObjectResponse(self, key, int(head["ContentLength"]), media_type, filename)
+
+    def open_range(self, key: str, first: int, last: int) -> Any:
+        """The object's bytes `first` to `last` (inclusive), as a stream to read."""
+        found = self._client.get_object(
+            Bucket=self.bucket, Key=self._object(key), Range=f"bytes={first}-{last}"
         )
+        return found["Body"]
 
 
-class _CopyResponse(FileResponse):
-    """A file response over a local copy, removed once sent, or once the client went away."""
+class RangeNotSatisfiable(Exception):
+    pass
+
+
+def single_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The first and last byte (inclusive) a `Range` header asks of a `size`-byte file, or None
+    for the whole file: no header, another unit, several ranges or one that does not parse
+    (a server may answer any of those with the whole file). `RangeNotSatisfiable` when the
+    range starts past the end."""
+    unit, _, spec = (header or "").partition("=")
+    spec = spec.strip()
+    if unit.strip().lower() != "bytes" or "," in spec or "-" not in spec:
+        return None
+    start, end = (part.strip() for part in spec.split("-", 1))
+    if (start and not start.isdigit()) or (end and not end.isdigit()) or not (start or end):
+        return None
+    if not start:  # the last `end` bytes
+        if int(end) == 0 or size == 0:
+            raise RangeNotSatisfiable()
+        return max(size - int(end), 0), size - 1
+    first = int(start)
+    last = min(int(end), size - 1) if end else size - 1
+    if first >= size:
+        raise RangeNotSatisfiable()
+    return (first, last) if first <= last else None
+
+
+def content_disposition(filename: str) -> str:
+    """`inline` with the file's name (RFC 6266; UTF-8 where the name needs it)."""
+    quoted = quote(filename)
+    if quoted != filename:
+        return f"inline; filename*=utf-8''{quoted}"
+    return f'inline; filename="{filename}"'
+
+
+class _ObjectResponse(Response):
+    """An object of the bucket streamed as it is read from it: nothing is staged on disk, a
+    byte range is asked of the bucket as that range alone, and the read stops when the client
+    goes away."""
+
+    def __init__(
+        self, storage: S3FileStorage, key: str, size: int, media_type: str, filename: str
+    ) -> None:
+        super().__init__(media_type=media_type)
+        self.storage, self.key, self.size, self.filename = storage, key, size, filename
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
-        finally:
-            await asyncio.to_thread(Path(self.path).unlink, missing_ok=True)
+            wanted = single_range(Headers(scope=scope).get("range"), self.size)
+        except RangeNotSatisfiable:
+            refused = PlainTextResponse(
+                "", status_code=416, headers={"content-range": f"bytes */{self.size}"}
+            )
+            return await refused(scope, receive, send)
+        first, last = wanted if wanted is not None else (0, self.size - 1)
+        headers = {
+            "accept-ranges": "bytes",
+            "content-disposition": content_disposition(self.filename),
+            "content-length": str(last - first + 1),
+        }
+        if wanted is not None:
+            headers["content-range"] = f"bytes {first}-{last}/{self.size}"
+        # Opened before the status is sent: a failure is a clean error, not a cut-off body.
+        body = None
+        if self.size:
+            body = await asyncio.to_thread(self.storage.open_range, self.key, first, last)
+        streamed = StreamingResponse(
+            _pieces(body),
+            status_code=206 if wanted is not None else 200,
+            headers=headers,
+            media_type=self.media_type,
+        )
+        await streamed(scope, receive, send)
+
+
+async def _pieces(body: Any) -> AsyncIterator[bytes]:
+    """What a boto3 body holds, a piece at a time; closed however the reading ends."""
+    if body is None:
+        return
+    try:
+        while piece := await asyncio.to_thread(body.read, COPY_CHUNK):
+            yield piece
+    finally:
+        body.close()
 
 
 def _no_such_object(error: BaseException) -> bool:
