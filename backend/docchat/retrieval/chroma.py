@@ -12,7 +12,7 @@ owners of shared documents), and their size is what the filter costs.
 
 Why no text: PostgreSQL holds every chunk's text (`document_chunks`, for BM25), and a Chroma
 write that carries it costs twice as long (a 64-chunk batch: 84 against 40 ms), all of it with
-the interpreter lock held when Chroma runs in the process, and takes three times the disk
+the interpreter lock held when Chroma runs in the process, and takes four times the disk
 (Chroma indexes the text for its own full-text search, which nothing here uses). A chunk is
 stored with its vector and metadata only, and the retriever reads the text of the passages a
 search keeps (`index.with_texts`). Chunks written before carry their text and answer with it.
