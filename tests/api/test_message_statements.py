@@ -28,8 +28,7 @@ EXPECTED = Counter(
         "SELECT chats": 1,  # the chat, locked for numbering
         "INSERT messages": 2,  # the question, the answer
         "UPDATE chats": 2,  # the chat's last activity, with each message
-        "SELECT chat_documents": 1,  # the chat's linked documents and collections
-        "SELECT chat_collections": 1,
+        "SELECT links": 1,  # the chat's linked documents and collections
         "SELECT array_agg": 1,  # the scope: every readable completed document
         "INSERT events": 2,  # query_submitted, response_generated
         "SELECT messages": 1,  # the history
@@ -51,6 +50,8 @@ def _kind(statement: str) -> str:
         function = words[1].split("(")[0]
         if function in ("array_agg", "tsvector_to_array"):
             return f"SELECT {function}"
+        if text.startswith("SELECT (SELECT array_agg(chat_documents.document_id)"):
+            return "SELECT links"
         table = text.split(" FROM ", 1)[1].split()[0] if " FROM " in text else "?"
         return f"SELECT {table}"
     table = words[2] if verb == "INSERT" else words[1]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
     Select,
     SQLColumnExpression,
+    Uuid,
+    bindparam,
     delete,
     func,
     literal_column,
@@ -58,6 +61,30 @@ async def get_owned(
 async def document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
     statement = select(ChatDocument.document_id).where(ChatDocument.chat_id == chat_id)
     return list((await session.execute(statement)).scalars())
+
+
+class ChatLinks(NamedTuple):
+    document_ids: list[uuid.UUID]
+    collection_ids: list[uuid.UUID]
+
+
+async def links(session: AsyncSession, chat_id: uuid.UUID) -> ChatLinks:
+    """The documents and the collections linked to the chat, in one round trip (every message
+    into a chat reads both)."""
+    documents, collections = (await session.execute(_links_statement(), {"chat_id": chat_id})).one()
+    return ChatLinks(list(documents or []), list(collections or []))
+
+
+@functools.cache
+def _links_statement() -> Select[Any]:
+    chat_id = bindparam("chat_id", type_=Uuid())
+    documents = select(func.array_agg(ChatDocument.document_id)).where(
+        ChatDocument.chat_id == chat_id
+    )
+    collections = select(func.array_agg(ChatCollection.collection_id)).where(
+        ChatCollection.chat_id == chat_id
+    )
+    return select(documents.scalar_subquery(), collections.scalar_subquery())
 
 
 async def link_documents(

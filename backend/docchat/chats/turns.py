@@ -120,13 +120,12 @@ async def _scope(
         return "message", await documents_repository.completed_refs(
             session, user, among=[d.id for d in requested], collections=collections
         )
-    linked = await repository.document_ids(session, chat.id)
-    linked_collections = await repository.collection_ids(session, chat.id)
+    linked = await repository.links(session, chat.id)
     # A chat linked to a collection since revoked still searches only what it is linked to.
-    if linked or linked_collections:
-        readable = await chats_service.readable_collection_ids(session, user, linked_collections)
+    if linked.document_ids or linked.collection_ids:
+        readable = await chats_service.readable_collection_ids(session, user, linked.collection_ids)
         return "chat", await documents_repository.completed_refs(
-            session, user, among=linked, collections=readable
+            session, user, among=linked.document_ids, collections=readable
         )
     return "all", await documents_repository.completed_refs(session, user)
 
