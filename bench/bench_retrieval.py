@@ -140,11 +140,11 @@ async def main(queries: int, sizes: list[int]) -> None:
             lexical = LexicalIndex(sessionmaker)
             index = ThreadedIndex(store)
             for label, retriever in (
-                ("vector", Retriever(embedder, index, texts=lexical, similarity_floor=-1.0)),
+                ("vector", Retriever(embedder, index, passages=lexical, similarity_floor=-1.0)),
                 (
                     "hybrid",
                     Retriever(
-                        embedder, index, texts=lexical, similarity_floor=-1.0, lexical=lexical
+                        embedder, index, passages=lexical, similarity_floor=-1.0, lexical=lexical
                     ),
                 ),
             ):

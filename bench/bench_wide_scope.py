@@ -171,8 +171,10 @@ async def main(library: int, elsewhere: int, queries: int) -> None:
         assert len(scope) == len(shelf)
         lexical = LexicalIndex(sessionmaker)
         index = ThreadedIndex(store)
-        vector = Retriever(embedder, index, texts=lexical, similarity_floor=-1.0)
-        hybrid = Retriever(embedder, index, texts=lexical, similarity_floor=-1.0, lexical=lexical)
+        vector = Retriever(embedder, index, passages=lexical, similarity_floor=-1.0)
+        hybrid = Retriever(
+            embedder, index, passages=lexical, similarity_floor=-1.0, lexical=lexical
+        )
 
         async def search(retriever: Retriever, question: str) -> None:
             result = await retriever.search(question, scope, 4)

@@ -45,9 +45,9 @@ async def test_upload_is_accepted_then_processed_with_pages(
     # Every chunk knows the page it came from.
     embedding = components.embedder.embed(["glaciers"])[0]
     hits = components.vector_store.query(embedding, [vector_ref(accepted)], top_k=3)
-    assert hits and all(hit.chunk.page == 2 for hit in hits)
-    texts = await components.lexical.texts_of([hit.chunk for hit in hits])
-    assert len(texts) == 3 and all("glaciers" in text for text in texts.values())
+    passages = await components.lexical.passages_of([hit.chunk for hit in hits])
+    assert len(passages) == 3
+    assert all(p.page == 2 and "glaciers" in p.text for p in passages.values())
     assert components.vector_store.count(vector_ref(accepted)) == document["chunk_count"]
 
 
@@ -61,7 +61,11 @@ async def test_real_pdf_chunks_keep_page_numbers(
     result = components.vector_store.query(
         components.embedder.embed(["text without a meaning"])[0], [vector_ref(document)], 50
     )
-    assert {hit.chunk.page for hit in result} == {1, 2, 3, 4}
+    # The pages are kept with the vectors and with the rows the answers are read from.
+    chunks = [hit.chunk for hit in result]
+    assert {chunk.page for chunk in components.vector_store.read(chunks)} == {1, 2, 3, 4}
+    passages = await components.lexical.passages_of(chunks)
+    assert {passage.page for passage in passages.values()} == {1, 2, 3, 4}
 
 
 async def test_markdown_and_text_are_ingested(

@@ -334,12 +334,13 @@ async def test_passages_the_vectors_find_get_their_text_from_postgresql(
     held = {chunk.chunk_index: chunk for chunk in await lexical.document_chunks([ref])}
     # Vector search alone: no passage comes with its text from BM25's rows.
     vectors = Retriever(
-        components.embedder, components.vector_index, texts=lexical, similarity_floor=-1.0
+        components.embedder, components.vector_index, passages=lexical, similarity_floor=-1.0
     )
     question = f"What should I do about fault {CODES[2]}?"
     found = (await vectors.search(question, [ref], len(CODES), require_match=False)).chunks
     assert len(found) == len(CODES)
-    assert all(hit.chunk.text == held[hit.chunk.chunk_index].text for hit in found)
+    # Whole, as PostgreSQL holds them: text, page, location, file name.
+    assert all(hit.chunk == held[hit.chunk.chunk_index] for hit in found)
 
     # A passage whose text PostgreSQL no longer holds as named is left out, not shown empty:
     # one in the vector index without a row, and rows asked for under another version.
@@ -348,4 +349,4 @@ async def test_passages_the_vectors_find_get_their_text_from_postgresql(
     found = (await vectors.search(question, [ref], len(CODES) + 1, require_match=False)).chunks
     assert len(found) == len(CODES) and all(hit.chunk.text for hit in found)
     later = [dataclasses.replace(chunk, version=chunk.version + 1) for chunk in held.values()]
-    assert await lexical.texts_of(later) == {}
+    assert await lexical.passages_of(later) == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from docchat.retrieval.index import (
     Chunk,
     DocumentRef,
     ScoredChunk,
+    ThreadedIndex,
     VectorStoreUnavailable,
     chunk_id,
     parse_chunk_id,
+    with_passages,
 )
 
 DIMENSION = 3
@@ -107,8 +110,31 @@ def test_chunks_of_the_single_collection_layout_move_to_their_owners(tmp_path: P
     assert store.move_legacy_chunks() == 2  # what `docchat reindex --layout-only` runs
     for document in documents:
         [hit] = store.query([1.0, 0.0, 0.0], [document], top_k=5)
-        assert hit.chunk.text == f"text of {document.id}" and hit.chunk.page == 3
+        # Such chunks may have no rows in PostgreSQL: the store still has what they were.
+        [moved] = store.read([hit.chunk])
+        assert moved.text == f"text of {document.id}" and moved.page == 3
     assert store.count() == 2  # moved, not copied: the record collection is empty now
+
+
+class NoRows:
+    """PostgreSQL with no rows for the chunks asked about (a layout older than the rows)."""
+
+    async def passages_of(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
+        return {}
+
+
+async def test_passages_postgresql_lacks_come_from_the_store_if_it_kept_them(
+    tmp_path: Path,
+) -> None:
+    store = open_store(tmp_path)
+    kept, bare = new_document(), new_document()
+    old = chunk(kept, 0, "written with its text")
+    store._write([old], [[1.0, 0.0, 0.0]], texts=True)  # as the layout move writes them
+    store.upsert([chunk(bare, 0, "written without")], [[1.0, 0.0, 0.0]])
+    hits = store.query([1.0, 0.0, 0.0], [kept, bare], top_k=5)
+    assert len(hits) == 2 and not any(hit.chunk.text for hit in hits)
+    whole = await with_passages(hits, NoRows(), ThreadedIndex(store))
+    assert [hit.chunk for hit in whole] == [old]  # the other has no text anywhere: left out
 
 
 def test_a_store_built_by_another_model_refuses_to_serve(tmp_path: Path) -> None:
@@ -144,8 +170,11 @@ def test_a_query_answers_from_the_answering_version_with_every_field(tmp_path: P
     store.upsert([old, new], [[1.0, 0.0, 0.0], [0.9, 0.1, 0.0]])
     current = DocumentRef(document.id, document.owner_id, version=2)
     hits = store.query([1.0, 0.0, 0.0], [current], top_k=5)
-    assert [hit.chunk for hit in hits] == [replace(new, text="")]  # the text is not kept
+    # The query names the chunk (PostgreSQL has the rest); the store kept every field but text.
+    address = replace(new, text="", page=None, visibility="", filename="", location=None)
+    assert [hit.chunk for hit in hits] == [address]
     assert hits[0].similarity == pytest.approx(0.9 / (0.81 + 0.01) ** 0.5, abs=1e-4)
+    assert store.read([hits[0].chunk]) == [replace(new, text="")]
 
 
 @pytest.mark.parametrize("version", [1, 2, 17])
@@ -171,4 +200,4 @@ def test_the_text_of_a_chunk_is_not_written_to_chroma(tmp_path: Path) -> None:
     assert stored["documents"] == [None]
     assert stored["metadatas"] and stored["metadatas"][0]["filename"] == "notes.md"
     [hit] = store.query([1.0, 0.0, 0.0], [document], top_k=1)
-    assert hit.chunk.text == "" and hit.chunk.page == 1
+    assert hit.chunk.text == "" and store.read([hit.chunk])[0].page == 1

@@ -14,8 +14,10 @@ Why no text: PostgreSQL holds every chunk's text (`document_chunks`, for BM25), 
 write that carries it costs twice as long (a 64-chunk batch: 84 against 40 ms), all of it with
 the interpreter lock held when Chroma runs in the process, and takes four times the disk
 (Chroma indexes the text for its own full-text search, which nothing here uses). A chunk is
-stored with its vector and metadata only, and the retriever reads the text of the passages a
-search keeps (`index.with_texts`). Chunks written before carry their text and answer with it.
+stored with its vector and metadata only. A query returns ids and similarities, nothing read
+back: the retriever reads the passages a search keeps, text and page, from PostgreSQL
+(`index.with_passages`), and only those PostgreSQL lacks (chunks of the single-collection
+layout, which kept their text here) from Chroma (`read`).
 """
 
 from __future__ import annotations
@@ -125,8 +127,8 @@ def _query_owner(
     each) in one owner's collection, with their similarity, most similar first.
 
     Only ids and distances are asked for: a Chroma query that also returns texts and metadata
-    is slow to (15 ms for 60 results at 100k chunks, against 2 ms without), while a `get` of
-    20 ids with them takes 1.4 ms; so the caller reads them for the chunks it keeps.
+    is slow to (15 ms for 60 results at 100k chunks, against 2 ms without); PostgreSQL tells
+    the rest of the chunks a search keeps.
 
     Most searches cover all, or most, of an owner's documents (scope "all"), so the index alone
     finds them: an unfiltered query over-fetches and keeps the wanted documents' chunks (their
@@ -152,17 +154,13 @@ def _query_owner(
     return _answering(_nearest(result), versions)[:top_k]
 
 
-def _read_chunks(collection: Any, hits: list[tuple[str, float]]) -> list[ScoredChunk]:
-    """The chunks of `hits` (metadata, and the text of those stored with one, read by id), in
-    the order of `hits`; a chunk removed since the query is left out."""
-    stored = collection.get(ids=[key for key, _ in hits], include=["documents", "metadatas"])
-    texts = stored["documents"] or []
-    metadatas = stored["metadatas"] or []
-    found = {
-        key: _chunk_from(text or "", dict(metadata))
-        for key, text, metadata in zip(stored["ids"], texts, metadatas, strict=True)
-    }
-    return [ScoredChunk(found[key], similarity) for key, similarity in hits if key in found]
+def _address(key: str, owner_id: uuid.UUID) -> Chunk:
+    """A chunk known by its id alone (the caller made sure it parses): where it stands and its
+    text are PostgreSQL's to tell (`index.with_passages`)."""
+    address = parse_chunk_id(key)
+    assert address is not None
+    document_id, index, version = address
+    return Chunk(document_id, index, "", None, owner_id, "", "", version=version)
 
 
 class ChromaVectorStore:
@@ -354,21 +352,30 @@ class ChromaVectorStore:
                     hits = _query_owner(collection, vector, versions, top_k)
                     nearest.extend((key, similarity, owner_id) for key, similarity in hits)
         nearest.sort(key=lambda hit: hit[1], reverse=True)
-        return self._read_best(nearest[:top_k])
+        return [
+            ScoredChunk(_address(key, owner_id), similarity)
+            for key, similarity, owner_id in nearest[:top_k]
+        ]
 
-    def _read_best(self, nearest: list[tuple[str, float, uuid.UUID]]) -> list[ScoredChunk]:
-        """The chunks of the best hits over all owners, read from their owners' collections."""
-        by_owner: dict[uuid.UUID, list[tuple[str, float]]] = {}
-        for key, similarity, owner_id in nearest:
-            by_owner.setdefault(owner_id, []).append((key, similarity))
-        chunks: list[ScoredChunk] = []
-        for owner_id, hits in by_owner.items():
+    def read(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """The chunks as stored (metadata, and the text of those written with it); a chunk not
+        in the store is left out."""
+        grouped: dict[uuid.UUID, list[str]] = {}
+        for chunk in chunks:
+            grouped.setdefault(chunk.owner_id, []).append(chunk.id)
+        found: list[Chunk] = []
+        for owner_id, ids in grouped.items():
             with self._guard(owner_id, "read"):
                 collection = self._owner_collection(owner_id, create=False)
-                if collection is not None:
-                    chunks.extend(_read_chunks(collection, hits))
-        chunks.sort(key=lambda hit: hit.similarity, reverse=True)
-        return chunks
+                if collection is None:
+                    continue
+                stored = collection.get(ids=ids, include=["documents", "metadatas"])
+            texts, metadatas = stored["documents"] or [], stored["metadatas"] or []
+            found.extend(
+                _chunk_from(text or "", dict(metadata))
+                for text, metadata in zip(texts, metadatas, strict=True)
+            )
+        return found
 
     def similarities(
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]

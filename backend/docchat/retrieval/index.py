@@ -7,8 +7,11 @@ Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thr
   those of `except_version`, when given: a new version's chunks stay as the old ones go);
 - `query(embedding, documents, top_k)` returns at most `top_k` chunks of `documents` (never of
   any other, nor of another version than the one each `DocumentRef` names), most similar
-  first, with cosine similarity; a chunk's text may be empty where the index does not keep it
-  (PostgreSQL does: `with_texts` reads it for the chunks a search keeps);
+  first, with cosine similarity; each chunk may come as its address alone (document, index,
+  version, owner), its text empty: PostgreSQL holds the text and where the passage stands
+  (page, location, file name), and `with_passages` reads them for the chunks a search keeps;
+- `read(chunks)` returns the named chunks as the index stored them (text and location only
+  where it kept them: chunks written by versions that did), for passages PostgreSQL lacks;
 - `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
   document and chunk index) that exist, keyed by chunk id;
 - `count(document)` counts the chunks of a document's version (or all chunks), `ping()` checks
@@ -124,6 +127,8 @@ class VectorIndex(Protocol):
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]
     ) -> dict[str, float]: ...
 
+    async def read(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
+
     async def count(self, document: DocumentRef | None = None) -> int: ...
 
     async def ping(self) -> None: ...
@@ -142,31 +147,39 @@ class BlockingVectorStore(Protocol):
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]
     ) -> dict[str, float]: ...
 
+    def read(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
+
     def count(self, document: DocumentRef | None = None) -> int: ...
 
     def ping(self) -> None: ...
 
 
-class ChunkTexts(Protocol):
-    async def texts_of(self, chunks: Sequence[Chunk]) -> dict[str, str]:
-        """The text of each chunk that still exists as named (version included), by id."""
+class PassageRows(Protocol):
+    async def passages_of(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
+        """Each of `chunks` that still exists as named (version included), whole (text, page,
+        location, file name), by id."""
         ...
 
 
-async def with_texts(found: list[ScoredChunk], texts: ChunkTexts) -> list[ScoredChunk]:
-    """`found`, each chunk with its text (read from `texts` for those found without); one whose
-    text is gone (its document deleted or given a new version since the query) is left out."""
+async def with_passages(
+    found: list[ScoredChunk], rows: PassageRows, index: VectorIndex
+) -> list[ScoredChunk]:
+    """`found`, each chunk whole: those found without their text are read from `rows`, and the
+    few `rows` lack (chunks of a layout older than the rows) from `index`, which kept their
+    text then. A chunk whose text is gone (its document deleted or given a new version since
+    the query) is left out."""
     missing = [hit.chunk for hit in found if not hit.chunk.text]
     if not missing:
         return found
-    read = await texts.texts_of(missing)
-    kept = []
-    for hit in found:
-        if hit.chunk.text:
-            kept.append(hit)
-        elif hit.chunk.id in read:
-            kept.append(replace(hit, chunk=replace(hit.chunk, text=read[hit.chunk.id])))
-    return kept
+    read = await rows.passages_of(missing)
+    older = [chunk for chunk in missing if chunk.id not in read]
+    if older:
+        read |= {chunk.id: chunk for chunk in await index.read(older) if chunk.text}
+    return [
+        hit if hit.chunk.text else replace(hit, chunk=read[hit.chunk.id])
+        for hit in found
+        if hit.chunk.text or hit.chunk.id in read
+    ]
 
 
 @dataclass(frozen=True)
@@ -192,6 +205,9 @@ class ThreadedIndex:
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]
     ) -> dict[str, float]:
         return await asyncio.to_thread(self.store.similarities, embedding, chunks)
+
+    async def read(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        return await asyncio.to_thread(self.store.read, chunks)
 
     async def count(self, document: DocumentRef | None = None) -> int:
         return await asyncio.to_thread(self.store.count, document)

@@ -138,11 +138,12 @@ _CHUNKS_OF_DOCUMENTS = text(
     "WHERE c.document_id = ANY(:documents) ORDER BY c.document_id, c.chunk_index"
 )
 
-# The text of chunks named by document, index and version; a chunk whose document answers with
+# Chunks named by document, index and version, whole; a chunk whose document answers with
 # another version by now (a new one was swapped in) is not returned.
-_TEXTS_OF_CHUNKS = text(
+_PASSAGES_OF_CHUNKS = text(
     """
-SELECT c.document_id, c.chunk_index, c.text
+SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
+       d.filename, d.version
 FROM unnest(CAST(:documents AS uuid[]), CAST(:indexes AS integer[]), CAST(:versions AS integer[]))
      AS wanted(document_id, chunk_index, version)
 JOIN documents d ON d.id = wanted.document_id AND d.version = wanted.version
@@ -435,9 +436,9 @@ class LexicalIndex:
                 for row in rows
             ]
 
-    async def texts_of(self, chunks: Sequence[Chunk]) -> dict[str, str]:
-        """The stored text of each of `chunks` whose document still answers with the chunk's
-        version, by chunk id (`Chunk.id`)."""
+    async def passages_of(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
+        """Each of `chunks` whose document still answers with the chunk's version, as stored
+        (text, page, location, file name), by chunk id (`Chunk.id`)."""
         if not chunks:
             return {}
         wanted = {
@@ -446,13 +447,9 @@ class LexicalIndex:
             "versions": [chunk.version for chunk in chunks],
         }
         async with self.sessionmaker() as session:
-            rows = await session.execute(_TEXTS_OF_CHUNKS, wanted)
-            found = {(row.document_id, row.chunk_index): row.text for row in rows}
-        return {
-            chunk.id: found[(chunk.document_id, chunk.chunk_index)]
-            for chunk in chunks
-            if (chunk.document_id, chunk.chunk_index) in found
-        }
+            rows = await session.execute(_PASSAGES_OF_CHUNKS, wanted)
+            found = [_chunk_of(row) for row in rows]
+        return {chunk.id: chunk for chunk in found}
 
     async def document_chunks(self, documents: Sequence[DocumentRef]) -> list[Chunk]:
         """Every chunk of `documents`, each document's in reading order, documents as given."""

@@ -10,8 +10,8 @@ the `semantic_search` tool, the OpenAI-compatible endpoint, the benchmarks):
    of its BM25 coverage of the question): passages under the similarity floor are dropped, and
    over a wide scope ("everything I may read") the best passage must also reach the match
    floor, or nothing matches and the answer is general conversation;
-5. the text of the passages kept that the vector index found without it (Chroma keeps none)
-   is read from PostgreSQL, after both searches, in one statement.
+5. the passages kept that only the vector index found (it knows their address, not their
+   text nor page) are read from PostgreSQL, after both searches, in one statement.
 The scope must come from the owner-scoped document query; the retriever never widens it.
 Failures of the embedder or the vector index are reported in `SearchResult.unavailable`, so
 the caller can answer in general mode.
@@ -30,7 +30,13 @@ from docchat.config import RAGSettings, RerankSettings
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
-from docchat.retrieval.index import ChunkTexts, DocumentRef, ScoredChunk, VectorIndex, with_texts
+from docchat.retrieval.index import (
+    DocumentRef,
+    PassageRows,
+    ScoredChunk,
+    VectorIndex,
+    with_passages,
+)
 from docchat.retrieval.lexical import LexicalHit, LexicalIndex
 from docchat.retrieval.query_embedding import anticipate_query, embed_query
 from docchat.retrieval.rerank import HttpReranker
@@ -67,7 +73,7 @@ class Retriever:
         embedder: Embedder,
         index: VectorIndex,
         *,
-        texts: ChunkTexts,
+        passages: PassageRows,
         similarity_floor: float,
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
@@ -77,7 +83,7 @@ class Retriever:
     ) -> None:
         self.embedder = embedder
         self.index = index
-        self.texts = texts
+        self.passages = passages
         self.lexical = lexical
         self.similarity_floor = similarity_floor
         # "Nothing matches" over a wide scope: the best passage must reach this, or none count.
@@ -100,7 +106,7 @@ class Retriever:
         return cls(
             embedder,
             index,
-            texts=lexical,
+            passages=lexical,
             similarity_floor=rag.similarity_floor,
             match_floor=CALIBRATED_MATCH_FLOOR[mode] if match_floor is None else match_floor,
             lexical_evidence=rag.lexical_evidence,
@@ -151,15 +157,20 @@ class Retriever:
             depth = max(self.fusion.candidates, top_k) if widen else top_k
             hits = await self._candidates(query, documents, depth)
             if self.reranker is not None:  # it reads the passages
-                hits = await self.reranker.rerank(query, await with_texts(hits, self.texts), top_k)
+                hits = await self.reranker.rerank(query, await self._whole(hits), top_k)
             kept = self._kept(hits, documents, top_k, require_match)
-            kept = await with_texts(kept, self.texts)
+            kept = await self._whole(kept)
         except Exception as exc:
             logger.warning("retrieval unavailable, answering in general mode: %s", exc)
             return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
         elapsed = time.perf_counter() - started
         RETRIEVAL_LATENCY.observe(elapsed)
         return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
+
+    async def _whole(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
+        """The hits with their text and place in the document (the vector index finds a
+        chunk's address only)."""
+        return await with_passages(hits, self.passages, self.index)
 
     def _kept(
         self,
