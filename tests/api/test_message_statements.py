@@ -29,7 +29,7 @@ EXPECTED = Counter(
         "INSERT messages": 2,  # the question, the answer
         "UPDATE chats": 2,  # the chat's last activity, with each message
         "SELECT links": 1,  # the chat's linked documents and collections
-        "SELECT array_agg": 1,  # the scope: every readable completed document
+        "SELECT scope": 1,  # every readable completed document (sent only when changed)
         "INSERT events": 2,  # query_submitted, response_generated
         "SELECT messages": 1,  # the history
         # BM25: the question's words, the scope's chunk count and length, the ranking
@@ -52,6 +52,8 @@ def _kind(statement: str) -> str:
             return f"SELECT {function}"
         if text.startswith("SELECT (SELECT array_agg(chat_documents.document_id)"):
             return "SELECT links"
+        if words[1].endswith(".fingerprint,"):
+            return "SELECT scope"
         table = text.split(" FROM ", 1)[1].split()[0] if " FROM " in text else "?"
         return f"SELECT {table}"
     table = words[2] if verb == "INSERT" else words[1]

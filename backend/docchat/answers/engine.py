@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -74,7 +74,7 @@ class Question:
     # Earlier messages, oldest first, as the model should see them.
     history: list[dict[str, Any]]
     # Completed documents to search: from the owner-scoped query only.
-    documents: list[DocumentRef]
+    documents: Sequence[DocumentRef]
     options: AnswerOptions
     scope: Scope | None = None
     # Documents attached to this question that are still processing: read directly.

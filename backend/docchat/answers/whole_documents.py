@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docchat.answers.meta import AnswerMeta
@@ -146,7 +147,7 @@ class WholeDocuments:
     async def entries(
         self,
         request: str,
-        documents: list[DocumentRef],
+        documents: Sequence[DocumentRef],
         *,
         model: str,
         label: str,

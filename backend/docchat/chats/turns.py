@@ -29,7 +29,7 @@ from docchat.events import service as events_service
 from docchat.extraction.kinds import FileKind
 from docchat.kit.errors import NotFound, Unprocessable
 from docchat.llm.catalog import resolve_model
-from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.index import DocumentScope
 from docchat.retrieval.inline import InlineDocument
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
@@ -113,7 +113,7 @@ async def _scope(
     chat: Chat,
     requested: list[Document],
     collections: list[uuid.UUID],
-) -> tuple[Scope, list[DocumentRef]]:
+) -> tuple[Scope, DocumentScope]:
     """The message's documents and collections > the chat's > all readable documents; only
     completed documents count. Collections are read now: a revoked one adds nothing."""
     if requested or collections:
@@ -131,8 +131,8 @@ async def _scope(
 
 
 async def _conversation_documents(
-    session: AsyncSession, user: User, chat: Chat, documents: list[DocumentRef]
-) -> list[DocumentRef]:
+    session: AsyncSession, user: User, chat: Chat, documents: DocumentScope
+) -> DocumentScope:
     """Tool mode also searches every completed document attached to any message of the chat."""
     attached = await repository.message_document_ids(session, chat.id)
     known = {document.id for document in documents}

@@ -29,7 +29,7 @@ from docchat.llm.catalog import resolve_model
 from docchat.llm.client import LLM
 from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.retrieval.context import estimate_tokens
-from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.index import DocumentScope
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
 
@@ -133,7 +133,7 @@ def split_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
     return "\n\n".join(prompt_parts), history
 
 
-async def index_documents(session: AsyncSession, user: User, index_name: str) -> list[DocumentRef]:
+async def index_documents(session: AsyncSession, user: User, index_name: str) -> DocumentScope:
     """The completed documents the index name stands for: all the caller may read, those of
     one of the caller's categories, or those of a collection the caller may read (by name;
     a category wins a tie). Any other name is a 404."""

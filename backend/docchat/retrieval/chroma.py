@@ -40,6 +40,7 @@ from docchat.retrieval.index import (
     Chunk,
     ChunkAddress,
     DocumentRef,
+    DocumentScope,
     Embedding,
     ScoredChunk,
     VectorStoreUnavailable,
@@ -86,14 +87,6 @@ def _chunk_from(text: str, metadata: dict[str, Any]) -> Chunk:
 def _document_filter(document_ids: Sequence[uuid.UUID]) -> dict[str, Any]:
     ids = [str(document_id) for document_id in document_ids]
     return {"document_id": ids[0]} if len(ids) == 1 else {"document_id": {"$in": ids}}
-
-
-def _by_owner(documents: Sequence[DocumentRef]) -> dict[uuid.UUID, dict[uuid.UUID, int]]:
-    """Each owner's documents in scope, with the version of each that answers."""
-    grouped: dict[uuid.UUID, dict[uuid.UUID, int]] = {}
-    for document in documents:
-        grouped.setdefault(document.owner_id, {})[document.id] = document.version
-    return grouped
 
 
 def _nearest(result: Any) -> list[tuple[str, float]]:
@@ -345,7 +338,7 @@ class ChromaVectorStore:
             return []
         vector = list(embedding)
         nearest: list[tuple[str, float, uuid.UUID]] = []
-        for owner_id, versions in _by_owner(documents).items():
+        for owner_id, versions in DocumentScope.of(documents).by_owner.items():
             with self._guard(owner_id, "query"):
                 collection = self._owner_collection(owner_id, create=False)
                 if collection is not None:

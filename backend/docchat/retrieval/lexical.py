@@ -14,7 +14,6 @@ the caller resolved for the user.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.retrieval.index import Chunk, DocumentRef
+from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope
 from docchat.retrieval.models import DocumentChunk
 
 K1 = 1.2
@@ -378,18 +377,18 @@ class LexicalIndex:
         return self._statistics
 
     async def _scope_totals(
-        self, session: AsyncSession, ids: list[uuid.UUID]
+        self, session: AsyncSession, scope: DocumentScope
     ) -> tuple[float, float]:
         """The scope's chunk count and average chunk length. Those of a wide scope (a shared
         library of thousands of documents) are reused for a while: summing them is most of a
         question's first statement, and a document more or less barely moves them."""
-        key = hashlib.blake2b(b"".join(i.bytes for i in ids), digest_size=16).digest()
+        key = scope.digest
         now = time.monotonic()
         cached = self._totals.get(key)
         if cached is not None and now - cached[2] <= SCOPE_TOTALS_TTL_SECONDS:
             return cached[0], cached[1]
-        row = (await session.execute(_SCOPE_TOTALS, {"documents": ids})).one()
-        if len(ids) >= CACHED_SCOPE_DOCUMENTS:
+        row = (await session.execute(_SCOPE_TOTALS, {"documents": scope.ids})).one()
+        if len(scope) >= CACHED_SCOPE_DOCUMENTS:
             if len(self._totals) >= CACHED_SCOPES:
                 self._totals.pop(next(iter(self._totals)))
             self._totals[key] = (row.n, row.avgdl, now)
@@ -400,13 +399,13 @@ class LexicalIndex:
     ) -> list[LexicalHit]:
         if not documents or not question.strip() or limit <= 0:
             return []
-        ids = [document.id for document in documents]
+        scope = DocumentScope.of(documents)
         async with self.sessionmaker() as session:
             asked = {"config": self.language, "question": question}
             lexemes = list((await session.execute(_LEXEMES, asked)).scalar_one() or [])
             if not lexemes:
                 return []
-            n, avgdl = await self._scope_totals(session, ids)
+            n, avgdl = await self._scope_totals(session, scope)
             if n <= self.exact_scope_chunks:
                 statement, words = _BM25_SCOPE_FIRST, WordSelection(lexemes, {})
             else:
@@ -417,7 +416,7 @@ class LexicalIndex:
                 "lexemes": lexemes,
                 "known": list(words.common),
                 "known_df": list(words.common.values()),
-                "documents": ids,
+                "documents": scope.ids,
                 "n": n,
                 "avgdl": avgdl,
                 "k1": K1,

@@ -32,6 +32,7 @@ from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
 from docchat.retrieval.index import (
     DocumentRef,
+    DocumentScope,
     PassageRows,
     ScoredChunk,
     VectorIndex,
@@ -151,14 +152,15 @@ class Retriever:
         if not documents or not query.strip():
             return SearchResult()
         started = time.perf_counter()
+        scope = DocumentScope.of(documents)
         try:
             # Fusion and reranking choose among more candidates than they keep.
             widen = self.lexical is not None or self.reranker is not None
             depth = max(self.fusion.candidates, top_k) if widen else top_k
-            hits = await self._candidates(query, documents, depth)
+            hits = await self._candidates(query, scope, depth)
             if self.reranker is not None:  # it reads the passages
                 hits = await self.reranker.rerank(query, await self._whole(hits), top_k)
-            kept = self._kept(hits, documents, top_k, require_match)
+            kept = self._kept(hits, scope, top_k, require_match)
             kept = await self._whole(kept)
         except Exception as exc:
             logger.warning("retrieval unavailable, answering in general mode: %s", exc)
@@ -175,12 +177,12 @@ class Retriever:
     def _kept(
         self,
         hits: list[ScoredChunk],
-        documents: Sequence[DocumentRef],
+        scope: DocumentScope,
         top_k: int,
         require_match: bool,
     ) -> list[ScoredChunk]:
         """The best `top_k` of `hits` that pass the floors (none if nothing matches)."""
-        allowed = {document.id for document in documents}
+        allowed = scope.by_id
         passing = [
             hit
             for hit in hits
@@ -190,20 +192,18 @@ class Retriever:
             return []
         return passing[:top_k]
 
-    async def _candidates(
-        self, query: str, documents: Sequence[DocumentRef], depth: int
-    ) -> list[ScoredChunk]:
+    async def _candidates(self, query: str, scope: DocumentScope, depth: int) -> list[ScoredChunk]:
         if self.lexical is None:
             vector = await embed_query(self.embedder, query)
-            return await self.index.query(vector, list(documents), depth)
+            return await self.index.query(vector, scope, depth)
         # BM25 needs no vector: it starts with the query's embedding, not after it, and then
         # fetches its passages' cosine similarities while the vector search still runs. Both
         # sides finish before anything is raised: a failed vector search must not leave the
         # lexical query running on behind the request's back.
         embedding = asyncio.ensure_future(embed_query(self.embedder, query))
         vector_result, lexical_result = await asyncio.gather(
-            self._vector_side(embedding, documents, depth),
-            self._lexical_side(self.lexical, embedding, documents, query, depth),
+            self._vector_side(embedding, scope, depth),
+            self._lexical_side(self.lexical, embedding, scope, query, depth),
             return_exceptions=True,
         )
         if isinstance(vector_result, BaseException):
@@ -213,25 +213,25 @@ class Retriever:
         return self._fused(vector_result, *lexical_result)
 
     async def _vector_side(
-        self, embedding: Awaitable[list[float]], documents: Sequence[DocumentRef], depth: int
+        self, embedding: Awaitable[list[float]], scope: DocumentScope, depth: int
     ) -> list[ScoredChunk]:
-        return await self.index.query(await embedding, list(documents), depth)
+        return await self.index.query(await embedding, scope, depth)
 
     async def _lexical_side(
         self,
         lexical: LexicalIndex,
         embedding: Awaitable[list[float]],
-        documents: Sequence[DocumentRef],
+        scope: DocumentScope,
         query: str,
         depth: int,
     ) -> tuple[list[LexicalHit], dict[str, float]]:
         """BM25's passages and the cosine similarity of each (from the stored vectors): the
         floor and convex fusion need it for the passages only BM25 proposes."""
-        hits = await self._lexical(lexical, documents, query, depth)
+        hits = await self._lexical(lexical, scope, query, depth)
         vector = await embedding  # awaited even without hits: its failure is reported once
         if not hits:
             return hits, {}
-        refs = {document.id: document for document in documents}
+        refs = scope.by_id
         wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in hits]
         return hits, await self.index.similarities(vector, wanted)
 

@@ -7,6 +7,7 @@ the search always runs over the ids the server resolved for this conversation.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ class ToolRetrieval:
     """Runs the model's search calls over a fixed document scope, numbering what it finds."""
 
     retriever: Retriever
-    documents: list[DocumentRef]
+    documents: Sequence[DocumentRef]
     default_top_k: int
     # What the passages found may spend; passages read inline are already in `entries`.
     budget: TokenBudget
