@@ -197,6 +197,13 @@ class RAGSettings(BaseSettings):
         "auto",
         description="auto: search before answering; tool: the model calls semantic_search itself",
     )
+    search_ahead: bool = Field(
+        True,
+        description=(
+            "Start a message's search once its scope is read, while its turn is saved (two "
+            "database connections at that moment); off: search after"
+        ),
+    )
     hybrid: bool = Field(
         True,
         description="Fuse BM25 (PostgreSQL full text) with vector search (see RAG_FUSION)",

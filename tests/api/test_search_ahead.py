@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -68,3 +69,50 @@ async def test_a_message_is_embedded_while_its_turn_is_saved(
     reworded = (await ask(live_client, headers, "And who was that?", **body)).json()
     assert reworded["assistant_message"]["meta"]["grounded"] is True
     assert counting.texts[2:] == [["Who designed the Kestrel footbridge over the Amsel?"]]
+
+
+class CountingIndex:
+    """The real vector index, counting its queries."""
+
+    def __init__(self, index: Any) -> None:
+        self.index, self.queries = index, 0
+
+    async def query(self, *args: Any) -> Any:
+        self.queries += 1
+        return await self.index.query(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.index, name)
+
+
+async def test_a_message_is_searched_while_its_turn_is_saved(
+    live_client: httpx.AsyncClient,
+    live_components: Components,
+    engine: AsyncEngine,
+    fresh_llm: ScriptedLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counting = CountingIndex(live_components.retriever.index)
+    monkeypatch.setattr(live_components.retriever, "index", counting)
+    headers = await auth_headers(live_client)
+    await upload_and_process(live_client, live_components, headers, "notes.md", NOTES.encode())
+    question = "Who designed the Kestrel footbridge?"
+    fresh_llm.script("Ilse Varga designed it [1].")
+    # Another connection keeps messages from being written: the turn waits to save the
+    # question, and its search has run all the same, once its chat and scope were read.
+    async with engine.connect() as holder:
+        await holder.execute(text("LOCK TABLE messages IN SHARE ROW EXCLUSIVE MODE"))
+        sent = asyncio.create_task(ask(live_client, headers, question))
+        await _until(lambda: counting.queries == 1)
+        await asyncio.sleep(0.2)
+        assert not sent.done()
+        await holder.rollback()
+    answer = (await sent).json()["assistant_message"]
+    assert answer["meta"]["grounded"] is True and "Ilse Varga" in fresh_llm.prompt_text()
+    assert counting.queries == 1  # the answer used that search
+
+    # A question about nothing in the notes is still judged by the match floor.
+    fresh_llm.script("I can tell you about the weather in general.")
+    general = (await ask(live_client, headers, "What is the weather like on Neptune?")).json()
+    assert general["assistant_message"]["meta"]["reason"] == "no_match"
+    assert counting.queries == 2

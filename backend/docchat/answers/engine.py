@@ -162,6 +162,18 @@ class AnswerEngine:
         embedding)."""
         self.retriever.anticipate(query)
 
+    def search_ahead(
+        self, query: str, scope: Scope, documents: Sequence[DocumentRef], options: AnswerOptions
+    ) -> None:
+        """Start the search `plan` will run for a question asked with its own words, as soon as
+        its scope is known: it runs while the caller saves the turn (a search that never comes
+        is wasted work). Not for what `plan` reads otherwise: whole documents, the tool."""
+        if not (options.rag_enabled and options.retrieval == "auto" and documents):
+            return
+        if options.whole_documents and asks_for_whole_documents(query, scope):
+            return
+        self.retriever.search_ahead(query, documents, options.top_k)
+
     def answer_tokens(self, options: AnswerOptions) -> int:
         """What the caller asked for, never more than LLM_MAX_TOKENS."""
         longest = self.llm_settings.max_tokens

@@ -21,7 +21,8 @@ import anyio
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.answers.engine import AnswerEngine, Generated, Plan, SourcesReady
+from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, SourcesReady
+from docchat.answers.meta import Scope
 from docchat.chats import repository
 from docchat.chats.schemas import (
     MessageCreate,
@@ -33,7 +34,7 @@ from docchat.chats.schemas import (
     StreamMeta,
     StreamSources,
 )
-from docchat.chats.turns import Turn, searches_as_worded, start_turn
+from docchat.chats.turns import ScopeRead, Turn, searches_as_worded, start_turn
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
@@ -41,6 +42,7 @@ from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import DocchatError
 from docchat.quotas import service as quotas
 from docchat.retrieval.context import estimate_tokens
+from docchat.retrieval.index import DocumentScope
 from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
@@ -62,10 +64,17 @@ class MessageFlow:
 
     async def start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
         await quotas.ensure_tokens_left(session, user, self.settings.quota)
+        ahead: ScopeRead | None = None
         if searches_as_worded(self.settings, request):
-            # The query's embedding runs while the turn is saved and its scope read.
+            # The query's embedding runs while the turn's chat and scope are read, and its
+            # search while the turn is saved.
             self.engine.anticipate_search(request.content)
-        turn = await start_turn(session, self.settings, self.storage, user, request)
+
+            def ahead(scope: Scope, documents: DocumentScope, options: AnswerOptions) -> None:
+                if self.settings.rag.search_ahead:
+                    self.engine.search_ahead(request.content, scope, documents, options)
+
+        turn = await start_turn(session, self.settings, self.storage, user, request, on_scope=ahead)
         payload = {"chat_id": str(turn.chat_id), "model": turn.question.options.model}
         events_service.publish(self.publisher, events_service.QUERY_SUBMITTED, user.id, payload)
         return turn

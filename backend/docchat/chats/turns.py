@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -198,12 +199,18 @@ def _last_answer_was_grounded(messages: list[Message]) -> bool:
     return bool(answers and answers[-1].sources)
 
 
+# Told the message's scope as soon as it is read, before the turn is saved.
+ScopeRead = Callable[[Scope, DocumentScope, AnswerOptions], None]
+
+
 async def start_turn(
     session: AsyncSession,
     settings: Settings,
     storage: FileStorage,
     user: User,
     request: MessageCreate,
+    *,
+    on_scope: ScopeRead | None = None,
 ) -> Turn:
     """Phase 1, committed before the model is called so the user's message is never lost."""
     limit = settings.max_message_chars
@@ -215,10 +222,12 @@ async def start_turn(
     replaced = await _replaced_question(session, chat, request.replaces)
     if replaced is not None and not requested and not collections:
         requested = await _documents_of(session, user, replaced)
-    message = await repository.add_message(session, chat, MessageRole.user, request.content)
-    await repository.link_message_documents(session, message.id, [d.id for d in requested])
     options = _options(settings, user, chat, request)
     scope, documents = await _scope(session, user, chat, requested, collections)
+    if on_scope is not None:
+        on_scope(scope, documents, options)
+    message = await repository.add_message(session, chat, MessageRole.user, request.content)
+    await repository.link_message_documents(session, message.id, [d.id for d in requested])
     if options.retrieval == "tool":
         documents = await _conversation_documents(session, user, chat, documents)
     await events_service.record(

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from docchat.config import RAGSettings, RerankSettings
@@ -56,6 +57,19 @@ class SearchResult:
     # Why nothing could be searched, when the vector store or the embedder failed.
     unavailable: str | None = None
     elapsed_ms: float = 0.0
+    # The best match score of the passages over the similarity floor (not only those kept).
+    best_match: float | None = None
+
+
+# Searches started ahead of the question that will ask for them; more are forgotten, oldest
+# first (the turn that started one failed before it searched).
+MAX_SEARCHES_AHEAD = 64
+_AheadKey = tuple[str, int, int]
+
+
+def _usable(task: asyncio.Task[SearchResult]) -> bool:
+    """A search started ahead can be awaited here: same event loop, not cancelled."""
+    return task.get_loop() is asyncio.get_running_loop() and not task.cancelled()
 
 
 class Reranker(Protocol):
@@ -92,6 +106,9 @@ class Retriever:
         self.lexical_evidence = lexical_evidence if lexical is not None else 0.0
         self.fusion = fusion or Fusion()
         self.reranker = reranker
+        self._ahead: OrderedDict[_AheadKey, tuple[DocumentScope, asyncio.Task[SearchResult]]] = (
+            OrderedDict()
+        )
 
     @classmethod
     def from_settings(
@@ -128,11 +145,6 @@ class Retriever:
         """Start embedding a query that `search` will be asked for shortly."""
         anticipate_query(self.embedder, query)
 
-    def _anything_matches(self, passing: Sequence[ScoredChunk]) -> bool:
-        if self.match_floor is None or not passing:
-            return True
-        return max(self.match_score(hit) for hit in passing) >= self.match_floor
-
     def match_score(self, hit: ScoredChunk) -> float:
         """What the floor judges: cosine similarity, plus (hybrid) a share of the BM25 evidence."""
         return hit.similarity + self.lexical_evidence * min(hit.lexical_coverage, 1.0)
@@ -148,11 +160,42 @@ class Retriever:
         """The `top_k` best chunks of `documents` for `query` whose match score passes the floor.
 
         With `require_match`, nothing is returned when even the best passage stays below the
-        match floor: the question is about something else."""
+        match floor: the question is about something else. A search started ahead with the
+        same arguments (`search_ahead`) is taken instead of searching again."""
         if not documents or not query.strip():
             return SearchResult()
-        started = time.perf_counter()
         scope = DocumentScope.of(documents)
+        ahead = self._ahead.pop((query, id(scope), top_k), None)
+        if ahead is not None and ahead[0] is scope and _usable(ahead[1]):
+            result = await ahead[1]
+        else:
+            result = await self._search(query, scope, top_k)
+        return self._judged(result, require_match)
+
+    def search_ahead(self, query: str, documents: Sequence[DocumentRef], top_k: int) -> None:
+        """Start the search that `search` will shortly be asked for with these arguments (the
+        same scope object), so that it runs while the caller does its other work. Whether the
+        match floor applies is decided then."""
+        if not documents or not query.strip():
+            return
+        scope = DocumentScope.of(documents)
+        task = asyncio.get_running_loop().create_task(self._search(query, scope, top_k))
+        self._ahead[(query, id(scope), top_k)] = (scope, task)
+        while len(self._ahead) > MAX_SEARCHES_AHEAD:
+            self._ahead.popitem(last=False)
+
+    def _judged(self, result: SearchResult, require_match: bool) -> SearchResult:
+        """Nothing, when a match is required and even the best passage misses the floor."""
+        if not require_match or self.match_floor is None or not result.chunks:
+            return result
+        if result.best_match is not None and result.best_match >= self.match_floor:
+            return result
+        return replace(result, chunks=[])
+
+    async def _search(self, query: str, scope: DocumentScope, top_k: int) -> SearchResult:
+        """The best `top_k` passages over the similarity floor, and the best match score among
+        all that passed it (`_judged` decides on the match floor)."""
+        started = time.perf_counter()
         try:
             # Fusion and reranking choose among more candidates than they keep.
             widen = self.lexical is not None or self.reranker is not None
@@ -160,37 +203,29 @@ class Retriever:
             hits = await self._candidates(query, scope, depth)
             if self.reranker is not None:  # it reads the passages
                 hits = await self.reranker.rerank(query, await self._whole(hits), top_k)
-            kept = self._kept(hits, scope, top_k, require_match)
-            kept = await self._whole(kept)
+            passing = self._passing(hits, scope)
+            kept = await self._whole(passing[:top_k])
         except Exception as exc:
             logger.warning("retrieval unavailable, answering in general mode: %s", exc)
             return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
         elapsed = time.perf_counter() - started
         RETRIEVAL_LATENCY.observe(elapsed)
-        return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000)
+        best = max((self.match_score(hit) for hit in passing), default=None)
+        return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000, best_match=best)
 
     async def _whole(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         """The hits with their text and place in the document (the vector index finds a
         chunk's address only)."""
         return await with_passages(hits, self.passages, self.index)
 
-    def _kept(
-        self,
-        hits: list[ScoredChunk],
-        scope: DocumentScope,
-        top_k: int,
-        require_match: bool,
-    ) -> list[ScoredChunk]:
-        """The best `top_k` of `hits` that pass the floors (none if nothing matches)."""
+    def _passing(self, hits: list[ScoredChunk], scope: DocumentScope) -> list[ScoredChunk]:
+        """The `hits` of the scope whose match score reaches the similarity floor, in order."""
         allowed = scope.by_id
-        passing = [
+        return [
             hit
             for hit in hits
             if self.match_score(hit) >= self.similarity_floor and hit.chunk.document_id in allowed
         ]
-        if require_match and not self._anything_matches(passing):
-            return []
-        return passing[:top_k]
 
     async def _candidates(self, query: str, scope: DocumentScope, depth: int) -> list[ScoredChunk]:
         if self.lexical is None:
