@@ -19,9 +19,14 @@ from tests.support.documents import upload, upload_and_process
 from tests.support.users import auth_headers
 
 
-async def _me(client: httpx.AsyncClient, session: AsyncSession, headers: dict[str, str]) -> User:
+async def _signed_up(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> tuple[dict[str, str], User]:
+    """A new user's headers, and the user as the repository takes it."""
+    headers = await auth_headers(client)
     me = (await client.get("/api/v1/users/me", headers=headers)).json()
-    return (await session.execute(select(User).where(User.id == uuid.UUID(me["id"])))).scalar_one()
+    statement = select(User).where(User.id == uuid.UUID(me["id"]))
+    return headers, (await session.execute(statement)).scalar_one()
 
 
 def _versions(scope: Any) -> dict[str, int]:
@@ -31,8 +36,7 @@ def _versions(scope: Any) -> dict[str, int]:
 async def test_an_unchanged_scope_is_reused_and_a_changed_one_read_at_once(
     client: httpx.AsyncClient, components: Components, session: AsyncSession
 ) -> None:
-    headers = await auth_headers(client)
-    user = await _me(client, session, headers)
+    headers, user = await _signed_up(client, session)
     first = await upload_and_process(client, components, headers, "a.md", b"Alpha notes.")
     scope = await repository.completed_refs(session, user)
     assert _versions(scope) == {first["id"]: 1}
@@ -62,13 +66,12 @@ async def test_an_unchanged_scope_is_reused_and_a_changed_one_read_at_once(
 async def test_scopes_asked_differently_are_kept_apart(
     client: httpx.AsyncClient, components: Components, session: AsyncSession
 ) -> None:
-    headers = await auth_headers(client)
-    user = await _me(client, session, headers)
+    headers, user = await _signed_up(client, session)
     kept = await upload_and_process(client, components, headers, "a.md", b"Alpha notes.")
     queued = await upload(client, headers, "b.md", b"Beta notes.")  # not completed: no scope
     everything = await repository.completed_refs(session, user)
     only = await repository.completed_refs(session, user, among=[uuid.UUID(queued.json()["id"])])
     assert _versions(everything) == {kept["id"]: 1} and len(only) == 0
     assert await repository.completed_refs(session, user) is everything
-    other = await _me(client, session, await auth_headers(client))
+    _, other = await _signed_up(client, session)
     assert len(await repository.completed_refs(session, other)) == 0
