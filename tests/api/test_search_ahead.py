@@ -4,6 +4,7 @@ read, and its search uses that embedding instead of computing one more."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -116,3 +117,24 @@ async def test_a_message_is_searched_while_its_turn_is_saved(
     general = (await ask(live_client, headers, "What is the weather like on Neptune?")).json()
     assert general["assistant_message"]["meta"]["reason"] == "no_match"
     assert counting.queries == 2
+
+
+async def test_a_search_ahead_reads_only_its_askers_documents(
+    live_client: httpx.AsyncClient, live_components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Two users ask the same question at once, each over everything they may read: each
+    search ahead runs over its asker's scope alone."""
+    alice, bob = await auth_headers(live_client), await auth_headers(live_client)
+    await upload_and_process(live_client, live_components, alice, "notes.md", NOTES.encode())
+    other = b"The Kestrel cafe by the station opens at seven and closes at noon."
+    await upload_and_process(live_client, live_components, bob, "cafe.md", other)
+    question = "Who designed the Kestrel footbridge and when did it open?"
+    fresh_llm.script("I do not know.", "I do not know.")
+    answers = await asyncio.gather(
+        ask(live_client, alice, question), ask(live_client, bob, question)
+    )
+    assert all(answer.status_code == 200 for answer in answers)
+    prompts = [json.dumps(request) for request in fresh_llm.requests]
+    assert sum("Ilse Varga" in prompt for prompt in prompts) == 1, "Alice's note reached Bob"
+    bobs = answers[1].json()["assistant_message"]
+    assert all(source["document_name"] == "cafe.md" for source in bobs["sources"] or [])
