@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"{args.email} is an administrator ({action}): its password is now the one "
                 "given here and every earlier session of the account has ended"
+                + (", and so has every API key made with it" if action == "promoted" else "")
             )
     elif args.command == "users":
         succeeded, output = asyncio.run(users_commands.run(args, get_settings().database_url))

@@ -2,7 +2,8 @@
 
 A key is `dck_` and 43 URL-safe characters (256 random bits). It is accepted wherever a bearer
 token is, on `/api/v1` and on `/v1`, within its scopes; it stops working when it is revoked,
-expires, or its user is deactivated.
+expires, or its user is deactivated or promoted by `docchat create-admin`, and a key that
+stopped for either of those reasons stays revoked.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ async def create(
     return key, secret
 
 
+def _ended_with_account(key: ApiKey, user: User) -> bool:
+    """Made before the account's credentials were all ended (deactivation, promotion)."""
+    return user.keys_revoked_at is not None and key.created_at <= user.keys_revoked_at
+
+
 async def list_for(session: AsyncSession, user: User) -> Sequence[ApiKey]:
     """The user's keys, revoked ones included (so a list explains why a script stopped)."""
     statement = (
@@ -88,7 +94,12 @@ async def list_for(session: AsyncSession, user: User) -> Sequence[ApiKey]:
         .where(ApiKey.user_id == user.id)
         .order_by(ApiKey.created_at.desc(), ApiKey.id)
     )
-    return (await session.execute(statement)).scalars().all()
+    keys = (await session.execute(statement)).scalars().all()
+    for key in keys:
+        if key.revoked_at is None and _ended_with_account(key, user):
+            key.revoked_at = user.keys_revoked_at
+    await session.flush()
+    return keys
 
 
 async def revoke(
@@ -122,7 +133,7 @@ async def authenticate(session: AsyncSession, secret: str, needed: Scope | None)
     ):
         raise Unauthorized(INVALID_KEY)
     user = await users_repository.get_active(session, key.user_id)
-    if user is None:
+    if user is None or _ended_with_account(key, user):
         raise Unauthorized(INVALID_KEY)
     if needed is None:
         raise Forbidden("API keys cannot be used here; log in with your password")

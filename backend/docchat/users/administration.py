@@ -19,7 +19,7 @@ from docchat.users import repository
 from docchat.users.models import Role, User
 from docchat.users.passwords import hash_password, personal_words, weakness
 from docchat.users.schemas import AdminUserCreate, AdminUserUpdate
-from docchat.users.service import end_sessions
+from docchat.users.service import end_credentials, end_sessions
 
 LAST_ADMIN = "This is the last active administrator; make another one first"
 
@@ -136,7 +136,9 @@ async def set_active(
         return
     if not active:
         await _ensure_another_admin(session, user)
-        await end_sessions(session, user)  # API keys check is_active on every request
+        # Keys too, for good: reactivating an account that was taken over must not bring
+        # back the keys made with it; its owner makes new ones.
+        await end_credentials(session, user)
     user.is_active = active
     action = audit.AuditAction.user_reactivated if active else audit.AuditAction.user_deactivated
     await _audit(session, action, actor, user, address)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import BigInteger, String
@@ -24,6 +25,8 @@ class User(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     preferred_model: Mapped[str | None] = mapped_column(String(200), default=None)
     # Carried by every token; raising it ends all of the user's sessions at once.
     session_generation: Mapped[int] = mapped_column(default=0, server_default="0")
+    # API keys created up to this moment no longer work (see `end_credentials`).
+    keys_revoked_at: Mapped[datetime | None] = mapped_column(default=None)
     # Set by an administrator's temporary password: nothing else works until it is changed.
     must_change_password: Mapped[bool] = mapped_column(default=False, server_default="false")
     # Quotas; None takes the server's default (QUOTA_*), 0 means no limit.

@@ -3,6 +3,7 @@ from __future__ import annotations
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.db import utcnow
 from docchat.kit.errors import Conflict
 from docchat.users import repository
 from docchat.users.models import Role, User
@@ -51,26 +52,37 @@ async def end_sessions(session: AsyncSession, user: User) -> None:
     await session.flush()
 
 
+async def end_credentials(session: AsyncSession, user: User) -> None:
+    """Every token and every API key issued so far stops working, for good: a key does not
+    come back when the account is reactivated."""
+    user.keys_revoked_at = utcnow()
+    await end_sessions(session, user)
+
+
 async def ensure_admin(
     session: AsyncSession, *, email: str, password: str, reset_password: bool
 ) -> tuple[User, str]:
     """Make `email` an administrator; returns the account and what was done.
 
-    Promoting an existing account sets the operator's password and ends its sessions: whoever
-    registered that email before (perhaps to wait for this promotion) is locked out. An
-    account that is an administrator already keeps its password unless `reset_password`."""
+    Promoting an existing account sets the operator's password and ends its sessions and its
+    API keys: whoever registered that email before (perhaps to wait for this promotion) is
+    locked out. An account that is an administrator already keeps its password unless
+    `reset_password`, and its keys (they were made by an administrator)."""
     user = await repository.get_by_email(session, email)
     if user is None:
         created = await create(session, email=email, password=password, role=Role.admin)
         return created, "created"
     if user.is_admin and user.is_active and not reset_password:
         return user, "unchanged"
-    action = "promoted" if not user.is_admin else "password reset"
+    promoted = not user.is_admin
     user.role = Role.admin
     user.is_active = True
     user.password_hash = await hash_password(password)
-    await end_sessions(session, user)
-    return user, action
+    if promoted:
+        await end_credentials(session, user)
+    else:
+        await end_sessions(session, user)
+    return user, "promoted" if promoted else "password reset"
 
 
 async def update(session: AsyncSession, user: User, changes: UserUpdate) -> User:
