@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import DateTime, Engine, MetaData, event, func
+from sqlalchemy import DateTime, Engine, MetaData, event, func, select
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -31,6 +31,12 @@ NAMING_CONVENTION = {
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+async def advisory_xact_lock(session: AsyncSession, name: str) -> None:
+    """Wait for, then hold until the transaction ends, the lock called `name` (PostgreSQL's
+    advisory locks: nothing is written, and other names never wait on it)."""
+    await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(name, 0))))
 
 
 class Base(DeclarativeBase):

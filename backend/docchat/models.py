@@ -14,6 +14,7 @@ from docchat.membership.models import (
     Group,
     GroupMember,
 )
+from docchat.quotas.models import TokenHold
 from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 
@@ -37,5 +38,6 @@ __all__ = [
     "Message",
     "MessageDocument",
     "RefreshToken",
+    "TokenHold",
     "User",
 ]

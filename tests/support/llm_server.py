@@ -39,6 +39,8 @@ class Reply:
     cut: Literal["end", "drop"] = "end"
     # For streaming: a pause before each delta, as a model writing at reading pace.
     piece_delay_seconds: float = 0.0
+    # False: no `usage` in the answer, even when a stream asks for it (several servers).
+    report_usage: bool = True
 
 
 class ScriptedLLM:
@@ -109,7 +111,7 @@ class ScriptedLLM:
                         "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                     }
                 ],
-                "usage": _usage(body, reply.content),
+                **({"usage": _usage(body, reply.content)} if reply.report_usage else {}),
             }
         )
 
@@ -172,7 +174,7 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
             await asyncio.sleep(reply.piece_delay_seconds)
         yield chunk({"content": piece})
     yield chunk({}, "stop")
-    if (body.get("stream_options") or {}).get("include_usage"):
+    if reply.report_usage and (body.get("stream_options") or {}).get("include_usage"):
         usage = {
             "id": ident,
             "object": "chat.completion.chunk",

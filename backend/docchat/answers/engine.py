@@ -24,6 +24,7 @@ from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_docum
 from docchat.config import LLMSettings, RAGSettings
 from docchat.extraction.kinds import FileKind
 from docchat.kit.errors import DocchatError
+from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
@@ -39,7 +40,6 @@ from docchat.retrieval.context import (
     ContextEntry,
     TokenBudget,
     build_context,
-    estimate_tokens,
     format_context,
 )
 from docchat.retrieval.index import DocumentRef
@@ -122,6 +122,8 @@ class Generated:
     completion_tokens: int | None = None
     # Wall time spent waiting for the language model, every call of the answer included.
     llm_ms: float = 0.0
+    # Some call's tokens were estimated from its text: the model's server reported none.
+    tokens_estimated: bool = False
 
 
 @dataclass(frozen=True)
@@ -395,7 +397,14 @@ class AnswerEngine:
     @staticmethod
     def _generated(plan: Plan, content: str, model: str) -> Generated:
         usage = plan.usage
-        return Generated(content, model, usage.prompt_tokens, usage.completion_tokens, usage.llm_ms)
+        return Generated(
+            content,
+            model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.llm_ms,
+            tokens_estimated=usage.estimated,
+        )
 
     async def _tool_rounds(
         self, question: Question, plan: Plan, llm: MeteredLLM, messages: list[dict[str, Any]]

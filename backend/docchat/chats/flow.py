@@ -11,10 +11,11 @@ message survives a model failure:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 import anyio
@@ -40,8 +41,8 @@ from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import DocchatError
+from docchat.kit.tokens import estimate_tokens
 from docchat.quotas import service as quotas
-from docchat.retrieval.context import estimate_tokens
 from docchat.retrieval.index import DocumentScope
 from docchat.users.models import User
 
@@ -63,7 +64,21 @@ class MessageFlow:
     publisher: EventPublisher
 
     async def start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
-        await quotas.ensure_tokens_left(session, user, self.settings.quota)
+        hold = await quotas.hold_tokens(
+            session,
+            user,
+            self.settings.quota,
+            tokens=quotas.answer_tokens(self.settings, request.content),
+            release_with=self.sessionmaker,
+        )
+        try:
+            turn = await self._start(session, user, request)
+        except BaseException:
+            await hold.release()
+            raise
+        return dataclasses.replace(turn, hold=hold)
+
+    async def _start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
         ahead: ScopeRead | None = None
         if searches_as_worded(self.settings, request):
             # The query's embedding runs while the turn's chat and scope are read, and its
@@ -97,6 +112,7 @@ class MessageFlow:
             "grounded": meta.grounded,
             "prompt_tokens": generated.prompt_tokens,
             "completion_tokens": generated.completion_tokens,
+            **({"tokens_estimated": True} if generated.tokens_estimated else {}),
         }
         async with self.sessionmaker() as session:
             if turn.replaces_from_seq is not None:
@@ -142,13 +158,16 @@ class MessageFlow:
         self, session: AsyncSession, user: User, request: MessageCreate
     ) -> MessageExchange:
         turn = await self.start(session, user, request)
-        plan = await self.engine.plan(turn.question)
-        generated: Generated | None = None
-        async for item in self.engine.produce(turn.question, plan, streaming=False):
-            if isinstance(item, Generated):
-                generated = item
-        assert generated is not None
-        answer = await self._save_answer(turn, plan, generated)
+        try:
+            plan = await self.engine.plan(turn.question)
+            generated: Generated | None = None
+            async for item in self.engine.produce(turn.question, plan, streaming=False):
+                if isinstance(item, Generated):
+                    generated = item
+            assert generated is not None
+            answer = await self._save_answer(turn, plan, generated)
+        finally:
+            await turn.hold.release()
         return MessageExchange(
             chat_id=turn.chat_id, user_message=turn.user_message, assistant_message=answer
         )
@@ -158,6 +177,15 @@ class MessageFlow:
 
         A model failure saves no answer. A reader who stops the answer (closes the connection)
         keeps what they were shown: it is saved, marked `stopped`."""
+        events = self._stream(turn)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            await events.aclose()  # a reader who went away: the stopped answer is kept there
+            await turn.hold.release()
+
+    async def _stream(self, turn: Turn) -> AsyncGenerator[str, None]:
         yield sse("meta", StreamMeta(chat_id=turn.chat_id, user_message=turn.user_message))
         plan: Plan | None = None
         shown: list[str] = []
@@ -203,6 +231,7 @@ class MessageFlow:
             prompt_tokens=(usage.prompt_tokens or 0) + prompt,
             completion_tokens=(usage.completion_tokens or 0) + estimate_tokens(text),
             llm_ms=usage.llm_ms,
+            tokens_estimated=True,
         )
         with anyio.CancelScope(shield=True):
             try:

@@ -30,6 +30,7 @@ from docchat.events import service as events_service
 from docchat.extraction.kinds import FileKind
 from docchat.kit.errors import NotFound, Unprocessable
 from docchat.llm.catalog import resolve_model
+from docchat.quotas.service import Hold
 from docchat.retrieval.index import DocumentScope
 from docchat.retrieval.inline import InlineDocument
 from docchat.sharing import collections as sharing
@@ -51,6 +52,8 @@ class Turn:
     # An edit of the first question renames a chat named after it: (old title, new title).
     retitle: tuple[str, str] | None = None
     started: float = field(default_factory=time.perf_counter)
+    # The daily quota's tokens held for this answer until its usage is recorded.
+    hold: Hold = field(default_factory=Hold)
 
 
 def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate) -> AnswerOptions:

@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.db import utcnow
+from docchat.db import advisory_xact_lock, utcnow
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
 from docchat.membership.access import UserId, shared_document_ids
 from docchat.membership.models import EVERYONE_ID, CollectionDocument
@@ -410,7 +410,7 @@ async def mark_failed(session: AsyncSession, document_id: uuid.UUID, error: str)
 
 async def lock_storage_key(session: AsyncSession, key: str) -> None:
     """Serialise uploads and removals of one stored file until the transaction ends."""
-    await session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+    await advisory_xact_lock(session, key)
 
 
 async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
@@ -445,6 +445,11 @@ async def live_copy(
         .limit(1)
     )
     return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def lock_owner_storage(session: AsyncSession, owner_id: uuid.UUID) -> None:
+    """Serialise the storage quota's check-and-add for one owner until the transaction ends."""
+    await advisory_xact_lock(session, f"storage-quota:{owner_id}")
 
 
 async def stored_bytes(session: AsyncSession, owner_id: uuid.UUID) -> int:

@@ -106,8 +106,12 @@ async def _store_file(
         existing = await copy_of(received.sha256)
         if existing is not None:
             return existing
-        stored = await repository.stored_bytes(session, user.id)
-        quotas.ensure_room_for(user, quota, stored=stored, incoming_bytes=received.size_bytes)
+        if quotas.limits_for(user, quota).storage_bytes is not None:
+            # Held until commit, so that parallel uploads of one owner each count the others'
+            # bytes: the check and the addition are one step.
+            await repository.lock_owner_storage(session, user.id)
+            stored = await repository.stored_bytes(session, user.id)
+            quotas.ensure_room_for(user, quota, stored=stored, incoming_bytes=received.size_bytes)
         key = await storage.place(received)
     finally:
         await storage.discard(received)

@@ -4,6 +4,10 @@ An answer may call the model several times: to rewrite the question, to condense
 documents, in tool rounds, and for the answer itself. `MeteredLLM` is the model as one answer
 sees it: each call it makes adds its tokens and its waiting time to the answer's `Usage`, so
 the tokens saved with the message (and any quota built on them) count them all.
+
+A server that reports no usage (several leave it out of streams) still costs tokens: the call
+is counted from its prompt and its text, four characters a token, and the answer's usage is
+marked `estimated`.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from docchat.kit.tokens import estimate_tokens
 from docchat.llm.client import LLM, ChatMessage, Completion, StreamEnd
 
 
@@ -22,6 +27,7 @@ class Usage:
     completion_tokens: int | None = None
     calls: int = 0
     llm_seconds: float = 0.0
+    estimated: bool = False  # some call's tokens were estimated: the server reported none
 
     @property
     def llm_ms(self) -> float:
@@ -33,6 +39,36 @@ class Usage:
             self.prompt_tokens = (self.prompt_tokens or 0) + prompt
         if completion is not None:
             self.completion_tokens = (self.completion_tokens or 0) + completion
+
+    def add_call(
+        self,
+        messages: Sequence[ChatMessage],
+        output: str,
+        prompt: int | None,
+        completion: int | None,
+    ) -> None:
+        """One call's tokens as the server reported them, or estimated where it did not."""
+        if prompt is None or completion is None:
+            self.estimated = True
+        self.add(
+            estimate_prompt_tokens(messages) if prompt is None else prompt,
+            estimate_tokens(output) if completion is None else completion,
+        )
+
+
+def estimate_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
+    """A prompt's tokens from its text (and any tool calls or results it carries)."""
+    return sum(estimate_tokens(_message_text(message)) for message in messages)
+
+
+def _message_text(message: ChatMessage) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        text = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    else:
+        text = "" if content is None else str(content)
+    calls = message.get("tool_calls")
+    return f"{text} {calls}" if calls else text
 
 
 class MeteredLLM:
@@ -58,7 +94,12 @@ class MeteredLLM:
             )
         finally:
             self.usage.llm_seconds += time.perf_counter() - started
-        self.usage.add(completion.prompt_tokens, completion.completion_tokens)
+        output = completion.content + "".join(
+            call.name + call.arguments for call in completion.tool_calls
+        )
+        self.usage.add_call(
+            messages, output, completion.prompt_tokens, completion.completion_tokens
+        )
         return completion
 
     async def stream(
@@ -73,6 +114,7 @@ class MeteredLLM:
         pieces = self.llm.stream(
             messages, model=model, temperature=temperature, max_tokens=max_tokens
         )
+        text: list[str] = []
         try:
             while True:
                 started = time.perf_counter()
@@ -83,7 +125,11 @@ class MeteredLLM:
                 finally:
                     self.usage.llm_seconds += time.perf_counter() - started
                 if isinstance(item, StreamEnd):
-                    self.usage.add(item.prompt_tokens, item.completion_tokens)
+                    self.usage.add_call(
+                        messages, "".join(text), item.prompt_tokens, item.completion_tokens
+                    )
+                else:
+                    text.append(item)
                 yield item
         finally:
             await pieces.aclose()

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -28,6 +28,18 @@ async def _sse(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
+async def _held(
+    chunks: AsyncGenerator[dict[str, Any], None], hold: quotas.Hold
+) -> AsyncIterator[dict[str, Any]]:
+    """The chunks of a streamed answer, its quota hold released once it ends either way."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        await chunks.aclose()
+        await hold.release()
+
+
 def _streaming(chunks: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
     return StreamingResponse(
         _sse(chunks), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
@@ -44,16 +56,30 @@ async def chat_completions(
     """OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
     your documents and carry `sources`; without it the request goes to the model as it came,
     within limits (allowed models and fields, one choice, bounded length)."""
-    await quotas.ensure_tokens_left(session, user, completions.settings.quota)
+    settings = completions.settings
     if service.is_passthrough(request):
-        payload = service.passthrough_payload(request, completions.settings.llm)
+        payload = service.passthrough_payload(request, settings.llm)
+        tokens = service.passthrough_tokens(payload)
+    else:
+        tokens = quotas.answer_tokens(settings, service.split_messages(request.messages)[0])
+    hold = await quotas.hold_tokens(
+        session, user, settings.quota, tokens=tokens, release_with=completions.sessionmaker
+    )
+    streaming = False  # a stream releases the hold when it ends
+    try:
+        if service.is_passthrough(request):
+            if request.stream:
+                streaming = True
+                return _streaming(_held(completions.passthrough_stream(user.id, payload), hold))
+            return JSONResponse(await completions.passthrough(session, user, payload))
+        prepared = await completions.prepare(session, user, request)
         if request.stream:
-            return _streaming(completions.passthrough_stream(user.id, payload))
-        return JSONResponse(await completions.passthrough(session, user, payload))
-    prepared = await completions.prepare(session, user, request)
-    if request.stream:
-        return _streaming(completions.stream(user.id, prepared))
-    return JSONResponse(await completions.complete(user.id, prepared))
+            streaming = True
+            return _streaming(_held(completions.stream(user.id, prepared), hold))
+        return JSONResponse(await completions.complete(user.id, prepared))
+    finally:
+        if not streaming:
+            await hold.release()
 
 
 @router.get("/models", response_model=ModelList, operation_id="openai_list_models")

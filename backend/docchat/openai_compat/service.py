@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,11 @@ from docchat.documents import repository as documents_repository
 from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import BadRequest, Forbidden, NotFound
+from docchat.kit.tokens import estimate_tokens
 from docchat.llm.catalog import resolve_model
 from docchat.llm.client import LLM
+from docchat.llm.usage import Usage
 from docchat.openai_compat.schemas import ChatCompletionRequest
-from docchat.retrieval.context import estimate_tokens
 from docchat.retrieval.index import DocumentScope
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
@@ -80,6 +81,33 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(part.get("text", "")) for part in content)
     return "" if content is None else str(content)
+
+
+def _answer_text(result: dict[str, Any]) -> str:
+    """A completion's text, tool calls included (they cost tokens too)."""
+    parts: list[str] = []
+    for choice in result.get("choices") or []:
+        message = choice.get("message") or {}
+        parts.append(_text(message.get("content")))
+        parts.append(json.dumps(message.get("tool_calls") or "", default=str))
+    return "".join(parts)
+
+
+def _delta_text(chunk: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") or {}
+        parts.append(_text(delta.get("content")))
+        if delta.get("tool_calls"):
+            parts.append(json.dumps(delta["tool_calls"], default=str))
+    return "".join(parts)
+
+
+def passthrough_tokens(payload: dict[str, Any]) -> int:
+    """What a pass-through call may cost at most, about: its prompt and a full answer."""
+    return estimate_tokens(json.dumps(payload["messages"], default=str)) + int(
+        payload["max_tokens"]
+    )
 
 
 def is_passthrough(request: ChatCompletionRequest) -> bool:
@@ -241,6 +269,7 @@ class Completions:
             "grounded": citations > 0,
             "prompt_tokens": generated.prompt_tokens,
             "completion_tokens": generated.completion_tokens,
+            **({"tokens_estimated": True} if generated.tokens_estimated else {}),
         }
         async with self.sessionmaker() as session:
             await self._record(session, events_service.RESPONSE_GENERATED, user_id, payload)
@@ -287,7 +316,9 @@ class Completions:
             "sources": sources,
         }
 
-    async def stream(self, user_id: uuid.UUID, prepared: Prepared) -> AsyncIterator[dict[str, Any]]:
+    async def stream(
+        self, user_id: uuid.UUID, prepared: Prepared
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """OpenAI chunks. The text is the model's own, so the final chunk's `sources` lists every
         passage it was given, numbered as in the prompt: `[n]` in the text is `sources[n-1]`."""
         ident, created = _completion_id(), int(time.time())
@@ -319,16 +350,27 @@ class Completions:
     # -- pass-through, metered ---------------------------------------------------------------
 
     def _usage_payload(
-        self, model: str, usage: dict[str, Any] | None, started: float
+        self, payload: dict[str, Any], usage: dict[str, Any] | None, text: str, started: float
     ) -> dict[str, Any]:
+        """The `response_generated` payload of a pass-through call: the usage the model's
+        server reported, or (where it reported none) one estimated from the prompt and the
+        answer's text, marked as such."""
+        counts = Usage()
         usage = usage or {}
+        counts.add_call(
+            payload.get("messages", []),
+            text,
+            usage.get("prompt_tokens"),
+            usage.get("completion_tokens"),
+        )
         return {
             "via": "openai",
             "mode": "passthrough",
-            "model": model,
+            "model": payload["model"],
             "latency_ms": int((time.perf_counter() - started) * 1000),
-            "prompt_tokens": usage.get("prompt_tokens"),
-            "completion_tokens": usage.get("completion_tokens"),
+            "prompt_tokens": counts.prompt_tokens,
+            "completion_tokens": counts.completion_tokens,
+            **({"tokens_estimated": True} if counts.estimated else {}),
         }
 
     async def _record_passthrough(
@@ -344,25 +386,27 @@ class Completions:
         """Forward to the model and record the call's usage like any answer's."""
         started = time.perf_counter()
         result = await self.llm.passthrough(payload)
-        answer = self._usage_payload(payload["model"], result.get("usage"), started)
+        answer = self._usage_payload(payload, result.get("usage"), _answer_text(result), started)
         await self._record_passthrough(session, user.id, answer)
         return result
 
     async def passthrough_stream(
         self, user_id: uuid.UUID, payload: dict[str, Any]
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Forward a stream; its usage is asked for (and kept from the client unless it asked
         too), then recorded in a session of its own once the stream has ended."""
         started = time.perf_counter()
         client_wants_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
         usage: dict[str, Any] | None = None
+        text: list[str] = []
         async for chunk in self.llm.passthrough_stream(
             {**payload, "stream_options": {"include_usage": True}}
         ):
             usage = chunk.get("usage") or usage
+            text.append(_delta_text(chunk))
             if chunk.get("choices") or client_wants_usage:
                 yield chunk
-        answer = self._usage_payload(payload["model"], usage, started)
+        answer = self._usage_payload(payload, usage, "".join(text), started)
         async with self.sessionmaker() as session:
             await self._record_passthrough(session, user_id, answer)
             await session.commit()

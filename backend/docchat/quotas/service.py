@@ -3,28 +3,44 @@
 A user's own limit (set by an administrator) wins over the server's default (`QUOTA_*`);
 0 means no limit. Tokens are counted from the `response_generated` events every answer path
 records (chat messages, `/v1` with documents, `/v1` pass-through), whose counts already sum
-every model call of the answer. The check comes before an answer starts, so the answer that
-crosses the limit finishes and the next one is refused.
+every model call of the answer (estimated from the text where the model's server reported
+none).
+
+Before an answer starts, `hold_tokens` checks the day's tokens and the ones held by the user's
+answers in progress, and holds about one answer's worth more; the hold goes once the answer's
+usage is recorded (or it fails). The check and the hold are one step, so parallel requests
+cannot all pass before any of them counts: the limit is passed by at most the answer that
+crosses it. Uploads check the storage quota the same way (see `documents.service`).
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+import anyio
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.config import QuotaSettings
-from docchat.db import utcnow
+from docchat.config import QuotaSettings, Settings
+from docchat.db import advisory_xact_lock, utcnow
 from docchat.events.models import Event
 from docchat.events.service import RESPONSE_GENERATED
 from docchat.kit.errors import TooManyRequests
+from docchat.kit.tokens import estimate_tokens
+from docchat.quotas.models import TokenHold
 from docchat.quotas.schemas import QuotaUsage
 from docchat.users.models import User
 
+logger = logging.getLogger(__name__)
+
 MEGABYTE = 1024 * 1024
+# A hold left behind by a process that died stops counting after this long.
+HOLD_LIFETIME = timedelta(minutes=30)
+# How soon to try again when the room left is held by answers still being written.
+HELD_RETRY_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -80,21 +96,90 @@ async def usage(
     )
 
 
-async def ensure_tokens_left(session: AsyncSession, user: User, settings: QuotaSettings) -> None:
-    """Refuse (429, Retry-After: seconds to the next UTC day) once today's tokens are spent."""
+async def _tokens_held(session: AsyncSession, user_id: uuid.UUID, now: datetime) -> int:
+    statement = select(func.coalesce(func.sum(TokenHold.tokens), 0)).where(
+        TokenHold.user_id == user_id, TokenHold.expires_at > now
+    )
+    return int((await session.execute(statement)).scalar_one())
+
+
+def _quota_reached(used: int, held: int, limit: int, now: datetime) -> TooManyRequests:
+    if used < limit:
+        return TooManyRequests(
+            f"Daily token quota: {used:,} of {limit:,} tokens used today and {held:,} held by "
+            "your answers in progress; try again when they have finished",
+            headers={"Retry-After": str(HELD_RETRY_SECONDS)},
+        )
+    _, resets_at = _day_bounds(now)
+    wait = max(1, int((resets_at - now).total_seconds()) + 1)
+    return TooManyRequests(
+        f"Daily token quota reached ({used:,} of {limit:,} tokens used today); it resets "
+        f"at {resets_at:%H:%M} UTC. An administrator can raise your limit",
+        headers={"Retry-After": str(wait)},
+    )
+
+
+def answer_tokens(settings: Settings, question: str) -> int:
+    """What an answer over documents costs at most, about: its question, a full context of
+    passages and a full answer (the history is usually less than the context's margin)."""
+    return estimate_tokens(question) + settings.rag.max_context_tokens + settings.llm.max_tokens
+
+
+@dataclass
+class Hold:
+    """Tokens held for one answer; `release` once its usage is recorded or it failed."""
+
+    sessionmaker: async_sessionmaker[AsyncSession] | None = None
+    hold_id: uuid.UUID | None = None
+    tokens: int = field(default=0)
+
+    async def release(self) -> None:
+        """Idempotent, and done even while the caller is being cancelled (a reader who went
+        away); a hold that cannot be removed stops counting when it expires."""
+        if self.sessionmaker is None or self.hold_id is None:
+            return
+        hold_id, self.hold_id = self.hold_id, None
+        with anyio.CancelScope(shield=True):
+            try:
+                async with self.sessionmaker() as session:
+                    await session.execute(delete(TokenHold).where(TokenHold.id == hold_id))
+                    await session.commit()
+            except Exception:
+                logger.warning("token hold %s was not released; it expires by itself", hold_id)
+
+
+async def hold_tokens(
+    session: AsyncSession,
+    user: User,
+    settings: QuotaSettings,
+    *,
+    tokens: int,
+    release_with: async_sessionmaker[AsyncSession],
+) -> Hold:
+    """Refuse (429) once today's tokens, with those held by answers in progress, reach the
+    limit; otherwise hold `tokens` (about one answer's worth) for the answer about to start.
+
+    Runs at the start of a request, in its session, and commits it: the check and the hold
+    are one transaction under the user's lock, and taking a second connection here would let
+    a burst of requests wait on the pool for connections the burst itself holds."""
     limit = limits_for(user, settings).daily_tokens
     if limit is None:
-        return
+        return Hold()
     now = utcnow()
-    start, resets_at = _day_bounds(now)
+    start, _ = _day_bounds(now)
+    await advisory_xact_lock(session, f"token-quota:{user.id}")
+    await session.execute(
+        delete(TokenHold).where(TokenHold.user_id == user.id, TokenHold.expires_at <= now)
+    )
     used = await tokens_since(session, user.id, start)
-    if used >= limit:
-        wait = max(1, int((resets_at - now).total_seconds()) + 1)
-        raise TooManyRequests(
-            f"Daily token quota reached ({used:,} of {limit:,} tokens used today); it resets "
-            f"at {resets_at:%H:%M} UTC. An administrator can raise your limit",
-            headers={"Retry-After": str(wait)},
-        )
+    held = await _tokens_held(session, user.id, now)
+    if used + held >= limit:
+        await session.rollback()
+        raise _quota_reached(used, held, limit, now)
+    hold = TokenHold(user_id=user.id, tokens=tokens, expires_at=now + HOLD_LIFETIME)
+    session.add(hold)
+    await session.commit()
+    return Hold(release_with, hold.id, tokens)
 
 
 def ensure_room_for(

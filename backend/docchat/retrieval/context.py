@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from docchat.kit.tokens import CHARS_PER_TOKEN
 from docchat.retrieval.index import ScoredChunk
 from docchat.retrieval.schemas import PREVIEW_CHARS, Source
 
-CHARS_PER_TOKEN = 4
 # Room for the instructions and formatting around the passages.
 PROMPT_OVERHEAD_TOKENS = 200
 # The best passage is cut to fit rather than dropped, unless less than this much room is left.
 MIN_CUT_CHARS = 200
-
-
-def estimate_tokens(text: str) -> int:
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 class TokenBudget:
