@@ -17,8 +17,8 @@ from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit.models import AuditEntry
+from docchat.audit.text import audit_detail, audit_text
 from docchat.kit.pagination import PageParams, paginate
-from docchat.kit.schemas import strip_nul
 
 
 class AuditAction(StrEnum):
@@ -76,17 +76,21 @@ async def record(
     **detail: Any,
 ) -> None:
     """Add one entry to the request's transaction. `actor_email` names an actor that is not a
-    user (the command line) or one that could not be identified (a failed login's email)."""
+    user (the command line) or one that could not be identified (a failed login's email).
+
+    The email and every string in `detail` are kept as `audit_text`: a user's text cannot
+    break a line, reorder what is shown around it or outgrow the column."""
     target_type, target_id = target if target else (None, None)
+    email = actor.email if actor else actor_email
     session.add(
         AuditEntry(
             action=action,
             actor_id=actor.id if actor else None,
-            actor_email=actor.email if actor else actor_email,
+            actor_email=audit_text(email) if email is not None else None,
             target_type=target_type,
             target_id=str(target_id) if target_id is not None else None,
             address=address,
-            detail=strip_nul(detail),
+            detail=audit_detail(detail),
         )
     )
     await session.flush()

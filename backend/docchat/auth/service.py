@@ -89,7 +89,7 @@ async def login(
             session,
             audit.AuditAction.login_failed,
             actor=None,
-            actor_email=email.lower()[:320],
+            actor_email=email.lower(),  # kept as audit_text, cut to 320
             target=("user", user.id) if user else None,
             address=address,
             reason=reason,
