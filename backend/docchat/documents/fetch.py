@@ -8,6 +8,9 @@ again (a DNS answer that changes between the check and the connection gains noth
 redirect is checked the same way, proxies from the environment are ignored, and the body is
 capped at the upload limit and the whole fetch at `URL_FETCH_TIMEOUT_SECONDS`. An
 administrator may allow named hosts (`URL_FETCH_ALLOWED_HOSTS`), such as an intranet wiki.
+Before any of that, an address with a malformed host, port or user part, given or redirected
+to, is refused as not valid (`documents.url_hosts`), and the host is resolved in the IDNA
+form httpx connects to.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from typing import BinaryIO, cast
 from urllib.parse import unquote
 
 import httpx
+import idna
 
 from docchat.config import UrlFetchSettings
+from docchat.documents.url_hosts import invalid_address, resolvable_host
 from docchat.kit.errors import BadRequest, PayloadTooLarge, UpstreamError, UpstreamTimeout
 
 USER_AGENT = "docchat (document fetch)"
@@ -61,18 +66,20 @@ def _refused(host: str) -> BadRequest:
     )
 
 
-def _checked_url(url: httpx.URL) -> httpx.URL:
-    if url.scheme not in ("http", "https") or not url.host:
+def _checked_host(url: httpx.URL) -> str:
+    """The ASCII (IDNA) host of a well-formed http(s) `url`, the one httpx connects to."""
+    if url.scheme not in ("http", "https"):
         raise BadRequest("Only http:// and https:// addresses can be fetched")
-    return url
+    return resolvable_host(url)
 
 
 async def _check_host(url: httpx.URL, allowed: set[str]) -> None:
+    host = _checked_host(url)
     if url.host in allowed:
         return
     loop = asyncio.get_running_loop()
     try:
-        infos = await loop.getaddrinfo(url.host, url.port, type=socket.SOCK_STREAM)
+        infos = await loop.getaddrinfo(host, url.port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise BadRequest(f"The host {url.host} could not be found") from exc
     if not infos or not all(_public(str(info[4][0])) for info in infos):
@@ -121,30 +128,55 @@ async def _read_body(response: httpx.Response, max_bytes: int) -> BinaryIO:
     return cast(BinaryIO, body)
 
 
+def _parsed(raw_url: str) -> httpx.URL:
+    try:
+        return httpx.URL(raw_url)
+    except httpx.InvalidURL as exc:
+        raise invalid_address(str(exc)) from exc
+
+
+async def _send(client: httpx.AsyncClient, url: httpx.URL) -> httpx.Response:
+    """The response to a GET of `url`, its body still to be read (close it).
+
+    httpx works out where every redirect leads (`next_request`) while receiving it, and lets
+    the IDNA error of a malformed `Location` host (`http://xn--a-/`) escape: that too is a
+    malformed address, not a failure of the server."""
+    try:
+        return await client.send(client.build_request("GET", url), stream=True)
+    except idna.IDNAError as exc:
+        raise invalid_address(f"the URL redirected to a malformed host name ({exc})") from exc
+
+
+def _redirect_target(url: httpx.URL, location: str) -> httpx.URL:
+    try:
+        return url.join(location)
+    except httpx.InvalidURL as exc:
+        raise invalid_address(f"the URL redirected to a malformed address ({exc})") from exc
+
+
 async def _follow(
     client: httpx.AsyncClient, url: httpx.URL, settings: UrlFetchSettings, max_bytes: int
 ) -> Fetched:
     allowed = {host.lower() for host in settings.allowed_hosts}
     for _ in range(settings.max_redirects + 1):
-        url = _checked_url(url)
         await _check_host(url, allowed)
-        async with client.stream("GET", url) as response:
+        response = await _send(client, url)
+        try:
             _check_peer(response, url, allowed)
             if response.is_redirect and "location" in response.headers:
-                url = url.join(response.headers["location"])
+                url = _redirect_target(url, response.headers["location"])
                 continue
             if response.status_code >= 400:
                 raise BadRequest(f"The server answered {response.status_code} for that URL")
             return Fetched(_filename(url, response), await _read_body(response, max_bytes))
+        finally:
+            await response.aclose()
     raise BadRequest(f"The URL redirected more than {settings.max_redirects} times")
 
 
 async def fetch(raw_url: str, settings: UrlFetchSettings, max_bytes: int) -> Fetched:
     """The document at `raw_url`, within the limits above (400, 413, 502 or 504 otherwise)."""
-    try:
-        url = httpx.URL(raw_url.strip())
-    except httpx.InvalidURL as exc:
-        raise BadRequest(f"That is not a URL ({exc})") from exc
+    url = _parsed(raw_url.strip())
     timeout = httpx.Timeout(settings.timeout_seconds)
     headers = {"User-Agent": USER_AGENT}
     try:
