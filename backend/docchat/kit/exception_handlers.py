@@ -72,13 +72,14 @@ def _is_connection_failure(exc: Exception) -> bool:
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """503 when the database cannot be reached; any other database error is our bug: 500."""
     if _is_connection_failure(exc):
-        logger.error("database unreachable on %s %s: %s", request.method, request.url.path, exc)
+        logger.error("database unreachable on %s %r: %s", request.method, request.url.path, exc)
         return _envelope(request, 503, "The database is unavailable; try again shortly")
     return await _unexpected(request, exc)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    logger.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    # %r: a decoded path may hold CR/LF, which must not start a forged line in the log.
+    logger.exception("unhandled error on %s %r", request.method, request.url.path, exc_info=exc)
     return _envelope(request, 500, "Internal server error")
 
 

@@ -13,6 +13,8 @@ def active_users() -> Select[User]:
 
 
 async def get_by_email(session: AsyncSession, email: str) -> User | None:
+    if "\x00" in email:  # no address has one, and PostgreSQL refuses it in a text parameter
+        return None
     statement = active_users().where(func.lower(User.email) == email.lower())
     return (await session.execute(statement)).scalar_one_or_none()
 
