@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
 import { api, loadTokens, logout, onSessionEnd, type User } from "./api/client";
-import { queryClient } from "./api/queries";
+import { keys, queryClient } from "./api/queries";
 import AuthPage from "./pages/AuthPage";
 import ChatPage from "./pages/ChatPage";
 import AdminPage from "./pages/AdminPage";
@@ -9,6 +10,22 @@ import CollectionsPage from "./pages/CollectionsPage";
 import ChangePasswordPage from "./pages/ChangePasswordPage";
 import { useRoute } from "./routes";
 import ThemePicker from "./components/ThemePicker";
+
+/** "Collections", with the number of invitations waiting for an answer. */
+function CollectionsButton({ open, onClick }: { open: boolean; onClick: () => void }) {
+  const { data: waiting = 0 } = useQuery({
+    queryKey: keys.invitations,
+    queryFn: async () => (await api.GET("/api/v1/collections/invitations")).data?.length ?? 0,
+    refetchInterval: 60_000,
+  });
+  if (open) return <button onClick={onClick}>Back to chats</button>;
+  const label = waiting ? `Collections, ${waiting} ${waiting === 1 ? "invitation" : "invitations"} waiting` : undefined;
+  return (
+    <button onClick={onClick} aria-label={label}>
+      Collections{waiting > 0 && <span className="badge" aria-hidden="true">{waiting}</span>}
+    </button>
+  );
+}
 
 export default function App() {
   const [user, setUser] = useState<User | null>(null);
@@ -45,7 +62,7 @@ export default function App() {
         </button>
         <nav aria-label="Main">
           <ThemePicker />
-          <button onClick={() => toggle("collections")}>{page === "collections" ? "Back to chats" : "Collections"}</button>
+          <CollectionsButton open={page === "collections"} onClick={() => toggle("collections")} />
           {user.role === "admin" && <button onClick={() => toggle("admin")}>{page === "admin" ? "Back to chats" : "Admin"}</button>}
           <button
             onClick={() => toggle("account")}

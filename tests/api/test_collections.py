@@ -37,6 +37,27 @@ async def email_of(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
     return str((await client.get("/api/v1/users/me", headers=headers)).json()["email"])
 
 
+async def invite(
+    client: httpx.AsyncClient,
+    owner: dict[str, str],
+    collection: str,
+    member: dict[str, str],
+    role: str = "viewer",
+) -> httpx.Response:
+    """The owner invites `member`, who accepts: from then on the collection is theirs to read."""
+    invited = await client.post(
+        f"/api/v1/collections/{collection}/members",
+        headers=owner,
+        json={"email": await email_of(client, member), "role": role},
+    )
+    assert invited.status_code == 201, invited.text
+    accepted = await client.post(
+        f"/api/v1/collections/{collection}/invitation/accept", headers=member
+    )
+    assert accepted.status_code == 200, accepted.text
+    return invited
+
+
 async def remove_viewer(client: httpx.AsyncClient, owner: dict[str, str], collection: str) -> None:
     """The collection's owner removes its (one) viewer."""
     members = (await client.get(f"/api/v1/collections/{collection}/members", headers=owner)).json()
@@ -81,6 +102,18 @@ async def test_a_member_reads_and_asks_until_removed(
         json={"email": await email_of(client, vera), "role": "viewer"},
     )
     assert shared.status_code == 201, shared.text
+    # Invited, not yet in: nothing of the collection reaches her until she accepts.
+    waiting = (await client.get("/api/v1/collections/invitations", headers=vera)).json()
+    assert [(i["collection_name"], i["role"]) for i in waiting] == [("Orion", "viewer")]
+    assert waiting[0]["invited_by"] == await email_of(client, olga)
+    assert (await client.get(f"/api/v1/collections/{collection}", headers=vera)).status_code == 404
+    assert (await ask(client, vera, QUESTION)).json()["assistant_message"]["sources"] is None
+    assert MARKER not in prompts(fresh_llm)
+    accepted = await client.post(
+        f"/api/v1/collections/{collection}/invitation/accept", headers=vera
+    )
+    assert accepted.status_code == 200 and accepted.json()["role"] == "viewer"
+    assert (await client.get("/api/v1/collections/invitations", headers=vera)).json() == []
     listed = (await client.get("/api/v1/collections", headers=vera)).json()["items"]
     assert [c["name"] for c in listed] == ["Everyone", "Orion"]
     assert listed[1]["role"] == "viewer" and listed[1]["document_count"] == 1
@@ -126,10 +159,16 @@ async def test_groups_share_and_removing_a_document_takes_effect_at_once(
     assert (await client.get("/api/v1/groups", headers=vera)).json()["items"][0][
         "member_count"
     ] == 1
+    share = {"group_id": group_id, "role": "viewer"}
+    outside = await client.post(
+        f"/api/v1/collections/{collection}/members", headers=olga, json=share
+    )
+    assert outside.status_code == 403, "shared with a group she is not part of"
+    await client.put(
+        f"/api/v1/admin/groups/{group_id}/members/{await user_id(client, olga)}", headers=admin
+    )
     shared = await client.post(
-        f"/api/v1/collections/{collection}/members",
-        headers=olga,
-        json={"group_id": group_id, "role": "viewer"},
+        f"/api/v1/collections/{collection}/members", headers=olga, json=share
     )
     assert shared.status_code == 201
 
@@ -190,12 +229,7 @@ async def test_a_chat_linked_to_a_collection_since_revoked_does_not_widen_to_all
     olga, vera, collection = team["olga"], team["vera"], team["collection"]
     own = "Vera's own notes: deployments of the Orion team are on Mondays at 09:00."
     await upload_and_process(client, components, vera, "vera.md", own.encode())
-    added = await client.post(
-        f"/api/v1/collections/{collection}/members",
-        headers=olga,
-        json={"email": await email_of(client, vera), "role": "viewer"},
-    )
-    assert added.status_code == 201, added.text
+    await invite(client, olga, collection, vera)
     chat = await client.post("/api/v1/chats", headers=vera, json={"collection_ids": [collection]})
     assert chat.status_code == 201, chat.text
     await remove_viewer(client, olga, collection)
@@ -213,11 +247,7 @@ async def test_a_chat_linked_to_a_collection_since_revoked_does_not_widen_to_all
 async def test_roles_and_owners(client: httpx.AsyncClient, team: dict[str, Any]) -> None:
     olga, vera, collection = team["olga"], team["vera"], team["collection"]
     vera_email = await email_of(client, vera)
-    editor = await client.post(
-        f"/api/v1/collections/{collection}/members",
-        headers=olga,
-        json={"email": vera_email, "role": "editor"},
-    )
+    editor = await invite(client, olga, collection, vera, "editor")
     member_id = next(m["id"] for m in editor.json() if m["email"] == vera_email)
     twice = await client.post(
         f"/api/v1/collections/{collection}/members",
@@ -342,11 +372,7 @@ async def test_openai_clients_name_a_collection_as_their_index(
     app: FastAPI, client: httpx.AsyncClient, team: dict[str, Any], fresh_llm: ScriptedLLM
 ) -> None:
     olga, vera, collection = team["olga"], team["vera"], team["collection"]
-    await client.post(
-        f"/api/v1/collections/{collection}/members",
-        headers=olga,
-        json={"email": await email_of(client, vera), "role": "viewer"},
-    )
+    await invite(client, olga, collection, vera)
     key = await client.post(
         "/api/v1/api-keys", headers=vera, json={"name": "sdk", "scopes": ["chat"]}
     )

@@ -418,8 +418,22 @@ async def test_a_team_shares_a_collection_and_asks_within_it(
     await expect(owner.get_by_role("list", name="Members")).to_contain_text(colleague_email)
     await owner.screenshot(path=str(SCREENSHOTS / "collections.png"))
 
-    # The colleague sees the document as shared with her and asks within the collection.
+    await expect(owner.get_by_role("list", name="Members")).to_contain_text(
+        "invited, not yet accepted"
+    )
+
+    # The colleague is invited, not yet in: she accepts from the Collections page.
     await colleague.reload()
+    await colleague.get_by_role("button", name="Collections, 1 invitation waiting").click()
+    invitation = colleague.get_by_role("list", name="Invitations")
+    await expect(invitation).to_contain_text("Orion")
+    await colleague.screenshot(path=str(SCREENSHOTS / "collection-invitation-phone.png"))
+    await colleague.get_by_role("button", name="Accept Orion").click()
+    await expect(colleague.get_by_role("heading", name="Orion")).to_be_visible()
+    await expect(colleague.get_by_role("list", name="Invitations")).to_have_count(0)
+    await colleague.get_by_role("button", name="Back to chats").click()
+
+    # She sees the document as shared with her and asks within the collection.
     await colleague.get_by_role("button", name="Documents & sources").click()
     shared = colleague.get_by_test_id("document").filter(has_text="runbook.md")
     await expect(shared).to_contain_text("shared with you")

@@ -43,6 +43,8 @@ class AuditAction(StrEnum):
     collection_member_added = "collection.member_added"
     collection_member_changed = "collection.member_changed"
     collection_member_removed = "collection.member_removed"
+    collection_invitation_accepted = "collection.invitation_accepted"
+    collection_invitation_declined = "collection.invitation_declined"
     collection_document_added = "collection.document_added"
     collection_document_removed = "collection.document_removed"
     group_created = "group.created"

@@ -28,10 +28,11 @@ UserId = uuid.UUID | ColumnElement[uuid.UUID]
 
 
 def _memberships(user_id: UserId) -> Select[CollectionMember]:
-    """The user's memberships: their own, and those of the groups they belong to."""
+    """The user's memberships: their own (once accepted), and those of their groups."""
     groups = select(GroupMember.group_id).where(GroupMember.user_id == user_id)
     return select(CollectionMember).where(
-        or_(CollectionMember.user_id == user_id, CollectionMember.group_id.in_(groups))
+        CollectionMember.accepted_at.is_not(None),
+        or_(CollectionMember.user_id == user_id, CollectionMember.group_id.in_(groups)),
     )
 
 

@@ -56,15 +56,20 @@ class Collection(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
 
 
 class CollectionMember(IdMixin, Base):
-    """A user or a group (exactly one of them) and its role in a collection."""
+    """A user, a group or an invited address (exactly one of them) and its role in a
+    collection. A person added by someone else reads the collection only once they have
+    accepted (`accepted_at`); an invitation to an address with no account yet waits for the
+    account that signs up with it."""
 
     __tablename__ = "collection_members"
     __table_args__ = (
-        CheckConstraint("(user_id IS NULL) <> (group_id IS NULL)", name="user_or_group"),
+        CheckConstraint("num_nonnulls(user_id, group_id, invited_email) = 1", name="one_member"),
         Index("uq_collection_members_user", "collection_id", "user_id", unique=True),
         Index("uq_collection_members_group", "collection_id", "group_id", unique=True),
+        Index("uq_collection_members_invited_email", "collection_id", "invited_email", unique=True),
         Index("ix_collection_members_user_id", "user_id"),
         Index("ix_collection_members_group_id", "group_id"),
+        Index("ix_collection_members_invited_email", "invited_email"),
     )
 
     collection_id: Mapped[uuid.UUID] = mapped_column(
@@ -76,7 +81,10 @@ class CollectionMember(IdMixin, Base):
     group_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("groups.id", ondelete="CASCADE"), default=None
     )
+    invited_email: Mapped[str | None] = mapped_column(String(320), default=None)
     role: Mapped[CollectionRole] = mapped_column(String(16))
+    added_by: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    accepted_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, server_default=func.now())
 
 

@@ -24,7 +24,10 @@ class ChatCompletionRequest(RequestModel):
     index_name: str | None = Field(
         None,
         max_length=100,
-        description="`all`, or the name of one of your categories: answer from those documents",
+        description=(
+            "`all`, the name of one of your categories, or the name or id of a collection you "
+            "may read: answer from those documents"
+        ),
     )
 
 

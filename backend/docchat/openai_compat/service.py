@@ -121,6 +121,14 @@ def is_passthrough(request: ChatCompletionRequest) -> bool:
     return False
 
 
+def refuse_unknown_fields(body: dict[str, Any]) -> None:
+    """Only OpenAI's chat-completions fields (and `index_name`): a field docchat does not know,
+    such as `document_ids`, is refused rather than ignored, with or without `index_name`."""
+    unknown = sorted(set(body) - PASSTHROUGH_FIELDS - {"index_name"})
+    if unknown:
+        raise BadRequest(f"Unsupported field(s) for this endpoint: {', '.join(unknown)}")
+
+
 def passthrough_payload(request: ChatCompletionRequest, settings: LLMSettings) -> dict[str, Any]:
     """The body forwarded to the model: known fields only, an allowed model, at most one
     choice, an answer no longer than LLM_MAX_TOKENS, a prompt that fits the context window."""
@@ -130,9 +138,7 @@ def passthrough_payload(request: ChatCompletionRequest, settings: LLMSettings) -
             "to answer from your documents"
         )
     body = request.model_dump(exclude_none=True, exclude={"index_name"})
-    unknown = sorted(set(body) - PASSTHROUGH_FIELDS)
-    if unknown:
-        raise BadRequest(f"Unsupported field(s) for this endpoint: {', '.join(unknown)}")
+    refuse_unknown_fields(body)
     body["model"] = resolve_model(settings, request.model)
     body["n"] = min(int(body.get("n", 1)), MAX_CHOICES)
     asked = body.pop("max_completion_tokens", None) or body.get("max_tokens")
@@ -163,8 +169,9 @@ def split_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
 
 async def index_documents(session: AsyncSession, user: User, index_name: str) -> DocumentScope:
     """The completed documents the index name stands for: all the caller may read, those of
-    one of the caller's categories, or those of a collection the caller may read (by name;
-    a category wins a tie). Any other name is a 404."""
+    one of the caller's categories, or those of a collection the caller may read (by name or
+    id; a category wins a tie, then the caller's own collection; a name several collections
+    share otherwise is a 409 listing them). Any other name is a 404."""
     if index_name == ALL_INDEX:
         return await documents_repository.completed_refs(session, user)
     category = await categories_repository.get_owned_by_name(session, user.id, index_name)
@@ -209,6 +216,7 @@ class Completions:
         self, session: AsyncSession, user: User, request: ChatCompletionRequest
     ) -> Prepared:
         assert request.index_name is not None
+        refuse_unknown_fields(request.model_dump(exclude_none=True))
         started = time.perf_counter()
         llm_settings = self.settings.llm
         model = resolve_model(llm_settings, request.model)

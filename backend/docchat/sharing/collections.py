@@ -4,6 +4,12 @@ Rules: a viewer reads and asks; an editor also adds documents (only ones they ow
 re-shares what was shared with them) and removes any; an owner also renames, deletes and
 manages members, and a collection always keeps an owner. Everything a caller may not see is
 a 404. The built-in collection Everyone has all users as viewers and administrators as editors.
+
+Consent: a person added by someone else is invited, and the collection reaches their answers
+only once they accept (they may decline, or leave later). Adding by email answers the same
+whether or not the address has an account (an invitation to an address without one waits for
+the account that signs up with it), so the form tells nobody who uses the installation. A
+collection is shared with a group only by an administrator or a member of that group.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from docchat.audit import service as audit
 from docchat.db import utcnow
@@ -32,11 +39,13 @@ from docchat.membership.models import (
     CollectionMember,
     CollectionRole,
     Group,
+    GroupMember,
 )
 from docchat.sharing.schemas import (
     CollectionCreate,
     CollectionRead,
     CollectionUpdate,
+    InvitationRead,
     MemberAdd,
     MemberRead,
 )
@@ -97,14 +106,51 @@ async def require_readable(
 
 
 async def readable_by_name(session: AsyncSession, user: User, name: str) -> Collection | None:
-    """A collection the user may read, by name (case-insensitive; the oldest on a tie)."""
+    """A collection the user may read, by name (case-insensitive) or by id. On a name several
+    collections share, the one the user owns wins; with none or several of theirs, a 409 lists
+    the candidates by id (a stranger's collection of the same name never stands in silently)."""
+    by_id = _as_uuid(name)
+    if by_id is not None:
+        statement = readable_collections(user).where(Collection.id == by_id)
+        return (await session.execute(statement)).scalar_one_or_none()
     statement = (
         readable_collections(user)
         .where(func.lower(Collection.name) == name.strip().lower())
         .order_by(Collection.created_at, Collection.id)
-        .limit(1)
     )
-    return (await session.execute(statement)).scalar_one_or_none()
+    candidates = list((await session.execute(statement)).scalars())
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    owned = await _owned_among(session, user, [candidate.id for candidate in candidates])
+    mine = [candidate for candidate in candidates if candidate.id in owned]
+    if len(mine) == 1:
+        return mine[0]
+    listed = ", ".join(
+        f"{candidate.id}{' (yours)' if candidate.id in owned else ''}" for candidate in candidates
+    )
+    raise Conflict(
+        f"Several collections you can read are named {name.strip()!r}: {listed}. "
+        "Name the one you mean by its id"
+    )
+
+
+def _as_uuid(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text.strip())
+    except ValueError:
+        return None
+
+
+async def _owned_among(
+    session: AsyncSession, user: User, collection_ids: Sequence[uuid.UUID]
+) -> set[uuid.UUID]:
+    statement = select(CollectionMember.collection_id).where(
+        CollectionMember.collection_id.in_(collection_ids),
+        CollectionMember.user_id == user.id,
+        CollectionMember.role == CollectionRole.owner,
+        CollectionMember.accepted_at.is_not(None),
+    )
+    return set((await session.execute(statement)).scalars())
 
 
 async def _document_count(session: AsyncSession, user: User, collection_id: uuid.UUID) -> int:
@@ -147,7 +193,13 @@ async def create(
     session.add(collection)
     await session.flush()
     session.add(
-        CollectionMember(collection_id=collection.id, user_id=user.id, role=CollectionRole.owner)
+        CollectionMember(
+            collection_id=collection.id,
+            user_id=user.id,
+            role=CollectionRole.owner,
+            added_by=user.id,
+            accepted_at=utcnow(),
+        )
     )
     await session.flush()
     await _record(session, audit.AuditAction.collection_created, user, collection, address)
@@ -259,6 +311,22 @@ async def remove_document(
     )
 
 
+def _member_read(member: CollectionMember, email: str | None, group_name: str | None) -> MemberRead:
+    """A member as the collection's members see it. An invitation shows only the address that
+    was typed, whether or not it has an account."""
+    pending = member.accepted_at is None
+    return MemberRead(
+        id=member.id,
+        role=member.role,
+        user_id=None if pending else member.user_id,
+        email=member.invited_email or email,
+        group_id=member.group_id,
+        group_name=group_name,
+        pending=pending,
+        created_at=member.created_at,
+    )
+
+
 async def members(session: AsyncSession, user: User, collection_id: uuid.UUID) -> list[MemberRead]:
     await require_role(session, user, collection_id, CollectionRole.viewer)
     statement = (
@@ -269,15 +337,7 @@ async def members(session: AsyncSession, user: User, collection_id: uuid.UUID) -
         .order_by(CollectionMember.created_at, CollectionMember.id)
     )
     return [
-        MemberRead(
-            id=member.id,
-            role=member.role,
-            user_id=member.user_id,
-            email=email,
-            group_id=member.group_id,
-            group_name=group_name,
-            created_at=member.created_at,
-        )
+        _member_read(member, email, group_name)
         for member, email, group_name in (await session.execute(statement)).all()
     ]
 
@@ -295,27 +355,22 @@ async def add_member(
     collection_id: uuid.UUID,
     data: MemberAdd,
     address: str | None,
-) -> CollectionMember:
+) -> MemberRead:
+    """Invite a person (by email) or share with a group (by id). The answer is the same for an
+    address with an account and one without: an invitation, pending until accepted."""
     collection = await _managed(session, user, collection_id)
-    member = CollectionMember(collection_id=collection.id, role=data.role)
+    member = CollectionMember(collection_id=collection.id, role=data.role, added_by=user.id)
+    group_name: str | None = None
     if data.email is not None:
-        invited = await users_repository.get_by_email(session, str(data.email))
-        if invited is None:
-            raise NotFound(f"No user with the email {data.email}")
-        member.user_id, who = invited.id, invited.email
+        who = str(data.email).strip().lower()
+        await _invite(session, user, member, who)
     else:
-        group = await session.get(Group, data.group_id)
-        if group is None:
-            raise NotFound("Group not found")
-        member.group_id, who = group.id, f"group {group.name}"
-    existing = select(CollectionMember.id).where(
-        CollectionMember.collection_id == collection.id,
-        CollectionMember.user_id == member.user_id
-        if member.user_id
-        else CollectionMember.group_id == member.group_id,
-    )
-    if (await session.execute(existing)).first() is not None:
-        raise Conflict(f"{who} is already a member: change their role instead")
+        group = await _shareable_group(session, user, data.group_id)
+        member.group_id, group_name = group.id, group.name
+        member.accepted_at = utcnow()  # the group's own members need no invitation
+        who = f"group {group.name}"
+    if await _already_there(session, member):
+        raise Conflict(f"{who} is already a member or invited: change the role instead")
     session.add(member)
     await session.flush()
     await _record(
@@ -327,7 +382,139 @@ async def add_member(
         member=who,
         role=member.role,
     )
-    return member
+    return _member_read(member, who if data.email is not None else None, group_name)
+
+
+async def _invite(session: AsyncSession, user: User, member: CollectionMember, email: str) -> None:
+    invited = await users_repository.get_by_email(session, email)
+    if invited is not None and invited.id == user.id:
+        raise Conflict("You are a member of this collection already")
+    if invited is None:
+        member.invited_email = email
+    else:
+        member.user_id = invited.id
+
+
+async def _shareable_group(session: AsyncSession, user: User, group_id: uuid.UUID | None) -> Group:
+    """A group the user may share with: any, for an administrator; their own groups else (so
+    nobody puts a collection into the answers of a group they are not part of)."""
+    group = await session.get(Group, group_id)
+    if group is None:
+        raise NotFound("Group not found")
+    if not user.is_admin:
+        belongs = select(GroupMember.user_id).where(
+            GroupMember.group_id == group.id, GroupMember.user_id == user.id
+        )
+        if (await session.execute(belongs)).first() is None:
+            raise Forbidden(
+                "You can share only with groups you belong to; ask an administrator to share "
+                "with this one"
+            )
+    return group
+
+
+async def _already_there(session: AsyncSession, member: CollectionMember) -> bool:
+    if member.group_id is not None:
+        same = CollectionMember.group_id == member.group_id
+    elif member.user_id is not None:
+        same = CollectionMember.user_id == member.user_id
+    else:
+        same = CollectionMember.invited_email == member.invited_email
+    statement = select(CollectionMember.id).where(
+        CollectionMember.collection_id == member.collection_id, same
+    )
+    return (await session.execute(statement)).first() is not None
+
+
+# -- invitations, as the invited person sees them -------------------------------------------
+
+
+def _mine(user: User) -> ColumnElement[bool]:
+    return or_(
+        CollectionMember.user_id == user.id,
+        CollectionMember.invited_email == user.email.lower(),
+    )
+
+
+async def invitations(session: AsyncSession, user: User) -> list[InvitationRead]:
+    """Collections others added the user to that wait for their answer, newest first."""
+    inviter = aliased(User)
+    statement = (
+        select(CollectionMember, Collection, inviter.email)
+        .join(Collection, Collection.id == CollectionMember.collection_id)
+        .outerjoin(inviter, inviter.id == CollectionMember.added_by)
+        .where(
+            _mine(user),
+            CollectionMember.accepted_at.is_(None),
+            Collection.deleted_at.is_(None),
+        )
+        .order_by(CollectionMember.created_at.desc(), CollectionMember.id)
+    )
+    return [
+        InvitationRead(
+            collection_id=collection.id,
+            collection_name=collection.name,
+            description=collection.description,
+            role=member.role,
+            invited_by=invited_by,
+            created_at=member.created_at,
+        )
+        for member, collection, invited_by in (await session.execute(statement)).all()
+    ]
+
+
+async def _invitation(
+    session: AsyncSession, user: User, collection_id: uuid.UUID
+) -> tuple[Collection, CollectionMember]:
+    collection = await session.get(Collection, collection_id)
+    statement = (
+        select(CollectionMember)
+        .where(
+            CollectionMember.collection_id == collection_id,
+            _mine(user),
+            CollectionMember.accepted_at.is_(None),
+        )
+        .with_for_update()
+    )
+    member = (await session.execute(statement)).scalars().first()
+    if collection is None or collection.deleted_at is not None or member is None:
+        raise NotFound("No invitation to this collection")
+    return collection, member
+
+
+async def accept_invitation(
+    session: AsyncSession, user: User, collection_id: uuid.UUID, address: str | None
+) -> Collection:
+    """From now on the collection is in the user's answers, in the role they were given."""
+    collection, member = await _invitation(session, user, collection_id)
+    already = await role_in(session, user, collection_id)
+    if already is not None and member.user_id != user.id:
+        # Invited by address while a member already (say through a group's share).
+        await session.delete(member)
+    else:
+        member.user_id, member.invited_email = user.id, None
+        member.accepted_at = utcnow()
+    await session.flush()
+    await _record(
+        session,
+        audit.AuditAction.collection_invitation_accepted,
+        user,
+        collection,
+        address,
+        role=member.role,
+    )
+    return collection
+
+
+async def decline_invitation(
+    session: AsyncSession, user: User, collection_id: uuid.UUID, address: str | None
+) -> None:
+    collection, member = await _invitation(session, user, collection_id)
+    await session.delete(member)
+    await session.flush()
+    await _record(
+        session, audit.AuditAction.collection_invitation_declined, user, collection, address
+    )
 
 
 async def _member(

@@ -19,6 +19,7 @@ from docchat.sharing.schemas import (
     GroupMemberRead,
     GroupRead,
     GroupUpdate,
+    InvitationRead,
     MemberAdd,
     MemberRead,
     MemberUpdate,
@@ -36,6 +37,43 @@ async def list_collections(
     """Collections you can read (Everyone first), with your role in each."""
     items, total = await collections.list_readable(session, user, page)
     return page_of(CollectionRead, items, total, page)
+
+
+@collections_router.get(
+    "/invitations",
+    response_model=list[InvitationRead],
+    operation_id="collections_list_invitations",
+)
+async def list_invitations(user: CurrentUser, session: SessionDep) -> list[InvitationRead]:
+    """Collections others added you to that wait for your answer. None of them is in your
+    answers, searches or document lists until you accept it."""
+    return await collections.invitations(session, user)
+
+
+@collections_router.post(
+    "/{collection_id}/invitation/accept",
+    response_model=CollectionRead,
+    operation_id="collections_accept_invitation",
+)
+async def accept_invitation(
+    collection_id: uuid.UUID, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> CollectionRead:
+    """Join a collection you were invited to: its documents reach your answers from the next
+    question on (leave it any time by removing yourself from its members)."""
+    collection = await collections.accept_invitation(session, user, collection_id, address)
+    return await collections.as_read(session, user, collection)
+
+
+@collections_router.delete(
+    "/{collection_id}/invitation",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="collections_decline_invitation",
+)
+async def decline_invitation(
+    collection_id: uuid.UUID, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> None:
+    """Decline an invitation: nothing of the collection ever reaches you."""
+    await collections.decline_invitation(session, user, collection_id, address)
 
 
 @collections_router.post(
@@ -156,7 +194,9 @@ async def add_member(
     session: SessionDep,
     address: ClientAddress,
 ) -> list[MemberRead]:
-    """Share with a user (by email) or a group, as viewer, editor or owner (owners)."""
+    """Invite a person (by email) or share with a group you belong to, as viewer, editor or
+    owner (owners). A person sees the invitation and the collection reaches their answers once
+    they accept; the answer is the same whether or not the address has an account."""
     await collections.add_member(session, user, collection_id, data, address)
     return await collections.members(session, user, collection_id)
 

@@ -50,10 +50,27 @@ class MemberUpdate(RequestModel):
 class MemberRead(BaseModel):
     id: uuid.UUID
     role: CollectionRole
-    user_id: uuid.UUID | None
-    email: str | None = Field(description="For a user member")
+    user_id: uuid.UUID | None = Field(
+        description="For a user member who has accepted (null while the invitation waits)"
+    )
+    email: str | None = Field(description="For a user member, or the address invited")
     group_id: uuid.UUID | None
     group_name: str | None = Field(description="For a group member")
+    pending: bool = Field(
+        False,
+        description="Invited, not yet accepted: the collection is not in their answers yet",
+    )
+    created_at: datetime
+
+
+class InvitationRead(BaseModel):
+    """A collection someone added you to: it reaches your answers once you accept it."""
+
+    collection_id: uuid.UUID
+    collection_name: str
+    description: str
+    role: CollectionRole
+    invited_by: str | None = Field(description="The email of who added you")
     created_at: datetime
 
 

@@ -17,6 +17,8 @@ export const keys = {
   documents: ["documents"] as const,
   categories: ["categories"] as const,
   collections: ["collections"] as const,
+  /** Collections others added the reader to, waiting for their answer. */
+  invitations: ["collections", "invitations"] as const,
 };
 
 /** After an answer, a rename, a move or a deletion: lists and details are read again. */

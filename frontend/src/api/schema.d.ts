@@ -614,6 +614,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/collections/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Invitations
+         * @description Collections others added you to that wait for your answer. None of them is in your
+         *     answers, searches or document lists until you accept it.
+         */
+        get: operations["collections_list_invitations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/collections/{collection_id}": {
         parameters: {
             query?: never;
@@ -680,6 +701,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/collections/{collection_id}/invitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Decline Invitation
+         * @description Decline an invitation: nothing of the collection ever reaches you.
+         */
+        delete: operations["collections_decline_invitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/collections/{collection_id}/invitation/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept Invitation
+         * @description Join a collection you were invited to: its documents reach your answers from the next
+         *     question on (leave it any time by removing yourself from its members).
+         */
+        post: operations["collections_accept_invitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/collections/{collection_id}/members": {
         parameters: {
             query?: never;
@@ -692,7 +754,9 @@ export interface paths {
         put?: never;
         /**
          * Add Member
-         * @description Share with a user (by email) or a group, as viewer, editor or owner (owners).
+         * @description Invite a person (by email) or share with a group you belong to, as viewer, editor or
+         *     owner (owners). A person sees the invitation and the collection reaches their answers once
+         *     they accept; the answer is the same whether or not the address has an account.
          */
         post: operations["collections_add_member"];
         delete?: never;
@@ -1367,7 +1431,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -1452,7 +1516,7 @@ export interface components {
             }[] | null;
             /**
              * Index Name
-             * @description `all`, or the name of one of your categories: answer from those documents
+             * @description `all`, the name of one of your categories, or the name or id of a collection you may read: answer from those documents
              */
             index_name?: string | null;
             /** Max Completion Tokens */
@@ -1848,6 +1912,32 @@ export interface components {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
         };
+        /**
+         * InvitationRead
+         * @description A collection someone added you to: it reaches your answers once you accept it.
+         */
+        InvitationRead: {
+            /**
+             * Collection Id
+             * Format: uuid
+             */
+            collection_id: string;
+            /** Collection Name */
+            collection_name: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Description */
+            description: string;
+            /**
+             * Invited By
+             * @description The email of who added you
+             */
+            invited_by: string | null;
+            role: components["schemas"]["CollectionRole"];
+        };
         /** LinkedDocument */
         LinkedDocument: {
             /** Filename */
@@ -1879,7 +1969,7 @@ export interface components {
             created_at: string;
             /**
              * Email
-             * @description For a user member
+             * @description For a user member, or the address invited
              */
             email: string | null;
             /** Group Id */
@@ -1894,8 +1984,17 @@ export interface components {
              * Format: uuid
              */
             id: string;
+            /**
+             * Pending
+             * @description Invited, not yet accepted: the collection is not in their answers yet
+             * @default false
+             */
+            pending: boolean;
             role: components["schemas"]["CollectionRole"];
-            /** User Id */
+            /**
+             * User Id
+             * @description For a user member who has accepted (null while the invitation waits)
+             */
             user_id: string | null;
         };
         /** MemberUpdate */
@@ -3980,6 +4079,26 @@ export interface operations {
             };
         };
     };
+    collections_list_invitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationRead"][];
+                };
+            };
+        };
+    };
     collections_get: {
         parameters: {
             query?: never;
@@ -4157,6 +4276,66 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    collections_decline_invitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    collections_accept_invitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionRead"];
+                };
             };
             /** @description Validation Error */
             422: {

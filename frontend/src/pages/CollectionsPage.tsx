@@ -1,9 +1,11 @@
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
+import { keys, queryClient } from "../api/queries";
 
 type Collection = Schemas["CollectionRead"];
 type Member = Schemas["MemberRead"];
 type Role = Schemas["CollectionRole"];
+type Invitation = Schemas["InvitationRead"];
 const ROLES: Role[] = ["viewer", "editor", "owner"];
 
 function CollectionDetail({ collection, onChanged, userId }: { collection: Collection; onChanged: () => void; userId: string }) {
@@ -103,7 +105,10 @@ function CollectionDetail({ collection, onChanged, userId }: { collection: Colle
           <ul className="plain" aria-label="Members">
             {members.map((member) => (
               <li key={member.id} className="row wrap">
-                <span className="grow">{member.email ?? `group ${member.group_name}`}</span>
+                <span className="grow">
+                  {member.email ?? `group ${member.group_name}`}
+                  {member.pending && <span className="muted"> · invited, not yet accepted</span>}
+                </span>
                 {isOwner ? (
                   <select
                     aria-label={`Role of ${member.email ?? member.group_name}`}
@@ -169,16 +174,74 @@ function CollectionDetail({ collection, onChanged, userId }: { collection: Colle
   );
 }
 
+/** Collections others added you to: nothing of them reaches your answers until you accept. */
+function Invitations({ invitations, onAnswered }: { invitations: Invitation[]; onAnswered: (joined: string | null) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  if (invitations.length === 0) return null;
+
+  async function answer(invitation: Invitation, accept: boolean) {
+    setError(null);
+    const path = { params: { path: { collection_id: invitation.collection_id } } };
+    const { error: failure } = accept
+      ? await api.POST("/api/v1/collections/{collection_id}/invitation/accept", path)
+      : await api.DELETE("/api/v1/collections/{collection_id}/invitation", path);
+    if (failure) return setError(errorMessage(failure, "Could not answer the invitation"));
+    if (accept) {
+      // Its documents are the reader's to read now: lists shown elsewhere are out of date.
+      void queryClient.invalidateQueries({ queryKey: keys.documents });
+      void queryClient.invalidateQueries({ queryKey: keys.collections });
+    }
+    onAnswered(accept ? invitation.collection_id : null);
+  }
+
+  return (
+    <section className="card" aria-labelledby="invitations-title">
+      <h2 id="invitations-title">Invitations</h2>
+      <p className="muted">Their documents reach your answers only once you accept.</p>
+      <ul className="plain" aria-label="Invitations">
+        {invitations.map((invitation) => (
+          <li key={invitation.collection_id} className="row wrap">
+            <span className="grow">
+              <strong>{invitation.collection_name}</strong>{" "}
+              <span className="muted">
+                as {invitation.role}
+                {invitation.invited_by ? `, from ${invitation.invited_by}` : ""}
+              </span>
+            </span>
+            <button type="button" className="primary" onClick={() => void answer(invitation, true)} aria-label={`Accept ${invitation.collection_name}`}>
+              Accept
+            </button>
+            <button type="button" onClick={() => void answer(invitation, false)} aria-label={`Decline ${invitation.collection_name}`}>
+              Decline
+            </button>
+          </li>
+        ))}
+      </ul>
+      {error && (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}
+
 /** Collections: shared sets of documents (a team's knowledge base), with members and roles. */
 export default function CollectionsPage({ userId }: { userId: string }) {
   const [collections, setCollections] = useState<Collection[]>([]);
+  const [invitations, setInvitations] = useState<Invitation[]>([]);
   const [openId, setOpenId] = useState<string | null>(null);
   const [name, setName] = useState("");
   const [error, setError] = useState<string | null>(null);
 
   const load = useCallback(async () => {
-    const { data } = await api.GET("/api/v1/collections", { params: { query: { limit: 100 } } });
-    setCollections(data?.items ?? []);
+    const [listed, waiting] = await Promise.all([
+      api.GET("/api/v1/collections", { params: { query: { limit: 100 } } }),
+      api.GET("/api/v1/collections/invitations"),
+    ]);
+    setCollections(listed.data?.items ?? []);
+    setInvitations(waiting.data ?? []);
+    void queryClient.invalidateQueries({ queryKey: keys.invitations, exact: true });
   }, []);
   useEffect(() => void load(), [load]);
 
@@ -195,6 +258,13 @@ export default function CollectionsPage({ userId }: { userId: string }) {
   const open = collections.find((collection) => collection.id === openId) ?? null;
   return (
     <main className="admin">
+      <Invitations
+        invitations={invitations}
+        onAnswered={(joined) => {
+          if (joined) setOpenId(joined);
+          void load();
+        }}
+      />
       <section className="card" aria-labelledby="collections-title">
         <h2 id="collections-title">Collections</h2>
         <p className="muted">Share sets of documents with colleagues and groups. Ask within one from the chat.</p>
