@@ -20,6 +20,7 @@ from docchat.chats.flow import MessageFlow
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage, build_storage
 from docchat.events.publisher import EventPublisher
+from docchat.extraction.bounds import ExpansionLimits
 from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from docchat.llm.client import LLM
@@ -109,12 +110,18 @@ def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader
     """The worker's sandbox (with OCR when this machine has it), and a separate one with
     tighter time limits and no OCR for inline answers. Blocking."""
     worker = settings.worker
+    expansion = ExpansionLimits(
+        text_ratio=worker.extract_text_ratio,
+        text_floor_chars=worker.extract_text_floor_chars,
+        max_chunks=worker.max_chunks,
+    )
     limits = Limits(
         wall_seconds=worker.extract_timeout_seconds,
         cpu_seconds=worker.extract_cpu_seconds,
         page_seconds=worker.extract_page_seconds,
         memory_mb=worker.extract_memory_mb,
         ocr=ocr_options(settings),
+        expansion=expansion,
     )
     inline_seconds = settings.rag.inline_timeout_seconds
     inline = Limits(
@@ -122,6 +129,7 @@ def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader
         cpu_seconds=max(1, int(inline_seconds)),
         page_seconds=min(worker.extract_page_seconds, inline_seconds),
         memory_mb=worker.extract_memory_mb,
+        expansion=expansion,
     )
     reader = InlineReader(
         sandbox=ExtractionSandbox(inline, name="inline"),

@@ -358,6 +358,28 @@ class WorkerSettings(BaseSettings):
     extract_memory_mb: int = Field(
         2048, ge=256, description="Memory the file reader process may use"
     )
+    extract_text_ratio: float = Field(
+        20.0,
+        gt=0,
+        description=(
+            "Characters of text a file may expand to per byte of its size (plus "
+            "WORKER_EXTRACT_TEXT_FLOOR_CHARS); past it the document fails with the reason"
+        ),
+    )
+    extract_text_floor_chars: int = Field(
+        1_000_000, ge=0, description="Characters of text any file may expand to, whatever its size"
+    )
+    max_chunks: int = Field(
+        100_000, ge=1, description="Most chunks one document may become; past it the document fails"
+    )
+    interleave_seconds: float = Field(
+        10.0,
+        gt=0,
+        description=(
+            "While a worker embeds a long document, how often it lets another owner's waiting "
+            "document run in between"
+        ),
+    )
 
     @model_validator(mode="after")
     def _heartbeats_fit_the_stale_window(self) -> WorkerSettings:
@@ -438,6 +460,14 @@ class Settings(BaseSettings):
     )
     frontend_dir: Path = Field(
         PROJECT_ROOT / "frontend" / "dist", description="Built web app served at /"
+    )
+    shutdown_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        description=(
+            "On SIGTERM, how long `docchat serve` lets requests in flight (streamed answers "
+            "too) finish before it cuts them"
+        ),
     )
 
     auth: AuthSettings = Field(default_factory=AuthSettings)

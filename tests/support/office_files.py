@@ -117,3 +117,57 @@ def make_epub(chapters: list[tuple[str, str]]) -> bytes:
                 f"<title>{title}</title></head><body><h1>{title}</h1><p>{text}</p></body></html>",
             )
     return out.getvalue()
+
+
+ODF_NAMESPACES = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"'
+)
+
+
+def make_odt(body: str) -> bytes:
+    """An OpenDocument text whose `office:text` holds `body` (XML with the office, text and
+    table prefixes)."""
+    content = (
+        f'<?xml version="1.0"?><office:document-content {ODF_NAMESPACES}>'
+        f"<office:body><office:text>{body}</office:text></office:body>"
+        "</office:document-content>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            "mimetype", "application/vnd.oasis.opendocument.text", compress_type=zipfile.ZIP_STORED
+        )
+        archive.writestr("content.xml", content)
+    return out.getvalue()
+
+
+def odt_with_repeated_cells(rows: int = 5_000) -> bytes:
+    """The attack's shape: a table whose every row is one cell of text declared repeated a
+    thousand columns (then the sheet's width of empty ones), and a million empty rows. Some
+    tens of kilobytes; read naively, about ten thousand chunks."""
+    row = (
+        "<table:table-row>"
+        '<table:table-cell table:number-columns-repeated="1000"><text:p>overflow</text:p>'
+        '</table:table-cell><table:table-cell table:number-columns-repeated="16384"/>'
+        "</table:table-row>"
+    )
+    empty = (
+        '<table:table-row table:number-rows-repeated="1048576">'
+        "<table:table-cell/></table:table-row>"
+    )
+    return make_odt(f"<text:p>Totals</text:p><table:table>{row * rows}{empty}</table:table>")
+
+
+def replace_part(package: bytes, name: str, data: bytes | None) -> bytes:
+    """`package` (a ZIP) with the part `name` replaced by `data` (None: removed)."""
+    source = zipfile.ZipFile(io.BytesIO(package))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in source.infolist():
+            if item.filename != name:
+                archive.writestr(item, source.read(item.filename))
+            elif data is not None:
+                archive.writestr(item, data)
+    return out.getvalue()

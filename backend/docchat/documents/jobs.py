@@ -59,7 +59,8 @@ async def cancel_pending(session: AsyncSession, document_id: uuid.UUID, now: dat
 
 
 # Stale running jobs first (their worker died), then round robin between owners: each
-# owner's queue in order, owners with fewer running jobs and served longer ago first.
+# owner's queue in order, owners with fewer running jobs and served longer ago first. With
+# `idle_only`, only owners with nothing running (a worker lets them in beside a long document).
 _NEXT_JOB = text(
     """
 WITH due AS (
@@ -80,9 +81,11 @@ candidates AS (
     SELECT id, 0 AS stale, 1 AS turn, 0 AS running, NULL::timestamptz AS last_claimed
     FROM ingestion_jobs
     WHERE status = 'running' AND coalesce(heartbeat_at, claimed_at) < :stale_before
+          AND NOT CAST(:idle_only AS boolean)
     UNION ALL
     SELECT d.id, 1, d.turn, s.running, s.last_claimed
     FROM due d JOIN served s USING (owner_id)
+    WHERE s.running = 0 OR NOT CAST(:idle_only AS boolean)
 )
 SELECT j.id
 FROM ingestion_jobs j
@@ -95,13 +98,18 @@ FOR UPDATE OF j SKIP LOCKED
 
 
 async def claim_next(
-    session: AsyncSession, *, worker_id: str, now: datetime, stale_after: timedelta
+    session: AsyncSession,
+    *,
+    worker_id: str,
+    now: datetime,
+    stale_after: timedelta,
+    idle_owners_only: bool = False,
 ) -> IngestionJob | None:
     """Take the next runnable job (queued and due, or running without a recent heartbeat),
-    taking turns between owners."""
-    job_id = (
-        await session.execute(_NEXT_JOB, {"now": now, "stale_before": now - stale_after})
-    ).scalar_one_or_none()
+    taking turns between owners; with `idle_owners_only`, only a queued job of an owner who
+    has no job running."""
+    parameters = {"now": now, "stale_before": now - stale_after, "idle_only": idle_owners_only}
+    job_id = (await session.execute(_NEXT_JOB, parameters)).scalar_one_or_none()
     if job_id is None:
         return None
     job = await session.get(IngestionJob, job_id)
@@ -207,6 +215,21 @@ async def finish(
         update(IngestionJob)
         .where(IngestionJob.id == job_id)
         .values(status=status, finished_at=now, last_error=error, claim_token=None)
+    )
+
+
+async def release(session: AsyncSession, job_id: uuid.UUID) -> None:
+    """Give the job back to the queue as it was before the claim (call with the claim held):
+    its worker is stopping, so the attempt does not count and it keeps its place."""
+    await session.execute(
+        update(IngestionJob)
+        .where(IngestionJob.id == job_id)
+        .values(
+            status=JobStatus.queued,
+            attempts=IngestionJob.attempts - 1,
+            claim_token=None,
+            claimed_by=None,
+        )
     )
 
 

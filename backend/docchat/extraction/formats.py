@@ -27,6 +27,7 @@ from docchat.extraction.reader import (
     any_real_text,
     extract_pdf,
     extract_text_file,
+    unreadable,
 )
 
 READERS: dict[FileKind, Callable[[Path], ExtractedDocument]] = {
@@ -56,12 +57,18 @@ def extract(
     page_seconds: float | None = None,
     ocr: OcrOptions | None = None,
 ) -> ExtractedDocument:
-    """The file's text; `ocr` (None: no OCR) reads scanned PDF pages and images."""
-    if kind is FileKind.pdf:
-        return _extract_pdf(path, page_seconds, ocr)
-    if kind in IMAGE_KINDS:
-        return extract_image(path, ocr)
-    document = READERS[kind](path)
+    """The file's text; `ocr` (None: no OCR) reads scanned PDF pages and images.
+    `ExtractionError`, with a message for the file's owner, when there is none to have."""
+    try:
+        if kind is FileKind.pdf:
+            return _extract_pdf(path, page_seconds, ocr)
+        if kind in IMAGE_KINDS:
+            return extract_image(path, ocr)
+        document = READERS[kind](path)
+    except (ExtractionError, MemoryError):
+        raise
+    except Exception as exc:  # a reader library's own error, in its own words
+        raise unreadable(kind.label, exc) from exc
     if not document.has_text:
         raise ExtractionError("The file contains no text")
     return document

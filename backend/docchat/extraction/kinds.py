@@ -19,3 +19,25 @@ class FileKind(StrEnum):
     png = "image/png"
     jpeg = "image/jpeg"
     tiff = "image/tiff"
+
+    @property
+    def label(self) -> str:
+        """What a person calls a file of this kind, for messages: "Excel file", "PDF"."""
+        return _LABELS[self]
+
+
+_LABELS: dict[FileKind, str] = {
+    FileKind.pdf: "PDF",
+    FileKind.markdown: "Markdown file",
+    FileKind.text: "text file",
+    FileKind.csv: "CSV file",
+    FileKind.html: "HTML file",
+    FileKind.docx: "Word file",
+    FileKind.pptx: "PowerPoint file",
+    FileKind.xlsx: "Excel file",
+    FileKind.odt: "OpenDocument file",
+    FileKind.epub: "EPUB file",
+    FileKind.png: "image",
+    FileKind.jpeg: "image",
+    FileKind.tiff: "image",
+}

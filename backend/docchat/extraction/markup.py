@@ -20,7 +20,12 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as safe_xml
 
 from docchat.extraction.office import check_archive
-from docchat.extraction.reader import ExtractedDocument, ExtractionError, decode_text
+from docchat.extraction.reader import (
+    ExtractedDocument,
+    ExtractionError,
+    decode_text,
+    unreadable,
+)
 from docchat.extraction.structure import SectionWriter
 
 SKIPPED = {
@@ -282,5 +287,5 @@ def extract_epub(path: Path) -> ExtractedDocument:
                 parser.feed(archive.read(name).decode("utf-8", "replace"))
                 parser.finish()
     except (KeyError, zipfile.BadZipFile, ElementTree.ParseError, DefusedXmlException) as exc:
-        raise ExtractionError(f"The EPUB file could not be read; it looks damaged ({exc})") from exc
+        raise unreadable("EPUB file", exc) from exc
     return ExtractedDocument(pages=writer.parts, page_count=max(len(chapters), 1))

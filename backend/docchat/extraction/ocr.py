@@ -20,7 +20,7 @@ from pathlib import Path
 from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 from pypdf import PageObject
 
-from docchat.extraction.reader import ExtractedDocument, ExtractionError, PageText
+from docchat.extraction.reader import ExtractedDocument, ExtractionError, PageText, unreadable
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def _open_image(path: Path, options: OcrOptions) -> Image.Image:
     except Image.DecompressionBombError as exc:
         raise _too_big(options) from exc
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise ExtractionError(f"The image could not be read; it looks damaged ({exc})") from exc
+        raise unreadable("image", exc) from exc
 
 
 def _frames(image: Image.Image, options: OcrOptions) -> Iterator[Image.Image]:
@@ -151,7 +151,7 @@ def _frames(image: Image.Image, options: OcrOptions) -> Iterator[Image.Image]:
         try:
             frame.load()
         except (OSError, ValueError) as exc:
-            raise ExtractionError(f"The image could not be read; it looks damaged ({exc})") from exc
+            raise unreadable("image", exc) from exc
         # Phone photos are stored sideways with an EXIF note of how to turn them upright.
         yield ImageOps.exif_transpose(frame.copy())
 

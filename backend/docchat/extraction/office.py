@@ -30,9 +30,16 @@ from defusedxml.ElementTree import fromstring as safe_xml
 from docx.table import Table
 from pptx.shapes.group import GroupShape
 
-from docchat.extraction.reader import ExtractedDocument, ExtractionError, PageText, decode_text
+from docchat.extraction.reader import (
+    ExtractedDocument,
+    ExtractionError,
+    PageText,
+    decode_text,
+    unreadable,
+)
 from docchat.extraction.structure import (
     MAX_COLUMNS,
+    MAX_TABLE_ROWS,
     SectionWriter,
     rows_with_content,
     short,
@@ -54,7 +61,7 @@ def check_archive(path: Path) -> None:
         with zipfile.ZipFile(path) as archive:
             entries = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise ExtractionError(f"The file could not be opened; it looks damaged ({exc})") from exc
+        raise unreadable("file", exc) from exc
     total = sum(entry.file_size for entry in entries)
     if total > MAX_UNPACKED_BYTES:
         raise ExtractionError(
@@ -65,12 +72,12 @@ def check_archive(path: Path) -> None:
         ratio = entry.file_size / max(entry.compress_size, 1)
         if entry.file_size > RATIO_FROM_BYTES and ratio > MAX_RATIO:
             raise ExtractionError(
-                f"Part {entry.filename} expands {ratio:,.0f} times; it looks like a zip bomb"
+                f"A part of the file expands {ratio:,.0f} times; it looks like a zip bomb"
             )
 
 
 def _opened(error: Exception, what: str) -> ExtractionError:
-    return ExtractionError(f"The {what} file could not be read; it looks damaged ({error})")
+    return unreadable(f"{what} file", error)
 
 
 def _open_checked(path: Path, opener: Callable[[str], T], what: str) -> T:
@@ -218,9 +225,10 @@ def extract_csv(path: Path) -> ExtractedDocument:
         dialect = csv.excel
     reader = csv.reader(io.StringIO(text, newline=""), dialect)
     try:
-        parts = tabular_parts(rows_with_content(reader, path.name), "")
+        # (Not the path's name: stored files are named by their hash, a server detail.)
+        parts = tabular_parts(rows_with_content(reader, "The CSV file"), "")
     except csv.Error as exc:
-        raise ExtractionError(f"The CSV file could not be read ({exc})") from exc
+        raise unreadable("CSV file", exc) from exc
     return ExtractedDocument(pages=parts, page_count=1)
 
 
@@ -231,12 +239,23 @@ ODF_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 ODF_OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 
 
+ODF_CELLS = (f"{ODF_TABLE}table-cell", f"{ODF_TABLE}covered-table-cell")
+
+
+def _count(element: ElementTree.Element, attribute: str, limit: int) -> int:
+    """A repeat count the file declares (spaces, repeated cells), within 1..`limit`."""
+    try:
+        return max(1, min(int(element.get(attribute, "1")), limit))
+    except ValueError:
+        return 1
+
+
 def _odf_text(element: ElementTree.Element) -> str:
     """An element's text as displayed: spans joined, `text:s` spaces, tabs and line breaks."""
     pieces = [element.text or ""]
     for child in element:
         if child.tag == f"{ODF_TEXT}s":
-            pieces.append(" " * min(int(child.get(f"{ODF_TEXT}c", "1")), 100))
+            pieces.append(" " * _count(child, f"{ODF_TEXT}c", 100))
         elif child.tag == f"{ODF_TEXT}tab":
             pieces.append("\t")
         elif child.tag == f"{ODF_TEXT}line-break":
@@ -247,18 +266,36 @@ def _odf_text(element: ElementTree.Element) -> str:
     return "".join(pieces)
 
 
+def _odf_row_cells(row: ElementTree.Element) -> list[str]:
+    """A row's cells, at most `MAX_COLUMNS`. `number-columns-repeated` may declare thousands
+    of copies of a cell: copies are made only up to the column cap, and empty cells only when
+    a cell with text follows them (the empty padding to a sheet's width is never built)."""
+    cells: list[str] = []
+    empty = 0  # empty cells seen since the last cell with text
+    for cell in row:
+        if cell.tag not in ODF_CELLS:
+            continue
+        repeat = _count(cell, f"{ODF_TABLE}number-columns-repeated", MAX_COLUMNS)
+        text = " ".join(_odf_text(p) for p in cell.iter(f"{ODF_TEXT}p"))
+        if not text.strip():
+            empty += repeat
+        else:
+            cells.extend([""] * empty)
+            cells.extend([text] * repeat)
+            empty = 0
+        if len(cells) + empty >= MAX_COLUMNS:
+            break
+    return cells[:MAX_COLUMNS]
+
+
 def _odf_table_rows(table: ElementTree.Element) -> list[list[str]]:
+    """The table's rows. A row declared repeated (`number-rows-repeated`) is read once: the
+    repeats are mostly empty filler, and copies of a row add nothing to search."""
     rows: list[list[str]] = []
     for row in table.iter(f"{ODF_TABLE}table-row"):
-        cells: list[str] = []
-        for cell in row:
-            if cell.tag not in (f"{ODF_TABLE}table-cell", f"{ODF_TABLE}covered-table-cell"):
-                continue
-            text = " ".join(_odf_text(p) for p in cell.iter(f"{ODF_TEXT}p"))
-            repeat = int(cell.get(f"{ODF_TABLE}number-columns-repeated", "1"))
-            # Empty repeated cells pad a row to the sheet's width (thousands): keep one.
-            cells.extend([text] * (min(repeat, MAX_COLUMNS) if text.strip() else 1))
-        rows.append(cells[:MAX_COLUMNS])
+        if len(rows) > MAX_TABLE_ROWS:  # one past the cap: the writer refuses the table
+            break
+        rows.append(_odf_row_cells(row))
     return rows
 
 

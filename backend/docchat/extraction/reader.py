@@ -32,6 +32,14 @@ class ExtractionError(Exception):
     """The file cannot give text; the message is shown to the user as the document's error."""
 
 
+def unreadable(what: str, error: BaseException) -> ExtractionError:
+    """The error a user sees when a reader library fails on a file: the kind of file and that
+    it looks damaged, never the library's own words, which can name server paths and library
+    internals. Those go to the server's log."""
+    logger.warning("the %s reader failed: %s: %s", what, type(error).__name__, error)
+    return ExtractionError(f"The {what} could not be read; it looks damaged")
+
+
 class PageTimeout(Exception):
     """One page took longer than its time limit."""
 
@@ -93,18 +101,17 @@ def _open_pdf(path: Path) -> PdfReader:
     except ExtractionError:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
-        raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
+        raise unreadable("PDF", exc) from exc
 
 
 def _page_count(reader: PdfReader) -> int:
     try:
         page_count = len(reader.pages)
     except LimitReachedError as exc:
-        raise ExtractionError(
-            f"The PDF is built to exhaust a reader and was refused ({exc})"
-        ) from exc
+        logger.warning("the PDF reader refused the page tree: %s", exc)
+        raise ExtractionError("The PDF is built to exhaust a reader and was refused") from exc
     except (PyPdfError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise ExtractionError(f"The PDF could not be read; it looks damaged ({exc})") from exc
+        raise unreadable("PDF", exc) from exc
     if page_count == 0:
         raise ExtractionError("The PDF has no pages")
     if page_count > MAX_PDF_PAGES:
@@ -146,11 +153,11 @@ def _page_text(page: PageObject, number: int, page_seconds: float | None) -> str
     except PageTimeout:
         raise _PageError(f"a page took more than {page_seconds:g} s") from None
     except LimitReachedError as exc:
-        raise _PageError(f"a page exceeded the reader's limits ({exc})") from exc
+        raise _PageError("a page exceeded the reader's limits") from exc
     except MemoryError:
         raise
     except Exception as exc:
-        raise _PageError(f"{type(exc).__name__}") from exc
+        raise _PageError("a page could not be parsed") from exc
 
 
 class _PageError(Exception):
@@ -180,7 +187,9 @@ def extract_pdf(
         try:
             text = _page_text(page, number, page_seconds)
         except _PageError as exc:
-            logger.warning("page %d of %s could not be read: %s", number, path.name, exc)
+            logger.warning(
+                "page %d of %s could not be read: %s (%r)", number, path.name, exc, exc.__cause__
+            )
             failures.add(number, str(exc))
             pages.append(PageText(page=number, text=""))
             continue

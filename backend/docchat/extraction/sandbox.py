@@ -21,11 +21,12 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from docchat.extraction.bounds import ExpansionLimits
 from docchat.extraction.chunking import TextChunk, chunk_document
 from docchat.extraction.formats import extract
 from docchat.extraction.kinds import FileKind
@@ -44,6 +45,7 @@ class Limits:
     page_seconds: float = 10.0
     memory_mb: int = 2048
     ocr: OcrOptions | None = None  # None: scanned pages and images are not read
+    expansion: ExpansionLimits = field(default_factory=ExpansionLimits)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class _Request:
     page_seconds: float
     cpu_seconds: int
     ocr: OcrOptions | None = None
+    expansion: ExpansionLimits = field(default_factory=ExpansionLimits)
 
 
 def prepare(
@@ -73,10 +76,15 @@ def prepare(
     chunk_overlap: int,
     page_seconds: float | None,
     ocr: OcrOptions | None = None,
+    expansion: ExpansionLimits | None = None,
 ) -> PreparedDocument:
-    """Extract and chunk in this process (blocking). The child runs this; so can tests."""
+    """Extract and chunk in this process (blocking). The child runs this; so can tests.
+    `ExtractionError` when the file gives more than `expansion` allows for its size."""
+    expansion = expansion or ExpansionLimits()
     extracted = extract(path, kind, page_seconds=page_seconds, ocr=ocr)
+    expansion.check_text(extracted, path.stat().st_size, chunk_size)
     chunks = chunk_document(extracted, size=chunk_size, overlap=chunk_overlap)
+    expansion.check_chunks(len(chunks))
     return PreparedDocument(page_count=extracted.page_count, chunks=chunks)
 
 
@@ -111,14 +119,17 @@ def _child(requests: Connection, replies: Connection, memory_mb: int) -> None:
                 chunk_overlap=request.chunk_overlap,
                 page_seconds=request.page_seconds,
                 ocr=request.ocr,
+                expansion=request.expansion,
             )
             reply: tuple[str, Any] = ("ok", prepared)
         except ExtractionError as exc:
             reply = ("error", str(exc))
         except MemoryError:
             reply = ("error", f"The file needs more than {memory_mb} MB of memory to read")
-        except Exception as exc:  # a parser bug must not kill the loop
-            reply = ("error", f"The file could not be read ({type(exc).__name__}: {exc})"[:500])
+        except Exception:  # a parser bug must not kill the loop
+            # Its words (paths, library internals) go to the log, never to the user.
+            logger.exception("reading a %s failed", request.kind)
+            reply = ("error", f"The {FileKind(request.kind).label} could not be read")
         replies.send(reply)
 
 
@@ -230,24 +241,35 @@ class ExtractionSandbox:
             page_seconds=self.limits.page_seconds,
             cpu_seconds=self.limits.cpu_seconds,
             ocr=self.limits.ocr,
+            expansion=self.limits.expansion,
         )
         wall = wall_seconds or self.limits.wall_seconds
         await asyncio.wait_for(self._lock.acquire(), queue_seconds)
         running = asyncio.get_running_loop().run_in_executor(self._waiter, self._run, request, wall)
         # The child is free again when the call ends, not when a cancelled caller stops waiting.
-        running.add_done_callback(lambda _: self._lock.release())
+        running.add_done_callback(self._finished)
         return await asyncio.shield(running)
 
+    def _finished(self, running: asyncio.Future[PreparedDocument]) -> None:
+        self._lock.release()
+        if not running.cancelled():
+            running.exception()  # seen: a caller that was cancelled meanwhile never asks
+
     def close(self) -> None:
-        """Stop the child (idempotent): it exits when its requests pipe closes."""
-        if self._child is not None:
-            self._child.close()
+        """Stop the child (idempotent): an idle one exits when its requests pipe closes, one
+        still reading a file is killed (the process is stopping: nobody waits for its answer).
+        The child's death ends the waiting thread's poll, so the process can exit."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.requests.close()
+            if self._lock.locked():
+                child.process.kill()
             try:
-                self._child.process.wait(EXIT_GRACE_SECONDS)
+                child.process.wait(EXIT_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
-                self._child.process.kill()
-                self._child.process.wait()
-        self._child = None
+                child.process.kill()
+                child.process.wait()
+            child.replies.close()
         self._waiter.shutdown(wait=False)
 
 

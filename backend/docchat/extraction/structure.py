@@ -116,7 +116,12 @@ class SectionWriter:
 
     def table(self, rows: Sequence[Sequence[str]], *, name: str = "table") -> None:
         """A table whose first row is its header, as parts located by their rows."""
-        rows = [row for row in rows if any(cell.strip() for cell in row)]
+        if len(rows) > MAX_TABLE_ROWS:
+            raise ExtractionError(
+                f"A table has more than {MAX_TABLE_ROWS:,} rows; split it or upload the part "
+                "that matters"
+            )
+        rows = [row[:MAX_COLUMNS] for row in rows if any(cell.strip() for cell in row)]
         if not rows:
             return
         if len(rows) == 1:

@@ -7,6 +7,11 @@ heartbeat; a job whose heartbeat stops (its worker died) is taken again within
 `stale_after_seconds`. Every write goes through the claim's fence, so a worker that lost
 its job to another cannot write over it, and every write is idempotent (chunks are keyed
 by document and index), so a retry replaces what an earlier attempt left.
+
+No document holds a worker for long while others wait: every `interleave_seconds` of
+embedding a long document, the worker takes a waiting document of an owner who has nothing
+running and processes it in between. A worker told to stop hands the job it holds back to
+the queue at once (not counted as an attempt), so stopping never waits for a long document.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from docchat.retrieval import lexical
 from docchat.retrieval.index import Chunk, DocumentRef, VectorIndex, VectorStoreUnavailable
 
 logger = logging.getLogger(__name__)
+# Documents let in beside a long one may themselves let others in, down to this depth (each
+# level keeps its document's chunks in memory while the one it let in runs).
+MAX_INTERLEAVED = 3
 
 
 class LostClaim(Exception):
@@ -100,12 +108,14 @@ class IngestionWorker:
         self.index = parts.vector_index
         self.storage = parts.storage
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._interleaved = 0  # documents being processed in between others, now
 
     async def run_forever(self, stop: asyncio.Event) -> None:
+        """Process jobs until `stop` is set; a job in hand then goes back to the queue."""
         logger.info("ingestion worker %s started", self.worker_id)
         while not stop.is_set():
             try:
-                worked = await self.run_once()
+                worked = await self._run_once_until(stop)
             except Exception:
                 logger.exception("ingestion worker iteration failed; retrying")
                 worked = False
@@ -113,6 +123,20 @@ class IngestionWorker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=self.settings.worker.poll_seconds)
         logger.info("ingestion worker %s stopped", self.worker_id)
+
+    async def _run_once_until(self, stop: asyncio.Event) -> bool:
+        """`run_once`, cut short when `stop` is set (or this task is cancelled): the job in
+        hand is then released (`_process`) before this returns."""
+        work = asyncio.create_task(self.run_once())
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not work.done():
+                work.cancel()
+                await asyncio.wait({work})
+        return work.cancelled() or work.result()
 
     async def run_once(self) -> bool:
         """Claim and process one job; False when there was nothing to do."""
@@ -131,13 +155,14 @@ class IngestionWorker:
 
     # -- the claim and its fence ---------------------------------------------------------------
 
-    async def _claim(self) -> ClaimedJob | None:
+    async def _claim(self, *, idle_owners_only: bool = False) -> ClaimedJob | None:
         async with self.sessionmaker() as session:
             job = await jobs_repository.claim_next(
                 session,
                 worker_id=self.worker_id,
                 now=utcnow(),
                 stale_after=timedelta(seconds=self.settings.worker.stale_after_seconds),
+                idle_owners_only=idle_owners_only,
             )
             claimed = None
             if job is not None:
@@ -180,6 +205,9 @@ class IngestionWorker:
         beating = asyncio.create_task(self._heartbeats(job, lost))
         try:
             outcome = await self._attempt(job, lost)
+        except asyncio.CancelledError:
+            await self._release(job)
+            raise
         finally:
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -258,10 +286,7 @@ class IngestionWorker:
             await documents_repository.set_extracted(
                 session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)
             )
-        batch_size = max(1, self.settings.embedding.batch_size)
-        for start in range(0, len(chunks), batch_size):
-            self._check(lost, job)
-            await self._embed_and_store(job, chunks[start : start + batch_size], start)
+        await self._embed_all(job, chunks, lost)
         await self._complete(job, ref, len(chunks))
         return prepared.page_count, len(chunks)
 
@@ -287,6 +312,36 @@ class IngestionWorker:
             filename=version.filename if version is not None else document.filename,
             version=version.number if version is not None else document.version,
         )
+
+    async def _embed_all(
+        self, job: ClaimedJob, chunks: Sequence[Chunk], lost: asyncio.Event
+    ) -> None:
+        """Embed and store the chunks batch by batch; every `interleave_seconds`, another
+        owner's waiting document runs in between (`_let_another_owner_in`)."""
+        batch_size = max(1, self.settings.embedding.batch_size)
+        interval = self.settings.worker.interleave_seconds
+        slice_ends = time.monotonic() + interval
+        for start in range(0, len(chunks), batch_size):
+            self._check(lost, job)
+            await self._embed_and_store(job, chunks[start : start + batch_size], start)
+            if time.monotonic() >= slice_ends and start + batch_size < len(chunks):
+                await self._let_another_owner_in()
+                slice_ends = time.monotonic() + interval
+
+    async def _let_another_owner_in(self) -> None:
+        """Process one waiting document of an owner with nothing running, if there is one,
+        while the document in hand waits (its claim stays alive: its heartbeats go on)."""
+        if self._interleaved >= MAX_INTERLEAVED:
+            return
+        other = await self._claim(idle_owners_only=True)
+        if other is None:
+            return
+        logger.info("document %s runs in between a long document", other.document_id)
+        self._interleaved += 1
+        try:
+            await self._process(other)
+        finally:
+            self._interleaved -= 1
 
     async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
         texts = [self._indexed(chunk) for chunk in batch]
@@ -333,10 +388,7 @@ class IngestionWorker:
             await documents_repository.set_version_state(
                 session, version.id, DocumentStatus.processing, chunk_count=len(chunks)
             )
-        batch_size = max(1, self.settings.embedding.batch_size)
-        for start in range(0, len(chunks), batch_size):
-            self._check(lost, job)
-            await self._embed_and_store(job, chunks[start : start + batch_size], start)
+        await self._embed_all(job, chunks, lost)
         new = DocumentRef(document.id, document.owner_id, version.number)
         stored = await self.index.count(new)
         if stored != len(chunks):
@@ -385,6 +437,21 @@ class IngestionWorker:
         await documents_repository.set_version_state(
             session, job.version_id, DocumentStatus.failed, error=message
         )
+
+    async def _release(self, job: ClaimedJob) -> None:
+        """Give the job back to the queue (the worker is stopping): queued again at once, its
+        attempt not counted. Should this fail, the job is taken again once its heartbeats
+        have stopped for `stale_after_seconds`."""
+        try:
+            async with self._fenced(job) as session:
+                await jobs_repository.release(session, job.id)
+                await self._set_waiting(session, job, True)
+        except LostClaim:  # it ended a moment ago, or another worker has it: nothing to give
+            return
+        except Exception:
+            logger.exception("job %s could not be handed back; it will be taken when stale", job.id)
+            return
+        logger.info("job %s handed back to the queue", job.id)
 
     async def _finish(self, job: ClaimedJob, status: JobStatus, error: str | None) -> None:
         async with self._fenced(job) as session:
