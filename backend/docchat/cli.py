@@ -18,12 +18,17 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 
     X-Forwarded-For is believed only from the proxies listed in FORWARDED_ALLOW_IPS: uvicorn
     would otherwise trust it from loopback, and anyone on the machine could pose as any address
-    (to dodge the login throttle, say)."""
+    (to dodge the login throttle, say).
+
+    On SIGTERM, requests in flight get SHUTDOWN_TIMEOUT_SECONDS and are then cancelled (a
+    streamed answer keeps what was sent); without a limit uvicorn waits for every open
+    stream, however slow the model writing it."""
     trusted = settings.forwarded_allow_ips
     return {
         "proxy_headers": bool(trusted),
         "forwarded_allow_ips": ",".join(trusted) if trusted else "",
         "log_level": settings.log_level.lower(),
+        "timeout_graceful_shutdown": settings.shutdown_timeout_seconds,
     }
 
 
