@@ -26,5 +26,16 @@ say "ruff"
 "$VENV/bin/ruff" format --check backend tests migrations bench
 say "mypy"
 "$VENV/bin/mypy"
+say "docs: mkdocs build --strict (links, anchors, the nav)"
+# Not --quiet: it hides the warnings that --strict counts, and the build then passes. The log
+# is shown only when the build fails; the site goes to a temporary folder, never the tree.
+site="$(mktemp -d)"
+if ! docs_log="$(NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict \
+  --config-file "$ROOT/mkdocs.yml" --site-dir "$site" 2>&1)"; then
+  rm -rf "$site"
+  printf '%s\n' "$docs_log" >&2
+  die "the documentation does not build; run: $VENV/bin/mkdocs build --strict"
+fi
+rm -rf "$site"
 say "pytest"
 "$VENV/bin/pytest" "$@"

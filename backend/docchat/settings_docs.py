@@ -1,10 +1,12 @@
 """Every environment variable the settings read, with its default and meaning.
 
-The source of `.env.example` and of the README's configuration table (a test keeps both true).
+The source of `.env.example` and of the variables table in `docs/configuration.md`, between
+its markers (`python scripts/sync_docs.py` writes both; a test keeps both true).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +14,11 @@ from pydantic import BaseModel, SecretStr
 from pydantic_settings import BaseSettings
 
 from docchat.config import PROJECT_ROOT, Settings
+
+# The documentation page whose variables table is generated, relative to the repository root.
+CONFIGURATION_PAGE = "docs/configuration.md"
+TABLE_START, TABLE_END = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
+_TABLE = re.compile(re.escape(TABLE_START) + "\n(.*?)" + re.escape(TABLE_END), re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,19 @@ def markdown_table() -> str:
         default = f"`{variable.default}`" if variable.default else ""
         rows.append(f"| `{variable.name}` | {default} | {variable.description} |")
     return "\n".join(rows) + "\n"
+
+
+def settings_table_in(page: str) -> str | None:
+    """The table between the markers of a page, or None when the page has no markers."""
+    found = _TABLE.search(page)
+    return found.group(1) if found else None
+
+
+def with_settings_table(page: str) -> str:
+    """The page with the table between its markers replaced by the current one."""
+    if settings_table_in(page) is None:
+        raise ValueError(f"no {TABLE_START} ... {TABLE_END} markers in the page")
+    return _TABLE.sub(lambda _: f"{TABLE_START}\n{markdown_table()}{TABLE_END}", page)
 
 
 if __name__ == "__main__":
