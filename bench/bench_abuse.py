@@ -12,7 +12,9 @@ it, with an OpenAI-protocol model that answers at once (in this process). A prob
   throttles are raised for this phase, so that every attempt is hashed: the case of an
   attacker with many addresses);
 - hostile PDF: a 20 KB PDF whose pages exhaust the reader, uploaded (the worker ingests it)
-  and attached to six messages at once (inline answers read it too).
+  and attached to six messages at once (inline answers read it too);
+- amplifying ODT: an OpenDocument table of repeated rows and columns that reads as
+  thousands of chunks, then another user's one-line note (how long the note waits).
 `--code-root` runs another checkout's server (the same benchmark before a change).
 """
 
@@ -30,6 +32,7 @@ from pathlib import Path
 import httpx
 from tests.support.files import exhausting_pdf
 from tests.support.llm_server import free_port, start_scripted_llm
+from tests.support.office_files import odt_with_repeated_cells
 from tests.support.raw_http import send_endless_body
 from tests.support.users import auth_headers, unique_email
 
@@ -181,6 +184,55 @@ def hostile_pdf(base: str, limit_seconds: float) -> Callable[[], Awaitable[str]]
     return attack
 
 
+async def _wait_done(
+    client: httpx.AsyncClient, headers: dict[str, str], url: str, deadline: float
+) -> tuple[str, float]:
+    """The document's status once it is no longer waiting or processing (or at the
+    deadline), and when that was (perf_counter)."""
+    status = "queued"
+    while status in UNFINISHED and time.perf_counter() < deadline:
+        await asyncio.sleep(0.5)
+        status = (await client.get(url, headers=headers)).json()["status"]
+    return status, time.perf_counter()
+
+
+def amplifying_odt(base: str, limit_seconds: float) -> Callable[[], Awaitable[str]]:
+    """A 50 KB OpenDocument text whose table declares thousands of repeated columns and a
+    million repeated rows, and, two seconds later, another user's one-line note."""
+
+    async def attack() -> str:
+        async with httpx.AsyncClient(base_url=base, timeout=limit_seconds + 60) as client:
+            attacker, colleague = await auth_headers(client), await auth_headers(client)
+            started = time.perf_counter()
+            deadline = started + limit_seconds
+            hostile = await client.post(
+                "/api/v1/documents",
+                headers=attacker,
+                files={"file": ("sheet.odt", odt_with_repeated_cells())},
+            )
+            hostile.raise_for_status()
+            await asyncio.sleep(2)
+            note = await client.post(
+                "/api/v1/documents",
+                headers=colleague,
+                files={"file": ("note.txt", b"The standup moved to 09:30.", "text/plain")},
+            )
+            note.raise_for_status()
+            note_sent = time.perf_counter()
+            odt_url = f"/api/v1/documents/{hostile.json()['id']}"
+            note_url = f"/api/v1/documents/{note.json()['id']}"
+            (note_status, note_done), (odt_status, odt_done) = await asyncio.gather(
+                _wait_done(client, colleague, note_url, deadline),
+                _wait_done(client, attacker, odt_url, deadline),
+            )
+        return (
+            f"ODT {odt_status} after {odt_done - started:.0f} s; the other user's note "
+            f"{note_status} {note_done - note_sent:.1f} s after upload"
+        )
+
+    return attack
+
+
 def row(label: str, timings: list[float], outcome: str, seconds: float) -> list[object]:
     return [
         label,
@@ -224,6 +276,7 @@ async def main(phase_seconds: float, code_root: Path) -> None:
                 ("oversize bodies", oversize_bodies(port, phase_seconds)),
                 ("failed logins", failed_logins(base, phase_seconds)),
                 ("hostile PDF", hostile_pdf(base, 240)),
+                ("amplifying ODT", amplifying_odt(base, 150)),
             ):
                 timings, outcome, seconds = await during(base, attack)
                 rows.append(row(label, timings, outcome, seconds))
