@@ -194,19 +194,13 @@ async def build_library(database_url: str, data_dir: Path, chunks: int) -> None:
     from chromadb.api.client import SharedSystemClient
 
     from bench.bench_wide_scope import CHUNKS_PER_DOCUMENT, fill, owner_with_documents, sentences
-    from docchat.config import RAGSettings
+    from bench.common import open_store
     from docchat.db import create_engine, create_sessionmaker
     from docchat.llm.embeddings import LocalMiniLMEmbedder
-    from docchat.retrieval.chroma import ChromaVectorStore
 
     engine = create_engine(database_url)
     sessionmaker = create_sessionmaker(engine)
-    store = ChromaVectorStore(
-        collection=RAGSettings(_env_file=None).collection,  # type: ignore[call-arg]
-        embedding_model=LocalMiniLMEmbedder.name,
-        dimension=384,
-        path=data_dir / "chroma",
-    )
+    store = open_store(data_dir, LocalMiniLMEmbedder.name, 384)
     async with sessionmaker() as session:
         librarian, shelf = await owner_with_documents(
             session, chunks // CHUNKS_PER_DOCUMENT, shared=True

@@ -37,10 +37,10 @@ from bench.common import (
     percentile,
     table,
 )
-from docchat.app import attach_components, create_app
 from docchat.documents.models import Document, DocumentStatus
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
+from docchat.main.app import attach_components, create_app
 
 # How often B looks at its upload (the web app polls every 1.5 s; finer here, for the timing).
 POLL_SECONDS = 0.25

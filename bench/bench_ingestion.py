@@ -32,13 +32,13 @@ from bench.common import (
     median,
     table,
 )
-from docchat.app import attach_components, create_app
 from docchat.documents.filetypes import detect_kind
 from docchat.extraction.chunking import chunk_document
 from docchat.extraction.formats import extract
 from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
+from docchat.main.app import attach_components, create_app
 
 SCANS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ocr"
 OCR = find_tesseract(OcrOptions())

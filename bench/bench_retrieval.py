@@ -33,9 +33,8 @@ from bench.common import (
 )
 from docchat.documents.models import Document, DocumentStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.context import TokenBudget, build_context
-from docchat.retrieval.index import Chunk, DocumentRef, ThreadedIndex
+from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentRef, ThreadedIndex
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
 from docchat.users.models import User
@@ -82,7 +81,7 @@ async def owners_in_database(
 
 
 async def fill(
-    store: ChromaVectorStore,
+    store: BlockingVectorStore,
     sessionmaker: async_sessionmaker[AsyncSession],
     owners: dict[uuid.UUID, list[uuid.UUID]],
     total: int,

@@ -40,9 +40,8 @@ from bench.common import (
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, Visibility
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.context import TokenBudget, build_context
-from docchat.retrieval.index import Chunk, DocumentRef, ThreadedIndex
+from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentRef, ThreadedIndex
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
 from docchat.users.models import User
@@ -99,7 +98,7 @@ async def owner_with_documents(
 
 
 async def fill(
-    store: ChromaVectorStore,
+    store: BlockingVectorStore,
     sessionmaker: async_sessionmaker[AsyncSession],
     owned: list[tuple[uuid.UUID, uuid.UUID]],
     pool: list[str],

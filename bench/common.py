@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))  # so `tests.support` helpers are importable
 
 from tests.support.database import alembic, create_database, drop_database
 
-from docchat.components import Components, build_sandboxes, build_vector_store
+import docchat.main.components  # noqa: F401  (registers the vector stores)
 from docchat.config import (
     AuthSettings,
     Environment,
@@ -36,8 +36,8 @@ from docchat.documents.storage import LocalFileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
-from docchat.retrieval.chroma import ChromaVectorStore
-from docchat.retrieval.index import Chunk
+from docchat.main.components import Components, build_sandboxes, build_vector_store
+from docchat.retrieval.index import VECTOR_STORES, BlockingVectorStore, Chunk, VectorStoreSettings
 from docchat.retrieval.lexical import add_chunks
 
 
@@ -149,7 +149,7 @@ def start_server(
         "AUTH_REGISTER_MAX_PER_ADDRESS": "100000",
         **(extra_env or {}),
     }
-    command = [sys.executable, "-m", "docchat.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "docchat.main.cli", "serve", "--port", str(port)]
     return subprocess.Popen(
         command, env=env, cwd=code_root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -182,7 +182,7 @@ async def unfinished_documents(client: httpx.AsyncClient, headers: dict[str, str
 
 
 async def write_chunks(
-    store: ChromaVectorStore,
+    store: BlockingVectorStore,
     sessionmaker: async_sessionmaker[AsyncSession],
     chunks: Sequence[Chunk],
     rng: np.random.Generator,
@@ -219,23 +219,25 @@ async def record_completion(sessionmaker: async_sessionmaker[AsyncSession]) -> N
         await autocommit.execute(text("VACUUM ANALYZE"))
 
 
+def open_store(data_dir: Path, embedding_model: str, dimension: int) -> BlockingVectorStore:
+    """The configured vector store (VECTOR_STORE; Chroma by default) keeping its data in
+    `data_dir`, as the app would build it."""
+    settings = Settings(data_dir=data_dir)
+    config = VectorStoreSettings(settings, embedding_model, dimension)
+    return VECTOR_STORES.get(settings.vector_store)(config)
+
+
 @contextlib.asynccontextmanager
 async def scratch_index(
     embedding_model: str, dimension: int
-) -> AsyncIterator[tuple[async_sessionmaker[AsyncSession], ChromaVectorStore]]:
+) -> AsyncIterator[tuple[async_sessionmaker[AsyncSession], BlockingVectorStore]]:
     """A fresh migrated database and an empty persistent Chroma store in a temporary folder,
     both removed afterwards."""
     url = await fresh_database()
     engine = create_engine(url)
     try:
         with tempfile.TemporaryDirectory() as folder:
-            store = ChromaVectorStore(
-                collection="bench",
-                embedding_model=embedding_model,
-                dimension=dimension,
-                path=Path(folder),
-            )
-            yield create_sessionmaker(engine), store
+            yield create_sessionmaker(engine), open_store(Path(folder), embedding_model, dimension)
     finally:
         await engine.dispose()
         await drop_database(url)

@@ -54,11 +54,11 @@ from bench.common import (
     machine,
     table,
 )
-from docchat.app import attach_components, create_app
-from docchat.components import Components
 from docchat.config import RAGSettings, RerankSettings
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
 from docchat.retrieval.fusion import Fusion
 from docchat.retrieval.index import DocumentRef, chunk_id
 from docchat.retrieval.query_embedding import embed_query

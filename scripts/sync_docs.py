@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docchat.settings_docs import CONFIGURATION_PAGE, env_example, with_settings_table
+from docchat.main.settings_docs import CONFIGURATION_PAGE, env_example, with_settings_table
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,6 @@ import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from docchat.app import attach_components, create_app
-from docchat.components import Components, build_sandboxes, build_vector_store
 from docchat.config import (
     AuthSettings,
     Environment,
@@ -27,6 +25,8 @@ from docchat.documents.storage import LocalFileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components, build_sandboxes, build_vector_store
 from tests.support.database import alembic, create_database, drop_database
 from tests.support.llm_server import ScriptedLLM, start_scripted_llm
 
@@ -117,7 +117,10 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
             timeout_seconds=5,
         ),  # type: ignore[call-arg]
         rag=RAGSettings(_env_file=None),  # type: ignore[call-arg]
-        worker=WorkerSettings(_env_file=None, enabled=False),  # type: ignore[call-arg]
+        # Documents are not interleaved here: the shared test connection takes one session at
+        # a time, and a busy machine would reach the interleave time in some tests and not
+        # others (tests of interleaving set it, on sessions of their own).
+        worker=WorkerSettings(_env_file=None, enabled=False, interleave_seconds=3600),  # type: ignore[call-arg]
     )
 
 

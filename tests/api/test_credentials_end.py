@@ -36,7 +36,7 @@ async def _create_admin(settings: Settings, email: str) -> str:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "docchat.cli",
+        "docchat.main.cli",
         "create-admin",
         email,
         "--password",

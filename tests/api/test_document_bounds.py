@@ -13,9 +13,9 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.documents.models import IngestionJob
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from tests.support.documents import upload, upload_and_process
 from tests.support.office_files import odt_with_repeated_cells
 from tests.support.users import auth_headers

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.db import utcnow
 from docchat.documents.models import IngestionJob, JobStatus
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from tests.support.documents import upload, upload_and_process, vector_ref
 from tests.support.files import filler, make_pdf
 from tests.support.users import admin_headers, auth_headers

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.documents.models import Document
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from tests.support.documents import upload
 from tests.support.office_files import make_docx, make_pptx, make_xlsx, replace_part
 from tests.support.users import auth_headers

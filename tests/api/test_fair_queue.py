@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from tests.support.documents import upload
 from tests.support.files import filler
 from tests.support.users import auth_headers

@@ -99,7 +99,7 @@ def _start_worker(settings: Settings, data_dir: Path) -> subprocess.Popen[bytes]
     # The worker's log stays in the test's folder for a post-mortem.
     with (data_dir / "worker.log").open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "docchat.cli", "worker"],
+            [sys.executable, "-m", "docchat.main.cli", "worker"],
             env=env,
             cwd=ROOT,
             stdout=subprocess.DEVNULL,

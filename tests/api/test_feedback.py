@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload, upload_and_process
 from tests.support.llm_server import ScriptedLLM

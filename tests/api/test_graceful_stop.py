@@ -78,7 +78,7 @@ def _serve(env: dict[str, str], logs: Path) -> Process:
     """`docchat serve` with its in-process worker, as one machine runs it."""
     port = free_port()
     log = logs / "api.log"
-    command = [sys.executable, "-m", "docchat.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "docchat.main.cli", "serve", "--port", str(port)]
     with log.open("wb") as out:
         popen = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=out)  # noqa: S603
     return Process("api", popen, log, f"http://127.0.0.1:{port}")

@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from docchat.components import Components
 from docchat.config import RAGSettings, Settings, WorkerSettings
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
+from docchat.main.components import Components
 from tests.support.documents import upload, upload_and_process
 from tests.support.files import exhausting_pdf, filler, make_pdf
 from tests.support.live_server import LiveServer

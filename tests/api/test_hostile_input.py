@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.components import Components
+from docchat.main.components import Components
 from docchat.retrieval.index import VectorStoreUnavailable
 from tests.support.documents import upload_and_process
 from tests.support.files import deeply_nested_pdf, page_count_bomb_pdf
@@ -52,7 +52,7 @@ async def test_readyz_reports_a_broken_vector_store(
         def ping(self) -> None:
             raise VectorStoreUnavailable("the index folder is unreadable")
 
-    from docchat.app import attach_components
+    from docchat.main.app import attach_components
 
     attach_components(app, dataclasses.replace(components, vector_store=Broken()))  # type: ignore[arg-type]
     response = await client.get("/readyz")

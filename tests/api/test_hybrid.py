@@ -11,9 +11,10 @@ import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.documents.models import Document
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.app import attach_components
+from docchat.main.components import Components
 from docchat.retrieval import lexical as lexical_module
 from docchat.retrieval.fusion import reciprocal_rank_fusion
 from docchat.retrieval.index import DocumentRef
@@ -129,7 +130,7 @@ async def test_answers_cite_the_chunk_named_by_its_code(
 
     rag = components.settings.rag.model_copy(update={"hybrid": False})
     settings = components.settings.model_copy(update={"rag": rag})
-    app.state.components = dataclasses.replace(components, settings=settings)
+    attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.script("Stop the pump [1].")
     answer = await ask(client, headers, f"What does fault {CODES[6]} mean?")
     assert answer.json()["assistant_message"]["meta"]["retrieval_mode"] == "vector"

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 
-from docchat.components import Components
+from docchat.main.components import Components
 from tests.support.chat import ask, ask_streaming
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import Reply, ScriptedLLM

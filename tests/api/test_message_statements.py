@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from docchat.components import Components
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM

@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.config import LLMSettings
 from docchat.events.models import Event
 from docchat.llm import prompts
 from docchat.llm.client import LLM
+from docchat.main.components import Components
 from docchat.retrieval.index import VectorStoreUnavailable
 from tests.support.chat import ask, ask_streaming
 from tests.support.documents import upload, upload_and_process, vector_ref

@@ -7,9 +7,10 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from docchat.components import Components
 from docchat.config import LLMSettings
 from docchat.llm.client import LLM
+from docchat.main.app import attach_components
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.users import auth_headers
@@ -58,10 +59,8 @@ async def test_readyz_reports_an_unreachable_llm(
     ready = (await client.get("/readyz")).json()
     assert ready["checks"]["llm"]["ok"] is True
     dead = LLM(LLMSettings(_env_file=None, base_url="http://127.0.0.1:9/v1", max_retries=0))  # type: ignore[call-arg]
-    app.state.components = dataclasses.replace(components, llm=dead)
-    from docchat.app import attach_components
+    attach_components(app, dataclasses.replace(components, llm=dead))
 
-    attach_components(app, app.state.components)
     response = await client.get("/readyz")
     assert response.status_code == 503
     body = response.json()

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from docchat.components import Components
 from docchat.extraction.ocr import OCR_IMAGE_LOCATION, OCR_PAGE_LOCATION
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM

@@ -13,9 +13,9 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.events.models import Event
 from docchat.llm import prompts
+from docchat.main.components import Components
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.openai_sdk import sdk_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from docchat.components import Components
+from docchat.main.components import Components
 from tests.support.documents import upload_and_process
 from tests.support.files import filler, make_pdf
 from tests.support.users import auth_headers

@@ -16,9 +16,9 @@ from fastapi import FastAPI
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.events.models import Event
 from docchat.events.service import RESPONSE_GENERATED
+from docchat.main.components import Components
 from docchat.quotas.models import TokenHold
 from docchat.users.models import User
 from tests.support.chat import ask, ask_streaming

@@ -11,8 +11,9 @@ import pytest
 import pytest_asyncio
 from pydantic import SecretStr
 
-from docchat.components import Components
 from docchat.config import RerankSettings
+from docchat.main.app import attach_components
+from docchat.main.components import Components
 from tests.api.test_hybrid import CODES, fault_manual
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
@@ -87,7 +88,7 @@ async def test_the_reranker_decides_which_passages_the_model_sees(
     first = next(code for code in CODES if code in plain["sources"][0]["content_preview"])
     favourite = CODES[(CODES.index(first) + 5) % len(CODES)]
     reranker.favoured = [favourite.lower()]
-    app.state.components = with_reranker()
+    attach_components(app, with_reranker())
     fresh_llm.script("Stop the pump [1].")
     message = (await ask(client, headers, question)).json()["assistant_message"]
 
@@ -119,7 +120,7 @@ async def test_a_failing_reranker_leaves_the_fused_order(
 
     reranker.behaviour = behaviour
     reranker.favoured = [CODES[8].lower()]
-    app.state.components = with_reranker()
+    attach_components(app, with_reranker())
     fresh_llm.script("Check the seals [1].")
     response = await ask(client, headers, question)
     assert response.status_code == 200
@@ -140,7 +141,7 @@ async def test_text_embeddings_inference_shape(
 ) -> None:
     headers = await _manual(client, components)
     reranker.favoured = [CODES[1].lower()]
-    app.state.components = with_reranker(texts_field="texts")
+    attach_components(app, with_reranker(texts_field="texts"))
     fresh_llm.script("Stop the pump [1].")
     message = (await ask(client, headers, "How is a pump fault cleared?")).json()
     assert "texts" in reranker.requests[-1] and "documents" not in reranker.requests[-1]

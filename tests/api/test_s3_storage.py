@@ -20,11 +20,11 @@ import pytest
 import pytest_asyncio
 from moto.server import ThreadedMotoServer
 
-from docchat.app import attach_components, create_app
-from docchat.components import Components
 from docchat.config import StorageSettings
 from docchat.documents.storage import LocalFileStorage, S3FileStorage, build_storage
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload, upload_and_process
 from tests.support.llm_server import ScriptedLLM, free_port

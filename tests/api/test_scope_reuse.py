@@ -11,9 +11,9 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.documents import repository
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from docchat.users.models import User
 from tests.support.documents import upload, upload_and_process
 from tests.support.users import auth_headers

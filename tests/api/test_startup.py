@@ -8,12 +8,12 @@ import os
 import time
 from pathlib import Path
 
-from docchat.app import create_app
-from docchat.components import Components, build_components
 from docchat.config import Settings
 from docchat.documents.storage import STALE_STAGING_SECONDS
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
+from docchat.main.app import create_app
+from docchat.main.components import Components, build_components
 
 
 async def test_objects_alive_at_start_are_frozen_out_of_full_collections(

@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.components import Components
 from docchat.llm import prompts
+from docchat.main.app import attach_components
+from docchat.main.components import Components
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL
 from tests.support.chat import ask, ask_streaming
 from tests.support.documents import upload, upload_and_process
@@ -231,7 +232,7 @@ async def test_inline_pdf_sent_as_a_file_part_when_the_endpoint_accepts_it(
 ) -> None:
     llm_settings = components.settings.llm.model_copy(update={"pdf_input": True})
     settings = components.settings.model_copy(update={"llm": llm_settings})
-    app.state.components = dataclasses.replace(components, settings=settings)
+    attach_components(app, dataclasses.replace(components, settings=settings))
     headers = await auth_headers(client)
     pdf = make_pdf([VOLCANO])
     document = (await upload(client, headers, "survey.pdf", pdf)).json()

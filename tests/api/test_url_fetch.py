@@ -11,10 +11,10 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from docchat.app import attach_components, create_app
-from docchat.components import Components
 from docchat.config import UrlFetchSettings
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
 from tests.support.users import auth_headers
 from tests.support.web_site import Site
 

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from docchat.app import attach_components, create_app
-from docchat.components import Components
 from docchat.config import UrlFetchSettings
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
 from tests.support.llm_server import LoopbackServer, free_port
 from tests.support.users import auth_headers
 

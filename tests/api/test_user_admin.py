@@ -10,7 +10,7 @@ from sqlalchemy import text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.cli import main
+from docchat.main.cli import main
 from docchat.users.models import Role, User
 from tests.support.users import PASSWORD, admin_headers, auth_headers, login, unique_email
 

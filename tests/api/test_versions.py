@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from docchat.components import Components
 from docchat.ingestion.worker import ClaimedJob, IngestionWorker
+from docchat.main.components import Components
 from docchat.retrieval.index import Chunk, DocumentRef
 from tests.support.chat import ask
 from tests.support.documents import upload, upload_and_process

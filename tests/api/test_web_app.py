@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from docchat.app import attach_components, create_app
-from docchat.components import Components
 from docchat.config import Settings
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = b"export const greeting = 'hello from the bundle';\n" * 400  # ~20 kB, like a real one

@@ -7,8 +7,9 @@ from typing import Any
 
 import httpx
 
-from docchat.components import Components
 from docchat.llm import prompts
+from docchat.main.app import attach_components
+from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
@@ -61,7 +62,7 @@ async def test_a_document_larger_than_the_budget_is_condensed_first(
     headers, _ = await _report(client, components, TOPICS)
     rag = components.settings.rag.model_copy(update={"max_context_tokens": 300})
     settings = components.settings.model_copy(update={"rag": rag})
-    app.state.components = dataclasses.replace(components, settings=settings)
+    attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.default.content = "Notes: the part is about one place."
 
     response = await ask(client, headers, "Give me an overview of the report")
@@ -96,7 +97,7 @@ async def test_documents_too_long_to_condense_within_the_call_cap_are_searched(
         update={"max_context_tokens": 300, "whole_document_max_calls": len(TOPICS) - 1}
     )
     settings = components.settings.model_copy(update={"rag": rag})
-    app.state.components = dataclasses.replace(components, settings=settings)
+    attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.script("The report covers several places [1].")
 
     response = await ask(client, headers, "Summarise this report", document_ids=[document["id"]])

@@ -17,12 +17,12 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.components import Components
 from docchat.config import WorkerSettings
 from docchat.db import utcnow
 from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
 from docchat.ingestion.worker import IngestionWorker, user_facing_reason
 from docchat.kit.errors import UpstreamError
+from docchat.main.components import Components
 from docchat.retrieval import lexical
 from docchat.retrieval.index import Chunk, DocumentRef, VectorStoreUnavailable
 from tests.support.documents import upload

@@ -14,8 +14,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from docchat.app import create_app
 from docchat.config import Settings, WorkerSettings
+from docchat.main.app import create_app
 from tests.support.live_server import LiveServer
 from tests.support.users import PASSWORD
 

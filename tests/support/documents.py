@@ -5,8 +5,8 @@ from typing import Any
 
 import httpx
 
-from docchat.components import Components
 from docchat.ingestion.worker import IngestionWorker
+from docchat.main.components import Components
 from docchat.retrieval.index import DocumentRef
 
 

@@ -8,9 +8,9 @@ import urllib.request
 
 import uvicorn
 
-from docchat.app import create_app
-from docchat.cli import uvicorn_options
 from docchat.config import Settings
+from docchat.main.app import create_app
+from docchat.main.cli import uvicorn_options
 from tests.support.llm_server import free_port
 
 

@@ -53,6 +53,8 @@ class ScriptedLLM:
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self._server: LoopbackServer | None = None
+        # Answers `/v1/embeddings` when set (anything with `embed(texts)`).
+        self.embed_with: Any = None
 
     # -- scripting -------------------------------------------------------------------------
     def script(self, *replies: Reply | str) -> None:
@@ -125,10 +127,28 @@ class ScriptedLLM:
             }
         )
 
+    async def _embeddings(self, request: Request) -> Response:
+        """OpenAI's `/embeddings`, answered with the vectors of the model `embed_with` was given
+        (the tests' real MiniLM), in reverse order of `index` as servers may send them."""
+        body = await request.json()
+        if self.embed_with is None:
+            return JSONResponse({"error": {"message": "no embedding model"}}, status_code=404)
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = await asyncio.to_thread(self.embed_with.embed, inputs)
+        data = [
+            {"object": "embedding", "index": index, "embedding": vector}
+            for index, vector in enumerate(vectors)
+        ]
+        usage = {"prompt_tokens": sum(len(text) // 4 for text in inputs), "total_tokens": 0}
+        return JSONResponse(
+            {"object": "list", "data": data[::-1], "model": body["model"], "usage": usage}
+        )
+
     def start(self) -> ScriptedLLM:
         app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ]
         )

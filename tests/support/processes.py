@@ -89,11 +89,11 @@ def docchat_env(**settings: str) -> dict[str, str]:
 def start_api(name: str, env: Mapping[str, str], logs: Path) -> Process:
     """`docchat serve` without the in-process worker (workers run on their own)."""
     port = free_port()
-    command = [sys.executable, "-m", "docchat.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "docchat.main.cli", "serve", "--port", str(port)]
     process = _spawn(name, command, {**env, "WORKER_ENABLED": "false"}, logs)
     process.url = f"http://127.0.0.1:{port}"
     return process
 
 
 def start_worker(name: str, env: Mapping[str, str], logs: Path) -> Process:
-    return _spawn(name, [sys.executable, "-m", "docchat.cli", "worker"], env, logs)
+    return _spawn(name, [sys.executable, "-m", "docchat.main.cli", "worker"], env, logs)

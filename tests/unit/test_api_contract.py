@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docchat.cli import openapi_json
+from docchat.main.cli import openapi_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from docchat.settings_docs import (
+from docchat.main.settings_docs import (
     CONFIGURATION_PAGE,
     env_example,
     markdown_table,

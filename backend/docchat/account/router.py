@@ -3,9 +3,8 @@ from __future__ import annotations
 from docchat.auth import service as auth_service
 from docchat.auth.dependencies import ClientAddress, CurrentUser, SignedInUser
 from docchat.auth.schemas import PasswordChange, TokenPair
-from docchat.dependencies import SettingsDep
 from docchat.documents import repository as documents_repository
-from docchat.kit.routing import SessionDep, make_router
+from docchat.kit.routing import SessionDep, SettingsDep, make_router
 from docchat.llm.catalog import resolve_model
 from docchat.quotas import service as quotas
 from docchat.quotas.schemas import QuotaUsage

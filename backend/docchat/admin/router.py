@@ -10,13 +10,13 @@ from docchat.auth.dependencies import AdminUser
 from docchat.chats import feedback
 from docchat.chats.models import Rating
 from docchat.chats.schemas import FeedbackEntry
-from docchat.dependencies import SettingsDep, StorageDep
 from docchat.documents import service as documents_service
+from docchat.documents.dependencies import StorageDep
 from docchat.documents.models import Visibility
 from docchat.documents.schemas import DocumentRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.pagination import Page, PageDep
-from docchat.kit.routing import SessionDep, make_router
+from docchat.kit.routing import SessionDep, SettingsDep, make_router
 
 router = make_router(prefix="/admin", tags=["admin"])
 

@@ -8,9 +8,8 @@ from fastapi.security import OAuth2PasswordBearer
 
 from docchat.auth import api_keys, service
 from docchat.auth.scopes import Scope, required_scope
-from docchat.dependencies import SettingsDep
 from docchat.kit.errors import Forbidden, Unauthorized
-from docchat.kit.routing import SessionDep
+from docchat.kit.routing import SessionDep, SettingsDep
 from docchat.users.models import User
 
 oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)

@@ -8,8 +8,7 @@ from fastapi.security import OAuth2PasswordRequestForm
 from docchat.auth import service
 from docchat.auth.dependencies import ClientAddress
 from docchat.auth.schemas import RefreshRequest, RegisterRequest, RegistrationReceived, TokenPair
-from docchat.dependencies import SettingsDep
-from docchat.kit.routing import SessionDep, make_router
+from docchat.kit.routing import SessionDep, SettingsDep, make_router
 
 router = make_router(prefix="/auth", tags=["auth"])
 

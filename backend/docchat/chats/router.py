@@ -9,7 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from docchat.auth.dependencies import ClientAddress, CurrentUser
 from docchat.chats import export, feedback, service
-from docchat.chats.dependencies import OwnedChat
+from docchat.chats.dependencies import MessageFlowDep, OwnedChat
 from docchat.chats.models import Chat
 from docchat.chats.schemas import (
     STREAM_EVENT_SCHEMA,
@@ -26,9 +26,8 @@ from docchat.chats.schemas import (
     MessageExchange,
     MessageRead,
 )
-from docchat.dependencies import MessageFlowDep, SettingsDep
 from docchat.kit.pagination import Page, PageDep, page_of
-from docchat.kit.routing import SessionDep, make_router
+from docchat.kit.routing import SessionDep, SettingsDep, make_router
 from docchat.llm.catalog import allowed_models, resolve_model
 from docchat.users.models import User
 

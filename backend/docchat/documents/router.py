@@ -7,14 +7,13 @@ from fastapi import Query, Request, Response, status
 from fastapi.responses import FileResponse
 
 from docchat.auth.dependencies import CurrentUser
-from docchat.dependencies import SettingsDep, StorageDep, VectorIndexDep
 from docchat.documents import service
-from docchat.documents.dependencies import ReadableDocument
+from docchat.documents.dependencies import ReadableDocument, StorageDep, VectorIndexDep
 from docchat.documents.models import DocumentStatus, Visibility
 from docchat.documents.schemas import DocumentFromUrl, DocumentRead, PassageRead
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
 from docchat.kit.pagination import Page, PageDep, page_of
-from docchat.kit.routing import SessionDep, SessionmakerDep, make_router
+from docchat.kit.routing import SessionDep, SessionmakerDep, SettingsDep, make_router
 from docchat.retrieval import lexical
 
 router = make_router(prefix="/documents", tags=["documents"])

@@ -30,8 +30,6 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-# Every table, so foreign keys (documents -> categories, ...) resolve in a worker-only process.
-import docchat.models  # noqa: F401
 from docchat.config import Settings
 from docchat.db import utcnow
 from docchat.documents import jobs as jobs_repository

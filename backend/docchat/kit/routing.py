@@ -15,6 +15,8 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.config import Settings
+
 logger = logging.getLogger(__name__)
 _AFTER_COMMIT = "docchat.after_commit"
 AfterCommit = Callable[[], Awaitable[None]]
@@ -70,6 +72,15 @@ def get_sessionmaker(request: Request) -> async_sessionmaker[AsyncSession]:
 
 
 SessionmakerDep = Annotated[async_sessionmaker[AsyncSession], Depends(get_sessionmaker)]
+
+
+def get_app_settings(request: Request) -> Settings:
+    """The settings the application was built with (the one source of settings at run time)."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 
 
 def make_router(**kwargs: object) -> APIRouter:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from openai import OpenAI
 
 from docchat.config import EmbeddingSettings
 from docchat.kit.errors import UpstreamError
+from docchat.kit.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,11 @@ def _normalise(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in vector]
 
 
-def build_embedder(settings: EmbeddingSettings) -> Embedder:
-    if settings.backend == "openai":
-        return OpenAIEmbedder(settings)
+# Embedders by EMBEDDING_BACKEND, registered by the wiring (`docchat.main.components`).
+EMBEDDERS: Registry[Callable[[EmbeddingSettings], Embedder]] = Registry(
+    "embedder", "EMBEDDING_BACKEND"
+)
+
+
+def local_embedder(settings: EmbeddingSettings) -> LocalMiniLMEmbedder:
     return LocalMiniLMEmbedder(batch_size=settings.batch_size)

@@ -11,9 +11,11 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from docchat import docs_pages, health, observability, web_app
+from docchat import observability
+from docchat.account.router import router as account_router
+from docchat.admin.audit_router import router as audit_router
 from docchat.admin.router import router as admin_router
-from docchat.audit.router import router as audit_router
+from docchat.admin.users_router import router as users_admin_router
 from docchat.auth.keys import with_signing_key
 from docchat.auth.keys_router import router as api_keys_router
 from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
@@ -21,7 +23,6 @@ from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
 from docchat.chats.router import chats_router, messages_router
 from docchat.chats.schemas import STREAM_EVENTS
-from docchat.components import Components, build_components
 from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
@@ -29,11 +30,11 @@ from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.heap import freeze_startup_heap
 from docchat.kit.openapi import publish_models
+from docchat.main import docs_pages, health, web_app
+from docchat.main.components import Components, build_components
 from docchat.openai_compat.router import router as openai_router
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
 from docchat.users import service as users_service
-from docchat.users.admin_router import router as users_admin_router
-from docchat.users.router import router as users_router
 
 logger = logging.getLogger("docchat")
 LLM_PROBE_SECONDS = 3.0
@@ -71,8 +72,14 @@ def _readiness_probes(components: Components) -> dict[str, Callable[[], Awaitabl
 
 
 def attach_components(app: FastAPI, components: Components) -> None:
-    app.state.components = components
+    """Hand each part to the routes that read it (every domain's `dependencies.py` reads its
+    own part of `app.state`, and nothing reads the whole)."""
+    app.state.settings = components.settings
     app.state.sessionmaker = components.sessionmaker
+    app.state.storage = components.storage
+    app.state.vector_index = components.vector_index
+    app.state.message_flow = components.message_flow
+    app.state.completions = components.completions
     app.state.readiness_probes = _readiness_probes(components)
 
 
@@ -159,7 +166,7 @@ def create_app(
     for router in (
         auth_router,
         api_keys_router,
-        users_router,
+        account_router,
         users_admin_router,
         categories_router,
         documents_router,

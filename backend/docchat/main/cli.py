@@ -36,7 +36,7 @@ def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     uvicorn.run(
-        "docchat.app:create_app",
+        "docchat.main.app:create_app",
         factory=True,
         host=args.host,
         port=args.port,
@@ -45,10 +45,10 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 async def _worker() -> None:
-    from docchat.components import build_components
     from docchat.db import create_engine, create_sessionmaker
     from docchat.ingestion.worker import IngestionWorker
     from docchat.kit.heap import freeze_startup_heap
+    from docchat.main.components import build_components
 
     settings = get_settings()
     engine = create_engine(settings.database_url, pool_size=2)
@@ -94,16 +94,19 @@ async def _reindex(layout_only: bool) -> None:
     """Rebuild the vector index for the configured embedder and queue every document again;
     with `layout_only`, only move chunks of the older single-collection layout to their
     owners' collections (no re-embedding)."""
-    from docchat.components import build_vector_store
     from docchat.db import create_engine, create_sessionmaker, session_scope
     from docchat.documents import jobs
     from docchat.documents import repository as documents_repository
-    from docchat.llm.embeddings import build_embedder
+    from docchat.main.components import build_embedder, build_vector_store
+    from docchat.retrieval.chroma import ChromaVectorStore
 
     settings = get_settings()
-    embedder = build_embedder(settings.embedding)
+    embedder = build_embedder(settings)
     store = build_vector_store(settings, embedder)
     if layout_only:
+        if not isinstance(store, ChromaVectorStore):  # the older layout was Chroma's alone
+            print("nothing to move: only Chroma had the older layout")
+            return
         print(f"moved {store.move_legacy_chunks()} chunks of the older layout")
         return
     store.reset_collection()
@@ -126,7 +129,7 @@ def openapi_json() -> str:
 
     from pydantic import SecretStr
 
-    from docchat.app import create_app
+    from docchat.main.app import create_app
 
     # The schema does not depend on the key; a throwaway one leaves no key file behind.
     settings = get_settings()

@@ -4,7 +4,8 @@
 storage, broker, file readers) and builds, once, what the app composes from them: the lexical
 index, the vector index, the `Retriever`, the `AnswerEngine`, and the services the routes use.
 Nothing below the app takes `Components`: routes ask for one part each through the
-dependencies in `docchat.dependencies`, and services receive only what they use.
+dependencies of their own package (each reads its one part of `app.state`, set by
+`main.app.attach_components`), and services receive only what they use.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+# Every table, so foreign keys (documents -> categories, ...) resolve in a worker-only process.
+import docchat.models  # noqa: F401
 from docchat.answers.engine import AnswerEngine
 from docchat.chats.flow import MessageFlow
 from docchat.config import Settings
@@ -24,13 +27,20 @@ from docchat.extraction.bounds import ExpansionLimits
 from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from docchat.llm.client import LLM
-from docchat.llm.embeddings import Embedder
+from docchat.llm.embeddings import EMBEDDERS, Embedder, OpenAIEmbedder, local_embedder
 from docchat.openai_compat.service import Completions
 from docchat.retrieval.chroma import ChromaVectorStore
-from docchat.retrieval.index import BlockingVectorStore, ThreadedIndex, VectorIndex
+from docchat.retrieval.index import (
+    VECTOR_STORES,
+    BlockingVectorStore,
+    ThreadedIndex,
+    VectorIndex,
+    VectorStoreSettings,
+)
 from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
-from docchat.retrieval.retriever import Retriever
+from docchat.retrieval.rerank import HttpReranker
+from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +70,7 @@ class Components:
         self.vector_index = ThreadedIndex(self.vector_store)
         self.lexical = LexicalIndex(self.sessionmaker, rag.lexical_language)
         self.retriever = Retriever.from_settings(
-            rag, self.embedder, self.vector_index, self.lexical, self.settings.rerank
+            rag, self.embedder, self.vector_index, self.lexical, build_reranker(self.settings)
         )
         self.engine = AnswerEngine(
             llm=self.llm,
@@ -140,22 +150,43 @@ def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader
     return ExtractionSandbox(limits, name="extract"), reader
 
 
-def build_vector_store(settings: Settings, embedder: Embedder) -> ChromaVectorStore:
+# -- the ports' implementations: each registered here, and only here -----------------------
+
+
+def _chroma(config: VectorStoreSettings) -> ChromaVectorStore:
+    settings = config.settings
     return ChromaVectorStore(
         collection=settings.rag.collection,
-        embedding_model=embedder.name,
-        dimension=embedder.dimension,
+        embedding_model=config.embedding_model,
+        dimension=config.dimension,
         path=settings.chroma_dir,
         url=settings.chroma_url,
     )
 
 
+VECTOR_STORES.register("chroma", _chroma)
+EMBEDDERS.register("local", local_embedder)
+EMBEDDERS.register("openai", OpenAIEmbedder)
+RERANKERS.register("http", HttpReranker.from_settings)
+
+
+def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVectorStore:
+    factory = VECTOR_STORES.get(settings.vector_store)
+    return factory(VectorStoreSettings(settings, embedder.name, embedder.dimension))
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    return EMBEDDERS.get(settings.embedding.backend)(settings.embedding)
+
+
+def build_reranker(settings: Settings) -> Reranker | None:
+    return RERANKERS.get(settings.rerank.kind)(settings.rerank)
+
+
 async def build_components(
     settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
 ) -> Components:
-    from docchat.llm.embeddings import build_embedder
-
-    embedder = await asyncio.to_thread(build_embedder, settings.embedding)
+    embedder = await asyncio.to_thread(build_embedder, settings)
     vector_store = await asyncio.to_thread(build_vector_store, settings, embedder)
     extractor, inline_reader = await asyncio.to_thread(build_sandboxes, settings)
     storage = build_storage(settings.storage, settings.files_dir)

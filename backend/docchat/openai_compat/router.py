@@ -7,11 +7,11 @@ from typing import Any
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from docchat.auth.dependencies import CurrentUser
-from docchat.dependencies import CompletionsDep, SettingsDep
 from docchat.kit.errors import DocchatError
-from docchat.kit.routing import SessionDep, make_router
+from docchat.kit.routing import SessionDep, SettingsDep, make_router
 from docchat.llm.catalog import allowed_models
 from docchat.openai_compat import service
+from docchat.openai_compat.dependencies import CompletionsDep
 from docchat.openai_compat.schemas import ChatCompletionRequest, ModelCard, ModelList
 from docchat.quotas import service as quotas
 

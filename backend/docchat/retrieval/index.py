@@ -29,9 +29,12 @@ import asyncio
 import functools
 import hashlib
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol, overload
+
+from docchat.config import Settings
+from docchat.kit.registry import Registry
 
 
 class VectorStoreUnavailable(Exception):
@@ -202,6 +205,10 @@ class VectorIndex(Protocol):
 
 
 class BlockingVectorStore(Protocol):
+    """A vector store (the port): the app uses it through `ThreadedIndex`, off the event loop.
+    Implementations are registered by name in `VECTOR_STORES` and must pass the contract
+    tests in `tests/contracts/test_vector_store.py`."""
+
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Embedding]) -> None: ...
 
     def delete_document(self, document: DocumentRef, except_version: int | None = None) -> None: ...
@@ -219,6 +226,25 @@ class BlockingVectorStore(Protocol):
     def count(self, document: DocumentRef | None = None) -> int: ...
 
     def ping(self) -> None: ...
+
+    def reset_collection(self) -> None:
+        """Remove every vector and record the configured model (`docchat reindex`)."""
+        ...
+
+
+class VectorStoreSettings(NamedTuple):
+    """What a vector store is built from: where it keeps its data, and the embedder's model
+    and dimension (a store refuses vectors of another model)."""
+
+    settings: Settings
+    embedding_model: str
+    dimension: int
+
+
+# Vector stores by VECTOR_STORE, registered by the wiring (`docchat.main.components`).
+VECTOR_STORES: Registry[Callable[[VectorStoreSettings], BlockingVectorStore]] = Registry(
+    "vector store", "VECTOR_STORE"
+)
 
 
 class PassageRows(Protocol):

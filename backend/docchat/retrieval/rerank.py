@@ -48,6 +48,11 @@ def _scores_by_index(body: Any, count: int) -> dict[int, float]:
 
 
 class HttpReranker:
+    @classmethod
+    def from_settings(cls, settings: RerankSettings) -> HttpReranker | None:
+        """The reranker RERANK_URL names, or None when it names none."""
+        return cls(settings) if settings.url else None
+
     def __init__(self, settings: RerankSettings) -> None:
         if not settings.url:
             raise ValueError("RERANK_URL is not set")

@@ -23,11 +23,12 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from docchat.config import RAGSettings, RerankSettings
+from docchat.kit.registry import Registry
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
@@ -41,7 +42,6 @@ from docchat.retrieval.index import (
 )
 from docchat.retrieval.lexical import LexicalHit, LexicalIndex
 from docchat.retrieval.query_embedding import anticipate_query, embed_query
-from docchat.retrieval.rerank import HttpReranker
 
 logger = logging.getLogger(__name__)
 RetrievalMode = Literal["hybrid", "vector"]
@@ -82,6 +82,12 @@ class Reranker(Protocol):
     async def close(self) -> None: ...
 
 
+# Rerankers by RERANK_KIND, registered by the wiring. A factory returns None when its settings
+# leave reranking off (the HTTP one without RERANK_URL).
+RerankerFactory = Callable[[RerankSettings], Reranker | None]
+RERANKERS: Registry[RerankerFactory] = Registry("reranker", "RERANK_KIND")
+
+
 class Retriever:
     def __init__(
         self,
@@ -117,7 +123,7 @@ class Retriever:
         embedder: Embedder,
         index: VectorIndex,
         lexical: LexicalIndex,
-        rerank: RerankSettings | None = None,
+        reranker: Reranker | None = None,
     ) -> Retriever:
         mode: RetrievalMode = "hybrid" if rag.hybrid else "vector"
         match_floor = rag.match_floor
@@ -130,7 +136,7 @@ class Retriever:
             lexical_evidence=rag.lexical_evidence,
             lexical=lexical if rag.hybrid else None,
             fusion=Fusion.from_settings(rag),
-            reranker=HttpReranker(rerank) if rerank is not None and rerank.url else None,
+            reranker=reranker,
         )
 
     async def close(self) -> None:

@@ -1,0 +1,1 @@
+"""The signed-in person's own account over HTTP: profile, password, usage."""
