@@ -8,7 +8,6 @@ from functools import partial
 
 from fastapi import Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from starlette.datastructures import UploadFile
 
 from docchat.audit import service as audit
 from docchat.categories import service as categories_service
@@ -19,7 +18,7 @@ from docchat.documents.fetch import fetch
 from docchat.documents.filetypes import FileKind, detect_kind, sanitize_filename
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
 from docchat.documents.schemas import DocumentFromUrl, DocumentRead
-from docchat.documents.storage import FileStorage
+from docchat.documents.storage import ByteSource, FileSource, FileStorage
 from docchat.documents.upload_form import upload_form
 from docchat.kit.errors import Conflict, Forbidden, NotFound, ServiceUnavailable
 from docchat.kit.pagination import PageParams, paginate
@@ -87,7 +86,8 @@ async def _store_file(
     session: AsyncSession,
     storage: FileStorage,
     user: User,
-    file: UploadFile,
+    file: ByteSource,
+    filename: str | None,
     *,
     max_bytes: int,
     quota: QuotaSettings,
@@ -95,7 +95,7 @@ async def _store_file(
 ) -> _StoredFile | Document:
     """Receive, check and keep an uploaded file; or, when `copy_of(sha256)` finds a document
     with these bytes already, that document (and nothing is kept)."""
-    filename = sanitize_filename(file.filename)
+    filename = sanitize_filename(filename)
     received = await storage.receive(file, max_bytes)
     try:
         # (A ZIP-based file's table of contents is read from disk: not on the event loop.)
@@ -118,20 +118,23 @@ async def _store_file(
     return _StoredFile(filename, kind, received.size_bytes, received.sha256, key)
 
 
-async def upload(
+async def add_file(
     session: AsyncSession,
     storage: FileStorage,
     user: User,
-    file: UploadFile,
+    file: ByteSource,
+    filename: str | None,
     *,
     max_bytes: int,
     quota: QuotaSettings,
     category_id: uuid.UUID | None = None,
     visibility: Visibility = Visibility.private,
 ) -> Upload:
-    """Store the file and queue its processing; the job is visible once the request commits.
+    """A new document of `user` from `file`, however it came (an upload form, a fetched URL,
+    a connector): stored, checked against the quota and queued for processing; the job is
+    visible once the session commits. No HTTP in it.
 
-    The same bytes uploaded again by the same owner (and visibility) give back the document
+    The same bytes added again by the same owner (and visibility) give back the document
     they already made, and store nothing."""
     if category_id is not None:
         await categories_service.get_owned(session, user, category_id)
@@ -140,7 +143,7 @@ async def upload(
         return await repository.live_copy(session, user.id, sha256, visibility)
 
     stored = await _store_file(
-        session, storage, user, file, max_bytes=max_bytes, quota=quota, copy_of=copy_of
+        session, storage, user, file, filename, max_bytes=max_bytes, quota=quota, copy_of=copy_of
     )
     if isinstance(stored, Document):
         return Upload(stored, duplicate=True)
@@ -166,7 +169,8 @@ async def upload_version(
     storage: FileStorage,
     user: User,
     document: Document,
-    file: UploadFile,
+    file: ByteSource,
+    filename: str | None,
     *,
     max_bytes: int,
     quota: QuotaSettings,
@@ -190,7 +194,7 @@ async def upload_version(
         return locked if sha256 == locked.sha256 else None
 
     stored = await _store_file(
-        session, storage, user, file, max_bytes=max_bytes, quota=quota, copy_of=copy_of
+        session, storage, user, file, filename, max_bytes=max_bytes, quota=quota, copy_of=copy_of
     )
     if isinstance(stored, Document):
         return Upload(stored, duplicate=True)
@@ -223,7 +227,14 @@ async def upload_version_from_form(
     """`upload_version` of the multipart form in `request` (`file`)."""
     async with upload_form(request) as form:
         return await upload_version(
-            session, storage, user, document, form.file, max_bytes=max_bytes, quota=quota
+            session,
+            storage,
+            user,
+            document,
+            form.file,
+            form.file.filename,
+            max_bytes=max_bytes,
+            quota=quota,
         )
 
 
@@ -283,14 +294,15 @@ async def upload_from_form(
     quota: QuotaSettings,
     visibility: Visibility = Visibility.private,
 ) -> Upload:
-    """`upload` of the multipart form in `request` (`file`, optional `category_id`), read now:
+    """`add_file` of the multipart form in `request` (`file`, optional `category_id`), read now:
     the caller was authenticated before a byte of it was."""
     async with upload_form(request) as form:
-        return await upload(
+        return await add_file(
             session,
             storage,
             user,
             form.file,
+            form.file.filename,
             max_bytes=max_bytes,
             quota=quota,
             category_id=form.category_id,
@@ -308,14 +320,15 @@ async def upload_from_url(
     quota: QuotaSettings,
     fetch_settings: UrlFetchSettings,
 ) -> Upload:
-    """`upload` of the document a URL serves, fetched under the rules of `documents.fetch`."""
+    """`add_file` of the document a URL serves, fetched under the rules of `documents.fetch`."""
     fetched = await fetch(request.url, fetch_settings, max_bytes)
     with fetched.body:
-        return await upload(
+        return await add_file(
             session,
             storage,
             user,
-            UploadFile(fetched.body, filename=fetched.filename),
+            FileSource(fetched.body),
+            fetched.filename,
             max_bytes=max_bytes,
             quota=quota,
             category_id=request.category_id,

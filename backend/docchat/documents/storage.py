@@ -24,10 +24,10 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 from urllib.parse import quote
 
-from starlette.datastructures import Headers, UploadFile
+from starlette.datastructures import Headers
 from starlette.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -42,6 +42,23 @@ STAGING_PREFIXES = (".upload-", ".copy-")
 # A temporary file older than this was left by a process that died holding it (no upload or
 # copy lasts a day); younger ones may belong to another process sharing the folder.
 STALE_STAGING_SECONDS = 24 * 3600
+
+
+class ByteSource(Protocol):
+    """Bytes read piece by piece: an uploaded form's file, a fetched page, a connector's item
+    (`FileSource` wraps an open file)."""
+
+    async def read(self, size: int = -1) -> bytes: ...
+
+
+class FileSource:
+    """An open binary file as a `ByteSource`, read in a thread (never on the event loop)."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+
+    async def read(self, size: int = -1) -> bytes:
+        return await asyncio.to_thread(self.file.read, size)
 
 
 @dataclass(frozen=True)
@@ -92,7 +109,7 @@ class FileStorage(ABC):
     def __init__(self, staging: Path) -> None:
         self.staging = staging
 
-    async def receive(self, upload: UploadFile, max_bytes: int) -> ReceivedFile:
+    async def receive(self, upload: ByteSource, max_bytes: int) -> ReceivedFile:
         """Copy an upload to a temporary file in pieces, refusing it once it passes
         `max_bytes`. Disk writes and hashing run in a thread, never on the event loop. The
         caller places the file (`place`) or drops it (`discard`)."""
