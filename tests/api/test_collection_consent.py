@@ -11,7 +11,7 @@ import openai
 import pytest
 from fastapi import FastAPI
 
-from docchat.components import Components
+from docchat.main.components import Components
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
 from tests.support.openai_sdk import sdk_for
@@ -192,3 +192,17 @@ async def test_adding_a_member_answers_the_same_with_or_without_an_account(
     now = (await client.get(members, headers=owner)).json()
     joined = next(m for m in now if m["email"] == nobody)
     assert not joined["pending"] and joined["user_id"] is not None
+
+
+async def test_an_invitation_to_own_a_collection_does_not_keep_it_owned(
+    client: httpx.AsyncClient,
+) -> None:
+    owner, heir = await auth_headers(client), await auth_headers(client)
+    created = await client.post("/api/v1/collections", headers=owner, json={"name": "Estate"})
+    members = f"/api/v1/collections/{created.json()['id']}/members"
+    invited = await client.post(
+        members, headers=owner, json={"email": await email_of(client, heir), "role": "owner"}
+    )
+    mine = next(m for m in invited.json() if m["role"] == "owner" and not m["pending"])
+    left = await client.delete(f"{members}/{mine['id']}", headers=owner)
+    assert left.status_code == 409, "the only owner left while the heir had not yet accepted"

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
+    Row,
     Select,
     SQLColumnExpression,
     Uuid,
@@ -22,17 +23,22 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from docchat.chats.models import (
     SEARCH_CONFIG,
+    AnswerFeedback,
     Chat,
     ChatCollection,
     ChatDocument,
     Message,
     MessageDocument,
     MessageRole,
+    Rating,
 )
 from docchat.db import utcnow
+from docchat.kit.pagination import PageParams
+from docchat.users.models import User
 
 
 def owned_by(user_id: uuid.UUID) -> Select[Chat]:
@@ -242,3 +248,94 @@ def matching(query: str) -> ColumnElement[bool]:
     )
     in_title = _search_vector(Chat.title).op("@@")(terms)
     return or_(in_title, in_messages)
+
+
+# -- ratings of answers ----------------------------------------------------------------------
+
+
+async def get_answer(
+    session: AsyncSession, chat_id: uuid.UUID, message_id: uuid.UUID
+) -> Message | None:
+    statement = select(Message).where(
+        Message.id == message_id,
+        Message.chat_id == chat_id,
+        Message.role == MessageRole.assistant,
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def save_feedback(
+    session: AsyncSession,
+    message_id: uuid.UUID,
+    user_id: uuid.UUID,
+    rating: Rating,
+    comment: str | None,
+) -> AnswerFeedback:
+    """The answer's rating, made or replaced (one per answer)."""
+    statement = insert(AnswerFeedback).values(
+        message_id=message_id, user_id=user_id, rating=rating, comment=comment
+    )
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[AnswerFeedback.message_id],
+            set_={"rating": rating, "comment": comment, "updated_at": utcnow()},
+        )
+    )
+    rated = await session.get(AnswerFeedback, message_id, populate_existing=True)
+    assert rated is not None
+    return rated
+
+
+async def delete_feedback(session: AsyncSession, message_id: uuid.UUID) -> None:
+    await session.execute(delete(AnswerFeedback).where(AnswerFeedback.message_id == message_id))
+
+
+async def feedback_of(
+    session: AsyncSession, message_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, AnswerFeedback]:
+    statement = select(AnswerFeedback).where(AnswerFeedback.message_id.in_(list(message_ids)))
+    return {row.message_id: row for row in (await session.execute(statement)).scalars()}
+
+
+def _feedback_review(rating: Rating | None) -> Select[AnswerFeedback, Message, str, str]:
+    """Ratings of answers in chats that still exist, each with its answer, its author's email
+    and the question it replied to (the last user message before it)."""
+    answer = aliased(Message)
+    asked = aliased(Message)
+    question = (
+        select(asked.content)
+        .where(
+            asked.chat_id == answer.chat_id,
+            asked.role == MessageRole.user,
+            asked.seq < answer.seq,
+        )
+        .order_by(asked.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    statement = (
+        select(AnswerFeedback, answer, User.email, question.label("question"))
+        .join(answer, answer.id == AnswerFeedback.message_id)
+        .join(Chat, Chat.id == answer.chat_id)
+        .join(User, User.id == AnswerFeedback.user_id)
+        .where(Chat.deleted_at.is_(None))
+    )
+    if rating is not None:
+        statement = statement.where(AnswerFeedback.rating == rating)
+    return statement
+
+
+async def feedback_page(
+    session: AsyncSession, page: PageParams, rating: Rating | None
+) -> tuple[list[Row[AnswerFeedback, Message, str, str]], int]:
+    """One page of ratings (feedback, answer, author's email, question), newest first, and
+    how many there are."""
+    statement = _feedback_review(rating)
+    count = select(func.count()).select_from(statement.order_by(None).subquery())
+    total = int((await session.execute(count)).scalar_one())
+    ordered = (
+        statement.order_by(AnswerFeedback.updated_at.desc(), AnswerFeedback.message_id)
+        .offset(page.skip)
+        .limit(page.limit)
+    )
+    return list((await session.execute(ordered)).all()), total

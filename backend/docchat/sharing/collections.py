@@ -18,29 +18,24 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, func, or_, select
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from docchat.audit import service as audit
 from docchat.db import utcnow
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, Visibility
-from docchat.documents.repository import in_collections
 from docchat.kit.errors import Conflict, Forbidden, NotFound
-from docchat.kit.pagination import PageParams, paginate
-from docchat.membership.access import readable_collections, role_in
+from docchat.kit.pagination import PageParams
+from docchat.membership.access import role_in
 from docchat.membership.models import (
     EVERYONE_ID,
     ROLE_RANK,
     Collection,
-    CollectionDocument,
     CollectionMember,
     CollectionRole,
     Group,
-    GroupMember,
 )
+from docchat.sharing import repository
 from docchat.sharing.schemas import (
     CollectionCreate,
     CollectionRead,
@@ -81,7 +76,7 @@ async def require_role(
 ) -> tuple[Collection, CollectionRole]:
     """The collection and the caller's role, if the role is at least `needed`; a collection the
     caller cannot see is a 404, one where the role is too weak a 403."""
-    collection = await session.get(Collection, collection_id)
+    collection = await repository.get_collection(session, collection_id)
     role = await role_in(session, user, collection_id) if collection else None
     if collection is None or collection.deleted_at is not None or role is None:
         raise NotFound(NOT_FOUND)
@@ -97,8 +92,7 @@ async def require_readable(
     wanted = list(dict.fromkeys(collection_ids))
     if not wanted:
         return []
-    statement = readable_collections(user).where(Collection.id.in_(wanted))
-    found = {collection.id for collection in (await session.execute(statement)).scalars()}
+    found = await repository.readable_ids_among(session, user, wanted)
     missing = [str(identifier) for identifier in wanted if identifier not in found]
     if missing:
         raise NotFound(f"Collection not found: {missing[0]}")
@@ -111,17 +105,11 @@ async def readable_by_name(session: AsyncSession, user: User, name: str) -> Coll
     the candidates by id (a stranger's collection of the same name never stands in silently)."""
     by_id = _as_uuid(name)
     if by_id is not None:
-        statement = readable_collections(user).where(Collection.id == by_id)
-        return (await session.execute(statement)).scalar_one_or_none()
-    statement = (
-        readable_collections(user)
-        .where(func.lower(Collection.name) == name.strip().lower())
-        .order_by(Collection.created_at, Collection.id)
-    )
-    candidates = list((await session.execute(statement)).scalars())
+        return await repository.readable_by_id(session, user, by_id)
+    candidates = await repository.readable_named(session, user, name)
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
-    owned = await _owned_among(session, user, [candidate.id for candidate in candidates])
+    owned = await repository.owned_among(session, user.id, [c.id for c in candidates])
     mine = [candidate for candidate in candidates if candidate.id in owned]
     if len(mine) == 1:
         return mine[0]
@@ -141,24 +129,6 @@ def _as_uuid(text: str) -> uuid.UUID | None:
         return None
 
 
-async def _owned_among(
-    session: AsyncSession, user: User, collection_ids: Sequence[uuid.UUID]
-) -> set[uuid.UUID]:
-    statement = select(CollectionMember.collection_id).where(
-        CollectionMember.collection_id.in_(collection_ids),
-        CollectionMember.user_id == user.id,
-        CollectionMember.role == CollectionRole.owner,
-        CollectionMember.accepted_at.is_not(None),
-    )
-    return set((await session.execute(statement)).scalars())
-
-
-async def _document_count(session: AsyncSession, user: User, collection_id: uuid.UUID) -> int:
-    statement = documents_repository.readable_by(user).where(in_collections([collection_id]))
-    count = select(func.count()).select_from(statement.subquery())
-    return int((await session.execute(count)).scalar_one())
-
-
 async def as_read(session: AsyncSession, user: User, collection: Collection) -> CollectionRead:
     role = await role_in(session, user, collection.id)
     assert role is not None
@@ -168,7 +138,7 @@ async def as_read(session: AsyncSession, user: User, collection: Collection) -> 
         description=collection.description,
         builtin=collection.id == EVERYONE_ID,
         role=role,
-        document_count=await _document_count(session, user, collection.id),
+        document_count=await repository.readable_document_count(session, user, collection.id),
         created_at=collection.created_at,
     )
 
@@ -177,10 +147,7 @@ async def list_readable(
     session: AsyncSession, user: User, page: PageParams
 ) -> tuple[list[CollectionRead], int]:
     """Everyone first, then the user's collections by name."""
-    statement = readable_collections(user).order_by(
-        (Collection.id != EVERYONE_ID), func.lower(Collection.name), Collection.id
-    )
-    rows, total = await paginate(session, statement, page)
+    rows, total = await repository.readable_page(session, user, page)
     return [await as_read(session, user, collection) for collection in rows], total
 
 
@@ -190,18 +157,15 @@ async def create(
     collection = Collection(
         name=data.name.strip(), description=data.description.strip(), created_by=user.id
     )
-    session.add(collection)
-    await session.flush()
-    session.add(
-        CollectionMember(
-            collection_id=collection.id,
-            user_id=user.id,
-            role=CollectionRole.owner,
-            added_by=user.id,
-            accepted_at=utcnow(),
-        )
+    await repository.add_collection(session, collection)
+    owner = CollectionMember(
+        collection_id=collection.id,
+        user_id=user.id,
+        role=CollectionRole.owner,
+        added_by=user.id,
+        accepted_at=utcnow(),
     )
-    await session.flush()
+    await repository.add_member(session, owner)
     await _record(session, audit.AuditAction.collection_created, user, collection, address)
     return collection
 
@@ -236,12 +200,7 @@ async def documents(
     session: AsyncSession, user: User, collection_id: uuid.UUID, page: PageParams
 ) -> tuple[Sequence[Document], int]:
     await require_role(session, user, collection_id, CollectionRole.viewer)
-    statement = (
-        documents_repository.readable_by(user)
-        .where(in_collections([collection_id]))
-        .order_by(Document.created_at.desc(), Document.id)
-    )
-    return await paginate(session, statement, page)
+    return await repository.documents_page(session, user, collection_id, page)
 
 
 async def add_document(
@@ -260,11 +219,7 @@ async def add_document(
     if collection.id == EVERYONE_ID:
         document.visibility = Visibility.shared
     else:
-        await session.execute(
-            insert(CollectionDocument)
-            .values(collection_id=collection.id, document_id=document.id, added_by=user.id)
-            .on_conflict_do_nothing()
-        )
+        await repository.put_document(session, collection.id, document.id, user.id)
     await session.flush()
     await _record(
         session,
@@ -287,19 +242,12 @@ async def remove_document(
     """Out of the collection from the next question on; the document itself stays."""
     collection, _ = await require_role(session, user, collection_id, CollectionRole.editor)
     if collection.id == EVERYONE_ID:
-        document = await session.get(Document, document_id)
-        if document is None or document.visibility != Visibility.shared:
+        document = await repository.shared_document(session, document_id)
+        if document is None:
             raise NotFound("That document is not in this collection")
         document.visibility = Visibility.private
-    else:
-        removed = await session.execute(
-            delete(CollectionDocument).where(
-                CollectionDocument.collection_id == collection.id,
-                CollectionDocument.document_id == document_id,
-            )
-        )
-        if removed.rowcount == 0:  # type: ignore[attr-defined]
-            raise NotFound("That document is not in this collection")
+    elif not await repository.take_document(session, collection.id, document_id):
+        raise NotFound("That document is not in this collection")
     await session.flush()
     await _record(
         session,
@@ -329,16 +277,9 @@ def _member_read(member: CollectionMember, email: str | None, group_name: str | 
 
 async def members(session: AsyncSession, user: User, collection_id: uuid.UUID) -> list[MemberRead]:
     await require_role(session, user, collection_id, CollectionRole.viewer)
-    statement = (
-        select(CollectionMember, User.email, Group.name)
-        .outerjoin(User, User.id == CollectionMember.user_id)
-        .outerjoin(Group, Group.id == CollectionMember.group_id)
-        .where(CollectionMember.collection_id == collection_id)
-        .order_by(CollectionMember.created_at, CollectionMember.id)
-    )
     return [
         _member_read(member, email, group_name)
-        for member, email, group_name in (await session.execute(statement)).all()
+        for member, email, group_name in await repository.members_of(session, collection_id)
     ]
 
 
@@ -369,10 +310,9 @@ async def add_member(
         member.group_id, group_name = group.id, group.name
         member.accepted_at = utcnow()  # the group's own members need no invitation
         who = f"group {group.name}"
-    if await _already_there(session, member):
+    if await repository.member_exists(session, member):
         raise Conflict(f"{who} is already a member or invited: change the role instead")
-    session.add(member)
-    await session.flush()
+    await repository.add_member(session, member)
     await _record(
         session,
         audit.AuditAction.collection_member_added,
@@ -398,58 +338,22 @@ async def _invite(session: AsyncSession, user: User, member: CollectionMember, e
 async def _shareable_group(session: AsyncSession, user: User, group_id: uuid.UUID | None) -> Group:
     """A group the user may share with: any, for an administrator; their own groups else (so
     nobody puts a collection into the answers of a group they are not part of)."""
-    group = await session.get(Group, group_id)
+    group = await repository.get_group(session, group_id)
     if group is None:
         raise NotFound("Group not found")
-    if not user.is_admin:
-        belongs = select(GroupMember.user_id).where(
-            GroupMember.group_id == group.id, GroupMember.user_id == user.id
+    if not user.is_admin and not await repository.in_group(session, group.id, user.id):
+        raise Forbidden(
+            "You can share only with groups you belong to; ask an administrator to share "
+            "with this one"
         )
-        if (await session.execute(belongs)).first() is None:
-            raise Forbidden(
-                "You can share only with groups you belong to; ask an administrator to share "
-                "with this one"
-            )
     return group
-
-
-async def _already_there(session: AsyncSession, member: CollectionMember) -> bool:
-    if member.group_id is not None:
-        same = CollectionMember.group_id == member.group_id
-    elif member.user_id is not None:
-        same = CollectionMember.user_id == member.user_id
-    else:
-        same = CollectionMember.invited_email == member.invited_email
-    statement = select(CollectionMember.id).where(
-        CollectionMember.collection_id == member.collection_id, same
-    )
-    return (await session.execute(statement)).first() is not None
 
 
 # -- invitations, as the invited person sees them -------------------------------------------
 
 
-def _mine(user: User) -> ColumnElement[bool]:
-    return or_(
-        CollectionMember.user_id == user.id,
-        CollectionMember.invited_email == user.email.lower(),
-    )
-
-
 async def invitations(session: AsyncSession, user: User) -> list[InvitationRead]:
     """Collections others added the user to that wait for their answer, newest first."""
-    inviter = aliased(User)
-    statement = (
-        select(CollectionMember, Collection, inviter.email)
-        .join(Collection, Collection.id == CollectionMember.collection_id)
-        .outerjoin(inviter, inviter.id == CollectionMember.added_by)
-        .where(
-            _mine(user),
-            CollectionMember.accepted_at.is_(None),
-            Collection.deleted_at.is_(None),
-        )
-        .order_by(CollectionMember.created_at.desc(), CollectionMember.id)
-    )
     return [
         InvitationRead(
             collection_id=collection.id,
@@ -459,24 +363,15 @@ async def invitations(session: AsyncSession, user: User) -> list[InvitationRead]
             invited_by=invited_by,
             created_at=member.created_at,
         )
-        for member, collection, invited_by in (await session.execute(statement)).all()
+        for member, collection, invited_by in await repository.invitations_of(session, user)
     ]
 
 
 async def _invitation(
     session: AsyncSession, user: User, collection_id: uuid.UUID
 ) -> tuple[Collection, CollectionMember]:
-    collection = await session.get(Collection, collection_id)
-    statement = (
-        select(CollectionMember)
-        .where(
-            CollectionMember.collection_id == collection_id,
-            _mine(user),
-            CollectionMember.accepted_at.is_(None),
-        )
-        .with_for_update()
-    )
-    member = (await session.execute(statement)).scalars().first()
+    collection = await repository.get_collection(session, collection_id)
+    member = await repository.invitation_for_update(session, user, collection_id)
     if collection is None or collection.deleted_at is not None or member is None:
         raise NotFound("No invitation to this collection")
     return collection, member
@@ -490,11 +385,11 @@ async def accept_invitation(
     already = await role_in(session, user, collection_id)
     if already is not None and member.user_id != user.id:
         # Invited by address while a member already (say through a group's share).
-        await session.delete(member)
+        await repository.remove_member(session, member)
     else:
         member.user_id, member.invited_email = user.id, None
         member.accepted_at = utcnow()
-    await session.flush()
+        await session.flush()
     await _record(
         session,
         audit.AuditAction.collection_invitation_accepted,
@@ -510,8 +405,7 @@ async def decline_invitation(
     session: AsyncSession, user: User, collection_id: uuid.UUID, address: str | None
 ) -> None:
     collection, member = await _invitation(session, user, collection_id)
-    await session.delete(member)
-    await session.flush()
+    await repository.remove_member(session, member)
     await _record(
         session, audit.AuditAction.collection_invitation_declined, user, collection, address
     )
@@ -520,7 +414,7 @@ async def decline_invitation(
 async def _member(
     session: AsyncSession, collection: Collection, member_id: uuid.UUID
 ) -> CollectionMember:
-    member = await session.get(CollectionMember, member_id, with_for_update=True)
+    member = await repository.get_member_for_update(session, member_id)
     if member is None or member.collection_id != collection.id:
         raise NotFound("Member not found")
     return member
@@ -531,12 +425,7 @@ async def _ensure_another_owner(
 ) -> None:
     if member.role != CollectionRole.owner:
         return
-    others = select(func.count(CollectionMember.id)).where(
-        CollectionMember.collection_id == collection.id,
-        CollectionMember.role == CollectionRole.owner,
-        CollectionMember.id != member.id,
-    )
-    if (await session.execute(others)).scalar_one() == 0:
+    if await repository.other_owners(session, collection.id, besides=member.id) == 0:
         raise Conflict(LAST_OWNER)
 
 
@@ -581,8 +470,7 @@ async def remove_member(
     if role != CollectionRole.owner and member.user_id != user.id:
         raise Forbidden("Only an owner of the collection can remove other members")
     await _ensure_another_owner(session, collection, member)
-    await session.delete(member)
-    await session.flush()
+    await repository.remove_member(session, member)
     await _record(
         session,
         audit.AuditAction.collection_member_removed,
