@@ -7,25 +7,14 @@ import unicodedata
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from docchat.extraction.kinds import FileKind
+from docchat.extraction.kinds import FORMATS, FileKind
 from docchat.kit.errors import UnsupportedMediaType
 
 __all__ = ["FileKind", "detect_kind", "sanitize_filename"]
 
 
-TEXT_SUFFIXES = {".txt": FileKind.text, ".text": FileKind.text, "": FileKind.text}
-MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown"}
-CSV_SUFFIXES = {".csv", ".tsv"}
-HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 ZIP_MAGIC = b"PK\x03\x04"
-# The part every file of each Office Open XML kind has (ECMA-376: the main document part).
-OFFICE_MAIN_PARTS = {
-    "word/document.xml": FileKind.docx,
-    "ppt/presentation.xml": FileKind.pptx,
-    "xl/workbook.xml": FileKind.xlsx,
-}
-# OpenDocument and EPUB files name their type in a first, uncompressed `mimetype` entry.
-PACKAGE_MIMETYPES = {FileKind.odt.value: FileKind.odt, FileKind.epub.value: FileKind.epub}
+PDF_MAGIC = b"%PDF-"
 # Magic numbers of common binary formats, for a clearer refusal than "not UTF-8".
 BINARY_MAGIC = {
     b"GIF8": "a GIF image (save it as PNG)",
@@ -36,17 +25,18 @@ BINARY_MAGIC = {
     b"\xd0\xcf\x11\xe0": "an old Office document (save it as .docx, .xlsx or .pptx)",
     b"\x1f\x8b": "a gzip archive",
 }
-# Images are read with OCR (by the worker, which says so if it cannot).
-IMAGE_MAGIC = {
-    b"\x89PNG\r\n\x1a\n": FileKind.png,
-    b"\xff\xd8\xff": FileKind.jpeg,
-    b"II*\x00": FileKind.tiff,
-    b"MM\x00*": FileKind.tiff,
-}
-SUPPORTED = (
-    "upload a PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument text (.odt), "
-    "EPUB, CSV, HTML, Markdown (.md), plain text (.txt) or image (PNG, JPEG, TIFF) file"
-)
+
+
+def _supported() -> str:
+    """ "upload a PDF (.pdf), Word file (.docx), ... file": every kind, from the table."""
+    named: dict[str, list[str]] = {}
+    for entry in FORMATS.values():
+        named.setdefault(entry.label, []).extend(s for s in entry.suffixes if s)
+    listed = ", ".join(f"{label} ({', '.join(suffixes)})" for label, suffixes in named.items())
+    return f"upload a file of one of these kinds: {listed}"
+
+
+SUPPORTED = _supported()
 
 
 def sanitize_filename(raw: str | None) -> str:
@@ -71,9 +61,9 @@ def _looks_like_text(head: bytes) -> bool:
     return True
 
 
-def _office_kind(path: Path | None) -> FileKind | None:
-    """Which document a ZIP is (Office Open XML, OpenDocument, EPUB), from its parts or its
-    `mimetype` entry (None: none of these)."""
+def _package_kind(path: Path | None) -> FileKind | None:
+    """Which document a ZIP is (Office Open XML, OpenDocument, EPUB...), from its parts or its
+    `mimetype` entry (None: none of the kinds docchat reads)."""
     if path is None:
         return None
     try:
@@ -82,11 +72,13 @@ def _office_kind(path: Path | None) -> FileKind | None:
             declared = archive.read("mimetype")[:100] if "mimetype" in names else b""
     except (zipfile.BadZipFile, OSError, ValueError):
         return None
-    if kind := PACKAGE_MIMETYPES.get(declared.decode("ascii", "replace").strip()):
-        return kind
-    for part, kind in OFFICE_MAIN_PARTS.items():
-        if part in names:
-            return kind
+    named = declared.decode("ascii", "replace").strip()
+    for entry in FORMATS.values():
+        if entry.names_itself and entry.kind.value == named:
+            return entry.kind
+    for entry in FORMATS.values():
+        if entry.zip_part is not None and entry.zip_part in names:
+            return entry.kind
     return None
 
 
@@ -95,30 +87,40 @@ def _looks_like_html(head: bytes) -> bool:
     return start.startswith((b"<!doctype html", b"<html"))
 
 
+def _by_magic(head: bytes) -> FileKind | None:
+    for entry in FORMATS.values():
+        if entry.magic and entry.kind is not FileKind.pdf and head.startswith(entry.magic):
+            return entry.kind
+    return None
+
+
+def _text_kind(suffix: str, head: bytes) -> FileKind | None:
+    if suffix in FORMATS[FileKind.html].suffixes or _looks_like_html(head):
+        return FileKind.html
+    for entry in FORMATS.values():
+        if entry.text and suffix in entry.suffixes:
+            return entry.kind
+    return None
+
+
 def detect_kind(filename: str, head: bytes, path: Path | None = None) -> FileKind:
     """The kind of an upload from its first bytes (and, for ZIP-based files, its list of parts
     read from `path`); the name decides only between kinds of text."""
     suffix = PurePosixPath(filename.lower()).suffix
-    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:5] == b"%PDF-" or b"%PDF-" in head[:1024]:
+    # A PDF may start with a few bytes of something else: readers look in the first 1,024.
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:5] == PDF_MAGIC or PDF_MAGIC in head[:1024]:
         return FileKind.pdf
     if suffix == ".pdf":
         raise UnsupportedMediaType("The file is named .pdf but its content is not a PDF")
-    if head.startswith(ZIP_MAGIC) and (office := _office_kind(path)) is not None:
-        return office
-    for magic, image in IMAGE_MAGIC.items():
-        if head.startswith(magic):
-            return image
+    if head.startswith(ZIP_MAGIC) and (package := _package_kind(path)) is not None:
+        return package
+    if (binary := _by_magic(head)) is not None:
+        return binary
     for magic, what in BINARY_MAGIC.items():
         if head.startswith(magic):
             raise UnsupportedMediaType(f"The file looks like {what}; {SUPPORTED}")
     if not _looks_like_text(head):
         raise UnsupportedMediaType(f"The file is binary, not text; {SUPPORTED}")
-    if suffix in HTML_SUFFIXES or _looks_like_html(head):
-        return FileKind.html
-    if suffix in CSV_SUFFIXES:
-        return FileKind.csv
-    if suffix in MARKDOWN_SUFFIXES:
-        return FileKind.markdown
-    if suffix in TEXT_SUFFIXES:
-        return TEXT_SUFFIXES[suffix]
+    if (text := _text_kind(suffix, head)) is not None:
+        return text
     raise UnsupportedMediaType(f"Files of type {suffix!r} are not supported; {SUPPORTED}")

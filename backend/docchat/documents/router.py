@@ -10,8 +10,14 @@ from docchat.auth.dependencies import CurrentUser
 from docchat.documents import service
 from docchat.documents.dependencies import ReadableDocument, StorageDep, VectorIndexDep
 from docchat.documents.models import DocumentStatus, Visibility
-from docchat.documents.schemas import DocumentFromUrl, DocumentRead, PassageRead
+from docchat.documents.schemas import (
+    DocumentFromUrl,
+    DocumentRead,
+    FileFormatRead,
+    PassageRead,
+)
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
+from docchat.extraction.kinds import FORMATS
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, SessionmakerDep, SettingsDep, make_router
 from docchat.retrieval import lexical
@@ -89,6 +95,21 @@ async def add_document_from_url(
         fetch_settings=settings.url_fetch,
     )
     return await service.upload_reply(session, upload, user.id, response)
+
+
+@router.get("/formats", response_model=list[FileFormatRead], operation_id="documents_formats")
+async def list_formats(_: CurrentUser) -> list[FileFormatRead]:
+    """The kinds of file docchat reads (uploads of others are refused with a 415 that lists
+    these): what a client offers in its file picker."""
+    return [
+        FileFormatRead(
+            kind=entry.kind.value,
+            label=entry.label,
+            suffixes=[suffix for suffix in entry.suffixes if suffix],
+            parts=list(entry.parts) if entry.parts else None,
+        )
+        for entry in FORMATS.values()
+    ]
 
 
 @router.get("", response_model=Page[DocumentRead], operation_id="documents_list")

@@ -119,3 +119,16 @@ class PassageRead(BaseModel):
     page: int | None
     location: str | None
     text: str
+
+
+class FileFormatRead(BaseModel):
+    """A kind of file docchat reads: what to offer in a file picker, and what its page count
+    counts."""
+
+    kind: str = Field(description="Its MIME type, as documents' content_type gives it")
+    label: str = Field(description='What people call it: "Word file", "PDF"')
+    suffixes: list[str] = Field(description='File name endings, like ".docx"')
+    parts: list[str] | None = Field(
+        description='What page_count counts, singular and plural ("slide", "slides"); null: '
+        "the kind has no parts worth counting"
+    )

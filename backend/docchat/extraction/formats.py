@@ -5,41 +5,36 @@ Blocking CPU work: the sandbox runs it in a child process with time and memory l
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from pypdf import PageObject
 
-from docchat.extraction.kinds import FileKind
-from docchat.extraction.markup import extract_epub, extract_html, extract_markdown
+from docchat.extraction.kinds import FORMATS, FileKind
 from docchat.extraction.ocr import OCR_PAGE_LOCATION, OcrOptions, extract_image, pdf_page_text
-from docchat.extraction.office import (
-    extract_csv,
-    extract_docx,
-    extract_odt,
-    extract_pptx,
-    extract_xlsx,
-)
 from docchat.extraction.reader import (
     ExtractedDocument,
     ExtractionError,
     ScanReader,
     any_real_text,
     extract_pdf,
-    extract_text_file,
     unreadable,
 )
 
-READERS: dict[FileKind, Callable[[Path], ExtractedDocument]] = {
-    FileKind.text: extract_text_file,
-    FileKind.markdown: extract_markdown,
-    FileKind.html: extract_html,
-    FileKind.csv: extract_csv,
-    FileKind.docx: extract_docx,
-    FileKind.pptx: extract_pptx,
-    FileKind.xlsx: extract_xlsx,
-    FileKind.odt: extract_odt,
-    FileKind.epub: extract_epub,
+Reader = Callable[[Path], ExtractedDocument]
+
+
+def _load(reference: str) -> Reader:
+    module, name = reference.split(":")
+    reader: Reader = getattr(importlib.import_module(module), name)
+    return reader
+
+
+# Each kind's reader, as the format table names it (a new format is an entry there and its
+# reader module: nothing to add here).
+READERS: dict[FileKind, Reader] = {
+    kind: _load(entry.reader) for kind, entry in FORMATS.items() if entry.reader is not None
 }
 IMAGE_KINDS = frozenset({FileKind.png, FileKind.jpeg, FileKind.tiff})
 NO_TEXT = "No text found in the PDF"

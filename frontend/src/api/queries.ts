@@ -17,6 +17,8 @@ export const keys = {
   documents: ["documents"] as const,
   categories: ["categories"] as const,
   collections: ["collections"] as const,
+  /** The kinds of file the server reads (they change only with the server). */
+  formats: ["formats"] as const,
   /** Collections others added the reader to, waiting for their answer. */
   invitations: ["collections", "invitations"] as const,
 };

@@ -810,6 +810,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/documents/formats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Formats
+         * @description The kinds of file docchat reads (uploads of others are refused with a 415 that lists
+         *     these): what a client offers in its file picker.
+         */
+        get: operations["documents_formats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/documents/from-url": {
         parameters: {
             query?: never;
@@ -1860,6 +1881,33 @@ export interface components {
              */
             comment?: string | null;
             rating: components["schemas"]["Rating"];
+        };
+        /**
+         * FileFormatRead
+         * @description A kind of file docchat reads: what to offer in a file picker, and what its page count
+         *     counts.
+         */
+        FileFormatRead: {
+            /**
+             * Kind
+             * @description Its MIME type, as documents' content_type gives it
+             */
+            kind: string;
+            /**
+             * Label
+             * @description What people call it: "Word file", "PDF"
+             */
+            label: string;
+            /**
+             * Parts
+             * @description What page_count counts, singular and plural ("slide", "slides"); null: the kind has no parts worth counting
+             */
+            parts: string[] | null;
+            /**
+             * Suffixes
+             * @description File name endings, like ".docx"
+             */
+            suffixes: string[];
         };
         /** GroupCreate */
         GroupCreate: {
@@ -4555,6 +4603,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DocumentRead"];
+                };
+            };
+        };
+    };
+    documents_formats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileFormatRead"][];
                 };
             };
         };

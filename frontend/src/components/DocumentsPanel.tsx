@@ -1,6 +1,6 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
-import { api, errorMessage, uploadDocument, type DocumentInfo } from "../api/client";
+import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
 import { keys, queryClient } from "../api/queries";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
@@ -38,50 +38,16 @@ function ordinal(n: number): string {
   return `${n}${suffix}`;
 }
 
-const ACCEPTED = [
-  ".pdf",
-  ".docx",
-  ".pptx",
-  ".xlsx",
-  ".odt",
-  ".epub",
-  ".csv",
-  ".tsv",
-  ".html",
-  ".htm",
-  ".md",
-  ".markdown",
-  ".txt",
-  ".png",
-  ".jpg",
-  ".jpeg",
-  ".tif",
-  ".tiff",
-  "application/pdf",
-  "text/plain",
-  "text/markdown",
-  "text/csv",
-  "text/html",
-  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-  "application/vnd.oasis.opendocument.text",
-  "application/epub+zip",
-  "image/png",
-  "image/jpeg",
-  "image/tiff",
-].join(",");
+type FileFormat = Schemas["FileFormatRead"];
 
-// What a document's `page_count` counts, by kind; kinds without pages show only chunks.
-const PARTS: Record<string, [string, string]> = {
-  "application/pdf": ["page", "pages"],
-  "application/vnd.openxmlformats-officedocument.presentationml.presentation": ["slide", "slides"],
-  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ["sheet", "sheets"],
-  "image/tiff": ["page", "pages"],
-};
+/** What the server reads, as a file picker's `accept`: every suffix and MIME type it lists. */
+export function acceptedTypes(formats: FileFormat[]): string {
+  return [...formats.flatMap((format) => format.suffixes), ...formats.map((format) => format.kind)].join(",");
+}
 
-function sizeOf(document: DocumentInfo): string {
-  const names = PARTS[document.content_type];
+/** "3 slides · " for a deck; "" for kinds whose page count means nothing to a reader. */
+export function sizeOf(document: DocumentInfo, formats: FileFormat[]): string {
+  const names = formats.find((format) => format.kind === document.content_type)?.parts;
   if (!names || document.page_count == null) return "";
   return `${document.page_count} ${document.page_count === 1 ? names[0] : names[1]} · `;
 }
@@ -108,6 +74,13 @@ export default function DocumentsPanel({
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const input = useRef<HTMLInputElement>(null);
+  // The kinds of file the server reads (it says so itself: nothing is repeated here).
+  const { data: formats = [] } = useQuery({
+    queryKey: keys.formats,
+    queryFn: async () => (await api.GET("/api/v1/documents/formats")).data ?? [],
+    staleTime: Infinity,
+  });
+  const accepted = acceptedTypes(formats);
   // Files waiting their turn: one upload at a time, so each gets the whole connection.
   const waiting = useRef<{ id: number; file: File }[]>([]);
   const sending = useRef(false);
@@ -249,7 +222,7 @@ export default function DocumentsPanel({
           ref={input}
           type="file"
           multiple
-          accept={ACCEPTED}
+          accept={accepted}
           hidden
           data-testid="file-input"
           onChange={(e) => {
@@ -295,7 +268,7 @@ export default function DocumentsPanel({
               {d.status === "processing" && <progress max={1} value={d.progress} aria-label={`Processing ${d.filename}`} />}
               {d.status === "completed" && (
                 <span className="muted">
-                  {sizeOf(d)}
+                  {sizeOf(d, formats)}
                   {d.chunk_count} {d.chunk_count === 1 ? "chunk" : "chunks"}
                 </span>
               )}
@@ -326,7 +299,7 @@ export default function DocumentsPanel({
                       <input
                         type="file"
                         className="sr-only"
-                        accept={ACCEPTED}
+                        accept={accepted}
                         aria-label={`Upload a new version of ${d.filename}`}
                         onChange={(event) => {
                           const file = event.target.files?.[0];
