@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"membership", "quotas", "auth"},
     {"categories"},
     {"documents"},
-    {"sharing", "answers", "ingestion"},
+    {"sharing", "answers", "ingestion", "sources"},
     {"chats", "openai_compat", "account"},
     {"admin"},
     {"models"},  # every table, for Alembic and worker-only processes

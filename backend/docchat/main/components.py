@@ -41,6 +41,8 @@ from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
+from docchat.sources.folder import FolderSource
+from docchat.sources.port import SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +170,7 @@ VECTOR_STORES.register("chroma", _chroma)
 EMBEDDERS.register("local", local_embedder)
 EMBEDDERS.register("openai", OpenAIEmbedder)
 RERANKERS.register("http", HttpReranker.from_settings)
+SOURCES.register("folder", FolderSource.from_settings)
 
 
 def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVectorStore:
