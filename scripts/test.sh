@@ -37,5 +37,7 @@ if ! docs_log="$(NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict \
   die "the documentation does not build; run: $VENV/bin/mkdocs build --strict"
 fi
 rm -rf "$site"
-say "pytest"
-"$VENV/bin/pytest" "$@"
+say "pytest (${TEST_WORKERS:-2} processes)"
+# Each process has its own database, model server, data folder and browser; a file's tests
+# stay in one process (their module fixtures are shared). TEST_WORKERS=0 runs them in this one.
+"$VENV/bin/pytest" -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
