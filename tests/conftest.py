@@ -117,10 +117,17 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
             timeout_seconds=5,
         ),  # type: ignore[call-arg]
         rag=RAGSettings(_env_file=None),  # type: ignore[call-arg]
-        # Documents are not interleaved here: the shared test connection takes one session at
-        # a time, and a busy machine would reach the interleave time in some tests and not
-        # others (tests of interleaving set it, on sessions of their own).
-        worker=WorkerSettings(_env_file=None, enabled=False, interleave_seconds=3600),  # type: ignore[call-arg]
+        # No heartbeat and no interleaving while a test's worker reads a document: the shared
+        # test connection takes one session at a time, and a busy machine would reach a beat
+        # (5 s) or the interleave time (10 s) in some runs and not others, two sessions then
+        # meeting on the one connection. Tests of both set them, on sessions of their own.
+        worker=WorkerSettings(  # type: ignore[call-arg]
+            _env_file=None,
+            enabled=False,
+            interleave_seconds=3600,
+            heartbeat_seconds=1800,
+            stale_after_seconds=3600,
+        ),
     )
 
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from docchat.events.publisher import EventPublisher
+from docchat.main.app import attach_components
 from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.users import auth_headers
@@ -37,7 +38,7 @@ async def test_events_are_published_with_routing_keys(
         )
     exchange_name = f"docchat.test.{uuid.uuid4().hex[:8]}"
     publisher = EventPublisher(AMQP_URL, exchange_name)
-    app.state.components = dataclasses.replace(components, publisher=publisher)
+    attach_components(app, dataclasses.replace(components, publisher=publisher))
 
     connection = await aio_pika.connect(AMQP_URL)
     try:
@@ -73,7 +74,7 @@ async def test_a_broker_that_is_down_never_fails_a_request(
     client: httpx.AsyncClient, components: Components, app: Any
 ) -> None:
     publisher = EventPublisher("amqp://guest:guest@127.0.0.1:1/", "docchat.analytics")
-    app.state.components = dataclasses.replace(components, publisher=publisher)
+    attach_components(app, dataclasses.replace(components, publisher=publisher))
     headers = await auth_headers(client)
     response = await ask(client, headers, "hello")
     assert response.status_code == 200

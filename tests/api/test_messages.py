@@ -13,6 +13,7 @@ from docchat.config import LLMSettings
 from docchat.events.models import Event
 from docchat.llm import prompts
 from docchat.llm.client import LLM
+from docchat.main.app import attach_components
 from docchat.main.components import Components
 from docchat.retrieval.index import VectorStoreUnavailable
 from tests.support.chat import ask, ask_streaming
@@ -398,7 +399,7 @@ async def test_llm_timeout_is_504(
         _env_file=None, base_url=fresh_llm.base_url, timeout_seconds=0.3, max_retries=0
     )  # type: ignore[call-arg]
     slow_llm = LLM(settings)
-    app.state.components = dataclasses.replace(components, llm=slow_llm)
+    attach_components(app, dataclasses.replace(components, llm=slow_llm))
     headers = await auth_headers(client)
     fresh_llm.script(Reply(content="too late", delay_seconds=1.0))
     response = await ask(client, headers, "slow question")
@@ -412,7 +413,7 @@ async def test_the_api_key_reaches_the_model_server(
 ) -> None:
     settings = LLMSettings(_env_file=None, base_url=fresh_llm.base_url, api_key="sk-docchat")  # type: ignore[call-arg]
     keyed = LLM(settings)
-    app.state.components = dataclasses.replace(components, llm=keyed)
+    attach_components(app, dataclasses.replace(components, llm=keyed))
     headers = await auth_headers(client)
     assert (await ask(client, headers, "plain")).status_code == 200
     response, _ = await ask_streaming(client, headers, "streamed")
@@ -426,7 +427,7 @@ async def test_llm_unreachable_is_502(
 ) -> None:
     settings = LLMSettings(_env_file=None, base_url="http://127.0.0.1:9/v1", max_retries=0)  # type: ignore[call-arg]
     dead_llm = LLM(settings)
-    app.state.components = dataclasses.replace(components, llm=dead_llm)
+    attach_components(app, dataclasses.replace(components, llm=dead_llm))
     headers = await auth_headers(client)
     response = await ask(client, headers, "anyone there?")
     await dead_llm.close()
@@ -444,7 +445,7 @@ async def test_vector_store_down_answers_generally_and_says_why(
         def query(self, *args: object) -> list[object]:
             raise VectorStoreUnavailable("chroma is down")
 
-    app.state.components = dataclasses.replace(components, vector_store=DownStore())
+    attach_components(app, dataclasses.replace(components, vector_store=DownStore()))
     fresh_llm.script("General answer.")
     response = await ask(client, headers, "When was the Zephyr bridge completed?")
     assert response.status_code == 200

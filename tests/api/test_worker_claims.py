@@ -53,6 +53,10 @@ async def _lexical_rows(components: Components, document_id: uuid.UUID) -> int:
         return await lexical.count_chunks(session, document_id)
 
 
+def stale_after(components: Components) -> int:
+    return components.settings.worker.stale_after_seconds
+
+
 async def test_a_worker_whose_job_was_taken_over_writes_nothing(
     live_client: httpx.AsyncClient, live_components: Components
 ) -> None:
@@ -69,7 +73,7 @@ async def test_a_worker_whose_job_was_taken_over_writes_nothing(
         await session.execute(
             update(IngestionJob)
             .where(IngestionJob.id == first.id)
-            .values(heartbeat_at=utcnow() - timedelta(hours=1))
+            .values(heartbeat_at=utcnow() - timedelta(seconds=stale_after(components) + 60))
         )
         await session.commit()
     successor = IngestionWorker(components, worker_id="successor")

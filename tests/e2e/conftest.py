@@ -14,6 +14,7 @@ from pydantic import SecretStr
 
 from docchat.config import Settings, UrlFetchSettings, WorkerSettings
 from tests.e2e.flows import SignIn, sign_up
+from tests.support.database import alembic, create_database, drop_database
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
 
@@ -37,9 +38,19 @@ ADMIN_PASSWORD = "admin password 123"
 DESKTOP = {"width": 1400, "height": 900}
 
 
+@pytest_asyncio.fixture(scope="session")
+async def e2e_database_url() -> AsyncIterator[str]:
+    """A database of the browser tests' own: what their server commits (documents shared with
+    everyone, among others) must not reach the API tests' database, whatever the order."""
+    url = await create_database("docchat_e2e")
+    await alembic(url, "upgrade", "head")
+    yield url
+    await drop_database(url)
+
+
 @pytest.fixture(scope="session")
 def live_server(
-    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory, e2e_database_url: str
 ) -> Iterator[LiveServer]:
     if not (DIST / "index.html").is_file():
         pytest.fail(
@@ -47,6 +58,7 @@ def live_server(
         )
     e2e_settings = settings.model_copy(
         update={
+            "database_url": e2e_database_url,
             "data_dir": tmp_path_factory.mktemp("e2e-data"),
             "frontend_dir": DIST,
             "worker": WorkerSettings(_env_file=None, enabled=True, poll_seconds=0.2),  # type: ignore[call-arg]
