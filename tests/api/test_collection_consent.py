@@ -206,3 +206,23 @@ async def test_an_invitation_to_own_a_collection_does_not_keep_it_owned(
     mine = next(m for m in invited.json() if m["role"] == "owner" and not m["pending"])
     left = await client.delete(f"{members}/{mine['id']}", headers=owner)
     assert left.status_code == 409, "the only owner left while the heir had not yet accepted"
+
+
+async def test_an_address_invited_before_it_had_an_account_is_invited_once(
+    client: httpx.AsyncClient,
+) -> None:
+    owner = await auth_headers(client)
+    created = await client.post("/api/v1/collections", headers=owner, json={"name": "Crew"})
+    collection = created.json()["id"]
+    members = f"/api/v1/collections/{collection}/members"
+    address = unique_email("sailor")
+    assert (await client.post(members, headers=owner, json={"email": address})).status_code == 201
+    sailor = await auth_headers(client, address)
+    again = await client.post(members, headers=owner, json={"email": address})
+    assert again.status_code == 409, "a second invitation for the same person"
+    waiting = (await client.get("/api/v1/collections/invitations", headers=sailor)).json()
+    assert len(waiting) == 1
+    accepted = await client.post(
+        f"/api/v1/collections/{collection}/invitation/accept", headers=sailor
+    )
+    assert accepted.status_code == 200

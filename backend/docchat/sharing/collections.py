@@ -310,7 +310,7 @@ async def add_member(
         member.group_id, group_name = group.id, group.name
         member.accepted_at = utcnow()  # the group's own members need no invitation
         who = f"group {group.name}"
-    if await repository.member_exists(session, member):
+    if await repository.member_exists(session, member, email=who if data.email else None):
         raise Conflict(f"{who} is already a member or invited: change the role instead")
     await repository.add_member(session, member)
     await _record(

@@ -161,12 +161,17 @@ async def add_member(session: AsyncSession, member: CollectionMember) -> Collect
     return member
 
 
-async def member_exists(session: AsyncSession, member: CollectionMember) -> bool:
-    """The collection has this user, group or invited address already."""
+async def member_exists(
+    session: AsyncSession, member: CollectionMember, email: str | None = None
+) -> bool:
+    """The collection has this user, group or invited address already (a user also when
+    their `email` was invited before they had an account)."""
     if member.group_id is not None:
         same = CollectionMember.group_id == member.group_id
     elif member.user_id is not None:
         same = CollectionMember.user_id == member.user_id
+        if email is not None:
+            same = same | (CollectionMember.invited_email == email)
     else:
         same = CollectionMember.invited_email == member.invited_email
     statement = select(CollectionMember.id).where(
