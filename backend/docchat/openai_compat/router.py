@@ -71,7 +71,9 @@ async def chat_completions(
             if request.stream:
                 streaming = True
                 return _streaming(_held(completions.passthrough_stream(user.id, payload), hold))
-            return JSONResponse(await completions.passthrough(session, user, payload))
+            answer = await completions.passthrough(session, user, payload)
+            await session.commit()  # its usage counts before its hold goes (in `finally`)
+            return JSONResponse(answer)
         prepared = await completions.prepare(session, user, request)
         if request.stream:
             streaming = True
