@@ -3,7 +3,6 @@ worker killed with SIGKILL in the middle of a document."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -14,17 +13,17 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.config import Settings, WorkerSettings
 from docchat.db import create_sessionmaker
 from docchat.documents import jobs
-from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
+from docchat.documents.models import Document, DocumentStatus, JobStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import DocumentRef
 from docchat.users.models import User
+from tests.support.documents import document_and_job, wait_for_document
 from tests.support.live_server import LiveServer
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.users import auth_headers
@@ -71,21 +70,6 @@ async def test_database_outage_fails_cleanly_and_recovers(
         assert (await client.get("/readyz")).json()["checks"]["database"]["ok"] is True
 
 
-async def _document_state(
-    engine: AsyncEngine, document_id: uuid.UUID
-) -> tuple[Document, IngestionJob]:
-    async with create_sessionmaker(engine)() as session:
-        document = (
-            await session.execute(select(Document).where(Document.id == document_id))
-        ).scalar_one()
-        job = (
-            await session.execute(
-                select(IngestionJob).where(IngestionJob.document_id == document_id)
-            )
-        ).scalar_one()
-        return document, job
-
-
 def _start_worker(settings: Settings, data_dir: Path) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -105,19 +89,6 @@ def _start_worker(settings: Settings, data_dir: Path) -> subprocess.Popen[bytes]
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
-
-
-async def _wait_for(
-    engine: AsyncEngine, document_id: uuid.UUID, done: object, seconds: float
-) -> Document:
-    for _ in range(int(seconds * 10)):
-        document, _ = await _document_state(engine, document_id)
-        if done(document):  # type: ignore[operator]
-            return document
-        await asyncio.sleep(0.1)
-    raise AssertionError(
-        f"document never reached the expected state: {document.status}, {document.chunks_done}"
-    )
 
 
 async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
@@ -150,12 +121,12 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
 
     first = _start_worker(settings, tmp_path)
     try:
-        await _wait_for(engine, document_id, lambda d: d.chunks_done > 0, seconds=120)
+        await wait_for_document(engine, document_id, lambda d: d.chunks_done > 0, seconds=120)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
     finally:
         first.kill()
-    killed, job = await _document_state(engine, document_id)
+    killed, job = await document_and_job(engine, document_id)
     assert killed.status == DocumentStatus.processing and killed.chunks_done < (
         killed.chunk_count or 0
     )
@@ -163,13 +134,13 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
 
     second = _start_worker(settings, tmp_path)
     try:
-        finished = await _wait_for(
+        finished = await wait_for_document(
             engine, document_id, lambda d: d.status != DocumentStatus.processing, seconds=180
         )
     finally:
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=30)
-    _, job_state = await _document_state(engine, document_id)
+    _, job_state = await document_and_job(engine, document_id)
     assert finished.status == DocumentStatus.completed, (
         finished.error,
         job_state.attempts,
@@ -177,7 +148,7 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
         job_state.last_error,
     )
     assert finished.chunks_done == finished.chunk_count
-    _, job = await _document_state(engine, document_id)
+    _, job = await document_and_job(engine, document_id)
     assert job.status == JobStatus.done and job.attempts == 2
     # The retry replaced the half-written vectors: exactly one per chunk.
     store = ChromaVectorStore(

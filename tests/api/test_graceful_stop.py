@@ -5,7 +5,6 @@ held is queued again (not failed, its attempt not counted) and completes under a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -17,13 +16,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.db import create_sessionmaker
 from docchat.documents import jobs
-from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
+from docchat.documents.models import Document, DocumentStatus, JobStatus
 from docchat.users.models import User
+from tests.support.documents import document_and_job, wait_for_document
 from tests.support.llm_server import Reply, ScriptedLLM, free_port
 from tests.support.processes import ROOT, Process, docchat_env, start_worker, wait_for
 from tests.support.users import auth_headers
@@ -95,37 +94,19 @@ def _stop_and_time(process: Process) -> float:
     return time.monotonic() - started
 
 
-async def _state(engine: AsyncEngine, document_id: uuid.UUID) -> tuple[Document, IngestionJob]:
-    async with create_sessionmaker(engine)() as session:
-        document = (
-            await session.execute(select(Document).where(Document.id == document_id))
-        ).scalar_one()
-        job = (
-            await session.execute(
-                select(IngestionJob).where(IngestionJob.document_id == document_id)
-            )
-        ).scalar_one()
-        return document, job
+FINISHED = (DocumentStatus.completed, DocumentStatus.failed)
 
 
-async def _wait_until(
-    engine: AsyncEngine, document_id: uuid.UUID, reached: str, seconds: float
-) -> Document:
-    """Until the document is `embedding` (some chunks done) or `finished` (either way)."""
-    finished = (DocumentStatus.completed, DocumentStatus.failed)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        document, _ = await _state(engine, document_id)
-        if reached == "embedding" and document.chunks_done > 0:
-            return document
-        if reached == "finished" and document.status in finished:
-            return document
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"the document never reached {reached}")
+def _embedding(document: Document) -> bool:
+    return document.chunks_done > 0
+
+
+def _finished(document: Document) -> bool:
+    return document.status in FINISHED
 
 
 async def _assert_handed_back(engine: AsyncEngine, document_id: uuid.UUID) -> None:
-    document, job = await _state(engine, document_id)
+    document, job = await document_and_job(engine, document_id)
     assert document.status == DocumentStatus.queued, (document.status, document.error)
     assert job.status == JobStatus.queued and job.claim_token is None
     assert job.attempts == 0  # the interrupted attempt does not count
@@ -141,10 +122,10 @@ async def _completes_under_a_new_worker(
 ) -> None:
     worker = start_worker("worker-after", env, logs)
     processes.append(worker)
-    finished = await _wait_until(engine, document_id, "finished", seconds=240)
+    finished = await wait_for_document(engine, document_id, _finished, seconds=240)
     assert finished.status == DocumentStatus.completed, (finished.error, worker.output())
     assert finished.chunks_done == finished.chunk_count
-    _, job = await _state(engine, document_id)
+    _, job = await document_and_job(engine, document_id)
     assert job.status == JobStatus.done and job.attempts == 1
     assert _stop_and_time(worker) < STOP_WITHIN_SECONDS  # an idle worker stops too
 
@@ -184,7 +165,7 @@ async def test_the_server_stops_within_10_s_mid_answer_and_mid_document(
         uploaded = await client.post("/api/v1/documents", headers=headers, files=files)
         assert uploaded.status_code == 202, uploaded.text
         document_id = uuid.UUID(uploaded.json()["id"])
-        await _wait_until(engine, document_id, "embedding", seconds=120)
+        await wait_for_document(engine, document_id, _embedding, seconds=120)
 
         scripted_llm.script(SLOW_ANSWER)
         body = {"content": "Tell me about the harbour", "rag_enabled": False}
@@ -235,7 +216,7 @@ async def test_a_worker_stops_within_10_s_mid_document_and_hands_it_back(
 
     worker = start_worker("worker", env, logs)
     processes.append(worker)
-    await _wait_until(engine, document_id, "embedding", seconds=120)
+    await wait_for_document(engine, document_id, _embedding, seconds=120)
     stopped_in = _stop_and_time(worker)
 
     assert stopped_in < STOP_WITHIN_SECONDS, worker.output()
