@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
 import anyio
@@ -131,7 +131,6 @@ class Hold:
 
     sessionmaker: async_sessionmaker[AsyncSession] | None = None
     hold_id: uuid.UUID | None = None
-    tokens: int = field(default=0)
 
     async def release(self) -> None:
         """Idempotent, and done even while the caller is being cancelled (a reader who went
@@ -179,7 +178,7 @@ async def hold_tokens(
     hold = TokenHold(user_id=user.id, tokens=tokens, expires_at=now + HOLD_LIFETIME)
     session.add(hold)
     await session.commit()
-    return Hold(release_with, hold.id, tokens)
+    return Hold(release_with, hold.id)
 
 
 def ensure_room_for(
