@@ -1,7 +1,8 @@
 """Chat under load: 50 concurrent users posting messages (and 50 streaming) to a real server.
 
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
-        [--library CHUNKS] [--keep DIR] [--squad-questions] [--code-root DIR]
+        [--library CHUNKS] [--chunks-per-document N] [--keep DIR] [--squad-questions]
+        [--code-root DIR]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
 LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
@@ -187,13 +188,16 @@ def serve_llm(port: int, ready: Any) -> None:
         time.sleep(3600)
 
 
-async def build_library(database_url: str, data_dir: Path, chunks: int) -> None:
-    """A library of `chunks` chunks shared with everyone, written where the server will read it
-    (the default collection under `data_dir`), then the store closed for the server to open."""
+async def build_library(
+    database_url: str, data_dir: Path, chunks: int, chunks_per_document: int
+) -> None:
+    """A library of `chunks` chunks in documents of `chunks_per_document` chunks, shared with
+    everyone, written where the server will read it (the default collection under `data_dir`),
+    then the store closed for the server to open."""
     import numpy as np
     from chromadb.api.client import SharedSystemClient
 
-    from bench.bench_wide_scope import CHUNKS_PER_DOCUMENT, fill, owner_with_documents, sentences
+    from bench.bench_wide_scope import fill, owner_with_documents, sentences
     from bench.common import open_store
     from docchat.db import create_engine, create_sessionmaker
     from docchat.llm.embeddings import LocalMiniLMEmbedder
@@ -203,11 +207,12 @@ async def build_library(database_url: str, data_dir: Path, chunks: int) -> None:
     store = open_store(data_dir, LocalMiniLMEmbedder.name, 384)
     async with sessionmaker() as session:
         librarian, shelf = await owner_with_documents(
-            session, chunks // CHUNKS_PER_DOCUMENT, shared=True
+            session, chunks // chunks_per_document, shared=True
         )
         await session.commit()
     owned = [(librarian.id, document) for document in shelf]
-    await fill(store, sessionmaker, owned, sentences(), np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    await fill(store, sessionmaker, owned, sentences(), rng, chunks_per_document)
     await engine.dispose()
     del store
     SharedSystemClient.clear_system_cache()
@@ -223,7 +228,7 @@ def squad_questions() -> list[str]:
 
 
 async def prepared_installation(
-    keep: Path | None, library: int, stack: contextlib.ExitStack
+    keep: Path | None, library: int, chunks_per_document: int, stack: contextlib.ExitStack
 ) -> tuple[str, Path, bool]:
     """The database URL and data folder the server runs on, and whether to drop them after.
 
@@ -233,14 +238,14 @@ async def prepared_installation(
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         url = await fresh_database()
         if library:
-            await build_library(url, folder, library)
+            await build_library(url, folder, library, chunks_per_document)
         return url, folder, True
     saved = keep / "database_url"
     if saved.exists():
         return saved.read_text().strip(), keep, False
     url = await fresh_database()
     if library:
-        await build_library(url, keep, library)
+        await build_library(url, keep, library, chunks_per_document)
     saved.write_text(url)
     return url, keep, False
 
@@ -253,6 +258,7 @@ async def main(
     keep: Path | None = None,
     squad: bool = False,
     code_root: Path = ROOT,
+    chunks_per_document: int = 100,
 ) -> None:
     asked = squad_questions() if squad else []
     context = multiprocessing.get_context("spawn")
@@ -264,7 +270,9 @@ async def main(
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with contextlib.ExitStack() as stack:
-        url, folder, temporary = await prepared_installation(keep, library, stack)
+        url, folder, temporary = await prepared_installation(
+            keep, library, chunks_per_document, stack
+        )
         server = start_server(
             url, f"http://127.0.0.1:{llm_port}/v1", folder, port, code_root=code_root
         )
@@ -293,7 +301,12 @@ async def main(
             llm.terminate()
         if temporary:
             await drop_database(url)
-    scope = f"a shared library of {library:,} chunks in every scope; " if library else ""
+    scope = (
+        f"a shared library of {library:,} chunks ({library // chunks_per_document:,} documents) "
+        "in every scope; "
+        if library
+        else ""
+    )
     scope += "SQuAD questions; " if squad else "one question, numbered; "
     print(
         f"Chat under load, LLM answering at once; {scope}{machine()}; server, LLM and load "
@@ -334,6 +347,12 @@ if __name__ == "__main__":
         "--library", type=int, default=0, help="chunks of a library shared with every user"
     )
     parser.add_argument(
+        "--chunks-per-document",
+        type=int,
+        default=100,
+        help="the library's documents' size in chunks (1: a wiki of one-chunk pages)",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         help="build the installation in this folder once and reuse it in later runs",
@@ -359,5 +378,6 @@ if __name__ == "__main__":
             arguments.keep,
             arguments.squad_questions,
             arguments.code_root,
+            arguments.chunks_per_document,
         )
     )

@@ -2,13 +2,18 @@
 chunks elsewhere in the installation, text with a natural vocabulary.
 
     .venv/bin/python -m bench.bench_wide_scope [--library 100000] [--elsewhere 100000]
+        [--chunks-per-document 100 2 1]
+
+Each `--chunks-per-document` is one shape of the same library, built and measured in turn and
+printed side by side: 1,000 documents of 100 chunks (books, manuals), 50,000 of 2 and 100,000
+of 1 (wikis, tickets, notes, e-mails: what shared libraries mostly hold).
 
 The chunks' text is made of SQuAD dev sentences drawn at random (tens of thousands of
 distinct words in a Zipf-like distribution, as real prose has), indexed for BM25 as the
 worker does; their vectors are random unit vectors; the queries are real SQuAD questions,
 embedded for real. The library belongs to one owner and is shared with everyone, so the
-scope of a question is its 1,000 documents (what `completed_refs` returns for "all"); the
-other chunks belong to 100 other owners and are in no scope. Rows: the scope query itself,
+scope of a question ("all I may read") is every document of the library; the other chunks
+belong to 100 other owners and are in no scope. Rows: the scope query itself,
 BM25 alone, and the retriever end to end (embed + search + context), vector-only and hybrid.
 """
 
@@ -25,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
@@ -41,13 +47,14 @@ from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, Visibility
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.context import TokenBudget, build_context
-from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentRef, ThreadedIndex
+from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentScope, ThreadedIndex
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
 from docchat.users.models import User
 
 SQUAD = Path(__file__).parent / "datasets" / "squad-dev"
-CHUNKS_PER_DOCUMENT, DIMENSION, CHUNK_CHARS, BATCH = 100, 384, 1000, 2000
+DIMENSION, CHUNK_CHARS, BATCH = 384, 1000, 2000
+SHAPES = (100, 2, 1)
 OTHER_OWNERS = 100
 
 
@@ -79,22 +86,25 @@ async def owner_with_documents(
     user = User(email=f"bench-{uuid.uuid4().hex[:10]}@example.com", password_hash="x")
     session.add(user)
     await session.flush()
+    ids = [uuid.uuid4() for _ in range(documents)]
     rows = [
-        Document(
-            owner_id=user.id,
-            visibility=Visibility.shared if shared else Visibility.private,
-            filename=f"doc-{index}.txt",
-            content_type="text/plain",
-            size_bytes=1,
-            sha256="0" * 64,
-            storage_key="bench",
-            status=DocumentStatus.completed,
-        )
-        for index in range(documents)
+        {
+            "id": document_id,
+            "owner_id": user.id,
+            "visibility": Visibility.shared if shared else Visibility.private,
+            "filename": f"doc-{index}.txt",
+            "content_type": "text/plain",
+            "size_bytes": 1,
+            "sha256": "0" * 64,
+            "storage_key": "bench",
+            "status": DocumentStatus.completed,
+        }
+        for index, document_id in enumerate(ids)
     ]
-    session.add_all(rows)
-    await session.flush()
-    return user, [row.id for row in rows]
+    # Core inserts in batches: the ORM takes minutes for 100,000 documents.
+    for start in range(0, len(rows), 5000):
+        await session.execute(insert(Document), rows[start : start + 5000])
+    return user, ids
 
 
 async def fill(
@@ -103,6 +113,7 @@ async def fill(
     owned: list[tuple[uuid.UUID, uuid.UUID]],
     pool: list[str],
     rng: np.random.Generator,
+    chunks_per_document: int,
 ) -> None:
     pick = random.Random(11)
     batch: list[Chunk] = []
@@ -112,7 +123,7 @@ async def fill(
         batch.clear()
 
     for owner, document in owned:
-        for index in range(CHUNKS_PER_DOCUMENT):
+        for index in range(chunks_per_document):
             batch.append(
                 Chunk(document, index, passage(pool, pick), None, owner, "shared", "doc.txt")
             )
@@ -136,21 +147,42 @@ async def timed(
     return timings
 
 
-async def main(library: int, elsewhere: int, queries: int) -> None:
-    embedder = LocalMiniLMEmbedder()
-    embedder.embed(["warm up"])
+ROWS = (
+    "scope step",
+    "BM25 alone (20 candidates)",
+    "retriever, vector",
+    "retriever, hybrid (default)",
+)
+
+
+async def scope_of_reader(
+    sessionmaker: async_sessionmaker[AsyncSession], reader: User
+) -> DocumentScope:
+    """What a message's scope step does for "all I may read"."""
+    async with sessionmaker() as session:
+        return await documents_repository.completed_refs(session, reader)
+
+
+async def measure_shape(
+    embedder: LocalMiniLMEmbedder,
+    library: int,
+    elsewhere: int,
+    chunks_per_document: int,
+    asked: list[str],
+) -> tuple[list[tuple[float, float]], float, int]:
+    """p50 and p95 of each of `ROWS` over one shape of the library, the build's seconds and the
+    installation's chunk count."""
     pool = sentences()
-    asked = questions(queries)
     rng = np.random.default_rng(3)
     async with scratch_index(embedder.name, DIMENSION) as (sessionmaker, store):
         started = time.perf_counter()
         async with sessionmaker() as session:
             librarian, shelf = await owner_with_documents(
-                session, library // CHUNKS_PER_DOCUMENT, shared=True
+                session, library // chunks_per_document, shared=True
             )
             others = [
                 await owner_with_documents(
-                    session, elsewhere // CHUNKS_PER_DOCUMENT // OTHER_OWNERS, shared=False
+                    session, elsewhere // chunks_per_document // OTHER_OWNERS, shared=False
                 )
                 for _ in range(OTHER_OWNERS if elsewhere else 0)
             ]
@@ -159,15 +191,10 @@ async def main(library: int, elsewhere: int, queries: int) -> None:
         owned = [(librarian.id, document) for document in shelf] + [
             (owner.id, document) for owner, documents in others for document in documents
         ]
-        await fill(store, sessionmaker, owned, pool, rng)
+        await fill(store, sessionmaker, owned, pool, rng, chunks_per_document)
         build_seconds = time.perf_counter() - started
 
-        async def scope_of_reader() -> list[DocumentRef]:
-            async with sessionmaker() as session:
-                return await documents_repository.completed_refs(session, reader)
-
-        scope = await scope_of_reader()
-        assert len(scope) == len(shelf)
+        scope = await scope_of_reader(sessionmaker, reader)
         lexical = LexicalIndex(sessionmaker)
         index = ThreadedIndex(store)
         vector = Retriever(embedder, index, passages=lexical, similarity_floor=-1.0)
@@ -180,21 +207,41 @@ async def main(library: int, elsewhere: int, queries: int) -> None:
             build_context(result.chunks, TokenBudget(3500))
             assert result.unavailable is None and result.chunks
 
-        rows = []
-        for label, step in (
-            ("scope query (completed_refs)", lambda _q: scope_of_reader()),
-            ("BM25 alone (20 candidates)", lambda q: lexical.search(scope, q, 20)),
-            ("retriever, vector", lambda q: search(vector, q)),
-            ("retriever, hybrid (default)", lambda q: search(hybrid, q)),
+        figures = []
+        for step in (
+            lambda _q: scope_of_reader(sessionmaker, reader),
+            lambda q: lexical.search(scope, q, 20),
+            lambda q: search(vector, q),
+            lambda q: search(hybrid, q),
         ):
             timings = await timed(asked, step)
-            rows.append([label, f"{median(timings):.1f}", f"{percentile(timings, 95):.1f}"])
-        total = store.count()
+            figures.append((median(timings), percentile(timings, 95)))
+        return figures, build_seconds, store.count()
+
+
+async def main(library: int, elsewhere: int, queries: int, shapes: list[int]) -> None:
+    embedder = LocalMiniLMEmbedder()
+    embedder.embed(["warm up"])
+    asked = questions(queries)
+    columns, builds = [], []
+    total = 0
+    for chunks_per_document in shapes:
+        figures, build_seconds, total = await measure_shape(
+            embedder, library, elsewhere, chunks_per_document, asked
+        )
+        columns.append(figures)
+        builds.append(f"{build_seconds:.0f} s")
     print(
         f"Wide scope: {library:,} chunks in scope (1 shared library), {total - library:,} "
-        f"elsewhere, {queries} SQuAD questions; index built in {build_seconds:.0f} s; {machine()}"
+        f"elsewhere, {queries} SQuAD questions; indexes built in {', '.join(builds)}; "
+        f"{machine()}"
     )
-    print(table(["step", "p50 ms", "p95 ms"], rows))
+    headers = ["p50 / p95 ms"] + [f"{library // shape:,} docs x {shape}" for shape in shapes]
+    rows = [
+        [label] + [f"{column[row][0]:.1f} / {column[row][1]:.1f}" for column in columns]
+        for row, label in enumerate(ROWS)
+    ]
+    print(table(headers, rows))
 
 
 if __name__ == "__main__":
@@ -202,5 +249,15 @@ if __name__ == "__main__":
     parser.add_argument("--library", type=int, default=100_000)
     parser.add_argument("--elsewhere", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--chunks-per-document", type=int, nargs="+", default=list(SHAPES), metavar="N"
+    )
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.library, arguments.elsewhere, arguments.queries))
+    asyncio.run(
+        main(
+            arguments.library,
+            arguments.elsewhere,
+            arguments.queries,
+            arguments.chunks_per_document,
+        )
+    )
