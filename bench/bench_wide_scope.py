@@ -43,8 +43,8 @@ from bench.common import (
     table,
     write_chunks,
 )
-from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, Visibility
+from docchat.documents.scopes import search_scope
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.context import TokenBudget, build_context
 from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentScope, ThreadedIndex
@@ -160,7 +160,7 @@ async def scope_of_reader(
 ) -> DocumentScope:
     """What a message's scope step does for "all I may read"."""
     async with sessionmaker() as session:
-        return await documents_repository.completed_refs(session, reader)
+        return await search_scope(session, reader)
 
 
 async def measure_shape(

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-import httpx
+import uuid
+from datetime import timedelta
 
+import httpx
+from sqlalchemy import update
+
+from docchat.db import utcnow
+from docchat.documents import jobs
+from docchat.documents.models import IngestionJob
 from docchat.ingestion.worker import IngestionWorker
 from docchat.main.components import Components
 from tests.support.documents import upload
@@ -58,3 +65,86 @@ async def test_a_document_is_processing_once_a_worker_has_it(
     assert claimed is not None and claimed.document_id.hex == document["id"].replace("-", "")
     seen = (await client.get(f"/api/v1/documents/{document['id']}", headers=headers)).json()
     assert seen["status"] == "processing" and seen["queue_position"] is None
+
+
+async def _queue(
+    client: httpx.AsyncClient, headers: dict[str, str], count: int, name: str
+) -> list[str]:
+    return [
+        (await upload(client, headers, f"{name}-{n}.md", f"{name} {n}".encode())).json()["id"]
+        for n in range(count)
+    ]
+
+
+async def _remove(client: httpx.AsyncClient, headers: dict[str, str], ids: list[str]) -> None:
+    """Out of the queue (the run's database is shared with later tests)."""
+    for document_id in ids:
+        assert (await client.delete(f"/api/v1/documents/{document_id}", headers=headers)).is_success
+
+
+async def _set_job_status(components: Components, document_id: uuid.UUID, status: str) -> None:
+    async with components.sessionmaker() as session:
+        await session.execute(
+            update(IngestionJob)
+            .where(IngestionJob.document_id == document_id)
+            .values(status=status, claimed_at=utcnow(), heartbeat_at=utcnow())
+        )
+        await session.commit()
+
+
+async def test_a_claim_beside_another_workers_goes_to_the_next_owner_not_the_same_one(
+    live_client: httpx.AsyncClient, live_components: Components
+) -> None:
+    bulk, single = await auth_headers(live_client), await auth_headers(live_client)
+    backlog = await _queue(live_client, bulk, 3, "bulk")
+    mine = await _queue(live_client, single, 1, "mine")
+    now, stale_after = utcnow(), timedelta(hours=1)
+    sessions = live_components.sessionmaker
+    try:
+        async with sessions() as first, sessions() as second:
+            # The first worker holds the head of an owner's queue, not yet committed: the
+            # second takes another owner's head, not that owner's next job.
+            taken = await jobs.claim_next(first, worker_id="one", now=now, stale_after=stale_after)
+            beside = await jobs.claim_next(
+                second, worker_id="two", now=now, stale_after=stale_after
+            )
+            assert taken is not None and beside is not None
+            assert taken.owner_id != beside.owner_id
+            await first.rollback()
+            await second.rollback()
+    finally:
+        await _remove(live_client, bulk, backlog)
+        await _remove(live_client, single, mine)
+
+
+async def test_idle_owners_only_skips_an_owner_with_a_job_running(
+    live_client: httpx.AsyncClient, live_components: Components
+) -> None:
+    bulk, single = await auth_headers(live_client), await auth_headers(live_client)
+    backlog = await _queue(live_client, bulk, 2, "bulk")
+    mine = await _queue(live_client, single, 1, "mine")
+    stale_after = timedelta(hours=1)
+    first_of_backlog = uuid.UUID(backlog[0])
+    try:
+        await _set_job_status(live_components, first_of_backlog, "running")
+        async with live_components.sessionmaker() as session:
+            # Every idle owner's head, one each, until none is left (other tests' leftovers
+            # included): never the owner with a job running.
+            claimed = []
+            while job := await jobs.claim_next(
+                session,
+                worker_id="two",
+                now=utcnow(),
+                stale_after=stale_after,
+                idle_owners_only=True,
+            ):
+                claimed.append(job)
+            owners = [job.owner_id for job in claimed]
+            assert len(owners) == len(set(owners))
+            assert [str(job.document_id) for job in claimed if str(job.document_id) in mine] == mine
+            assert not any(str(job.document_id) in backlog for job in claimed)
+            await session.rollback()
+    finally:
+        await _set_job_status(live_components, first_of_backlog, "done")
+        await _remove(live_client, bulk, backlog)
+        await _remove(live_client, single, mine)

@@ -79,6 +79,25 @@ def test_hits_come_best_first_across_owners_with_cosine_similarities(
     assert similarities[chunks[2].id] == pytest.approx(1 / (1.25**0.5), abs=1e-4)
 
 
+def test_nearest_gives_each_owners_closest_chunks_of_any_document_and_version(
+    store: BlockingVectorStore,
+) -> None:
+    first, second = new_document(), new_document()
+    also_first = DocumentRef(uuid.uuid4(), first.owner_id, version=2)
+    chunks = [chunk(first, 0), chunk(also_first, 0, version=2), chunk(second, 0)]
+    store.upsert(chunks, [[0.0, 1.0, 0.0], [1.0, 0.2, 0.0], [1.0, 0.0, 0.0]])
+    nobody = uuid.uuid4()
+    found = store.nearest([1.0, 0.0, 0.0], [first.owner_id, second.owner_id, nobody], 5)
+    assert ids(found[first.owner_id]) == [chunks[1].id, chunks[0].id]
+    assert ids(found[second.owner_id]) == [chunks[2].id]
+    assert found[first.owner_id][0].chunk.version == 2
+    assert found[second.owner_id][0].similarity == pytest.approx(1.0, abs=1e-4)
+    assert not found.get(nobody)
+    assert ids(store.nearest([1.0, 0.0, 0.0], [first.owner_id], 1)[first.owner_id]) == [
+        chunks[1].id
+    ]
+
+
 def test_a_query_answers_from_the_version_asked_for(store: BlockingVectorStore) -> None:
     document = new_document()
     old, new = chunk(document, 0, version=1), chunk(document, 0, version=2)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ from docchat.retrieval.context import (
     build_context,
     format_context,
 )
-from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineDocument, InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
@@ -74,7 +74,7 @@ class Question:
     # Earlier messages, oldest first, as the model should see them.
     history: list[dict[str, Any]]
     # Completed documents to search: from the owner-scoped query only.
-    documents: Sequence[DocumentRef]
+    documents: SearchScope
     options: AnswerOptions
     scope: Scope | None = None
     # Documents attached to this question that are still processing: read directly.
@@ -165,7 +165,7 @@ class AnswerEngine:
         self.retriever.anticipate(query)
 
     def search_ahead(
-        self, query: str, scope: Scope, documents: Sequence[DocumentRef], options: AnswerOptions
+        self, query: str, scope: Scope, documents: SearchScope, options: AnswerOptions
     ) -> None:
         """Start the search `plan` will run for a question asked with its own words, as soon as
         its scope is known: it runs while the caller saves the turn (a search that never comes
@@ -211,7 +211,7 @@ class AnswerEngine:
             grounded=False,
             scope=question.scope,
             retrieval=options.retrieval,
-            documents_searched=len(question.documents),
+            documents_searched=DocumentScope.of(question.documents).size,
         )
         general = self._general(question)
         if not options.rag_enabled:
@@ -238,7 +238,7 @@ class AnswerEngine:
             "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
             question.label,
             question.scope,
-            len(question.documents),
+            DocumentScope.of(question.documents).size,
             len(entries),
             len(inline),
             len(context),

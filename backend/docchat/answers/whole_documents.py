@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docchat.answers.meta import AnswerMeta
@@ -21,7 +20,7 @@ from docchat.config import LLMSettings, RAGSettings
 from docchat.llm import prompts
 from docchat.llm.usage import MeteredLLM
 from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
-from docchat.retrieval.index import Chunk, DocumentRef, ScoredChunk
+from docchat.retrieval.index import Chunk, DocumentScope, ScoredChunk, SearchScope
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.schemas import PREVIEW_CHARS
 
@@ -147,7 +146,7 @@ class WholeDocuments:
     async def entries(
         self,
         request: str,
-        documents: Sequence[DocumentRef],
+        documents: SearchScope,
         *,
         model: str,
         label: str,
@@ -156,10 +155,13 @@ class WholeDocuments:
     ) -> list[ContextEntry] | None:
         """The documents in full (or condensed) as context, spent from `budget`; None when
         they cannot be read whole (then the answer searches instead)."""
-        if len(documents) > MAX_DOCUMENTS or budget.remaining_tokens < MIN_BUDGET_TOKENS:
+        listed = DocumentScope.of(documents).refs
+        if listed is None or len(listed) > MAX_DOCUMENTS:
             return None
-        chunks = await self.lexical.document_chunks(documents)
-        if not chunks or {chunk.document_id for chunk in chunks} != {d.id for d in documents}:
+        if budget.remaining_tokens < MIN_BUDGET_TOKENS:
+            return None
+        chunks = await self.lexical.document_chunks(listed)
+        if not chunks or {chunk.document_id for chunk in chunks} != {d.id for d in listed}:
             # Documents indexed before the lexical index existed have no text here yet.
             return None
         # Stitching hundreds of chunks is CPU work: not on the event loop.
@@ -183,7 +185,7 @@ class WholeDocuments:
         logger.info(
             "whole documents chat=%s documents=%d chunks=%d calls=%d",
             label,
-            len(documents),
+            len(listed),
             len(chunks),
             calls,
         )

@@ -25,6 +25,7 @@ from docchat.config import Settings
 from docchat.documents import repository as documents_repository
 from docchat.documents import service as documents_service
 from docchat.documents.models import Document, DocumentStatus
+from docchat.documents.scopes import search_scope
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
 from docchat.extraction.kinds import FileKind
@@ -121,17 +122,17 @@ async def _scope(
     """The message's documents and collections > the chat's > all readable documents; only
     completed documents count. Collections are read now: a revoked one adds nothing."""
     if requested or collections:
-        return "message", await documents_repository.completed_refs(
+        return "message", await search_scope(
             session, user, among=[d.id for d in requested], collections=collections
         )
     linked = await repository.links(session, chat.id)
     # A chat linked to a collection since revoked still searches only what it is linked to.
     if linked.document_ids or linked.collection_ids:
         readable = await chats_service.readable_collection_ids(session, user, linked.collection_ids)
-        return "chat", await documents_repository.completed_refs(
+        return "chat", await search_scope(
             session, user, among=linked.document_ids, collections=readable
         )
-    return "all", await documents_repository.completed_refs(session, user)
+    return "all", await search_scope(session, user)
 
 
 async def _conversation_documents(
@@ -139,11 +140,10 @@ async def _conversation_documents(
 ) -> DocumentScope:
     """Tool mode also searches every completed document attached to any message of the chat."""
     attached = await repository.message_document_ids(session, chat.id)
-    known = {document.id for document in documents}
-    extra = [i for i in attached if i not in known]
+    extra = [i for i in attached if i not in documents.by_id]
     if not extra:
         return documents
-    return documents + await documents_repository.completed_refs(session, user, among=extra)
+    return documents.with_documents(list(await search_scope(session, user, among=extra)))
 
 
 async def _replaced_question(

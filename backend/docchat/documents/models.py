@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
+from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin, utcnow
@@ -29,6 +29,14 @@ class Document(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
         Index("ix_documents_owner_id", "owner_id"),
         Index("ix_documents_category_id", "category_id"),
         Index("ix_documents_visibility", "visibility"),
+        # The owners of documents shared with everyone, one index step each (`scopes`).
+        Index(
+            "ix_documents_shared_owner",
+            "owner_id",
+            postgresql_where=text(
+                "visibility = 'shared' AND status = 'completed' AND deleted_at IS NULL"
+            ),
+        ),
     )
 
     owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
@@ -94,6 +102,15 @@ class IngestionJob(IdMixin, TimestampMixin, Base):
         # The fair claim reads each owner's queue and when the owner was last served.
         Index("ix_ingestion_jobs_owner_status", "owner_id", "status", "available_at"),
         Index("ix_ingestion_jobs_owner_claimed_at", "owner_id", "claimed_at"),
+        # Each owner's queue in claim order, queued jobs only (`jobs.claim_next`).
+        Index(
+            "ix_ingestion_jobs_queued",
+            "owner_id",
+            "available_at",
+            "created_at",
+            "id",
+            postgresql_where=text("status = 'queued'"),
+        ),
     )
 
     document_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))

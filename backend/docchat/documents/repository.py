@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,27 +10,22 @@ from sqlalchemy import (
     Boolean,
     ColumnElement,
     Select,
-    String,
     Uuid,
     and_,
     any_,
     bindparam,
-    case,
     func,
-    literal,
-    null,
     or_,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by, distinct_on
+from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.db import advisory_xact_lock, utcnow
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
 from docchat.membership.access import UserId, shared_document_ids
 from docchat.membership.models import EVERYONE_ID, CollectionDocument
-from docchat.retrieval.index import DocumentRef, DocumentScope
 from docchat.retrieval.models import DocumentChunk
 from docchat.users.models import User
 
@@ -40,10 +33,11 @@ from docchat.users.models import User
 def readable_by(user: User) -> Select[Document]:
     """Documents `user` may read, never deleted ones: their own, those shared with everyone,
     and those in a collection the user (or one of their groups) is a member of."""
-    return select(Document).where(_readable(user.id))
+    return select(Document).where(readable_condition(user.id))
 
 
-def _readable(user_id: UserId) -> ColumnElement[bool]:
+def readable_condition(user_id: UserId) -> ColumnElement[bool]:
+    """What `readable_by` selects, as a condition on `Document`."""
     return and_(
         Document.deleted_at.is_(None),
         or_(
@@ -102,116 +96,6 @@ async def readable_among(
     if status is not None:
         statement = statement.where(Document.status == status)
     return list((await session.execute(statement.order_by(Document.created_at))).scalars())
-
-
-# Scopes recently read, by what was asked: (their fingerprint, the scope). At most this many.
-SCOPES_KEPT = 256
-_ScopeKey = tuple[Any, ...]
-_scopes: OrderedDict[_ScopeKey, tuple[str, DocumentScope]] = OrderedDict()
-
-
-async def completed_refs(
-    session: AsyncSession,
-    user: User,
-    *,
-    among: Sequence[uuid.UUID] | None = None,
-    collections: Sequence[uuid.UUID] | None = None,
-    category_id: uuid.UUID | None = None,
-) -> DocumentScope:
-    """The completed documents `user` may read (of `among` and the documents of
-    `collections`, or of a category), as the indexes address them: the scope of a search.
-    The collections must be ones the user may read (`sharing.service.require_readable`).
-
-    The query runs every time (a revoked share or a deleted document counts at once), but a
-    scope that has not changed since the same question was last asked of this process comes
-    back as it was, with what the indexes derived from it: PostgreSQL compares the scope's
-    fingerprint (its documents and their versions, in order) with the one this process holds
-    and then sends no list. A shared library's thousand documents cost about a millisecond of
-    the event loop to read and index again."""
-    narrowed = among is not None or collections is not None
-    statement = _scope_statement(narrowed=narrowed, by_category=category_id is not None)
-    parameters: dict[str, Any] = {"user_id": user.id, "category_id": category_id}
-    if narrowed:
-        parameters |= {
-            "among": list(among or []),
-            "collections": list(collections or []),
-            "everyone": EVERYONE_ID in (collections or []),
-        }
-    key = (user.id, category_id, _frozen(among), _frozen(collections))
-    known = _scopes.get(key)
-    parameters["known"] = known[0] if known is not None else None
-    fingerprint, ids, owners, versions = (await session.execute(statement, parameters)).one()
-    if known is not None and fingerprint == known[0]:
-        _scopes.move_to_end(key)
-        return known[1]
-    scope = DocumentScope(map(DocumentRef, ids or [], owners or [], versions or []))
-    _scopes[key] = (fingerprint, scope)
-    _scopes.move_to_end(key)
-    while len(_scopes) > SCOPES_KEPT:
-        _scopes.popitem(last=False)
-    return scope
-
-
-def _frozen(ids: Sequence[uuid.UUID] | None) -> tuple[uuid.UUID, ...] | None:
-    return None if ids is None else tuple(ids)
-
-
-@functools.cache
-def _scope_statement(*, narrowed: bool, by_category: bool) -> Select[Any]:
-    """`completed_refs`' query, built once per shape (building it is a millisecond of Python
-    per message): everything that varies is a bound parameter, lists as arrays.
-
-    Three arrays in one row rather than a row per document: a shared library's thousand
-    documents then cost a third of the time to read (rows are decoded one by one in Python).
-    With them the scope's fingerprint; the arrays are left out (null) when it equals `known`."""
-    condition = and_(
-        _readable(bindparam("user_id", type_=Uuid())),
-        Document.status == DocumentStatus.completed,
-    )
-    if narrowed:
-        collections = bindparam("collections", type_=_UUIDS)
-        everyone = bindparam("everyone", type_=Boolean())
-        condition = and_(
-            condition,
-            or_(
-                Document.id == any_(bindparam("among", type_=_UUIDS)),
-                _in_collections(collections, everyone),
-            ),
-        )
-    if by_category:
-        condition = and_(condition, Document.category_id == bindparam("category_id"))
-    scope = (
-        select(Document.id, Document.owner_id, Document.version, Document.created_at)
-        .where(condition)
-        .subquery()
-    )
-
-    def in_order(column: ColumnElement[Any]) -> ColumnElement[Any]:
-        return func.array_agg(aggregate_order_by(column, scope.c.created_at))
-
-    # Each document's id and version, in the scope's order (an id names its owner too).
-    each = func.concat(scope.c.id, ":", scope.c.version)
-    fingerprint = func.coalesce(
-        func.md5(func.string_agg(each, aggregate_order_by(literal(","), scope.c.created_at))),
-        "",
-    )
-    found = select(
-        fingerprint.label("fingerprint"),
-        in_order(scope.c.id).label("ids"),
-        in_order(scope.c.owner_id).label("owners"),
-        in_order(scope.c.version).label("versions"),
-    ).subquery()
-    unchanged = found.c.fingerprint == bindparam("known", type_=String())
-
-    def unless_unchanged(column: ColumnElement[Any]) -> ColumnElement[Any]:
-        return case((unchanged, null()), else_=column)
-
-    return select(
-        found.c.fingerprint,
-        unless_unchanged(found.c.ids),
-        unless_unchanged(found.c.owners),
-        unless_unchanged(found.c.versions),
-    )
 
 
 async def live_documents(session: AsyncSession) -> list[Document]:

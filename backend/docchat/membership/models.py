@@ -90,7 +90,11 @@ class CollectionMember(IdMixin, Base):
 
 class CollectionDocument(Base):
     __tablename__ = "collection_documents"
-    __table_args__ = (Index("ix_collection_documents_document_id", "document_id"),)
+    __table_args__ = (
+        Index("ix_collection_documents_document_id", "document_id"),
+        # The owners of a collection's documents, one index step each (`documents.scopes`).
+        Index("ix_collection_documents_collection_owner", "collection_id", "owner_id"),
+    )
 
     collection_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True
@@ -98,5 +102,7 @@ class CollectionDocument(Base):
     document_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
     )
+    # The document's owner (a document never changes hands).
+    owner_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     added_by: Mapped[uuid.UUID | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, server_default=func.now())

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, Question
 from docchat.categories import repository as categories_repository
 from docchat.config import LLMSettings, Settings
-from docchat.documents import repository as documents_repository
+from docchat.documents.scopes import search_scope
 from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import BadRequest, Forbidden, NotFound
@@ -173,16 +173,16 @@ async def index_documents(session: AsyncSession, user: User, index_name: str) ->
     id; a category wins a tie, then the caller's own collection; a name several collections
     share otherwise is a 409 listing them). Any other name is a 404."""
     if index_name == ALL_INDEX:
-        return await documents_repository.completed_refs(session, user)
+        return await search_scope(session, user)
     category = await categories_repository.get_owned_by_name(session, user.id, index_name)
     if category is not None:
-        return await documents_repository.completed_refs(session, user, category_id=category.id)
+        return await search_scope(session, user, category_id=category.id)
     collection = await sharing.readable_by_name(session, user, index_name)
     if collection is None:
         raise NotFound(
             f"Index {index_name!r} not found: use 'all', one of your categories or a collection"
         )
-    return await documents_repository.completed_refs(session, user, collections=[collection.id])
+    return await search_scope(session, user, collections=[collection.id])
 
 
 @dataclass(frozen=True)

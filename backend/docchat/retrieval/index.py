@@ -10,6 +10,9 @@ Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thr
   first, with cosine similarity; each chunk may come as its address alone (document, index,
   version, owner), its text empty: PostgreSQL holds the text and where the passage stands
   (page, location, file name), and `with_passages` reads them for the chunks a search keeps;
+- `nearest(embedding, owners, per_owner)` returns, for each of `owners`, up to `per_owner` of
+  that owner's chunks (any document, any version), most similar first: a wide scope's search
+  (`DocumentScope` without a list) asks this, then keeps what PostgreSQL finds in the scope;
 - `read(chunks)` returns the named chunks as the index stored them (text and location only
   where it kept them: chunks written by versions that did), for passages PostgreSQL lacks;
 - `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
@@ -29,9 +32,9 @@ import asyncio
 import functools
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple, Protocol, overload
+from typing import Any, NamedTuple, Protocol
 
 from docchat.config import Settings
 from docchat.kit.registry import Registry
@@ -113,71 +116,122 @@ class DocumentRef(NamedTuple):
         return cls(document.id, document.owner_id, document.version)
 
 
-class DocumentScope(Sequence[DocumentRef]):
-    """The documents a search may read, as the owner-scoped query returned them, with what the
-    indexes derive from them (by id, by owner, a digest) computed once, when first asked for.
+@dataclass(frozen=True)
+class ScopeCondition:
+    """Which documents a wide scope holds, as PostgreSQL reads it: a condition over the
+    `documents` table aliased `d` (live, completed, readable by the asker), its parameters all
+    named `scope_*`. Built by the documents package (`documents.scopes`), where reading rights
+    are known; the indexes only embed it in their statements."""
 
-    A shared library puts a thousand documents in every scope; building these for each search
-    took about a millisecond of the event loop's time per message, and the scope query keeps
-    an unchanged scope from one message to the next (`documents.repository.completed_refs`)."""
+    sql: str
+    parameters: Mapping[str, Any]
 
-    def __init__(self, refs: Iterable[DocumentRef] = ()) -> None:
-        self._refs = tuple(refs)
+
+class DocumentScope:
+    """The documents a search may read, as the owner-scoped query resolved them.
+
+    A narrow scope (documents chosen for a message or a chat, a small library) lists its
+    documents (`refs`), each with the version that answers. A wide one ("all I may read" over a
+    shared library of 100,000 notes) does not: it is a condition PostgreSQL checks (`condition`),
+    the owners whose vector collections may hold its chunks (`owners`), and its size and totals
+    as last counted. Its cost does not grow with its documents: the indexes are asked with the
+    condition and verify what they find (`documents.scopes`)."""
+
+    def __init__(
+        self,
+        refs: Iterable[DocumentRef] | None = (),
+        *,
+        condition: ScopeCondition | None = None,
+        owners: Iterable[uuid.UUID] | None = None,
+        size: int | None = None,
+        totals: tuple[float, float] | None = None,
+    ) -> None:
+        self.refs: tuple[DocumentRef, ...] | None = None if refs is None else tuple(refs)
+        if self.refs is None and condition is None:
+            raise ValueError("a scope is its documents or a condition")
+        self.condition = condition
+        listed = self.refs or ()
+        self.owners: tuple[uuid.UUID, ...] = (
+            tuple(owners)
+            if owners is not None
+            else tuple(dict.fromkeys(r.owner_id for r in listed))
+        )
+        # Documents in the scope: exact when they are listed, else as last counted.
+        self.size = len(listed) if self.refs is not None else (size or 0)
+        # (chunks, average chunk length in words) for BM25, when the resolver counted them.
+        self.totals = totals
 
     @classmethod
-    def of(cls, documents: Sequence[DocumentRef]) -> DocumentScope:
+    def of(cls, documents: SearchScope) -> DocumentScope:
         return documents if isinstance(documents, DocumentScope) else cls(documents)
 
-    def __len__(self) -> int:
-        return len(self._refs)
+    @property
+    def listed(self) -> bool:
+        return self.refs is not None
 
-    @overload
-    def __getitem__(self, index: int) -> DocumentRef: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[DocumentRef, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> DocumentRef | tuple[DocumentRef, ...]:
-        return self._refs[index]
-
-    def __iter__(self) -> Iterator[DocumentRef]:
-        return iter(self._refs)
+    def __bool__(self) -> bool:
+        return bool(self.refs) if self.refs is not None else bool(self.owners)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DocumentScope):
-            return self._refs == other._refs
-        return isinstance(other, Sequence) and self._refs == tuple(other)
+            return (self.refs, self.condition) == (other.refs, other.condition)
+        return isinstance(other, Sequence) and self.refs == tuple(other)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"DocumentScope({len(self._refs)} documents)"
+        kind = "listed" if self.refs is not None else "wide"
+        return f"DocumentScope({kind}, {self.size} documents, {len(self.owners)} owners)"
 
-    def __add__(self, other: Sequence[DocumentRef]) -> DocumentScope:
-        return DocumentScope((*self._refs, *other))
+    def __iter__(self) -> Iterator[DocumentRef]:
+        """The listed documents; a wide scope has no list to go through."""
+        if self.refs is None:
+            raise TypeError("a wide scope does not list its documents")
+        return iter(self.refs)
+
+    def with_documents(self, extra: Sequence[DocumentRef]) -> DocumentScope:
+        """This scope and `extra` (documents the caller resolved as readable)."""
+        if not extra:
+            return self
+        if self.refs is not None:
+            known = self.by_id
+            return DocumentScope((*self.refs, *(r for r in extra if r.id not in known)))
+        assert self.condition is not None
+        parameters = dict(self.condition.parameters)
+        parameters["scope_documents"] = [*parameters["scope_documents"], *(r.id for r in extra)]
+        owners = dict.fromkeys((*self.owners, *(r.owner_id for r in extra)))
+        return DocumentScope(
+            None,
+            condition=ScopeCondition(self.condition.sql, parameters),
+            owners=owners,
+            size=self.size + len(extra),
+            totals=self.totals,
+        )
 
     @functools.cached_property
     def ids(self) -> list[uuid.UUID]:
-        return [document.id for document in self._refs]
+        return [document.id for document in self.refs or ()]
 
     @functools.cached_property
     def by_id(self) -> dict[uuid.UUID, DocumentRef]:
-        return {document.id: document for document in self._refs}
+        return {document.id: document for document in self.refs or ()}
 
     @functools.cached_property
     def by_owner(self) -> dict[uuid.UUID, dict[uuid.UUID, int]]:
-        """Each owner's documents, with the version of each that answers."""
+        """Each owner's listed documents, with the version of each that answers."""
         grouped: dict[uuid.UUID, dict[uuid.UUID, int]] = {}
-        for document in self._refs:
+        for document in self.refs or ():
             grouped.setdefault(document.owner_id, {})[document.id] = document.version
         return grouped
 
     @functools.cached_property
     def digest(self) -> bytes:
-        """Names the set of documents (not their versions), for what is kept per scope."""
+        """Names the set of listed documents (not their versions), for what is kept per scope."""
         return hashlib.blake2b(b"".join(i.bytes for i in self.ids), digest_size=16).digest()
 
 
+# What a search takes: a resolved scope, or documents listed by the caller.
+SearchScope = DocumentScope | Sequence[DocumentRef]
 Embedding = Sequence[float]
 ChunkAddress = tuple[DocumentRef, int]
 
@@ -192,6 +246,10 @@ class VectorIndex(Protocol):
     async def query(
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
     ) -> list[ScoredChunk]: ...
+
+    async def nearest(
+        self, embedding: Embedding, owners: Sequence[uuid.UUID], per_owner: int
+    ) -> dict[uuid.UUID, list[ScoredChunk]]: ...
 
     async def similarities(
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]
@@ -216,6 +274,10 @@ class BlockingVectorStore(Protocol):
     def query(
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
     ) -> list[ScoredChunk]: ...
+
+    def nearest(
+        self, embedding: Embedding, owners: Sequence[uuid.UUID], per_owner: int
+    ) -> dict[uuid.UUID, list[ScoredChunk]]: ...
 
     def similarities(
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]
@@ -252,6 +314,22 @@ class PassageRows(Protocol):
         """Each of `chunks` that still exists as named (version included), whole (text, page,
         location, file name), by id."""
         ...
+
+
+class ScopeRows(Protocol):
+    """What PostgreSQL tells of a wide scope (`DocumentScope.condition`)."""
+
+    async def admitted(self, scope: DocumentScope, chunks: Sequence[Chunk]) -> set[str]:
+        """The ids of `chunks` whose document the scope holds, at the chunk's version."""
+        ...
+
+    async def documents_of(self, scope: DocumentScope, owner_id: uuid.UUID) -> list[DocumentRef]:
+        """The scope's documents of one owner."""
+        ...
+
+
+class ChunkRows(PassageRows, ScopeRows, Protocol):
+    """The chunks' rows in PostgreSQL, as the retriever reads them."""
 
 
 async def with_passages(
@@ -293,6 +371,11 @@ class ThreadedIndex:
         self, embedding: Embedding, documents: Sequence[DocumentRef], top_k: int
     ) -> list[ScoredChunk]:
         return await asyncio.to_thread(self.store.query, embedding, documents, top_k)
+
+    async def nearest(
+        self, embedding: Embedding, owners: Sequence[uuid.UUID], per_owner: int
+    ) -> dict[uuid.UUID, list[ScoredChunk]]:
+        return await asyncio.to_thread(self.store.nearest, embedding, owners, per_owner)
 
     async def similarities(
         self, embedding: Embedding, chunks: Sequence[ChunkAddress]

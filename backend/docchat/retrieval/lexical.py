@@ -14,16 +14,17 @@ the caller resolved for the user.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import TextClause, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope
+from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
 from docchat.retrieval.models import DocumentChunk
 
 K1 = 1.2
@@ -130,6 +131,38 @@ _BM25_MATCHES_FIRST = text(
     JOIN document_chunks c ON c.tsv @@ q.query AND c.document_id = ANY(:documents)"""
     )
 )
+
+
+@functools.cache
+def _bm25_in(condition: str) -> TextClause:
+    """BM25 over a wide scope given as a condition on its documents (`ScopeCondition`): the
+    chunks holding a candidate word, kept when their document meets it. The scope's documents
+    are never listed, so the cost is the candidates', whatever the scope's size."""
+    return text(
+        _BM25.format(
+            candidates=f"""FROM question q
+    JOIN document_chunks c ON c.tsv @@ q.query
+    JOIN documents d ON d.id = c.document_id AND {condition}"""
+        )
+    )
+
+
+# Which of the named documents (at which version) a wide scope holds, and those of one owner.
+@functools.cache
+def _admitted(condition: str) -> TextClause:
+    return text(
+        f"SELECT d.id, d.version FROM documents d WHERE d.id = ANY(:ids) AND {condition}"  # noqa: S608
+    )
+
+
+@functools.cache
+def _owned_in(condition: str) -> TextClause:
+    return text(
+        "SELECT d.id, d.owner_id, d.version FROM documents d "  # noqa: S608
+        f"WHERE d.owner_id = :owner AND {condition}"
+    )
+
+
 _CHUNKS_OF_DOCUMENTS = text(
     "SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, "
     "d.visibility, d.filename, d.version "
@@ -388,15 +421,13 @@ class LexicalIndex:
         if cached is not None and now - cached[2] <= SCOPE_TOTALS_TTL_SECONDS:
             return cached[0], cached[1]
         row = (await session.execute(_SCOPE_TOTALS, {"documents": scope.ids})).one()
-        if len(scope) >= CACHED_SCOPE_DOCUMENTS:
+        if scope.size >= CACHED_SCOPE_DOCUMENTS:
             if len(self._totals) >= CACHED_SCOPES:
                 self._totals.pop(next(iter(self._totals)))
             self._totals[key] = (row.n, row.avgdl, now)
         return row.n, row.avgdl
 
-    async def search(
-        self, documents: Sequence[DocumentRef], question: str, limit: int
-    ) -> list[LexicalHit]:
+    async def search(self, documents: SearchScope, question: str, limit: int) -> list[LexicalHit]:
         if not documents or not question.strip() or limit <= 0:
             return []
         scope = DocumentScope.of(documents)
@@ -405,18 +436,21 @@ class LexicalIndex:
             lexemes = list((await session.execute(_LEXEMES, asked)).scalar_one() or [])
             if not lexemes:
                 return []
-            n, avgdl = await self._scope_totals(session, scope)
-            if n <= self.exact_scope_chunks:
+            n, avgdl = scope.totals or await self._scope_totals(session, scope)
+            parameters: dict[str, Any] = {"documents": scope.ids}
+            if scope.listed and n <= self.exact_scope_chunks:
                 statement, words = _BM25_SCOPE_FIRST, WordSelection(lexemes, {})
             else:
                 statistics = await self._word_statistics(session)
                 statement = _BM25_MATCHES_FIRST
+                if scope.condition is not None:
+                    statement = _bm25_in(scope.condition.sql)
+                    parameters = dict(scope.condition.parameters)
                 words = select_words(lexemes, statistics, n, self.candidate_budget)
-            parameters = {
+            parameters |= {
                 "lexemes": lexemes,
                 "known": list(words.common),
                 "known_df": list(words.common.values()),
-                "documents": scope.ids,
                 "n": n,
                 "avgdl": avgdl,
                 "k1": K1,
@@ -434,6 +468,28 @@ class LexicalIndex:
                 LexicalHit(_chunk_of(row), float(row.score), float(row.coverage or 0.0))
                 for row in rows
             ]
+
+    async def admitted(self, scope: DocumentScope, chunks: Sequence[Chunk]) -> set[str]:
+        """The ids of those of `chunks` that a wide scope holds: their document is in it and
+        answers with the chunk's version (what the vector index found, checked)."""
+        if scope.condition is None or not chunks:
+            return set()
+        ids = list({chunk.document_id for chunk in chunks})
+        parameters = dict(scope.condition.parameters) | {"ids": ids}
+        async with self.sessionmaker() as session:
+            rows = await session.execute(_admitted(scope.condition.sql), parameters)
+            answering = {row.id: row.version for row in rows}
+        return {chunk.id for chunk in chunks if answering.get(chunk.document_id) == chunk.version}
+
+    async def documents_of(self, scope: DocumentScope, owner_id: uuid.UUID) -> list[DocumentRef]:
+        """The documents of one owner that a wide scope holds (to search that owner's vectors
+        with a filter, when the nearest ones were mostly outside the scope)."""
+        if scope.condition is None:
+            return [ref for ref in scope if ref.owner_id == owner_id]
+        parameters = dict(scope.condition.parameters) | {"owner": owner_id}
+        async with self.sessionmaker() as session:
+            rows = await session.execute(_owned_in(scope.condition.sql), parameters)
+            return [DocumentRef(row.id, row.owner_id, row.version) for row in rows]
 
     async def passages_of(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
         """Each of `chunks` whose document still answers with the chunk's version, as stored

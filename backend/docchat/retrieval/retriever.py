@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,10 +34,12 @@ from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
 from docchat.retrieval.index import (
+    ChunkRows,
     DocumentRef,
     DocumentScope,
-    PassageRows,
+    Embedding,
     ScoredChunk,
+    SearchScope,
     VectorIndex,
     with_passages,
 )
@@ -88,13 +91,43 @@ RerankerFactory = Callable[[RerankSettings], Reranker | None]
 RERANKERS: Registry[RerankerFactory] = Registry("reranker", "RERANK_KIND")
 
 
+# A wide scope's vector search asks each owner for this many times the chunks it needs, then
+# (for an owner whose nearest were mostly outside the scope) this many times more.
+VECTOR_OVERFETCH = 3
+VECTOR_DEEPEN = 10
+# The key of a listed scope's hits among `_nearest`'s (not an owner: those are checked already).
+_LISTED = uuid.UUID(int=0)
+
+
+def _best(found: dict[uuid.UUID, list[ScoredChunk]], depth: int) -> list[ScoredChunk]:
+    every = [hit for hits in found.values() for hit in hits]
+    return sorted(every, key=lambda hit: hit.similarity, reverse=True)[:depth]
+
+
+def _short_owners(
+    found: dict[uuid.UUID, list[ScoredChunk]],
+    kept: dict[uuid.UUID, list[ScoredChunk]],
+    asked: int,
+    depth: int,
+) -> list[uuid.UUID]:
+    """Owners that may hold chunks of the scope closer than the `depth`-th best kept: they
+    returned all `asked` (more lie beyond), and the farthest of them is closer than that."""
+    best = _best(kept, depth)
+    bar = best[-1].similarity if len(best) >= depth else float("-inf")
+    return [
+        owner
+        for owner, hits in found.items()
+        if len(hits) >= asked and len(kept.get(owner, ())) < depth and hits[-1].similarity > bar
+    ]
+
+
 class Retriever:
     def __init__(
         self,
         embedder: Embedder,
         index: VectorIndex,
         *,
-        passages: PassageRows,
+        passages: ChunkRows,
         similarity_floor: float,
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
@@ -158,7 +191,7 @@ class Retriever:
     async def search(
         self,
         query: str,
-        documents: Sequence[DocumentRef],
+        documents: SearchScope,
         top_k: int,
         *,
         require_match: bool = True,
@@ -178,7 +211,7 @@ class Retriever:
             result = await self._search(query, scope, top_k)
         return self._judged(result, require_match)
 
-    def search_ahead(self, query: str, documents: Sequence[DocumentRef], top_k: int) -> None:
+    def search_ahead(self, query: str, documents: SearchScope, top_k: int) -> None:
         """Start the search that `search` will shortly be asked for with these arguments (the
         same scope object), so that it runs while the caller does its other work. Whether the
         match floor applies is decided then."""
@@ -225,18 +258,21 @@ class Retriever:
         return await with_passages(hits, self.passages, self.index)
 
     def _passing(self, hits: list[ScoredChunk], scope: DocumentScope) -> list[ScoredChunk]:
-        """The `hits` of the scope whose match score reaches the similarity floor, in order."""
+        """The `hits` of the scope whose match score reaches the similarity floor, in order
+        (a wide scope's hits were checked against it as they were found)."""
         allowed = scope.by_id
         return [
             hit
             for hit in hits
-            if self.match_score(hit) >= self.similarity_floor and hit.chunk.document_id in allowed
+            if self.match_score(hit) >= self.similarity_floor
+            and (not scope.listed or hit.chunk.document_id in allowed)
         ]
 
     async def _candidates(self, query: str, scope: DocumentScope, depth: int) -> list[ScoredChunk]:
         if self.lexical is None:
             vector = await embed_query(self.embedder, query)
-            return await self.index.query(vector, scope, depth)
+            found = await self._nearest(vector, scope, depth)
+            return await self._in_scope(vector, scope, found, depth)
         # BM25 needs no vector: it starts with the query's embedding, not after it, and then
         # fetches its passages' cosine similarities while the vector search still runs. Both
         # sides finish before anything is raised: a failed vector search must not leave the
@@ -251,12 +287,67 @@ class Retriever:
             raise vector_result
         if isinstance(lexical_result, BaseException):
             raise lexical_result
-        return self._fused(vector_result, *lexical_result)
+        # A wide scope's nearest chunks are checked against it once BM25 is done with
+        # PostgreSQL (one statement after the other, on whatever connection they get).
+        vector_hits = await self._in_scope(await embedding, scope, vector_result, depth)
+        return self._fused(vector_hits, *lexical_result)
 
     async def _vector_side(
         self, embedding: Awaitable[list[float]], scope: DocumentScope, depth: int
+    ) -> dict[uuid.UUID, list[ScoredChunk]]:
+        return await self._nearest(await embedding, scope, depth)
+
+    async def _nearest(
+        self, embedding: Embedding, scope: DocumentScope, depth: int
+    ) -> dict[uuid.UUID, list[ScoredChunk]]:
+        """The nearest chunks by owner: of a listed scope, its `depth` best (exact, under one
+        key); of a wide one, each owner's nearest, a few times more than needed and unchecked
+        (`_in_scope` keeps those the scope holds)."""
+        if scope.listed:
+            return {_LISTED: await self.index.query(embedding, scope.refs or (), depth)}
+        return await self.index.nearest(embedding, scope.owners, depth * VECTOR_OVERFETCH)
+
+    async def _in_scope(
+        self,
+        embedding: Embedding,
+        scope: DocumentScope,
+        found: dict[uuid.UUID, list[ScoredChunk]],
+        depth: int,
     ) -> list[ScoredChunk]:
-        return await self.index.query(await embedding, scope, depth)
+        """The `depth` chunks of the scope nearest to `embedding`, exactly, from `_nearest`.
+
+        A wide scope's are those of each owner's nearest that PostgreSQL finds in it. An owner
+        whose nearest were mostly outside the scope (someone who shares a few documents and
+        keeps many) may still hold closer ones than the last kept: that owner is asked again,
+        deeper, and then, if still needed, filtered by its documents in the scope."""
+        if scope.listed:
+            return found.get(_LISTED, [])
+        asked = depth * VECTOR_OVERFETCH
+        kept = await self._admitted(scope, found)
+        for deeper in (asked * VECTOR_DEEPEN, None):
+            short = _short_owners(found, kept, asked, depth)
+            if not short:
+                break
+            if deeper is not None:
+                found |= await self.index.nearest(embedding, short, deeper)
+                kept |= await self._admitted(scope, {owner: found[owner] for owner in short})
+                asked = deeper
+                continue
+            for owner in short:
+                documents = await self.passages.documents_of(scope, owner)
+                kept[owner] = await self.index.query(embedding, documents, depth)
+        return _best(kept, depth)
+
+    async def _admitted(
+        self, scope: DocumentScope, found: dict[uuid.UUID, list[ScoredChunk]]
+    ) -> dict[uuid.UUID, list[ScoredChunk]]:
+        """Of each owner's hits, those the wide scope holds."""
+        every = [hit.chunk for hits in found.values() for hit in hits]
+        admitted = await self.passages.admitted(scope, every)
+        return {
+            owner: [hit for hit in hits if hit.chunk.id in admitted]
+            for owner, hits in found.items()
+        }
 
     async def _lexical_side(
         self,
@@ -272,13 +363,19 @@ class Retriever:
         vector = await embedding  # awaited even without hits: its failure is reported once
         if not hits:
             return hits, {}
-        refs = scope.by_id
-        wanted = [(refs[hit.chunk.document_id], hit.chunk.chunk_index) for hit in hits]
+        # A hit's row names its document's owner and answering version.
+        wanted = [
+            (
+                DocumentRef(hit.chunk.document_id, hit.chunk.owner_id, hit.chunk.version),
+                hit.chunk.chunk_index,
+            )
+            for hit in hits
+        ]
         return hits, await self.index.similarities(vector, wanted)
 
     @staticmethod
     async def _lexical(
-        lexical: LexicalIndex, documents: Sequence[DocumentRef], query: str, depth: int
+        lexical: LexicalIndex, documents: SearchScope, query: str, depth: int
     ) -> list[LexicalHit]:
         try:
             return await lexical.search(documents, query, depth)

@@ -7,13 +7,12 @@ the search always runs over the ids the server resolved for this conversation.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from docchat.llm.client import ToolCall
 from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
-from docchat.retrieval.index import DocumentRef
+from docchat.retrieval.index import SearchScope
 from docchat.retrieval.retriever import Retriever
 
 TOOL_NAME = "semantic_search"
@@ -53,7 +52,7 @@ class ToolRetrieval:
     """Runs the model's search calls over a fixed document scope, numbering what it finds."""
 
     retriever: Retriever
-    documents: Sequence[DocumentRef]
+    documents: SearchScope
     default_top_k: int
     # What the passages found may spend; passages read inline are already in `entries`.
     budget: TokenBudget

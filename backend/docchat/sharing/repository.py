@@ -114,7 +114,12 @@ async def put_document(
 ) -> None:
     await session.execute(
         insert(CollectionDocument)
-        .values(collection_id=collection_id, document_id=document_id, added_by=added_by)
+        .values(
+            collection_id=collection_id,
+            document_id=document_id,
+            owner_id=select(Document.owner_id).where(Document.id == document_id).scalar_subquery(),
+            added_by=added_by,
+        )
         .on_conflict_do_nothing()
     )
 
