@@ -5,7 +5,10 @@
   next, whatever the number of documents (`documents.scopes`).
 - `ix_documents_shared_owner`: the same walk over the documents shared with everyone.
 - `ix_ingestion_jobs_queued`: each owner's queue in order, queued jobs only, so that the claim
-  reads the owners with work waiting and the head of each queue, not every queued job.
+  reads the owners with work waiting and the head of each queue, not every queued job; and
+  `ix_ingestion_jobs_running` for each owner's running jobs. They replace
+  `ix_ingestion_jobs_owner_status`, which a fresh database's planner (no statistics yet) took
+  for the head of a queue, reading and sorting the owner's whole backlog.
 
 Revision ID: 0018
 Revises: 0017
@@ -57,9 +60,20 @@ def upgrade() -> None:
         ["owner_id", "available_at", "created_at", "id"],
         postgresql_where=sa.text("status = 'queued'"),
     )
+    op.create_index(
+        "ix_ingestion_jobs_running",
+        "ingestion_jobs",
+        ["owner_id"],
+        postgresql_where=sa.text("status = 'running'"),
+    )
+    op.drop_index("ix_ingestion_jobs_owner_status", table_name="ingestion_jobs")
 
 
 def downgrade() -> None:
+    op.create_index(
+        "ix_ingestion_jobs_owner_status", "ingestion_jobs", ["owner_id", "status", "available_at"]
+    )
+    op.drop_index("ix_ingestion_jobs_running", table_name="ingestion_jobs")
     op.drop_index("ix_ingestion_jobs_queued", table_name="ingestion_jobs")
     op.drop_index("ix_documents_shared_owner", table_name="documents")
     op.drop_index("ix_collection_documents_collection_owner", table_name="collection_documents")

@@ -58,8 +58,10 @@ async def _in_scope(session: AsyncSession, scope: DocumentScope) -> set[str]:
 
 @pytest.fixture
 def wide(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every scope is wide (a condition), however few documents it holds."""
+    """Every scope is wide (a condition), however few documents it holds; sizes counted by
+    earlier tests are forgotten."""
     monkeypatch.setattr(scopes, "LISTED_UP_TO", 0)
+    monkeypatch.setattr(scopes, "_everyones", {})
 
 
 async def test_a_small_scope_is_listed_and_its_changes_count_at_the_next_question(

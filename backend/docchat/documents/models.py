@@ -99,8 +99,8 @@ class IngestionJob(IdMixin, TimestampMixin, Base):
     __table_args__ = (
         Index("ix_ingestion_jobs_document_id", "document_id"),
         Index("ix_ingestion_jobs_status_available_at", "status", "available_at"),
-        # The fair claim reads each owner's queue and when the owner was last served.
-        Index("ix_ingestion_jobs_owner_status", "owner_id", "status", "available_at"),
+        # The fair claim reads each owner's running jobs and when the owner was last served.
+        Index("ix_ingestion_jobs_running", "owner_id", postgresql_where=text("status = 'running'")),
         Index("ix_ingestion_jobs_owner_claimed_at", "owner_id", "claimed_at"),
         # Each owner's queue in claim order, queued jobs only (`jobs.claim_next`).
         Index(

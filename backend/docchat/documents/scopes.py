@@ -11,11 +11,13 @@ O(documents):
 - the owners whose vector collections may hold the scope's chunks (an index walk per owner,
   `_OWNERS`), which also tells an empty scope from one that is not;
 - its size and totals (chunks, average length; BM25's formula needs them), counted when first
-  asked and then reused for `TOTALS_TTL_SECONDS`: a document more or less barely moves them.
+  asked and then reused for `TOTALS_TTL_SECONDS` (a document more or less barely moves them):
+  the documents shared with everyone once for every reader, the rest per rule.
 
-A scope of at most `LISTED_UP_TO` documents is listed as well (each with its answering
-version), and searched as a list, exactly; a wider one is a condition (`IN_SCOPE`) that
-PostgreSQL checks on what the indexes find (`retrieval.index.DocumentScope`).
+A scope of at most `LISTED_UP_TO` documents and `LISTED_CHUNKS_UP_TO` chunks is listed as
+well (each document with its answering version), read afresh at every question and searched
+as a list, exactly; a wider one is a condition (`IN_SCOPE`) that PostgreSQL checks on what the
+indexes find (`retrieval.index.DocumentScope`).
 """
 
 from __future__ import annotations
@@ -35,10 +37,13 @@ from docchat.documents.repository import readable_condition
 from docchat.membership.access import member_collection_ids
 from docchat.membership.models import EVERYONE_ID
 from docchat.retrieval.index import DocumentRef, DocumentScope, ScopeCondition
+from docchat.retrieval.lexical import EXACT_SCOPE_CHUNKS
 from docchat.users.models import User
 
-# Up to this many documents a scope is listed and searched as a list; above, as a condition.
+# Up to this many documents and chunks a scope is listed and searched as a list (BM25 then
+# reads its chunks by key, exactly); above, as a condition.
 LISTED_UP_TO = 1_000
+LISTED_CHUNKS_UP_TO = EXACT_SCOPE_CHUNKS
 # How long a wide scope's size and totals are reused before they are counted again.
 TOTALS_TTL_SECONDS = 30.0
 # Wide scopes whose totals are kept, at most (the oldest goes first).
@@ -59,36 +64,51 @@ IN_SCOPE = f"""({_LIVE}
                     AND scd.collection_id = ANY(CAST(:scope_collections AS uuid[])))))"""  # noqa: S608
 
 # The scope's documents, each part through its own index (an OR over them would read the
-# whole table): the reader's, everyone's, the collections', the chosen ones.
-_SCOPE_DOCUMENTS = f"""
+# whole table): the reader's, everyone's, the collections', the chosen ones; `{shared}` keeps
+# or leaves out those shared with everyone.
+_PARTS = f"""
+SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
+FROM documents d WHERE d.owner_id = CAST(:scope_owner AS uuid) AND {_LIVE} AND {{shared}}
+UNION
 SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
 FROM documents d
-WHERE d.id IN (
-    SELECT o.id FROM documents o WHERE o.owner_id = CAST(:scope_owner AS uuid)
-    UNION ALL
-    SELECT s.id FROM documents s
-    WHERE CAST(:scope_everyone AS boolean) AND s.visibility = 'shared'
-      AND s.status = 'completed' AND s.deleted_at IS NULL
-    UNION ALL
-    SELECT cd.document_id FROM collection_documents cd
-    JOIN collections c ON c.id = cd.collection_id AND c.deleted_at IS NULL
-    WHERE cd.collection_id = ANY(CAST(:scope_collections AS uuid[]))
-    UNION ALL
-    SELECT unnest(CAST(:scope_documents AS uuid[]))
-) AND {IN_SCOPE}
+WHERE CAST(:scope_everyone AS boolean) AND d.visibility = 'shared' AND {_LIVE} AND {{shared}}
+UNION
+SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
+FROM collection_documents cd
+JOIN collections c ON c.id = cd.collection_id AND c.deleted_at IS NULL
+JOIN documents d ON d.id = cd.document_id
+WHERE cd.collection_id = ANY(CAST(:scope_collections AS uuid[])) AND {_LIVE} AND {{shared}}
+UNION
+SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
+FROM documents d WHERE d.id = ANY(CAST(:scope_documents AS uuid[])) AND {_LIVE} AND {{shared}}
 """  # noqa: S608
+_NOT_EVERYONES = "NOT (CAST(:scope_everyone AS boolean) AND d.visibility = 'shared')"
 
-# Its size and totals, and its documents in upload order when there are few.
-_COUNT = text(
+# The first documents of the scope in upload order (one more than a listed scope may hold).
+_FIRST = text(
     f"""
-WITH scope AS ({_SCOPE_DOCUMENTS}),
-first AS (SELECT * FROM scope ORDER BY created_at, id LIMIT :listed + 1)
-SELECT (SELECT count(*) FROM scope) AS documents,
-       (SELECT coalesce(sum(chunk_count), 0) FROM scope) AS chunks,
-       (SELECT coalesce(sum(token_count), 0) FROM scope) AS words,
-       (SELECT array_agg(id ORDER BY created_at, id) FROM first) AS ids,
-       (SELECT array_agg(owner_id ORDER BY created_at, id) FROM first) AS owners,
-       (SELECT array_agg(version ORDER BY created_at, id) FROM first) AS versions
+SELECT id, owner_id, version, chunk_count, token_count
+FROM ({_PARTS.format(shared="TRUE")}) AS scope
+ORDER BY created_at, id
+LIMIT :listed
+"""  # noqa: S608
+)
+# Size and totals of the documents shared with everyone (one count for every reader), and of
+# the rest of a scope (what only its rule brings: the reader's own, the collections', the
+# chosen documents, less those shared with everyone). The two never overlap.
+_EVERYONES_TOTALS = text(
+    f"""
+SELECT count(*) AS documents, coalesce(sum(d.chunk_count), 0) AS chunks,
+       coalesce(sum(d.token_count), 0) AS words
+FROM documents d WHERE d.visibility = 'shared' AND {_LIVE}
+"""  # noqa: S608
+)
+_RESTS_TOTALS = text(
+    f"""
+SELECT count(*) AS documents, coalesce(sum(chunk_count), 0) AS chunks,
+       coalesce(sum(token_count), 0) AS words
+FROM ({_PARTS.format(shared=_NOT_EVERYONES)}) AS rest
 """  # noqa: S608
 )
 
@@ -164,13 +184,27 @@ class ScopeRule:
 
 @dataclass(frozen=True)
 class _Counted:
-    documents: int
-    chunks: float
-    average_words: float
-    read_at: float
+    documents: int = 0
+    chunks: float = 0.0
+    words: float = 0.0
+    read_at: float = 0.0
+
+    def __add__(self, other: _Counted) -> _Counted:
+        return _Counted(
+            self.documents + other.documents,
+            self.chunks + other.chunks,
+            self.words + other.words,
+            min(self.read_at, other.read_at),
+        )
+
+    @property
+    def totals(self) -> tuple[float, float]:
+        return self.chunks, self.words / self.chunks if self.chunks else 1.0
 
 
-_wide: OrderedDict[ScopeRule, _Counted] = OrderedDict()
+# Sizes counted lately: everyone's documents (by category), and the rest of each rule.
+_everyones: dict[uuid.UUID | None, _Counted] = {}
+_rests: OrderedDict[ScopeRule, _Counted] = OrderedDict()
 
 
 async def search_scope(
@@ -189,35 +223,65 @@ async def search_scope(
 
 
 async def resolve(session: AsyncSession, rule: ScopeRule) -> DocumentScope:
+    """The scope of `rule`: listed when it was small when last counted (and still is), else a
+    condition with the owners it reaches and its size as last counted."""
     parameters = rule.parameters()
-    counted = _wide.get(rule)
-    if counted is None or time.monotonic() - counted.read_at > TOTALS_TTL_SECONDS:
-        row = (await session.execute(_COUNT, parameters | {"listed": LISTED_UP_TO})).one()
-        if row.documents <= LISTED_UP_TO:
-            _wide.pop(rule, None)
-            refs = map(DocumentRef, row.ids or [], row.owners or [], row.versions or [])
-            return DocumentScope(refs, totals=_totals(row.chunks, row.words))
-        counted = _Counted(row.documents, *_totals(row.chunks, row.words), time.monotonic())
-        _keep(rule, counted)
+    counted = await _size(session, rule, parameters)
+    if _listable(counted):
+        listed = await _listed(session, parameters)
+        if listed is not None:
+            return listed
     owners = (await session.execute(_OWNERS, parameters)).scalars().all()
     return DocumentScope(
         None,
         condition=ScopeCondition(IN_SCOPE, parameters),
         owners=owners,
         size=counted.documents,
-        totals=(counted.chunks, counted.average_words),
+        totals=counted.totals,
     )
 
 
-def _totals(chunks: float, words: float) -> tuple[float, float]:
-    return float(chunks), float(words) / chunks if chunks else 1.0
+def _listable(counted: _Counted) -> bool:
+    return counted.documents <= LISTED_UP_TO and counted.chunks <= LISTED_CHUNKS_UP_TO
 
 
-def _keep(rule: ScopeRule, counted: _Counted) -> None:
-    _wide[rule] = counted
-    _wide.move_to_end(rule)
-    while len(_wide) > KEPT_SCOPES:
-        _wide.popitem(last=False)
+async def _listed(session: AsyncSession, parameters: dict[str, Any]) -> DocumentScope | None:
+    """The scope's documents with their versions and exact totals; None when it has grown
+    past what a listed scope may hold."""
+    rows = (await session.execute(_FIRST, parameters | {"listed": LISTED_UP_TO + 1})).all()
+    counted = _Counted(
+        len(rows),
+        float(sum(row.chunk_count or 0 for row in rows)),
+        float(sum(row.token_count or 0 for row in rows)),
+    )
+    if not _listable(counted):
+        return None
+    refs = (DocumentRef(row.id, row.owner_id, row.version) for row in rows)
+    return DocumentScope(refs, totals=counted.totals)
+
+
+async def _size(session: AsyncSession, rule: ScopeRule, parameters: dict[str, Any]) -> _Counted:
+    """The scope's size and totals as counted within `TOTALS_TTL_SECONDS`: everyone's
+    documents once for every reader, the rest per rule."""
+    now = time.monotonic()
+    rest = _rests.get(rule)
+    if rest is None or now - rest.read_at > TOTALS_TTL_SECONDS:
+        rest = _counted((await session.execute(_RESTS_TOTALS, parameters)).one(), now)
+        _rests[rule] = rest
+        _rests.move_to_end(rule)
+        while len(_rests) > KEPT_SCOPES:
+            _rests.popitem(last=False)
+    if not rule.everyone:
+        return rest
+    everyones = _everyones.get(rule.category_id)
+    if everyones is None or now - everyones.read_at > TOTALS_TTL_SECONDS:
+        row = (await session.execute(_EVERYONES_TOTALS, parameters)).one()
+        everyones = _everyones[rule.category_id] = _counted(row, now)
+    return rest + everyones
+
+
+def _counted(row: Any, now: float) -> _Counted:
+    return _Counted(int(row.documents), float(row.chunks), float(row.words), now)
 
 
 async def _rule(

@@ -8,8 +8,9 @@ do not shape the ranking of another's (the one exception: in a wide scope, the f
 word among the installation's most common is estimated from the installation's statistics; see
 `LexicalIndex`). A GIN index over the vectors lets a wide scope read only the chunks that hold
 the question's rarer words. The rows live in the same database as the documents, are written
-with the vectors and removed with the document, and a search is restricted to the exact ids
-the caller resolved for the user.
+with the vectors and removed with the document, and a search is restricted to the scope the
+caller resolved for the user: the ids of a listed scope, or a wide scope's condition, which
+the candidates' documents must meet (`documents.scopes`).
 """
 
 from __future__ import annotations
