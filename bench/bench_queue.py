@@ -2,7 +2,7 @@
 the embedding model alone.
 
     .venv/bin/python -m bench.bench_queue [--claims 3000 30000] [--backlogs 5000 30000]
-        [--window 60]
+        [--window 60] [--lanes 1]
 
 Each part starts on a fresh database, migrated and never analysed by hand (as after a bulk
 upload, before autovacuum has run).
@@ -159,13 +159,15 @@ def model_alone(embedder: LocalMiniLMEmbedder, texts: list[str]) -> float:
 
 
 async def bulk_ingestion(
-    embedder: LocalMiniLMEmbedder, backlog: int, window: float
+    embedder: LocalMiniLMEmbedder, backlog: int, window: float, lanes: int
 ) -> dict[str, float]:
     rng = random.Random(7)
     url = await fresh_database()
     try:
         with tempfile.TemporaryDirectory() as data:
             settings = build_settings(url, Path(data))
+            worker = settings.worker.model_copy(update={"lanes": lanes})
+            settings = settings.model_copy(update={"worker": worker})
             components, engine = build_components(settings, embedder)
             sessions = components.sessionmaker
             async with sessions() as session:
@@ -200,7 +202,7 @@ async def bulk_ingestion(
     }
 
 
-async def main(claims: list[int], backlogs: list[int], window: float) -> None:
+async def main(claims: list[int], backlogs: list[int], window: float, lanes: int) -> None:
     rows = []
     for backlog in claims:
         timings = await claim_timings(backlog)
@@ -214,7 +216,7 @@ async def main(claims: list[int], backlogs: list[int], window: float) -> None:
     embedder = LocalMiniLMEmbedder()
     rows = []
     for backlog in backlogs:
-        measured = await bulk_ingestion(embedder, backlog, window)
+        measured = await bulk_ingestion(embedder, backlog, window, lanes)
         rows.append(
             [
                 f"{backlog:,} one-paragraph files",
@@ -225,7 +227,7 @@ async def main(claims: list[int], backlogs: list[int], window: float) -> None:
                 f"{measured['p50']:.2f} / {measured['max']:.2f}",
             ]
         )
-    print(f"Bulk ingestion, one worker, {window:.0f} s window; {machine()}")
+    print(f"Bulk ingestion, one worker of {lanes} lane(s), {window:.0f} s window; {machine()}")
     print(
         table(
             [
@@ -246,5 +248,6 @@ if __name__ == "__main__":
     parser.add_argument("--claims", type=int, nargs="*", default=[3000, 30000])
     parser.add_argument("--backlogs", type=int, nargs="*", default=[5000, 30000])
     parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--lanes", type=int, default=1, help="WORKER_LANES of the worker")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.claims, arguments.backlogs, arguments.window))
+    asyncio.run(main(arguments.claims, arguments.backlogs, arguments.window, arguments.lanes))

@@ -384,6 +384,15 @@ class WorkerSettings(BaseSettings):
             "document run in between"
         ),
     )
+    lanes: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description=(
+            "Documents one worker processes at once: with 2, one is read and written while "
+            "another is embedded (many small files go faster; the API process shares the CPU)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _heartbeats_fit_the_stale_window(self) -> WorkerSettings:

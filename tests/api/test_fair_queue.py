@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import update
 
 from docchat.db import utcnow
@@ -148,3 +152,44 @@ async def test_idle_owners_only_skips_an_owner_with_a_job_running(
         await _set_job_status(live_components, first_of_backlog, "done")
         await _remove(live_client, bulk, backlog)
         await _remove(live_client, single, mine)
+
+
+async def test_a_worker_with_two_lanes_processes_two_documents_at_once(
+    live_client: httpx.AsyncClient, live_components: Components, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker_settings = live_components.settings.worker.model_copy(update={"lanes": 2})
+    settings = live_components.settings.model_copy(update={"worker": worker_settings})
+    components = dataclasses.replace(live_components, settings=settings)
+    first, second = await auth_headers(live_client), await auth_headers(live_client)
+    ids = await _queue(live_client, first, 2, "first") + await _queue(live_client, second, 2, "b")
+    in_flight, most = 0, 0
+    process = IngestionWorker._process
+
+    async def counted(self: IngestionWorker, job: Any) -> None:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await process(self, job)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(IngestionWorker, "_process", counted)
+    stop = asyncio.Event()
+    running = asyncio.create_task(IngestionWorker(components).run_forever(stop))
+    try:
+        for _ in range(200):
+            statuses = {
+                **await _statuses(live_client, first),
+                **await _statuses(live_client, second),
+            }
+            if sorted(statuses.values()) == ["completed"] * 4:
+                break
+            await asyncio.sleep(0.1)
+        assert sorted(statuses.values()) == ["completed"] * 4
+        assert most == 2
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, timeout=30)
+        await _remove(live_client, first, ids[:2])
+        await _remove(live_client, second, ids[2:])

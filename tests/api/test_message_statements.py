@@ -29,12 +29,12 @@ EXPECTED = Counter(
         "INSERT messages": 2,  # the question, the answer
         "UPDATE chats": 2,  # the chat's last activity, with each message
         "SELECT links": 1,  # the chat's linked documents and collections
-        "SELECT scope": 1,  # every readable completed document (sent only when changed)
+        "SELECT memberships": 1,  # the collections the caller reads (directly or by group)
+        "SELECT scope": 1,  # a small scope's documents and totals (a wide one: its owners)
         "INSERT events": 2,  # query_submitted, response_generated
         "SELECT messages": 1,  # the history
-        # BM25: the question's words, the scope's chunk count and length, the ranking
+        # BM25: the question's words and the ranking (the scope's totals came with it)
         "SELECT tsvector_to_array": 1,
-        "SELECT documents": 1,
         "SELECT bm25": 1,
     }
 )
@@ -52,8 +52,10 @@ def _kind(statement: str) -> str:
             return f"SELECT {function}"
         if text.startswith("SELECT (SELECT array_agg(chat_documents.document_id)"):
             return "SELECT links"
-        if words[1].endswith(".fingerprint,"):
+        if text.startswith("SELECT id, owner_id, version, chunk_count, token_count FROM ("):
             return "SELECT scope"
+        if " FROM collection_members" in text:
+            return "SELECT memberships"
         table = text.split(" FROM ", 1)[1].split()[0] if " FROM " in text else "?"
         return f"SELECT {table}"
     table = words[2] if verb == "INSERT" else words[1]

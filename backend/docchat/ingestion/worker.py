@@ -109,8 +109,17 @@ class IngestionWorker:
         self._interleaved = 0  # documents being processed in between others, now
 
     async def run_forever(self, stop: asyncio.Event) -> None:
-        """Process jobs until `stop` is set; a job in hand then goes back to the queue."""
+        """Process jobs until `stop` is set, `WORKER_LANES` at a time; a job in hand then goes
+        back to the queue."""
         logger.info("ingestion worker %s started", self.worker_id)
+        lanes = max(1, self.settings.worker.lanes)
+        await asyncio.gather(*(self._lane(stop) for _ in range(lanes)))
+        logger.info("ingestion worker %s stopped", self.worker_id)
+
+    async def _lane(self, stop: asyncio.Event) -> None:
+        """One document after another until `stop` is set. Lanes of one worker claim apart
+        (each claim is its own transaction), so a small file's reading and writing runs
+        while another lane's document is in the embedding model."""
         while not stop.is_set():
             try:
                 worked = await self._run_once_until(stop)
@@ -120,7 +129,6 @@ class IngestionWorker:
             if not worked:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=self.settings.worker.poll_seconds)
-        logger.info("ingestion worker %s stopped", self.worker_id)
 
     async def _run_once_until(self, stop: asyncio.Event) -> bool:
         """`run_once`, cut short when `stop` is set (or this task is cancelled): the job in
