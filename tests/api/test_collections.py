@@ -12,6 +12,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.documents import scopes
 from docchat.main.components import Components
 from docchat.membership.models import EVERYONE_ID
 from tests.support.chat import ask
@@ -23,6 +24,16 @@ from tests.support.users import admin_headers, auth_headers
 HANDBOOK = "The Orion team handbook: deployments happen on Thursdays after the 14:00 review."
 QUESTION = "When do deployments of the Orion team happen?"
 MARKER = "14:00 review"
+
+
+@pytest.fixture(autouse=True, params=["listed", "wide"])
+def scope_shape(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: scopes listed (few documents, as here) and as a condition (as a
+    library of thousands would be), so that sharing and revocation hold on both paths."""
+    if request.param == "wide":
+        monkeypatch.setattr(scopes, "LISTED_UP_TO", 0)
+        monkeypatch.setattr(scopes, "_everyones", {})
+    return str(request.param)
 
 
 def prompts(llm: ScriptedLLM) -> str:
