@@ -53,7 +53,7 @@ if [ -z "${LLM_BASE_URL:-}" ]; then
     [ "$attempt" = 120 ] && die "the local model did not answer on port $LLM_PORT; see data/local-llm.log"
     sleep 1
   done
-  export LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_MODEL="${LLM_MODEL:-smollm2}"
+  export LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_MODEL="${LLM_MODEL:-smollm2}" LLM_BUILTIN=true
   export LLM_CONTEXT_WINDOW="${LLM_CONTEXT_WINDOW:-8192}" LLM_MAX_TOKENS="${LLM_MAX_TOKENS:-512}"
 fi
 

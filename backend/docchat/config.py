@@ -116,6 +116,13 @@ class LLMSettings(BaseSettings):
     local_port: int = Field(
         8089, description="Port of the local demo model started by the run command"
     )
+    builtin: bool = Field(
+        False,
+        description=(
+            "The model is the built-in demo model (set by the run command when it starts it): "
+            "RAG_ANSWER_MODE=auto then answers from documents extractively"
+        ),
+    )
 
 
 class EmbeddingSettings(BaseSettings):
@@ -196,6 +203,15 @@ class RAGSettings(BaseSettings):
     retrieval: Literal["auto", "tool"] = Field(
         "auto",
         description="auto: search before answering; tool: the model calls semantic_search itself",
+    )
+    answer_mode: Literal["auto", "generative", "extractive"] = Field(
+        "auto",
+        description=(
+            "extractive: quote the passages' best sentences with citations, no model call; "
+            "generative: the model writes the answer; auto: extractive with the built-in demo "
+            "model (LLM_BUILTIN), else generative, falling back to extractive when a grounded "
+            "answer cites nothing"
+        ),
     )
     search_ahead: bool = Field(
         True,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { afterMarker, citationNumber, dollarMath, linkCitations } from "./citations";
+import { afterMarker, citationNumber, dollarMath, linkCitations, quoteOf } from "./citations";
 
 describe("linkCitations", () => {
   it("turns markers into citation links", () => {
@@ -40,5 +40,15 @@ describe("dollarMath", () => {
   it("turns \\( \\) and \\[ \\] into the dollar forms, outside code", () => {
     expect(dollarMath("Area \\(\\pi r^2\\) and \\[ E = mc^2 \\]")).toBe("Area $\\pi r^2$ and \n\n$$\nE = mc^2\n$$\n\n");
     expect(dollarMath("`\\(kept\\)` \\(x\\)")).toBe("`\\(kept\\)` $x$");
+  });
+});
+
+describe("quoteOf", () => {
+  it("shows the highlight when there is one, else the preview", () => {
+    expect(quoteOf({ content_preview: "Start of the chunk", highlight: { text: "The cited\nsentence.", row: null } })).toBe("The cited sentence.");
+    expect(quoteOf({ content_preview: "Start of the chunk", highlight: null })).toBe("Start of the chunk");
+  });
+  it("reads a table row as its cells with the row number", () => {
+    expect(quoteOf({ content_preview: "", highlight: { text: "| South | Tomas Riva | 340 |", row: 174 } })).toBe("Row 174: South · Tomas Riva · 340");
   });
 });

@@ -45,3 +45,26 @@ export function citationNumber(href: string | undefined): number | null {
   const number = Number(href.slice(CITATION_PREFIX.length));
   return Number.isInteger(number) && number > 0 ? number : null;
 }
+
+interface Quotable {
+  content_preview: string;
+  highlight?: { text: string; row?: number | null } | null;
+}
+
+/** What a source card and a citation's hover show: the cited sentence or row (its highlight),
+ * else the passage's first characters. A table row reads as its cells, with its row number. */
+export function quoteOf(source: Quotable): string {
+  const highlight = source.highlight;
+  if (!highlight) return source.content_preview;
+  if (highlight.text.trim().startsWith("|")) {
+    const cells = highlight.text
+      .trim()
+      .replace(/^\||\|$/g, "")
+      .split(/(?<!\\)\|/)
+      .map((cell) => cell.trim())
+      .filter(Boolean);
+    const row = highlight.row != null ? `Row ${highlight.row}: ` : "";
+    return row + cells.join(" · ");
+  }
+  return highlight.text.replace(/\s+/g, " ");
+}

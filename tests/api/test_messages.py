@@ -95,11 +95,21 @@ async def test_document_priority_message_then_chat_then_all(
         await client.post("/api/v1/chats", headers=headers, json={"document_ids": [volcano["id"]]})
     ).json()
     # 1. Documents attached to the message win.
-    response = await ask(client, headers, question, chat_id=chat["id"], document_ids=[bridge["id"]])
+    # Generative: the scripted model's uncited reply stays out of the next prompt's history
+    # (auto mode would quote the documents instead, and the quote would be history).
+    generative = {"answer_mode": "generative"}
+    response = await ask(
+        client,
+        headers,
+        question,
+        chat_id=chat["id"],
+        document_ids=[bridge["id"]],
+        options=generative,
+    )
     assert response.json()["assistant_message"]["meta"]["scope"] == "message"
     assert "Lindqvist" in fresh_llm.prompt_text() and "stratovolcano" not in fresh_llm.prompt_text()
     # 2. Otherwise the chat's documents.
-    response = await ask(client, headers, question, chat_id=chat["id"])
+    response = await ask(client, headers, question, chat_id=chat["id"], options=generative)
     assert response.json()["assistant_message"]["meta"]["scope"] == "chat"
     assert "stratovolcano" in fresh_llm.prompt_text() and "Lindqvist" not in fresh_llm.prompt_text()
     # 3. Otherwise everything the user may read.
@@ -158,9 +168,15 @@ async def test_uncited_answer_has_no_sources(
     headers = await auth_headers(client)
     await _document(client, components, headers, "bridge.md", BRIDGE)
     fresh_llm.script("Bridges are nice.")
-    answer = (await ask(client, headers, "When was the Zephyr bridge completed?")).json()[
-        "assistant_message"
-    ]
+    # Generative mode; auto would quote the passage instead (tests/api/test_answer_modes.py).
+    answer = (
+        await ask(
+            client,
+            headers,
+            "When was the Zephyr bridge completed?",
+            options={"answer_mode": "generative"},
+        )
+    ).json()["assistant_message"]
     assert answer["sources"] is None and answer["meta"]["reason"] == "not_cited"
 
 

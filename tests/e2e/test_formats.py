@@ -3,6 +3,7 @@ where the passage is (scans marked as OCR text); a document replaced by a new ve
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playwright.async_api import Page, expect
@@ -10,6 +11,7 @@ from playwright.async_api import Page, expect
 from tests.e2e.conftest import SCREENSHOTS
 from tests.e2e.flows import SignIn, ask, upload
 from tests.support.llm_server import ScriptedLLM
+from tests.support.files import make_pdf
 from tests.support.office_files import make_epub, make_xlsx
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -62,6 +64,25 @@ FILES: list[tuple[str, bytes, str, str]] = [
 ]
 
 
+# What the cited sentence or row of each file says (as a pattern: OCR may change case).
+FACTS = {
+    "fares.xlsx": r"Harbour to Island · 4\.20",
+    "timetable.csv": r"Evening ferry · 18:15",
+    "logbook.epub": r"leaves the harbour at dawn",
+    "staff-handbook.md": r"twenty-eight days of leave",
+    "zen-scan.pdf": r"sparse is better than dense",
+    "zen-photo.jpg": r"flat is better than nested",
+}
+
+HARBOUR_PAGE = (
+    "The harbour authority keeps the quays in repair and collects the mooring fees. "
+    "Boats longer than twelve metres moor at the outer pier. "
+    "The harbour master, Ellen Varga, assigns berths every morning at seven. "
+    "Fuel is sold at the north quay until sunset. "
+    "In winter the inner basin freezes and the ferries use the outer pier instead."
+)
+
+
 async def _cited(page: Page, llm: ScriptedLLM, name: str, question: str) -> None:
     """Ask about one file only (picked for the next message) and open the answer's source."""
     await page.get_by_role("tab", name="Documents").click()  # an answer shows its sources
@@ -86,6 +107,10 @@ async def test_each_kind_of_file_is_uploaded_asked_and_cited_with_its_place(
         await _cited(page, scripted_llm, name, question)
         await expect(source).to_contain_text(name)
         await expect(source).to_contain_text(place)
+        if fact := FACTS.get(name):
+            # The card quotes the sentence or row that holds the fact, marked.
+            highlight = source.get_by_test_id("source-highlight")
+            await expect(highlight).to_contain_text(re.compile(fact, re.IGNORECASE))
     await page.screenshot(path=str(SCREENSHOTS / "ocr-source.png"))
 
 
@@ -122,3 +147,39 @@ async def test_a_new_version_replaces_a_document_and_its_answers(
     )
     await expect(page.get_by_role("status").filter(has_text="same file")).to_be_visible()
     await page.screenshot(path=str(SCREENSHOTS / "new-version.png"))
+
+
+async def test_the_cited_sentence_is_marked_in_the_viewer_and_on_the_pdf_page(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    for size, viewport in (("desktop", None), ("phone", {"width": 390, "height": 844})):
+        page, _ = await signed_in(**({"viewport": viewport} if viewport else {}))
+        await upload(page, {"harbour.pdf": make_pdf([HARBOUR_PAGE])})
+        # An answer that cites nothing: auto mode quotes the documents instead (and says so).
+        scripted_llm.script("Somebody assigns them, I suppose.")
+        await ask(page, "Who assigns the berths in the harbour?")
+        answer = page.get_by_test_id("message-assistant").last
+        await expect(answer).to_contain_text("Ellen Varga")
+        await expect(answer).to_contain_text("Quoted from the documents")
+        await page.screenshot(path=str(SCREENSHOTS / f"extractive-answer-{size}.png"))
+
+        await answer.get_by_role("button", name=re.compile("1 source")).click()
+        card = page.get_by_role("list", name="Sources").get_by_role("listitem").first
+        await expect(card.get_by_test_id("source-highlight")).to_contain_text(
+            "The harbour master, Ellen Varga, assigns berths every morning at seven."
+        )
+        await card.get_by_role("button", name=re.compile("Show in the document")).click()
+        sentence = page.get_by_test_id("cited-sentence")
+        await expect(sentence).to_have_text(
+            "The harbour master, Ellen Varga, assigns berths every morning at seven."
+        )
+        await expect(sentence).to_be_in_viewport()
+        await page.screenshot(path=str(SCREENSHOTS / f"viewer-cited-sentence-{size}.png"))
+
+        await page.get_by_role("button", name="Page 1").click()
+        await expect(page.get_by_test_id("pdf-page")).to_have_attribute("data-state", "shown")
+        boxes = page.get_by_test_id("pdf-highlight")
+        # The sentence, not the whole passage: a line or two of the page's five.
+        assert 1 <= await boxes.count() <= 3
+        await page.screenshot(path=str(SCREENSHOTS / f"pdf-cited-sentence-{size}.png"))

@@ -13,13 +13,16 @@ answer reports are all of its calls.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from docchat.answers.meta import AnswerMeta, Scope
+from docchat.answers import extractive
+from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
 from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_documents
 from docchat.config import LLMSettings, RAGSettings
 from docchat.extraction.kinds import FileKind
@@ -41,7 +44,9 @@ from docchat.retrieval.context import (
     TokenBudget,
     build_context,
     format_context,
+    with_highlights,
 )
+from docchat.retrieval.highlight import highlight, weights_for
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineDocument, InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
@@ -66,6 +71,8 @@ class AnswerOptions:
     temperature: float | None = None
     # The longest answer the caller wants (None or more: LLM_MAX_TOKENS); lowered to fit.
     max_tokens: int | None = None
+    # extractive: quote the passages, no model call; auto: see `AnswerEngine.extracts`.
+    answer_mode: Literal["auto", "generative", "extractive"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,8 @@ class Plan:
     # Set when no model call is needed (strict mode with nothing found).
     fixed_answer: str | None = None
     tools: ToolRetrieval | None = None
+    # The fixed answer quotes the passages (extractive mode).
+    extracted: bool = False
 
     @property
     def candidates(self) -> list[Source]:
@@ -218,13 +227,20 @@ class AnswerEngine:
             meta = meta.model_copy(update={"reason": "rag_disabled", "documents_searched": 0})
             return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
         budget = self.budget(question)
+        extracting = self.extracts(options)
         searched: list[ContextEntry] = []
-        if options.retrieval == "auto":
+        if options.retrieval == "auto" or extracting is not None:
             searched = await self._searched_entries(question, llm, meta, budget)
         inline, file_parts = await self._inline_entries(question, len(searched) + 1, budget)
         if inline:
             meta.inline_documents = len(question.inline_documents)
         entries = searched + inline
+        if meta.retrieval_mode != "whole_documents":
+            entries = with_highlights(entries, question.text)
+        if extracting is not None and meta.retrieval_mode != "whole_documents":
+            quoted = extractive.answer(question.text, entries)
+            if quoted is not None:
+                return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
         if options.retrieval == "tool" and question.documents:
             return self._tool_plan(question, entries, file_parts, meta, budget, usage)
         if not entries:
@@ -250,6 +266,37 @@ class AnswerEngine:
         meta.context_chars = len(context)
         return Plan(
             grounded, usage, meta, self._fitted_max_tokens(question, grounded), entries=entries
+        )
+
+    def extracts(self, options: AnswerOptions) -> ExtractiveReason | None:
+        """Why this answer quotes its passages rather than asking the model, or None: asked for
+        (the setting or the message), or `auto` with the built-in demo model."""
+        if options.answer_mode == "extractive":
+            return "requested"
+        if options.answer_mode == "auto" and self.llm_settings.builtin:
+            return "builtin_model"
+        return None
+
+    def _extractive_plan(
+        self,
+        general: list[dict[str, Any]],
+        usage: Usage,
+        meta: AnswerMeta,
+        entries: list[ContextEntry],
+        quoted: tuple[str, list[extractive.Quote]],
+        reason: ExtractiveReason,
+    ) -> Plan:
+        text, quotes = quoted
+        meta.answer_mode, meta.extractive_reason = "extractive", reason
+        meta.context_chars = sum(len(entry.text) for entry in entries)
+        return Plan(
+            general,
+            usage,
+            meta,
+            max_tokens=1,
+            entries=_quoted_highlights(entries, quotes),
+            fixed_answer=text,
+            extracted=True,
         )
 
     async def _search_query(self, question: Question, llm: MeteredLLM, meta: AnswerMeta) -> str:
@@ -355,7 +402,11 @@ class AnswerEngine:
         llm = MeteredLLM(self.llm, plan.usage)
         if plan.fixed_answer is not None:
             yield SourcesReady()
-            yield plan.fixed_answer
+            # An extractive answer streams a block (its introduction, then each quote) at a time.
+            for piece in (
+                re.split(r"(?<=\n\n)", plan.fixed_answer) if streaming else [plan.fixed_answer]
+            ):
+                yield piece
             yield self._generated(plan, plan.fixed_answer, options.model)
             return
         messages = list(plan.messages)
@@ -426,14 +477,23 @@ class AnswerEngine:
     # -- citations ------------------------------------------------------------------------------
 
     def cite(self, question: Question, plan: Plan, content: str) -> CitedAnswer:
-        """The answer as saved: markers renumbered over cited sources, or no sources at all."""
+        """The answer as saved: markers renumbered over cited sources, or no sources at all.
+
+        Each cited source's highlight is chosen again with the answer known (the sentence the
+        answer used beats the one that only shares the question's words). In `auto` mode, a
+        grounded answer that cites nothing is replaced by the extractive one."""
         meta = plan.meta.model_copy()
         strict = question.options.strict
         candidates = plan.candidates
+        if plan.extracted:
+            cited = apply_citations(content, candidates)
+            meta.grounded, meta.citation_count = True, len(cited.sources)
+            return CitedAnswer(cited.content, cited.sources, meta)
         if plan.fixed_answer is not None:
             return CitedAnswer(content, None, meta)
         if not candidates:
             return CitedAnswer(strip_markers(content), None, meta)
+        meta.answer_mode = "generative"
         if says_information_is_missing(content):
             meta.grounded, meta.reason = False, "insufficient_information"
             answer = prompts.NOT_FOUND_ANSWER if strict else strip_markers(content)
@@ -445,10 +505,34 @@ class AnswerEngine:
             mode = "inferred"
         cited = apply_citations(content, candidates)
         if not cited.sources:
+            fallback = self._uncited_fallback(question, plan)
+            if fallback is not None:
+                return fallback
             meta.grounded, meta.reason = False, "not_cited"
             return CitedAnswer(prompts.NOT_FOUND_ANSWER if strict else cited.content, None, meta)
         meta.reason = None
         meta.grounded, meta.citation_count, meta.citation_mode = True, len(cited.sources), mode
+        sources = cited.sources
+        if meta.retrieval_mode != "whole_documents":
+            sources = _answer_highlights(plan.entries, sources, question.text, cited.content)
+        return CitedAnswer(cited.content, sources, meta)
+
+    def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
+        """`auto`: the extractive answer for a grounded question the model answered without
+        citing anything it could be attributed to, rather than an answer with no sources."""
+        if question.options.answer_mode != "auto" or question.options.strict:
+            return None
+        if plan.meta.retrieval_mode == "whole_documents":
+            return None
+        quoted = extractive.answer(question.text, plan.entries)
+        if quoted is None:
+            return None
+        text, quotes = quoted
+        entries = _quoted_highlights(plan.entries, quotes)
+        cited = apply_citations(text, [entry.source for entry in entries])
+        meta = plan.meta.model_copy()
+        meta.answer_mode, meta.extractive_reason = "extractive", "uncited"
+        meta.grounded, meta.reason, meta.citation_count = True, None, len(cited.sources)
         return CitedAnswer(cited.content, cited.sources, meta)
 
 
@@ -468,3 +552,37 @@ def _adopt_tool_results(plan: Plan) -> None:
         plan.meta.reason = "retrieval_unavailable"
     elif not plan.entries:
         plan.meta.reason = "no_match"
+
+
+def _quoted_highlights(
+    entries: list[ContextEntry], quotes: list[extractive.Quote]
+) -> list[ContextEntry]:
+    """The entries with each quoted source's highlight set to exactly what was quoted."""
+    quoted = {quote.entry.number: quote.highlight for quote in quotes}
+    return [
+        dataclasses.replace(
+            entry,
+            source=entry.source.model_copy(update={"highlight": quoted[entry.number]}),
+        )
+        if entry.number in quoted
+        else entry
+        for entry in entries
+    ]
+
+
+def _answer_highlights(
+    entries: list[ContextEntry], sources: list[Source], question: str, answer: str
+) -> list[Source]:
+    """The cited sources with their highlights chosen again, the answer known."""
+    texts = {entry.source.chunk_id: entry for entry in entries}
+    weights = weights_for((entry.text, entry.source.location) for entry in entries)
+    said = strip_markers(answer)
+    updated: list[Source] = []
+    for source in sources:
+        entry = texts.get(source.chunk_id)
+        if entry is None or not entry.text.strip():
+            updated.append(source)
+            continue
+        span = highlight(entry.text, question, said, location=source.location, weights=weights)
+        updated.append(source.model_copy(update={"highlight": span}))
+    return updated

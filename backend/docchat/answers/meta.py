@@ -21,6 +21,10 @@ Reason = Literal[
 ]
 Scope = Literal["message", "chat", "all"]
 RetrievalMode = Literal["hybrid", "vector", "whole_documents"]
+AnswerMode = Literal["generative", "extractive"]
+# Why an answer was extractive: the setting or the message asked for it, the model is the
+# built-in demo model, or the model's grounded answer cited nothing.
+ExtractiveReason = Literal["requested", "builtin_model", "uncited"]
 
 
 def _is_none(value: object) -> bool:
@@ -55,6 +59,14 @@ class AnswerMeta(BaseModel):
     whole_document_chunks: int | None = _optional()
     map_reduce_calls: int | None = _optional("Model calls spent condensing whole documents")
     whole_documents_skipped: Literal["too_long"] | None = _optional()
+    answer_mode: AnswerMode | None = _optional(
+        "extractive: the documents' best sentences quoted, no model call; generative: written "
+        "by the model"
+    )
+    extractive_reason: ExtractiveReason | None = _optional(
+        "Why the answer is extractive: requested (setting or message), builtin_model (the "
+        "demo model answers poorly), uncited (the model's answer cited nothing)"
+    )
     citation_count: int | None = _optional()
     citation_mode: Literal["model", "inferred"] | None = _optional(
         "inferred: the model wrote no markers, so docchat matched sentences to passages"

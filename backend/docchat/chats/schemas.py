@@ -94,6 +94,13 @@ class MessageOptions(RequestModel):
     retrieval: Literal["auto", "tool"] | None = Field(
         None, description="auto: search first; tool: the model calls semantic_search"
     )
+    answer_mode: Literal["auto", "generative", "extractive"] | None = Field(
+        None,
+        description=(
+            "extractive: quote the documents' best sentences, no model call; generative: the "
+            "model writes; auto: the server's choice (RAG_ANSWER_MODE)"
+        ),
+    )
 
 
 class MessageCreate(RequestModel):

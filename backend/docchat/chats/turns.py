@@ -68,6 +68,7 @@ def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate)
         strict=rag.strict if strict is None else strict,
         reformulate=_reformulate(settings, request),
         retrieval=_retrieval(settings, request),
+        answer_mode=given.answer_mode or rag.answer_mode,
     )
 
 

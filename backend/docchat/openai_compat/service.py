@@ -242,6 +242,7 @@ class Completions:
                 whole_documents=False,
                 temperature=request.temperature,
                 max_tokens=request.max_tokens,
+                answer_mode=self.settings.rag.answer_mode,
             ),
             general_system_prompt=False,
             label=f"openai:{request.index_name}",

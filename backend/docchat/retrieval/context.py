@@ -8,9 +8,11 @@ documents all spend from the budget their answer was given.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from docchat.kit.tokens import CHARS_PER_TOKEN
+from docchat.retrieval.highlight import highlight, weights_for
 from docchat.retrieval.index import ScoredChunk
 from docchat.retrieval.schemas import PREVIEW_CHARS, Source
 
@@ -98,6 +100,25 @@ def build_context(hits: list[ScoredChunk], budget: TokenBudget) -> list[ContextE
             text = budget.cut(text)
         entries.append(ContextEntry(number=len(entries) + 1, text=text, source=source_of(hit)))
     return entries
+
+
+def with_highlights(entries: list[ContextEntry], question: str) -> list[ContextEntry]:
+    """The entries with each source's highlight: the span of its passage that best matches the
+    question, words weighed by their rarity over all the entries' passages."""
+    weights = weights_for((entry.text, entry.source.location) for entry in entries)
+    return [
+        dataclasses.replace(
+            entry,
+            source=entry.source.model_copy(
+                update={
+                    "highlight": highlight(
+                        entry.text, question, location=entry.source.location, weights=weights
+                    )
+                }
+            ),
+        )
+        for entry in entries
+    ]
 
 
 def format_context(entries: list[ContextEntry]) -> str:

@@ -4,6 +4,8 @@ import uuid
 
 from pydantic import BaseModel, Field
 
+from docchat.retrieval.highlight import Highlight
+
 PREVIEW_CHARS = 200
 
 
@@ -30,3 +32,10 @@ class Source(BaseModel):
         description="Cosine similarity to the query; null for text read directly (inline mode)"
     )
     content_preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the chunk")
+    highlight: Highlight | None = Field(
+        None,
+        description=(
+            "The sentence(s) or table row of the passage that best match the question and the "
+            "answer, with their offsets in the passage; null for a whole file or a summary"
+        ),
+    )

@@ -1302,6 +1302,11 @@ export interface components {
         };
         /** AnswerMeta */
         AnswerMeta: {
+            /**
+             * Answer Mode
+             * @description extractive: the documents' best sentences quoted, no model call; generative: written by the model
+             */
+            answer_mode?: ("generative" | "extractive") | null;
             /** Citation Count */
             citation_count?: number | null;
             /**
@@ -1313,6 +1318,11 @@ export interface components {
             context_chars?: number | null;
             /** Documents Searched */
             documents_searched?: number | null;
+            /**
+             * Extractive Reason
+             * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing)
+             */
+            extractive_reason?: ("requested" | "builtin_model" | "uncited") | null;
             /**
              * Grounded
              * @description The answer cites the documents
@@ -1961,6 +1971,32 @@ export interface components {
             detail?: components["schemas"]["ValidationError"][];
         };
         /**
+         * Highlight
+         * @description The span of the passage that best shows the cited fact.
+         */
+        Highlight: {
+            /**
+             * End
+             * @description Offset just past its last character (`passage[start:end]`)
+             */
+            end: number;
+            /**
+             * Row
+             * @description For a table row: its number in the sheet or table, as located
+             */
+            row?: number | null;
+            /**
+             * Start
+             * @description Offset of the span's first character in the passage
+             */
+            start: number;
+            /**
+             * Text
+             * @description At most 200 characters of the passage
+             */
+            text: string;
+        };
+        /**
          * InvitationRead
          * @description A collection someone added you to: it reaches your answers once you accept it.
          */
@@ -2086,6 +2122,11 @@ export interface components {
          * @description Per-request switches; anything left out takes the server's default.
          */
         MessageOptions: {
+            /**
+             * Answer Mode
+             * @description extractive: quote the documents' best sentences, no model call; generative: the model writes; auto: the server's choice (RAG_ANSWER_MODE)
+             */
+            answer_mode?: ("auto" | "generative" | "extractive") | null;
             /** Model */
             model?: string | null;
             /** Rag Enabled */
@@ -2432,6 +2473,8 @@ export interface components {
             document_id: string;
             /** Document Name */
             document_name: string;
+            /** @description The sentence(s) or table row of the passage that best match the question and the answer, with their offsets in the passage; null for a whole file or a summary */
+            highlight?: components["schemas"]["Highlight"] | null;
             /**
              * Location
              * @description Where the passage is in a file without pages: `Slide 3`, `Sheet1, rows 2-40`, a heading path such as `3 Installation > 3.2 Proxy`
@@ -2489,6 +2532,12 @@ export interface components {
          */
         StreamSources: {
             /**
+             * Answer Mode
+             * @description extractive: the documents' best sentences quoted, no model call; generative: written by the model
+             * @default null
+             */
+            answer_mode: ("generative" | "extractive") | null;
+            /**
              * Citation Count
              * @default null
              */
@@ -2509,6 +2558,12 @@ export interface components {
              * @default null
              */
             documents_searched: number | null;
+            /**
+             * Extractive Reason
+             * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing)
+             * @default null
+             */
+            extractive_reason: ("requested" | "builtin_model" | "uncited") | null;
             /**
              * Grounded
              * @description The answer cites the documents

@@ -12,6 +12,7 @@ import {
   type ReactNode,
 } from "react";
 import Markdown from "react-markdown";
+import { quoteOf } from "../citations";
 import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
 import remarkGfm from "remark-gfm";
 import remarkMath from "remark-math";
@@ -107,7 +108,7 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
         <span id={tooltip} role="tooltip" className={`cite-preview${below ? " below" : ""}`} hidden={!previewing}>
           <strong>{source.document_name}</strong>
           {where && <span className="muted"> · {where}</span>}
-          <span className="cite-quote">“{source.content_preview}”</span>
+          <span className="cite-quote">“{quoteOf(source)}”</span>
         </span>
       )}
     </span>
@@ -136,6 +137,13 @@ function AnswerText({
 }
 
 /** Why an answer is not drawn from the documents, in the reader's words. */
+// Why an answer quotes the documents instead of being written by the model.
+const EXTRACTIVE_REASONS: Record<string, string> = {
+  requested: "the best-matching sentences, no language model used",
+  builtin_model: "no language model is connected (set LLM_BASE_URL for written answers)",
+  uncited: "the model's answer cited nothing, so the passages are quoted instead",
+};
+
 const GENERAL_REASONS: Record<string, string> = {
   no_documents: "there are no documents to search yet",
   no_match: "no passage of the documents matched the question",
@@ -451,9 +459,19 @@ export default function Conversation({
                   </span>
                 )}
                 {message.sources?.length ? (
-                  <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
-                    {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
-                  </button>
+                  <>
+                    <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
+                      {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
+                    </button>
+                    {message.meta?.answer_mode === "extractive" && (
+                      <span className="quoted-answer">
+                        <span className="badge quoted" title={EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}>
+                          Quoted from the documents
+                        </span>
+                        <span className="muted small"> · {EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}</span>
+                      </span>
+                    )}
+                  </>
                 ) : (
                   !message.meta?.stopped && (
                     <span className="general-answer">

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { citedIndex, reflow } from "./DocumentViewer";
+import { citedIndex, reflow, sentenceSpan } from "./DocumentViewer";
 
 describe("reflow", () => {
   it("joins the lines a PDF page broke, keeps paragraphs, tables and lists", () => {
@@ -15,5 +15,16 @@ describe("citedIndex", () => {
     expect(citedIndex({ ...source, chunk_id: "0f2a_12" })).toBe(12);
     expect(citedIndex({ ...source, chunk_id: "0f2a_v3_7" })).toBe(7);
     expect(citedIndex({ ...source, chunk_id: "0f2a_file" })).toBeNull();
+  });
+});
+
+describe("sentenceSpan", () => {
+  const source = (start: number, end: number) =>
+    ({ highlight: { text: "x", start, end } }) as unknown as Parameters<typeof sentenceSpan>[0];
+  it("shifts the highlight by what the overlap with the passage before left out", () => {
+    expect(sentenceSpan(source(250, 300), 200, 800)).toEqual({ start: 50, end: 100 });
+  });
+  it("gives nothing when the highlight lies in the part shown with the passage before", () => {
+    expect(sentenceSpan(source(10, 60), 200, 800)).toBeNull();
   });
 });

@@ -37,6 +37,17 @@ export function reflow(text: string): string {
   });
 }
 
+/** Where the source's highlight lies in the cited passage as shown (its first `cut` characters,
+ * shown with the passage before, left out; reflowing keeps every offset); null when it is not
+ * all there. */
+export function sentenceSpan(source: Source, cut: number, shownLength: number): { start: number; end: number } | null {
+  const highlight = source.highlight;
+  if (!highlight) return null;
+  const start = highlight.start - cut;
+  const end = highlight.end - cut;
+  return start >= 0 && end <= shownLength && start < end ? { start, end } : null;
+}
+
 function place(passage: Passage): string {
   return [passage.page != null ? `Page ${passage.page}` : null, passage.location].filter(Boolean).join(" · ");
 }
@@ -134,7 +145,7 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
                 documentId={source.document_id}
                 documentName={source.document_name}
                 page={source.page}
-                passage={passages.find((passage) => passage.chunk_index === cited)?.text ?? source.content_preview}
+                passage={source.highlight?.text ?? passages.find((passage) => passage.chunk_index === cited)?.text ?? source.content_preview}
               />
             </Suspense>
           </div>
@@ -154,15 +165,27 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
           )}
           {passages.map((passage, index) => {
             const previous = passages[index - 1]?.chunk_index === passage.chunk_index - 1 ? passages[index - 1].text : undefined;
-            const shown = reflow(withoutOverlap(previous, passage.text));
+            const unique = withoutOverlap(previous, passage.text);
+            const shown = reflow(unique);
             const label = place(passage);
             const isCited = passage.chunk_index === cited;
+            const sentence = isCited ? sentenceSpan(source, passage.text.length - unique.length, shown.length) : null;
             return (
               <section key={passage.chunk_index} className="viewer-passage" data-chunk={passage.chunk_index}>
                 {label && (index === 0 || label !== place(passages[index - 1])) && <p className="viewer-place muted small">{label}</p>}
                 {isCited ? (
-                  <mark ref={mark} className="cited" data-testid="cited-passage" aria-label="Cited passage">
-                    {shown}
+                  <mark ref={sentence ? undefined : mark} className="cited" data-testid="cited-passage" aria-label="Cited passage">
+                    {sentence ? (
+                      <>
+                        {shown.slice(0, sentence.start)}
+                        <mark ref={mark} className="cited-sentence" data-testid="cited-sentence" aria-label="Cited sentence">
+                          {shown.slice(sentence.start, sentence.end)}
+                        </mark>
+                        {shown.slice(sentence.end)}
+                      </>
+                    ) : (
+                      shown
+                    )}
                   </mark>
                 ) : (
                   <span>{shown}</span>

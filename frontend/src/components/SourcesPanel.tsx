@@ -1,5 +1,6 @@
 import { useRef, useState } from "react";
 import { openDocument, type Source } from "../api/client";
+import { quoteOf } from "../citations";
 import DocumentViewer from "./DocumentViewer";
 
 interface Props {
@@ -31,7 +32,13 @@ export default function SourcesPanel({ sources, highlighted }: Props) {
             {source.location && <span className="page location">{source.location}</span>}
             {source.similarity != null && <span className="muted"> · {Math.round(source.similarity * 100)}% match</span>}
           </div>
-          {source.content_preview && <blockquote>{source.content_preview}</blockquote>}
+          {source.highlight ? (
+            <blockquote className="cited-quote" data-testid="source-highlight">
+              <mark>{quoteOf(source)}</mark>
+            </blockquote>
+          ) : (
+            source.content_preview && <blockquote>{source.content_preview}</blockquote>
+          )}
           <button
             onClick={(event) => {
               opener.current = event.currentTarget;

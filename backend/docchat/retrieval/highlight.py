@@ -1,0 +1,340 @@
+"""The part of a passage that shows what was cited: its best sentences or table rows.
+
+A passage is up to a chunk (about 1,000 characters) long; a person checking an answer wants
+the sentence that holds the fact. `highlight` cuts the passage into units (sentences of prose,
+rows of a Markdown table) with their character offsets, scores each against the question (and
+the answer, once there is one) and returns the best span of at most `HIGHLIGHT_CHARS`, with its
+offsets in the passage and, for a table row, the row's number in its sheet or table.
+
+Scoring is lexical and cheap (microseconds a passage), so every source of every answer gets
+one, streamed or not:
+- a word of the question counts by its rarity among the units of all the passages the answer
+  was given (a name that occurs in one sentence weighs more than a word in all of them);
+- words are stemmed (Snowball, English) and numbers kept whole, so "proofs" finds "proof";
+- a unit that shares the answer's distinctive words wins over one that only shares the
+  question's: the answer says which fact was used.
+A unit much shorter than the budget takes the neighbour that scores best with it, so the
+highlight of "Who designed it?" keeps "It was designed in 1871." together with the name in the
+sentence before.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+from pydantic import BaseModel, Field
+
+HIGHLIGHT_CHARS = 200
+
+# A sentence ends at . ! ? (or their CJK forms), perhaps with closing quotes or brackets, before
+# white space; or at a blank line; or before a line that starts a list item or a heading.
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=\s*(?:[-*•#]|\d+[.)])\s)")
+
+
+# Words that end in a full stop without ending a sentence.
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_ABBREVIATIONS = _word_set(
+    "mr mrs ms dr prof st sr jr mt ft vs etc e.g i.e cf al no nos fig figs vol pp ca approx "
+    "inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m"
+)
+_LAST_WORD = re.compile(r"(\S+)\s*$")
+_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE)
+_TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+_ROWS = re.compile(r"\brows? (\d+)(?:\s*-\s*(\d+))?\s*$")
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+", re.UNICODE)
+_STOP = _word_set(
+    "a an the and or but if of to in on at by for with from as is are was were be been "
+    "being it its this that these those there their they them he she his her him we our you "
+    "your i me my do does did done have has had what which who whom whose when where why how "
+    "can could would should will shall may might must not no than then so such into onto "
+    "about over under up down out also any all each some more most other many much very "
+    "just only own same too s t"
+)
+# A unit that shares the answer's words counts this much more than one that shares the question's.
+ANSWER_WEIGHT = 2.0
+# Neighbours are joined while the unit is shorter than this share of the budget.
+SHORT_UNIT_SHARE = 0.5
+# Characters a window of a long sentence keeps on each side of the words it is chosen for.
+EDGE_ROOM = 20
+
+
+class Highlight(BaseModel):
+    """The span of the passage that best shows the cited fact."""
+
+    text: str = Field(description=f"At most {HIGHLIGHT_CHARS} characters of the passage")
+    start: int = Field(description="Offset of the span's first character in the passage")
+    end: int = Field(description="Offset just past its last character (`passage[start:end]`)")
+    row: int | None = Field(
+        None, description="For a table row: its number in the sheet or table, as located"
+    )
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A sentence or a table row, at `passage[start:end]`."""
+
+    start: int
+    end: int
+    row: int | None = None
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+def _folded(text: str) -> str:
+    """Lower case without accents: "Temür" and "Temur" are one word."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def terms(text: str) -> list[str]:
+    """The text's content words, lower-cased, unaccented and stemmed; numbers as written."""
+    words = _TOKEN.findall(_folded(text))
+    kept = [word for word in words if word not in _STOP and (len(word) > 1 or word.isdigit())]
+    return [_stem(word) for word in kept]
+
+
+@lru_cache(maxsize=65_536)
+def _stem(word: str) -> str:
+    return word if word[0].isdigit() else _stemmer().stemWord(word)
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether the break found before `end` really ends a sentence (not "Dr." or "J.")."""
+    word = _LAST_WORD.search(text, 0, end)
+    if word is None:
+        return True
+    last = word.group(1).rstrip("\"'”’)]").lower()
+    if not last.endswith("."):
+        return True
+    bare = last[:-1].lstrip("(\"'“‘")
+    return not (bare in _ABBREVIATIONS or (len(bare) == 1 and bare.isalpha()))
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _prose_units(text: str, start: int, end: int) -> Iterable[Unit]:
+    begin = start
+    for match in _SENTENCE_END.finditer(text, start, end):
+        after_stop = "\n" not in match.group()
+        if after_stop and not _ends_sentence(text, match.start()):
+            continue
+        first, last = _trimmed(text, begin, match.start())
+        if first < last:
+            yield Unit(first, last)
+        begin = match.end()
+    first, last = _trimmed(text, begin, end)
+    if first < last:
+        yield Unit(first, last)
+
+
+def _first_row(location: str | None) -> int | None:
+    match = _ROWS.search(location or "")
+    return int(match.group(1)) if match else None
+
+
+def units_of(passage: str, location: str | None = None) -> list[Unit]:
+    """The passage's sentences and table rows in reading order. A table's header row and its
+    `| --- |` rule are not units of their own; data rows are numbered from the location's
+    first row ("Sheet1, rows 12-40") when it names one."""
+    units: list[Unit] = []
+    first_row = _first_row(location)
+    position = 0
+    data_rows = 0
+    lines = list(_TABLE_ROW.finditer(passage))
+    for index, line in enumerate(lines):
+        units.extend(_prose_units(passage, position, line.start()))
+        position = line.end()
+        following = lines[index + 1] if index + 1 < len(lines) else None
+        if _TABLE_RULE.match(line.group()):
+            continue
+        if following is not None and _TABLE_RULE.match(following.group()):
+            data_rows = 0  # a header: its rows start after the rule
+            continue
+        start, end = _trimmed(passage, line.start(), line.end())
+        row = first_row + data_rows if first_row is not None else None
+        data_rows += 1
+        units.append(Unit(start, end, row))
+    units.extend(_prose_units(passage, position, len(passage)))
+    return units
+
+
+class Weights:
+    """How much each term counts: its inverse frequency among a set of units (the passages an
+    answer was given), so a rare name counts more than a word every sentence has."""
+
+    def __init__(self, unit_terms: Iterable[set[str]]) -> None:
+        self.frequency: Counter[str] = Counter()
+        self.count = 0
+        for found in unit_terms:
+            self.frequency.update(found)
+            self.count += 1
+
+    def of(self, term: str) -> float:
+        return math.log(1 + (self.count + 1) / (self.frequency.get(term, 0) + 0.5))
+
+
+@dataclass(frozen=True)
+class _Scored:
+    unit: Unit
+    score: float
+
+
+def _score(found: set[str], wanted: dict[str, float]) -> float:
+    return sum(weight for term, weight in wanted.items() if term in found)
+
+
+def _wanted(text: str, weights: Weights) -> dict[str, float]:
+    return {term: weights.of(term) for term in set(terms(text))}
+
+
+def _span(passage: str, units: Sequence[Unit], index: int, scores: Sequence[float]) -> Unit:
+    """The best unit, joined with its better neighbour in the same paragraph while it is short
+    and the join fits (a table row stands alone)."""
+    first = last = index
+    if units[index].row is not None:
+        return units[index]
+
+    def joinable(neighbour: int) -> bool:
+        unit = units[neighbour]
+        start, end = min(units[first].start, unit.start), max(units[last].end, unit.end)
+        gap = passage[min(units[last].end, unit.end) : max(units[first].start, unit.start)]
+        return unit.row is None and end - start <= HIGHLIGHT_CHARS and "\n\n" not in gap
+
+    while units[last].end - units[first].start < HIGHLIGHT_CHARS * SHORT_UNIT_SHARE:
+        options = [i for i in (first - 1, last + 1) if 0 <= i < len(units) and joinable(i)]
+        if not options:
+            break
+        pick = max(options, key=lambda i: (scores[i], i > last))
+        first, last = min(first, pick), max(last, pick)
+    return Unit(units[first].start, units[last].end)
+
+
+def _matches(
+    passage: str, start: int, end: int, wanted: dict[str, float]
+) -> list[tuple[int, int, float]]:
+    """Where the wanted terms occur in `passage[start:end]`: (start, end, weight)."""
+    found = []
+    for match in _TOKEN.finditer(passage, start, end):
+        term = _stem(_folded(match.group()))
+        if term in wanted:
+            found.append((match.start(), match.end(), wanted[term]))
+    return found
+
+
+def _fit(passage: str, unit: Unit, wanted: dict[str, float]) -> tuple[int, int]:
+    """A span of at most HIGHLIGHT_CHARS: the unit, or the window of it that holds the most
+    of the wanted terms (each counted once), with them as central as they can be (the answer
+    is usually next to the words of the question, on either side), cut at word boundaries."""
+    if unit.length <= HIGHLIGHT_CHARS:
+        return unit.start, unit.end
+    matches = _matches(passage, unit.start, unit.end, wanted)
+    # A word the sentence repeats does not say where in it the fact is: its weight is shared.
+    repeats = Counter(passage[a:b].lower() for a, b, _ in matches)
+    matches = [(a, b, weight / repeats[passage[a:b].lower()]) for a, b, weight in matches]
+    best: tuple[float, int, int] | None = None
+    for start in range(unit.start, unit.end - HIGHLIGHT_CHARS + 1, 5):
+        end = start + HIGHLIGHT_CHARS
+        # A word counts when the window leaves room around it (the answer is next to it),
+        # or the window reaches the sentence's edge there.
+        low = start + (EDGE_ROOM if start > unit.start else 0)
+        high = end - (EDGE_ROOM if end < unit.end else 0)
+        inside = [m for m in matches if m[0] >= low and m[1] <= high]
+        score = sum({passage[a:b].lower(): w for a, b, w in inside}.values())
+        margin = min(inside[0][0] - start, end - inside[-1][1]) if inside else 0
+        key = (round(score, 6), margin, -start)
+        if best is None or key > best:
+            best = key
+    assert best is not None
+    start = -best[2]
+    end = start + HIGHLIGHT_CHARS
+    if start > unit.start and not passage[start - 1].isspace():
+        space = passage.find(" ", start, end)
+        start = space + 1 if space != -1 else start
+    if end < unit.end and not passage[end].isspace():
+        space = passage.rfind(" ", start, end)
+        end = space if space > start else end
+    return _trimmed(passage, start, end)
+
+
+@dataclass(frozen=True)
+class Match:
+    """A passage's best span and how well it matched (the sum of its matched terms' weights)."""
+
+    highlight: Highlight
+    score: float
+
+
+def best_match(
+    passage: str,
+    question: str,
+    answer: str | None = None,
+    *,
+    location: str | None = None,
+    weights: Weights | None = None,
+) -> Match | None:
+    """The span of `passage` that best matches the question (and the answer when given);
+    None for a passage with no text."""
+    units = units_of(passage, location)
+    if not units:
+        return None
+    found = [set(terms(passage[unit.start : unit.end])) for unit in units]
+    weights = weights or Weights(found)
+    asked = _wanted(question, weights)
+    answered = _wanted(answer, weights) if answer else {}
+    scores = [
+        _score(unit_terms, asked) + ANSWER_WEIGHT * _score(unit_terms, answered)
+        for unit_terms in found
+    ]
+    best = max(range(len(units)), key=lambda i: (scores[i], -i))
+    span = _span(passage, units, best, scores)
+    wanted = dict(asked)
+    for term, weight in answered.items():
+        wanted[term] = wanted.get(term, 0.0) + ANSWER_WEIGHT * weight
+    start, end = _fit(passage, span, wanted)
+    found_span = Highlight(text=passage[start:end], start=start, end=end, row=span.row)
+    return Match(found_span, scores[best])
+
+
+def highlight(
+    passage: str,
+    question: str,
+    answer: str | None = None,
+    *,
+    location: str | None = None,
+    weights: Weights | None = None,
+) -> Highlight | None:
+    """The span of `passage` that best matches the question (and the answer when given)."""
+    match = best_match(passage, question, answer, location=location, weights=weights)
+    return match.highlight if match is not None else None
+
+
+def weights_for(passages: Iterable[tuple[str, str | None]]) -> Weights:
+    """Term weights over the units of every passage an answer was given."""
+    return Weights(
+        set(terms(passage[unit.start : unit.end]))
+        for passage, location in passages
+        for unit in units_of(passage, location)
+    )

@@ -1,0 +1,191 @@
+"""Answer modes: extractive (quotes, no model call), generative, and auto, which quotes with the
+built-in demo model and when a grounded answer cites nothing; every source has a highlight."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from docchat.main.app import attach_components
+from docchat.main.components import Components
+from tests.support.chat import ask, ask_streaming
+from tests.support.documents import upload_and_process
+from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers
+
+pytestmark = pytest.mark.usefixtures("fresh_llm")
+
+HANDBOOK = (
+    "# Bakery handbook\n\n"
+    "## Opening hours\n\n"
+    "The bakery opens at six in the morning and closes at two. On Sundays it stays closed "
+    "so that the ovens can be cleaned.\n\n"
+    "## Bread\n\n"
+    "Every loaf starts from the same starter, fed twice a day. Sourdough loaves proof for "
+    "14 hours in the cold room before they are baked at 250 degrees.\n\n"
+    "## People\n\n"
+    "New bakers work alongside a senior baker for their first month. Employees get 30 days "
+    "of holiday a year, and the bakery closes for the first week of July."
+)
+
+
+async def _handbook(
+    client: httpx.AsyncClient, components: Components, headers: dict[str, str]
+) -> dict[str, Any]:
+    return await upload_and_process(client, components, headers, "handbook.md", HANDBOOK.encode())
+
+
+def _with_builtin_model(app: FastAPI, components: Components) -> None:
+    llm = components.settings.llm.model_copy(update={"builtin": True})
+    settings = components.settings.model_copy(update={"llm": llm})
+    attach_components(app, dataclasses.replace(components, settings=settings))
+
+
+def _passage_of(source: dict[str, Any], passages: list[dict[str, Any]]) -> str:
+    index = int(source["chunk_id"].rsplit("_", 1)[1])
+    return next(p["text"] for p in passages if p["chunk_index"] == index)
+
+
+async def _passages(
+    client: httpx.AsyncClient, headers: dict[str, str], document_id: str
+) -> list[dict[str, Any]]:
+    response = await client.get(f"/api/v1/documents/{document_id}/passages", headers=headers)
+    assert response.status_code == 200, response.text
+    return list(response.json()["items"])
+
+
+async def test_an_extractive_answer_quotes_the_fact_with_its_source_and_calls_no_model(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    document = await _handbook(client, components, headers)
+
+    response = await ask(
+        client,
+        headers,
+        "How many days of holiday do employees get?",
+        options={"answer_mode": "extractive"},
+    )
+    assert response.status_code == 200, response.text
+    answer = response.json()["assistant_message"]
+    assert "30 days of holiday" in answer["content"] and "[1]" in answer["content"]
+    assert answer["meta"]["answer_mode"] == "extractive"
+    assert answer["meta"]["extractive_reason"] == "requested"
+    assert answer["meta"]["grounded"] is True
+    [source] = answer["sources"]
+    passage = _passage_of(source, await _passages(client, headers, document["id"]))
+    highlight = source["highlight"]
+    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    assert "30 days of holiday" in highlight["text"]
+    assert fresh_llm.requests == []  # no model call at all
+
+
+async def test_auto_quotes_with_the_builtin_model_and_still_asks_it_general_questions(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    _with_builtin_model(app, components)
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+
+    response, events = await ask_streaming(client, headers, "How long do sourdough loaves proof?")
+    assert response.status_code == 200
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "meta" and kinds[1] == "sources" and kinds[-1] == "done"
+    streamed = "".join(data["text"] for kind, data in events if kind == "delta")
+    saved = events[-1][1]["assistant_message"]
+    assert "14 hours" in streamed and saved["content"] == streamed
+    assert saved["meta"]["answer_mode"] == "extractive"
+    assert saved["meta"]["extractive_reason"] == "builtin_model"
+    assert "14 hours" in saved["sources"][0]["highlight"]["text"]
+    assert fresh_llm.requests == []
+
+    fresh_llm.script("Paris is the capital of France.")
+    general = (await ask(client, headers, "What is the capital of France?")).json()
+    answer = general["assistant_message"]
+    assert answer["content"] == "Paris is the capital of France."
+    assert answer["sources"] is None and answer["meta"]["reason"] == "no_match"
+    assert "answer_mode" not in answer["meta"]
+    assert len(fresh_llm.requests) == 1
+
+
+async def test_auto_quotes_the_documents_when_the_models_grounded_answer_cites_nothing(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    fresh_llm.script("Around twelve days, I believe.")  # no marker, shares nothing with a passage
+
+    response = await ask(client, headers, "How many days of holiday do employees get?")
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["answer_mode"] == "extractive"
+    assert answer["meta"]["extractive_reason"] == "uncited"
+    assert answer["meta"]["grounded"] is True and "reason" not in answer["meta"]
+    assert "30 days of holiday" in answer["content"] and "twelve" not in answer["content"]
+    assert answer["sources"] and "30 days" in answer["sources"][0]["highlight"]["text"]
+
+
+async def test_generative_mode_keeps_an_uncited_answer_without_sources(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    fresh_llm.script("Around twelve days, I believe.")
+
+    response = await ask(
+        client,
+        headers,
+        "How many days of holiday do employees get?",
+        options={"answer_mode": "generative"},
+    )
+    answer = response.json()["assistant_message"]
+    assert answer["content"] == "Around twelve days, I believe."
+    assert answer["sources"] is None and answer["meta"]["reason"] == "not_cited"
+
+
+async def test_a_cited_generative_answer_highlights_the_sentence_the_answer_used(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    document = await _handbook(client, components, headers)
+    fresh_llm.script("The bakery shuts on Sundays so the ovens can be cleaned [1].")
+
+    response, events = await ask_streaming(client, headers, "When is the bakery closed?")
+    assert response.status_code == 200
+    saved = events[-1][1]["assistant_message"]
+    assert saved["meta"]["answer_mode"] == "generative"
+    [source] = saved["sources"]
+    highlight = source["highlight"]
+    passage = _passage_of(source, await _passages(client, headers, document["id"]))
+    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    assert "ovens can be cleaned" in highlight["text"]
+    # Before the answer, the stream's sources carried the question's own highlights.
+    streamed_sources = next(data for kind, data in events if kind == "sources")["sources"]
+    assert all(source["highlight"] for source in streamed_sources)
+
+
+async def test_the_openai_compatible_endpoint_returns_highlights_and_extractive_answers(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    _with_builtin_model(app, components)
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    response = await client.post(
+        "/v1/chat/completions",
+        headers=headers,
+        json={
+            "model": "scripted-model",
+            "index_name": "all",
+            "messages": [{"role": "user", "content": "How long do sourdough loaves proof?"}],
+        },
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    content = body["choices"][0]["message"]["content"]
+    assert "14 hours" in content and re.search(r"\[1\]", content)
+    assert "14 hours" in body["sources"][0]["highlight"]["text"]
+    assert fresh_llm.requests == []

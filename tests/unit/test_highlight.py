@@ -1,0 +1,101 @@
+"""The highlight of a source: the sentence or table row of its passage that shows the fact."""
+
+from __future__ import annotations
+
+from docchat.retrieval.highlight import HIGHLIGHT_CHARS, highlight, units_of
+
+HANDBOOK = (
+    "# Bakery handbook\n\n"
+    "Our bakery opens at six. Dr. Anna Berg founded it in 1987 in Lund.\n\n"
+    "Sourdough loaves proof for 14 hours in the cold room before they are baked. "
+    "Rye loaves are baked in the old oven.\n\n"
+    "Employees get 30 days of holiday a year, and the bakery closes for the first week of July."
+)
+SHEET = (
+    "| Region | Manager | Revenue |\n"
+    "| --- | --- | --- |\n"
+    "| North | Ines Alder | 120 |\n"
+    "| South | Tomas Riva | 340 |\n"
+    "| East | Mira Okafor | 95 |"
+)
+
+
+def _is_exact(passage: str, span: object) -> None:
+    assert span is not None
+    assert passage[span.start : span.end] == span.text  # type: ignore[attr-defined]
+    assert len(span.text) <= HIGHLIGHT_CHARS  # type: ignore[attr-defined]
+
+
+def test_the_sentence_that_holds_the_fact_is_highlighted_not_the_passage_start() -> None:
+    span = highlight(HANDBOOK, "How long do sourdough loaves proof?")
+    _is_exact(HANDBOOK, span)
+    assert span is not None
+    assert "14 hours" in span.text
+    assert "Our bakery opens" not in span.text
+
+
+def test_a_later_paragraph_is_found_and_the_offsets_point_at_it() -> None:
+    span = highlight(HANDBOOK, "How many days of holiday do employees get?")
+    _is_exact(HANDBOOK, span)
+    assert span is not None and "30 days" in span.text
+    assert span.start > HANDBOOK.index("Employees") - 1
+
+
+def test_abbreviations_and_initials_do_not_end_a_sentence() -> None:
+    units = [HANDBOOK[u.start : u.end] for u in units_of(HANDBOOK)]
+    assert "Dr. Anna Berg founded it in 1987 in Lund." in units
+    text = "The map was drawn by J. R. Tolkien. It shows the Shire."
+    assert [text[u.start : u.end] for u in units_of(text)] == [
+        "The map was drawn by J. R. Tolkien.",
+        "It shows the Shire.",
+    ]
+
+
+def test_words_match_in_other_forms_and_without_accents() -> None:
+    passage = (
+        "The first bridge was opened in 1901. Tugh Temür supported the arts and founded schools."
+    )
+    span = highlight(passage, "Which schools did Tugh Temur found?")
+    assert span is not None and "Tugh Temür supported" in span.text
+
+
+def test_a_table_row_is_highlighted_with_its_row_number_from_the_location() -> None:
+    span = highlight(
+        SHEET, "What revenue did Tomas Riva's region make?", location="Sales, rows 2-4"
+    )
+    _is_exact(SHEET, span)
+    assert span is not None
+    assert span.text == "| South | Tomas Riva | 340 |"
+    assert span.row == 3  # the header is row 1 of the sheet; North is row 2
+
+
+def test_a_table_without_a_row_location_still_highlights_the_row() -> None:
+    span = highlight(SHEET, "Who manages East?")
+    assert span is not None and "Mira Okafor" in span.text and span.row is None
+
+
+def test_a_long_sentence_is_cut_to_the_window_around_the_question_words() -> None:
+    passage = (
+        "Professional sports teams in the region include teams from the football league "
+        "(Harbor Rams, Valley Chargers); the basketball league (Harbor Lakers, Harbor "
+        "Clippers); the baseball league (Harbor Dodgers, Harbor Angels, Valley Padres); the "
+        "hockey league (Harbor Kings, Coast Ducks); and the soccer league (Harbor Galaxy)."
+    )
+    span = highlight(passage, "Which teams play in the hockey league?")
+    _is_exact(passage, span)
+    assert span is not None and "Harbor Kings" in span.text
+    assert not span.text[0].isspace() and not span.text[-1].isspace()
+
+
+def test_the_answer_decides_between_sentences_the_question_matches_alike() -> None:
+    passage = (
+        "The ferry to Varholm leaves at 09:15 on weekdays. "
+        "The ferry to Varholm leaves at 11:40 on Sundays."
+    )
+    asked = "When does the ferry to Varholm leave?"
+    span = highlight(passage, asked, "On Sundays it leaves at 11:40 [1].")
+    assert span is not None and "11:40" in span.text
+
+
+def test_an_empty_passage_has_no_highlight() -> None:
+    assert highlight("  \n ", "anything?") is None
