@@ -10,8 +10,8 @@ from playwright.async_api import Page, expect
 
 from tests.e2e.conftest import SCREENSHOTS
 from tests.e2e.flows import SignIn, ask, upload
-from tests.support.llm_server import ScriptedLLM
 from tests.support.files import make_pdf
+from tests.support.llm_server import ScriptedLLM
 from tests.support.office_files import make_epub, make_xlsx
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

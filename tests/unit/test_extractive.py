@@ -55,7 +55,7 @@ def test_the_best_sentence_is_quoted_with_the_marker_of_its_passage() -> None:
     entries = _entries(POTTERY, FERRY, LIGHTHOUSE)
     result = extractive.answer("When does the Lumen ferry to Varholm leave?", entries)
     assert result is not None
-    answer, quotes = result
+    answer, _ = result
     quoted = _quoted(answer)
     assert 2 in quoted and "09:15" in quoted[2]
     assert answer.startswith(extractive.INTRODUCTION)
