@@ -171,13 +171,15 @@ async def test_the_cited_sentence_is_marked_in_the_viewer_and_on_the_pdf_page(
         )
         await card.get_by_role("button", name=re.compile("Show in the document")).click()
         sentence = page.get_by_test_id("cited-sentence")
-        await expect(sentence).to_have_text(
+        # The sentence (with a short neighbour of its paragraph), not the passage's start.
+        await expect(sentence).to_contain_text(
             "The harbour master, Ellen Varga, assigns berths every morning at seven."
         )
+        await expect(sentence).not_to_contain_text("The harbour authority keeps")
         await expect(sentence).to_be_in_viewport()
         await page.screenshot(path=str(SCREENSHOTS / f"viewer-cited-sentence-{size}.png"))
 
-        await page.get_by_role("button", name="Page 1").click()
+        await page.get_by_role("button", name="Page 1", exact=True).click()
         await expect(page.get_by_test_id("pdf-page")).to_have_attribute("data-state", "shown")
         boxes = page.get_by_test_id("pdf-highlight")
         # The sentence, not the whole passage: a line or two of the page's five.
