@@ -43,6 +43,7 @@ from bench.eval_retrieval import (
 )
 from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Question
 from docchat.config import LLMSettings
+from docchat.kit.errors import DocchatError
 from docchat.llm.client import LLM
 from docchat.retrieval.highlight import highlight
 from docchat.retrieval.schemas import Source
@@ -109,9 +110,13 @@ async def _answers(
     started = time.perf_counter()
     plan = await engine.plan(question)
     generated: Generated | None = None
-    async for item in engine.produce(question, plan, streaming=False):
-        if isinstance(item, Generated):
-            generated = item
+    try:
+        async for item in engine.produce(question, plan, streaming=False):
+            if isinstance(item, Generated):
+                generated = item
+    except DocchatError:  # no model to make conversation with: no answer
+        elapsed = (time.perf_counter() - started) * 1000
+        return [("", [], plan.candidates, elapsed) for _ in modes]
     assert generated is not None
     produced = time.perf_counter()
     for mode in modes:
@@ -127,7 +132,9 @@ async def _answers(
 DEFAULT_LABEL = "auto, built-in model (the default)"
 
 
-async def evaluate(folder: Path, which: str, llm_url: str | None, llm_model: str) -> None:
+async def evaluate(
+    folder: Path, which: str, llm_url: str | None, llm_model: str, model_queries: int | None
+) -> None:
     collection = read_collection(folder, "articles")
     answers_of = _gold_answers(folder)
     sample = pick_queries(folder, collection, "sample")
@@ -167,7 +174,10 @@ async def evaluate(folder: Path, which: str, llm_url: str | None, llm_model: str
         texts = {chunk.id: chunk.text for chunk in chunks}
         for llm_settings, cited_as, rows in runs:
             engine = _engine(ingest, llm_settings)
-            for number, query_id in enumerate(query_ids, start=1):
+            asked = query_ids
+            if model_queries is not None and "generative" in cited_as:
+                asked = query_ids[:: max(1, len(query_ids) // model_queries)][:model_queries]
+            for number, query_id in enumerate(asked, start=1):
                 question = collection.queries[query_id]
                 gold = answers_of[query_id]
                 relevant = collection.qrels[query_id]
@@ -191,7 +201,8 @@ async def evaluate(folder: Path, which: str, llm_url: str | None, llm_model: str
             await engine.llm.close()
     print(
         f"Answers over {len(collection.uploads)} SQuAD articles ({ingest.chunks} chunks), "
-        f"{len(query_ids)} questions, top_k 4; {machine()}"
+        f"{len(query_ids)} questions (the model's own rows: {model_queries or len(query_ids)}), "
+        f"top_k 4; {machine()}"
     )
     print(
         table(
@@ -261,6 +272,17 @@ if __name__ == "__main__":
     parser.add_argument("--queries", default="200", help="a count (from the sample), or sample")
     parser.add_argument("--llm-url", default=None, help="an OpenAI-compatible model to measure")
     parser.add_argument("--llm-model", default="smollm2")
+    parser.add_argument(
+        "--model-queries", type=int, default=None, help="ask the model this many (default: all)"
+    )
     arguments = parser.parse_args()
     which = arguments.queries
-    asyncio.run(evaluate(arguments.dataset, which, arguments.llm_url, arguments.llm_model))
+    asyncio.run(
+        evaluate(
+            arguments.dataset,
+            which,
+            arguments.llm_url,
+            arguments.llm_model,
+            arguments.model_queries,
+        )
+    )
