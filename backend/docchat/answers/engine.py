@@ -476,12 +476,15 @@ class AnswerEngine:
 
     # -- citations ------------------------------------------------------------------------------
 
-    def cite(self, question: Question, plan: Plan, content: str) -> CitedAnswer:
+    def cite(
+        self, question: Question, plan: Plan, content: str, *, stopped: bool = False
+    ) -> CitedAnswer:
         """The answer as saved: markers renumbered over cited sources, or no sources at all.
 
         Each cited source's highlight is chosen again with the answer known (the sentence the
         answer used beats the one that only shares the question's words). In `auto` mode, a
-        grounded answer that cites nothing is replaced by the extractive one."""
+        grounded answer that cites nothing is replaced by the extractive one (not an answer the
+        reader stopped: they keep what they were shown)."""
         meta = plan.meta.model_copy()
         strict = question.options.strict
         candidates = plan.candidates
@@ -505,7 +508,7 @@ class AnswerEngine:
             mode = "inferred"
         cited = apply_citations(content, candidates)
         if not cited.sources:
-            fallback = self._uncited_fallback(question, plan)
+            fallback = None if stopped else self._uncited_fallback(question, plan)
             if fallback is not None:
                 return fallback
             meta.grounded, meta.reason = False, "not_cited"

@@ -97,7 +97,7 @@ class MessageFlow:
     async def _save_answer(
         self, turn: Turn, plan: Plan, generated: Generated, *, stopped: bool = False
     ) -> MessageRead:
-        cited = self.engine.cite(turn.question, plan, generated.content)
+        cited = self.engine.cite(turn.question, plan, generated.content, stopped=stopped)
         meta = cited.meta
         meta.llm_ms = generated.llm_ms
         meta.stopped = stopped or None
