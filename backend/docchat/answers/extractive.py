@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docchat.retrieval.context import ContextEntry
-from docchat.retrieval.highlight import Highlight, Match, best_match, weights_for
+from docchat.retrieval.highlight import TABLE_RULE, Highlight, Match, best_match, weights_for
 
 INTRODUCTION = "From the documents:"
 MAX_QUOTES = 2
@@ -28,7 +28,6 @@ SECOND_QUOTE_SHARE = 0.6
 # evidence too: its first passage holds the answer four times in five on SQuAD).
 RANK_DISCOUNT = 0.1
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
-_TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def _header_before(passage: str, position: int) -> list[str] | None:
     """The header cells of the Markdown table whose row starts at `position`."""
     lines = passage[:position].rstrip("\n").split("\n")
     for index in range(len(lines) - 1, 0, -1):
-        if _TABLE_RULE.match(lines[index]):
+        if TABLE_RULE.match(lines[index]):
             return _cells(lines[index - 1])
     return None
 

@@ -49,7 +49,7 @@ _ABBREVIATIONS = _word_set(
 )
 _LAST_WORD = re.compile(r"(\S+)\s*$")
 _TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE)
-_TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
 _ROWS = re.compile(r"\brows? (\d+)(?:\s*-\s*(\d+))?\s*$")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+", re.UNICODE)
 _STOP = _word_set(
@@ -168,9 +168,9 @@ def units_of(passage: str, location: str | None = None) -> list[Unit]:
         units.extend(_prose_units(passage, position, line.start()))
         position = line.end()
         following = lines[index + 1] if index + 1 < len(lines) else None
-        if _TABLE_RULE.match(line.group()):
+        if TABLE_RULE.match(line.group()):
             continue
-        if following is not None and _TABLE_RULE.match(following.group()):
+        if following is not None and TABLE_RULE.match(following.group()):
             data_rows = 0  # a header: its rows start after the rule
             continue
         start, end = _trimmed(passage, line.start(), line.end())
