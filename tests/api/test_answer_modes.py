@@ -4,18 +4,23 @@ built-in demo model and when a grounded answer cites nothing; every source has a
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 from typing import Any
 
 import httpx
+import pptx
 import pytest
 from fastapi import FastAPI
+from pptx.util import Inches
 
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from tests.support.chat import ask, ask_streaming
 from tests.support.documents import upload_and_process
+from tests.support.files import filler
 from tests.support.llm_server import ScriptedLLM
+from tests.support.office_files import make_docx
 from tests.support.users import auth_headers
 
 pytestmark = pytest.mark.usefixtures("fresh_llm")
@@ -189,3 +194,77 @@ async def test_the_openai_compatible_endpoint_returns_highlights_and_extractive_
     assert "14 hours" in content and re.search(r"\[1\]", content)
     assert "14 hours" in body["sources"][0]["highlight"]["text"]
     assert fresh_llm.requests == []
+
+
+def _slides_with_notes() -> bytes:
+    """A slide with a table, then speaker notes that hold the fact (notes come last)."""
+    presentation = pptx.Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Quarterly figures"
+    table = slide.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    for row, cells in enumerate([["Quarter", "Orders"], ["Q1", "410"], ["Q2", "388"]]):
+        for column, text in enumerate(cells):
+            table.cell(row, column).text = text
+    notes = slide.notes_slide.notes_text_frame
+    assert notes is not None
+    notes.text = "Mention that the Tromso warehouse reopened on 3 March after the flood."
+    out = io.BytesIO()
+    presentation.save(out)
+    return out.getvalue()
+
+
+# (file name, content, question, what the highlight must hold)
+FORMATS = [
+    (
+        "guide.docx",
+        make_docx(
+            [
+                (1, "Installation", [filler("the installer", 8)]),
+                (
+                    2,
+                    "Proxy",
+                    [
+                        filler("network setup", 6),
+                        "The proxy port defaults to 3128 on every gateway.",
+                    ],
+                ),
+            ]
+        ),
+        "Which port does the proxy default to?",
+        "3128",
+    ),
+    ("deck.pptx", _slides_with_notes(), "When did the Tromso warehouse reopen?", "3 March"),
+    (
+        "page.html",
+        b"<html><head><title>Harbour</title></head><body><h1>Harbour rules</h1>"
+        + b"<p>"
+        + filler("mooring", 6).encode()
+        + b"</p><p>Anchoring inside the breakwater costs 45 crowns a night.</p></body></html>",
+        "How much does anchoring inside the breakwater cost?",
+        "45 crowns",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "question", "fact"), FORMATS, ids=[f[0] for f in FORMATS]
+)
+async def test_highlight_offsets_point_at_the_fact_in_each_format(
+    client: httpx.AsyncClient,
+    components: Components,
+    name: str,
+    content: bytes,
+    question: str,
+    fact: str,
+) -> None:
+    headers = await auth_headers(client)
+    document = await upload_and_process(client, components, headers, name, content)
+    response = await ask(client, headers, question, options={"answer_mode": "extractive"})
+    answer = response.json()["assistant_message"]
+    assert answer["sources"], answer
+    source = answer["sources"][0]
+    passage = _passage_of(source, await _passages(client, headers, document["id"]))
+    highlight = source["highlight"]
+    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    assert fact in highlight["text"] and fact in answer["content"]
+    assert not passage.startswith(highlight["text"]) or len(passage) <= 200

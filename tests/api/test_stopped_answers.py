@@ -110,3 +110,42 @@ async def test_an_answer_stopped_before_its_first_word_saves_only_the_question(
         await asyncio.sleep(2.5)  # the model's reply has come and gone by now
         items = await _messages_once_settled(client, headers, chat_id, count=1)
         assert [message["role"] for message in items] == ["user"]
+
+
+@pytest.fixture(scope="module")
+def reading_server(settings: Settings) -> Iterator[LiveServer]:
+    """A server whose worker reads uploads, for a stopped answer with documents in scope."""
+    reading = settings.model_copy(
+        update={"worker": settings.worker.model_copy(update={"enabled": True})}
+    )
+    live = LiveServer(reading).start()
+    yield live
+    live.stop()
+
+
+async def test_a_stopped_answer_over_documents_is_kept_not_replaced_by_quotes(
+    reading_server: LiveServer, fresh_llm: ScriptedLLM
+) -> None:
+    async with httpx.AsyncClient(base_url=reading_server.url, timeout=30) as client:
+        headers = await auth_headers(client)
+        story = b"A long story: the harbour ferry sailed at dawn and the long story ends at dusk."
+        uploaded = await client.post(
+            "/api/v1/documents", headers=headers, files={"file": ("story.txt", story)}
+        )
+        assert uploaded.status_code == 202, uploaded.text
+        document_id = uploaded.json()["id"]
+        for _ in range(300):
+            status = (await client.get(f"/api/v1/documents/{document_id}", headers=headers)).json()
+            if status["status"] == "completed":
+                break
+            await asyncio.sleep(0.1)
+        assert status["status"] == "completed"
+
+        fresh_llm.script(SLOW_ANSWER)
+        chat_id, shown = await _stop_after(client, headers, deltas=3)
+        assert shown.split() == WORDS[:3]
+        _, answer = await _messages_once_settled(client, headers, chat_id, count=2)
+        # Uncited, but stopped: the reader keeps what they saw, not the documents' quotes.
+        assert answer["meta"]["stopped"] is True
+        assert answer["content"].split()[:3] == WORDS[:3]
+        assert answer["sources"] is None and answer["meta"].get("answer_mode") != "extractive"
