@@ -51,17 +51,18 @@ def _with_builtin_model(app: FastAPI, components: Components) -> None:
     attach_components(app, dataclasses.replace(components, settings=settings))
 
 
-def _passage_of(source: dict[str, Any], passages: list[dict[str, Any]]) -> str:
-    index = int(source["chunk_id"].rsplit("_", 1)[1])
-    return next(p["text"] for p in passages if p["chunk_index"] == index)
-
-
-async def _passages(
-    client: httpx.AsyncClient, headers: dict[str, str], document_id: str
-) -> list[dict[str, Any]]:
+async def _checked_highlight(
+    client: httpx.AsyncClient, headers: dict[str, str], document_id: str, source: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """The source's highlight, checked to be exactly the text at its offsets in the passage the
+    document's passages API shows for it; and that passage."""
     response = await client.get(f"/api/v1/documents/{document_id}/passages", headers=headers)
     assert response.status_code == 200, response.text
-    return list(response.json()["items"])
+    index = int(source["chunk_id"].rsplit("_", 1)[1])
+    passage = next(p["text"] for p in response.json()["items"] if p["chunk_index"] == index)
+    highlight = source["highlight"]
+    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    return highlight, passage
 
 
 async def test_an_extractive_answer_quotes_the_fact_with_its_source_and_calls_no_model(
@@ -83,9 +84,7 @@ async def test_an_extractive_answer_quotes_the_fact_with_its_source_and_calls_no
     assert answer["meta"]["extractive_reason"] == "requested"
     assert answer["meta"]["grounded"] is True
     [source] = answer["sources"]
-    passage = _passage_of(source, await _passages(client, headers, document["id"]))
-    highlight = source["highlight"]
-    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    highlight, _ = await _checked_highlight(client, headers, document["id"], source)
     assert "30 days of holiday" in highlight["text"]
     assert fresh_llm.requests == []  # no model call at all
 
@@ -164,9 +163,7 @@ async def test_a_cited_generative_answer_highlights_the_sentence_the_answer_used
     saved = events[-1][1]["assistant_message"]
     assert saved["meta"]["answer_mode"] == "generative"
     [source] = saved["sources"]
-    highlight = source["highlight"]
-    passage = _passage_of(source, await _passages(client, headers, document["id"]))
-    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    highlight, _ = await _checked_highlight(client, headers, document["id"], source)
     assert "ovens can be cleaned" in highlight["text"]
     # Before the answer, the stream's sources carried the question's own highlights.
     streamed_sources = next(data for kind, data in events if kind == "sources")["sources"]
@@ -263,8 +260,6 @@ async def test_highlight_offsets_point_at_the_fact_in_each_format(
     answer = response.json()["assistant_message"]
     assert answer["sources"], answer
     source = answer["sources"][0]
-    passage = _passage_of(source, await _passages(client, headers, document["id"]))
-    highlight = source["highlight"]
-    assert passage[highlight["start"] : highlight["end"]] == highlight["text"]
+    highlight, passage = await _checked_highlight(client, headers, document["id"], source)
     assert fact in highlight["text"] and fact in answer["content"]
     assert not passage.startswith(highlight["text"]) or len(passage) <= 200
