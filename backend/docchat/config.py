@@ -466,6 +466,23 @@ class Settings(BaseSettings):
         1024, ge=16, description="Largest request body other than an upload, in KB"
     )
     max_message_chars: int = Field(20_000, ge=1, description="Longest chat message, in characters")
+    answer_timeout_seconds: float = Field(
+        900.0,
+        gt=0,
+        description=(
+            "Longest an answer may be written for; it is then stopped and kept as far as it "
+            "got. Answers go on when their reader goes away, until Stop or this limit"
+        ),
+    )
+    answer_progress_seconds: float = Field(
+        1.0,
+        gt=0,
+        le=10,
+        description=(
+            "How often an answer being written saves its text so far (what a reader on another "
+            "API process sees) and checks for a Stop sent to another process"
+        ),
+    )
     amqp_url: str | None = Field(
         None,
         description="RabbitMQ URL for analytics events; unset, events stay in the database only",

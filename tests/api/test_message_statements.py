@@ -26,7 +26,8 @@ EXPECTED = Counter(
     {
         "SELECT users": 1,  # the caller (access token)
         "SELECT chats": 1,  # the chat, locked for numbering
-        "INSERT messages": 2,  # the question, the answer
+        "INSERT messages": 2,  # the question, the answer's row (streaming)
+        "UPDATE messages": 1,  # the finished answer, over its row
         "UPDATE chats": 2,  # the chat's last activity, with each message
         "SELECT links": 1,  # the chat's linked documents and collections
         "SELECT memberships": 1,  # the collections the caller reads (directly or by group)

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.llm_server import ScriptedLLM
+from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.processes import (
     Process,
     docchat_env,
@@ -44,6 +44,7 @@ def cluster(
         CHROMA_URL=str(chroma.url),
         LLM_BASE_URL=scripted_llm.base_url,
         LLM_MODEL="scripted-model",
+        ANSWER_PROGRESS_SECONDS="0.2",
     )
     processes: dict[str, Process] = {
         "chroma": chroma,
@@ -135,3 +136,84 @@ def test_upload_ask_and_delete_across_two_api_processes_and_a_worker(
     assert after["sources"] is None
     assert MARKER not in json.dumps(scripted_llm.requests)
     assert _stored_copies(shared) == 0  # the file left the shared volume with the document
+
+
+WORDS = [f"word{number}" for number in range(30)]
+
+
+def _ask_and_leave(api: str, headers: dict[str, str], deltas: int) -> tuple[str, str, str]:
+    """Ask on `api`, read `deltas` pieces, go away: (answer id, text read, last event id)."""
+    shown, answer_id, last_id, event = "", "", "", ""
+    body = {"content": "Tell me a long story", "rag_enabled": False}
+    with httpx.stream(
+        "POST", f"{api}/api/v1/messages/stream", headers=headers, json=body, timeout=30
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("id: "):
+                last_id = line.removeprefix("id: ")
+            elif line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data = json.loads(line.removeprefix("data: "))
+                if event == "meta":
+                    answer_id = data["assistant_message_id"]
+                elif event == "delta":
+                    shown += data["text"]
+                    deltas -= 1
+                    if deltas == 0:
+                        break
+    return answer_id, shown, last_id
+
+
+def _follow(api: str, headers: dict[str, str], answer_id: str, last_id: str) -> list[str]:
+    """The events of following the answer on `api` from `last_id`: "delta:<text>" or a name."""
+    events, event = [], ""
+    with httpx.stream(
+        "GET",
+        f"{api}/api/v1/messages/{answer_id}/stream",
+        headers={**headers, "Last-Event-ID": last_id},
+        timeout=30,
+    ) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data = json.loads(line.removeprefix("data: "))
+                events.append(f"delta:{data['text']}" if event == "delta" else event)
+    return events
+
+
+def test_an_answer_written_by_one_api_process_is_followed_and_stopped_on_the_other(
+    cluster: tuple[dict[str, Process], Path], scripted_llm: ScriptedLLM
+) -> None:
+    processes, _ = cluster
+    api1, api2 = str(processes["api1"].url), str(processes["api2"].url)
+    email = f"reader-{uuid.uuid4().hex[:8]}@example.com"
+    httpx.post(
+        f"{api1}/api/v1/auth/register", json={"email": email, "password": PASSWORD}, timeout=30
+    )
+    headers = _token(api1, email)
+    slow = Reply(content=" ".join(WORDS), piece_delay_seconds=0.1)
+    scripted_llm.reset()
+    scripted_llm.script(slow, slow)
+
+    # Written on api1, read there up to a point, then followed on api2 from that point.
+    answer_id, shown, last_id = _ask_and_leave(api1, headers, deltas=3)
+    events = _follow(api2, headers, answer_id, last_id)
+    assert events[0] == "meta" and events[-1] == "done"
+    rest = "".join(event.removeprefix("delta:") for event in events if event.startswith("delta:"))
+    assert shown + rest == " ".join(WORDS)
+
+    # Written on api1, stopped from api2: kept as far as it got.
+    answer_id, _, _ = _ask_and_leave(api1, headers, deltas=2)
+    stopped = httpx.post(f"{api2}/api/v1/messages/{answer_id}/stop", headers=headers, timeout=30)
+    assert stopped.status_code == 204, processes["api2"].output()
+    chats = httpx.get(f"{api2}/api/v1/chats", headers=headers, timeout=10).json()["items"]
+    listed = httpx.get(
+        f"{api2}/api/v1/chats/{chats[0]['id']}/messages", headers=headers, timeout=10
+    ).json()["items"]
+    answer = listed[-1]
+    assert answer["id"] == answer_id and answer["status"] == "complete"
+    assert answer["meta"]["stopped"] is True
+    assert 2 <= len(answer["content"].split()) < len(WORDS)

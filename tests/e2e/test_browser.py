@@ -184,6 +184,10 @@ async def test_stop_keeps_what_was_shown_marked_stopped(
     await expect(answer).to_contain_text("word0 word1 word2")
     await expect(answer.get_by_text("Stopped", exact=True)).to_be_visible()
     await expect(answer).not_to_contain_text("word59")
+    # The saved answer, with its actions at once (they came only after a reload).
+    await expect(answer.get_by_role("button", name="Copy answer")).to_be_visible()
+    await expect(answer.get_by_role("button", name="Regenerate")).to_be_visible()
+    await expect(answer.get_by_role("button", name="Good answer")).to_be_visible()
 
     # Stopped before the first word: the question stays, and says it has no answer.
     scripted_llm.script(Reply(content="This answer comes too late.", delay_seconds=3))

@@ -16,7 +16,8 @@ def parse_sse(text: str) -> list[tuple[str, dict[str, Any]]]:
     events = []
     for block in text.strip().split("\n\n"):
         lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        events.append((lines["event"], json.loads(lines["data"])))
+        if "event" in lines:  # not a keep-alive comment
+            events.append((lines["event"], json.loads(lines["data"])))
     return events
 
 

@@ -72,6 +72,9 @@ class AnswerMeta(BaseModel):
         "inferred: the model wrote no markers, so docchat matched sentences to passages"
     )
     stopped: bool | None = _optional(
-        "The reader stopped the answer (or the connection closed) before it finished: the "
-        "text is what had arrived by then"
+        "The answer was stopped before it finished (Stop, the answer time limit, or the "
+        "server going away): the text is what had been written by then"
+    )
+    interrupted: bool | None = _optional(
+        "Stopped because the process writing it went away (a restart or a crash)"
     )

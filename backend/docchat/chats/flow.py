@@ -2,34 +2,40 @@
 
 Three phases, so that no database connection is held while the model thinks and the user's
 message survives a model failure:
-1. `turns.start_turn` (request session, committed): chat, user message, scope, history.
+1. `turns.start_turn` (request session, committed): chat, user message, the answer's row
+   (`streaming`), scope, history.
 2. the answer engine (no database): the prompt, the model (with tools if asked), citations.
-3. `_save_answer` (fresh session): the assistant message and the analytics event.
-`send` runs them for a whole answer; `stream` yields Server-Sent Events along the way.
+3. `_save_answer` (fresh session): the finished answer over its row, and the analytics event.
+
+Phases 2 and 3 run as a task of their own (`launch`), not in the request: an answer goes on
+when its reader goes away, until it is finished, stopped (`stop`, from any process), or over
+`ANSWER_TIMEOUT_SECONDS`. Readers follow it through `progress` (`follow`); `send` waits for
+it whole.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal
 
-import anyio
-from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, SourcesReady
 from docchat.answers.meta import Scope
 from docchat.chats import repository
+from docchat.chats.models import MessageStatus
+from docchat.chats.progress import ENDED_WITHOUT_TEXT, End, Progress, follow_stored
 from docchat.chats.schemas import (
     MessageCreate,
     MessageExchange,
     MessageRead,
-    StreamDelta,
     StreamDone,
     StreamError,
     StreamMeta,
@@ -40,7 +46,7 @@ from docchat.config import Settings
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
-from docchat.kit.errors import DocchatError
+from docchat.kit.errors import DocchatError, NotFound
 from docchat.kit.tokens import estimate_tokens
 from docchat.quotas import service as quotas
 from docchat.retrieval.index import DocumentScope
@@ -48,9 +54,33 @@ from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
 
+UNEXPECTED_FAILURE = (
+    "Something went wrong while writing this answer. Your question is kept: try again, and "
+    "tell your administrator if it keeps happening."
+)
+# How long a Stop waits for the answer to be saved as far as it got.
+STOP_WAIT_SECONDS = 10.0
 
-def sse(event: str, data: BaseModel) -> str:
-    return f"event: {event}\ndata: {json.dumps(data.model_dump(mode='json'))}\n\n"
+StopReason = Literal["stop", "timeout", "shutdown"]
+
+
+@dataclass
+class Run:
+    """One answer being written in this process."""
+
+    turn: Turn
+    progress: Progress
+    plan: Plan | None = None
+    generation: asyncio.Task[Generated] | None = None
+    task: asyncio.Task[End] | None = None
+    stopped_by: StopReason | None = None
+    # What made it fail, for `send` to raise as the HTTP error.
+    failure: DocchatError | None = None
+
+    def stop(self, reason: StopReason) -> None:
+        if self.stopped_by is None and self.generation is not None and not self.generation.done():
+            self.stopped_by = reason
+            self.generation.cancel()
 
 
 @dataclass(frozen=True)
@@ -62,6 +92,8 @@ class MessageFlow:
     engine: AnswerEngine
     storage: FileStorage
     publisher: EventPublisher
+    # The answers this process is writing, by their message id.
+    runs: dict[uuid.UUID, Run] = field(default_factory=dict)
 
     async def start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
         hold = await quotas.hold_tokens(
@@ -125,9 +157,10 @@ class MessageFlow:
             if turn.retitle is not None:
                 old, new = turn.retitle
                 await repository.retitle(session, turn.chat_id, old=old, new=new)
-            message = await repository.add_answer(
+            message = await repository.complete_answer(
                 session,
                 turn.chat_id,
+                turn.answer_id,
                 content=cited.content,
                 sources=[source.model_dump(mode="json") for source in sources] if sources else None,
                 model=generated.model,
@@ -157,72 +190,169 @@ class MessageFlow:
     async def send(
         self, session: AsyncSession, user: User, request: MessageCreate
     ) -> MessageExchange:
-        turn = await self.start(session, user, request)
-        try:
-            plan = await self.engine.plan(turn.question)
-            generated: Generated | None = None
-            async for item in self.engine.produce(turn.question, plan, streaming=False):
-                if isinstance(item, Generated):
-                    generated = item
-            assert generated is not None
-            answer = await self._save_answer(turn, plan, generated)
-        finally:
-            await turn.hold.release()
+        """Ask and wait for the whole answer (it is written all the same if the caller goes)."""
+        run = self.launch(await self.start(session, user, request))
+        assert run.task is not None
+        end = await asyncio.shield(run.task)
+        if isinstance(end, StreamError):
+            raise run.failure or DocchatError(end.detail)
         return MessageExchange(
-            chat_id=turn.chat_id, user_message=turn.user_message, assistant_message=answer
+            chat_id=run.turn.chat_id,
+            user_message=run.turn.user_message,
+            assistant_message=end.assistant_message,
         )
 
-    async def stream(self, turn: Turn) -> AsyncIterator[str]:
-        """Server-Sent Events for a started turn: meta, sources, delta..., then done or error.
+    def launch(self, turn: Turn) -> Run:
+        """Write the started turn's answer in a task of its own: readers come and go."""
+        meta = StreamMeta(
+            chat_id=turn.chat_id,
+            user_message=turn.user_message,
+            assistant_message_id=turn.answer_id,
+        )
+        run = Run(turn=turn, progress=Progress(meta=meta))
+        run.generation = asyncio.create_task(self._generate(run))
+        run.task = asyncio.create_task(self._run(run))
+        self.runs[turn.answer_id] = run
+        return run
 
-        A model failure saves no answer. A reader who stops the answer (closes the connection)
-        keeps what they were shown: it is saved, marked `stopped`."""
-        events = self._stream(turn)
+    async def follow(
+        self, session: AsyncSession, user: User, answer_id: uuid.UUID, offset: int
+    ) -> AsyncIterator[str]:
+        """Server-Sent Events of one of the user's answers from `offset` on, wherever it is
+        written; 404 (before any event) if it is not theirs."""
+        run = self.runs.get(answer_id)
+        if run is not None and run.turn.user_id == user.id:
+            return run.progress.follow(offset)
+        answer = await repository.get_owned_answer(session, user.id, answer_id)
+        if answer is None:
+            raise NotFound("No such answer")
+        return follow_stored(
+            self.sessionmaker,
+            user.id,
+            answer,
+            offset,
+            progress_seconds=self.settings.answer_progress_seconds,
+        )
+
+    async def stop(self, session: AsyncSession, user: User, answer_id: uuid.UUID) -> None:
+        """Stop one of the user's answers where it is, on whichever process writes it; it is
+        kept as far as it got. Stopping a finished answer changes nothing."""
+        run = self.runs.get(answer_id)
+        if run is not None and run.turn.user_id == user.id and run.task is not None:
+            run.stop("stop")
+            await asyncio.wait({run.task}, timeout=STOP_WAIT_SECONDS)
+            return
+        user_id = user.id
+        answer = await repository.get_owned_answer(session, user_id, answer_id)
+        if answer is None:
+            raise NotFound("No such answer")
+        if not await repository.request_stop(session, answer_id):
+            return
+        await session.commit()
+        # Another process writes it: it reads the request at its next save of progress.
+        deadline = time.monotonic() + STOP_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            await asyncio.sleep(self.settings.answer_progress_seconds / 2)
+            answer = await repository.get_owned_answer(session, user_id, answer_id)
+            await session.commit()  # no transaction left open between looks
+            if answer is None or answer.status != MessageStatus.streaming:
+                return
+
+    async def close(self) -> None:
+        """At shutdown: every answer still being written is stopped and kept as far as it got."""
+        for run in list(self.runs.values()):
+            run.stop("shutdown")
+        tasks = [run.task for run in self.runs.values() if run.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_WAIT_SECONDS)
+
+    async def _generate(self, run: Run) -> Generated:
+        turn, progress = run.turn, run.progress
+        plan = run.plan = await self.engine.plan(turn.question)
+        generated: Generated | None = None
+        async for item in self.engine.produce(turn.question, plan, streaming=True):
+            if isinstance(item, SourcesReady):
+                progress.add_sources(
+                    StreamSources(**plan.meta.model_dump(), sources=plan.candidates)
+                )
+            elif isinstance(item, Generated):
+                generated = item
+            elif item:
+                progress.add_text(item)
+        assert generated is not None
+        return generated
+
+    async def _run(self, run: Run) -> End:
+        watcher = asyncio.create_task(self._watch(run))
         try:
-            async for event in events:
-                yield event
+            end = await self._answer(run)
         finally:
-            await events.aclose()  # a reader who went away: the stopped answer is kept there
-            await turn.hold.release()
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            await run.turn.hold.release()
+            self.runs.pop(run.turn.answer_id, None)
+        run.progress.finish(end)
+        return end
 
-    async def _stream(self, turn: Turn) -> AsyncGenerator[str, None]:
-        yield sse("meta", StreamMeta(chat_id=turn.chat_id, user_message=turn.user_message))
-        plan: Plan | None = None
-        shown: list[str] = []
+    async def _answer(self, run: Run) -> End:
+        turn = run.turn
+        assert run.generation is not None
         try:
-            plan = await self.engine.plan(turn.question)
-            generated: Generated | None = None
-            async for item in self.engine.produce(turn.question, plan, streaming=True):
-                if isinstance(item, SourcesReady):
-                    sources = StreamSources(**plan.meta.model_dump(), sources=plan.candidates)
-                    yield sse("sources", sources)
-                elif isinstance(item, Generated):
-                    generated = item
-                elif item:
-                    shown.append(item)
-                    yield sse("delta", StreamDelta(text=item))
-            assert generated is not None
-            answer = await self._save_answer(turn, plan, generated)
+            generated = await run.generation
+            assert run.plan is not None
+            return StreamDone(assistant_message=await self._save_answer(turn, run.plan, generated))
+        except asyncio.CancelledError:
+            if run.stopped_by is None:
+                raise  # not a Stop: this task itself is being cancelled
+            return await self._keep_stopped_answer(run)
         except DocchatError as exc:
-            logger.warning("streamed answer for chat %s failed: %s", turn.chat_id, exc.message)
-            yield sse("error", StreamError(detail=exc.message, status=exc.status_code))
-            return
+            logger.warning("the answer for chat %s failed: %s", turn.chat_id, exc.message)
+            run.failure = exc
+            await self._discard(turn)
+            return StreamError(detail=exc.message, status=exc.status_code)
         except Exception:
-            logger.exception("streamed answer for chat %s failed", turn.chat_id)
-            yield sse("error", StreamError(detail="Internal server error", status=500))
-            return
-        except (asyncio.CancelledError, GeneratorExit):
-            # The client went away: Starlette cancels this generator, or closes it.
-            if plan is not None and shown:
-                await self._keep_stopped_answer(turn, plan, "".join(shown))
-            raise
-        yield sse("done", StreamDone(assistant_message=answer))
+            logger.exception("the answer for chat %s failed", turn.chat_id)
+            await self._discard(turn)
+            return StreamError(detail=UNEXPECTED_FAILURE, status=500)
 
-    async def _keep_stopped_answer(self, turn: Turn, plan: Plan, text: str) -> None:
-        """Save the part of an answer the reader saw before stopping it.
+    async def _watch(self, run: Run) -> None:
+        """Every `ANSWER_PROGRESS_SECONDS`: save the text so far (what readers on other
+        processes see, and a sign of life), heed a Stop sent to another process, and stop the
+        answer at its time limit."""
+        every, limit = self.settings.answer_progress_seconds, self.settings.answer_timeout_seconds
+        while True:
+            await asyncio.sleep(every)
+            if time.perf_counter() - run.turn.started > limit:
+                logger.warning("the answer for chat %s reached its time limit", run.turn.chat_id)
+                run.stop("timeout")
+                return
+            progress = run.progress
+            sources = progress.sources
+            async with self.sessionmaker() as session:
+                stop = await repository.record_progress(
+                    session,
+                    run.turn.answer_id,
+                    content=progress.text,
+                    sources=[s.model_dump(mode="json") for s in sources.sources]
+                    if sources
+                    else None,
+                    meta=sources.model_dump(mode="json", exclude={"sources"}) if sources else None,
+                )
+                await session.commit()
+            if stop:
+                run.stop("stop")
+                return
+
+    async def _keep_stopped_answer(self, run: Run) -> End:
+        """Save the part of an answer written before it was stopped (none: drop its row).
 
         The model never reported usage for the cut call, so its tokens are estimated (quotas
-        must count them all the same). Shielded: the request's own scope is being cancelled."""
+        must count them all the same)."""
+        turn, plan, text = run.turn, run.plan, run.progress.text
+        if plan is None or not text:
+            await self._discard(turn)
+            return ENDED_WITHOUT_TEXT
         usage = plan.usage
         prompt = sum(estimate_tokens(str(item.get("content") or "")) for item in plan.messages)
         generated = Generated(
@@ -233,8 +363,13 @@ class MessageFlow:
             llm_ms=usage.llm_ms,
             tokens_estimated=True,
         )
-        with anyio.CancelScope(shield=True):
-            try:
-                await self._save_answer(turn, plan, generated, stopped=True)
-            except Exception:
-                logger.exception("the stopped answer for chat %s was not saved", turn.chat_id)
+        saved = await self._save_answer(turn, plan, generated, stopped=True)
+        return StreamDone(assistant_message=saved)
+
+    async def _discard(self, turn: Turn) -> None:
+        try:
+            async with self.sessionmaker() as session:
+                await repository.discard_answer(session, turn.answer_id)
+                await session.commit()
+        except Exception:
+            logger.exception("the unfinished answer of chat %s was not removed", turn.chat_id)

@@ -19,6 +19,14 @@ class MessageRole(StrEnum):
     assistant = "assistant"
 
 
+class MessageStatus(StrEnum):
+    """An answer is `streaming` from the moment its question is saved until it is finished,
+    stopped or interrupted; every other message is `complete`."""
+
+    streaming = "streaming"
+    complete = "complete"
+
+
 class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     __tablename__ = "chats"
     __table_args__ = (
@@ -41,6 +49,12 @@ class Message(IdMixin, TimestampMixin, Base):
     __table_args__ = (
         Index("ix_messages_chat_id_seq", "chat_id", "seq"),
         # Chat search (`chats.service.list_owned`): the same expression, so the index serves it.
+        # The answers being written (a handful), for finding those a dead process left.
+        Index(
+            "ix_messages_streaming",
+            "updated_at",
+            postgresql_where=text("status = 'streaming'"),
+        ),
         Index(
             "ix_messages_content_search",
             text(f"to_tsvector('{SEARCH_CONFIG}'::regconfig, content)"),
@@ -60,6 +74,11 @@ class Message(IdMixin, TimestampMixin, Base):
     completion_tokens: Mapped[int | None] = mapped_column(default=None)
     # Response metadata: grounded or not, and why (e.g. vector store down).
     meta: Mapped[dict[str, Any] | None] = mapped_column(JSONB, default=None)
+    status: Mapped[MessageStatus] = mapped_column(
+        String(16), default=MessageStatus.complete, server_default=MessageStatus.complete.value
+    )
+    # Set by a Stop sent to any API process; the process writing the answer reads it.
+    stop_requested: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
 
 
 class Rating(StrEnum):

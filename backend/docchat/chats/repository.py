@@ -14,6 +14,7 @@ from sqlalchemy import (
     SQLColumnExpression,
     Uuid,
     bindparam,
+    cast,
     delete,
     func,
     literal_column,
@@ -21,7 +22,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -34,6 +35,7 @@ from docchat.chats.models import (
     Message,
     MessageDocument,
     MessageRole,
+    MessageStatus,
     Rating,
 )
 from docchat.db import utcnow
@@ -224,13 +226,144 @@ async def add_message(
     return message
 
 
-async def add_answer(session: AsyncSession, chat_id: uuid.UUID, **fields: Any) -> Message:
-    """The assistant's message, saved by a session other than the question's."""
-    message = Message(chat_id=chat_id, role=MessageRole.assistant, **fields)
+# -- answers in progress ---------------------------------------------------------------------
+
+
+async def add_answer_in_progress(session: AsyncSession, chat: Chat) -> Message:
+    """The answer's row, empty and `streaming`, saved with its question: from then on any
+    process can show how far it has got."""
+    message = Message(
+        chat_id=chat.id, role=MessageRole.assistant, content="", status=MessageStatus.streaming
+    )
     session.add(message)
+    await session.flush()
+    return message
+
+
+async def complete_answer(
+    session: AsyncSession, chat_id: uuid.UUID, answer_id: uuid.UUID, **fields: Any
+) -> Message:
+    """The finished answer, written over its row (a new row if an edit removed it meanwhile)."""
+    statement = (
+        update(Message)
+        .where(Message.id == answer_id)
+        .values(status=MessageStatus.complete, updated_at=utcnow(), **fields)
+        .returning(Message)
+        .execution_options(synchronize_session=False)
+    )
+    message = (await session.execute(statement)).scalar_one_or_none()
+    if message is None:
+        message = Message(chat_id=chat_id, role=MessageRole.assistant, **fields)
+        session.add(message)
     await session.execute(update(Chat).where(Chat.id == chat_id).values(updated_at=utcnow()))
     await session.flush()
     return message
+
+
+async def record_progress(
+    session: AsyncSession,
+    answer_id: uuid.UUID,
+    *,
+    content: str,
+    sources: list[dict[str, Any]] | None,
+    meta: dict[str, Any] | None,
+) -> bool | None:
+    """The text so far (and the passages, once known) of an answer still being written, which
+    also tells readers its process is alive. Returns whether a Stop was asked for, None when
+    the answer is no longer in progress."""
+    statement = (
+        update(Message)
+        .where(Message.id == answer_id, Message.status == MessageStatus.streaming)
+        .values(content=content, sources=sources, meta=meta, updated_at=func.now())
+        .returning(Message.stop_requested)
+    )
+    stop: bool | None = (await session.execute(statement)).scalar_one_or_none()
+    return stop
+
+
+async def discard_answer(session: AsyncSession, answer_id: uuid.UUID) -> None:
+    """An answer that failed or was stopped before its first word: the question stays alone."""
+    await session.execute(
+        delete(Message).where(Message.id == answer_id, Message.status == MessageStatus.streaming)
+    )
+
+
+async def request_stop(session: AsyncSession, answer_id: uuid.UUID) -> bool:
+    """Ask whichever process writes the answer to stop it; False if it is not in progress."""
+    statement = (
+        update(Message)
+        .where(Message.id == answer_id, Message.status == MessageStatus.streaming)
+        .values(stop_requested=True)
+        .returning(Message.id)
+    )
+    return (await session.execute(statement)).scalar_one_or_none() is not None
+
+
+async def get_owned_answer(
+    session: AsyncSession, user_id: uuid.UUID, answer_id: uuid.UUID
+) -> Message | None:
+    """One of the user's answers (in a chat not deleted), fresh from the database."""
+    statement = (
+        select(Message)
+        .join(Chat, Chat.id == Message.chat_id)
+        .where(
+            Message.id == answer_id,
+            Message.role == MessageRole.assistant,
+            Chat.owner_id == user_id,
+            Chat.deleted_at.is_(None),
+        )
+        .execution_options(populate_existing=True)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def question_of(session: AsyncSession, answer: Message) -> Message | None:
+    """The question an answer answers: the user message just before it."""
+    statement = (
+        messages_of(answer.chat_id)
+        .where(Message.seq < answer.seq, Message.role == MessageRole.user)
+        .order_by(Message.seq.desc())
+        .limit(1)
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+INTERRUPTED = {"stopped": True, "interrupted": True}
+
+
+def silent_for(seconds: float) -> ColumnElement[bool]:
+    """The answer's row has not been written for `seconds` (by the database's clock)."""
+    return Message.updated_at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, seconds)
+
+
+async def end_abandoned_answers(
+    session: AsyncSession,
+    *,
+    silent_for_seconds: float,
+    answer_id: uuid.UUID | None = None,
+    chat_id: uuid.UUID | None = None,
+) -> int:
+    """Answers whose process stopped writing (a crash, a kill) more than `silent_for_seconds`
+    ago: kept as far as they got, marked stopped and interrupted; dropped if still empty."""
+    silent = Message.updated_at < func.now() - func.make_interval(
+        0, 0, 0, 0, 0, 0, silent_for_seconds
+    )
+    abandoned = [Message.status == MessageStatus.streaming, silent]
+    if answer_id is not None:
+        abandoned.append(Message.id == answer_id)
+    if chat_id is not None:
+        abandoned.append(Message.chat_id == chat_id)
+    dropped = await session.execute(delete(Message).where(*abandoned, Message.content == ""))
+    ended = await session.execute(
+        update(Message)
+        .where(*abandoned)
+        .values(
+            status=MessageStatus.complete,
+            meta=func.coalesce(Message.meta, cast({}, JSONB)).op("||")(cast(INTERRUPTED, JSONB)),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return sum(int(getattr(result, "rowcount", 0) or 0) for result in (dropped, ended))
 
 
 def _search_vector(column: SQLColumnExpression[str]) -> ColumnElement[Any]:

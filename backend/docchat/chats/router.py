@@ -1,16 +1,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import Query, Response, status
+from fastapi import Header, Query, Response, status
 from fastapi.responses import StreamingResponse
 
 from docchat.auth.dependencies import ClientAddress, CurrentUser
 from docchat.chats import export, feedback, service
 from docchat.chats.dependencies import MessageFlowDep, OwnedChat
 from docchat.chats.models import Chat
+from docchat.chats.progress import silent_after
 from docchat.chats.schemas import (
     STREAM_EVENT_SCHEMA,
     AnswerDefaults,
@@ -131,9 +132,13 @@ async def restore_chat(
 @chats_router.get(
     "/{chat_id}/messages", response_model=Page[MessageRead], operation_id="chats_list_messages"
 )
-async def list_messages(chat: OwnedChat, session: SessionDep, page: PageDep) -> Page[MessageRead]:
-    """The chat's messages, oldest first, answers with your rating of them."""
-    items, total = await service.list_messages(session, chat, page)
+async def list_messages(
+    chat: OwnedChat, session: SessionDep, page: PageDep, settings: SettingsDep
+) -> Page[MessageRead]:
+    """The chat's messages, oldest first, answers with your rating of them. An answer still
+    being written has `status` streaming: follow it with GET /messages/{id}/stream."""
+    silent = silent_after(settings.answer_progress_seconds)
+    items, total = await service.list_messages(session, chat, page, silent_seconds=silent)
     listed = page_of(MessageRead, items, total, page)
     ratings = await feedback.of_messages(session, [message.id for message in listed.items])
     for message in listed.items:
@@ -233,28 +238,76 @@ async def send_message(
     return await flow.send(session, user, data)
 
 
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or "
+        "`error`; each event's `data` is the schema named after it (StreamMeta, ...), and its "
+        "`id` the characters of the answer's text sent so far",
+        "content": {"text/event-stream": {"schema": STREAM_EVENT_SCHEMA}},
+    }
+}
+
+
 @messages_router.post(
     "/stream",
     response_class=StreamingResponse,
     operation_id="messages_stream",
-    responses={
-        200: {
-            "description": "Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or "
-            "`error`; each event's `data` is the schema named after it (StreamMeta, ...)",
-            "content": {"text/event-stream": {"schema": STREAM_EVENT_SCHEMA}},
-        }
-    },
+    responses=STREAM_RESPONSES,
 )
 async def stream_message(
     data: MessageCreate, user: CurrentUser, session: SessionDep, flow: MessageFlowDep
 ) -> StreamingResponse:
-    """The same as `POST /messages`, as Server-Sent Events: meta, sources, delta…, done | error."""
-    turn = await flow.start(session, user, data)
+    """The same as `POST /messages`, as Server-Sent Events: meta, sources, delta…, done | error.
+
+    The answer is written on the server whether or not anyone reads it: closing the stream
+    does not stop it (POST /messages/{id}/stop does). Follow it again from where you were with
+    GET /messages/{id}/stream."""
+    run = flow.launch(await flow.start(session, user, data))
     return StreamingResponse(
-        flow.stream(turn),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        run.progress.follow(0), media_type="text/event-stream", headers=STREAM_HEADERS
     )
+
+
+@messages_router.get(
+    "/{message_id}/stream",
+    response_class=StreamingResponse,
+    operation_id="messages_follow",
+    responses=STREAM_RESPONSES,
+)
+async def follow_answer(
+    message_id: uuid.UUID,
+    user: CurrentUser,
+    session: SessionDep,
+    flow: MessageFlowDep,
+    offset: Annotated[
+        int, Query(ge=0, description="Characters of the answer's text you already have")
+    ] = 0,
+    last_event_id: Annotated[
+        int | None,
+        Header(ge=0, description="The id of the last event you received (sent by EventSource)"),
+    ] = None,
+) -> StreamingResponse:
+    """One of your answers as Server-Sent Events, from where you were: the `meta` and
+    `sources` events again, the text after `offset` (or `Last-Event-ID`), then `done` or
+    `error`. From any API process, during the answer or after it (then: `meta`, `done`)."""
+    start = last_event_id if last_event_id is not None else offset
+    events = await flow.follow(session, user, message_id, start)
+    return StreamingResponse(events, media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+@messages_router.post(
+    "/{message_id}/stop",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="messages_stop",
+)
+async def stop_answer(
+    message_id: uuid.UUID, user: CurrentUser, session: SessionDep, flow: MessageFlowDep
+) -> None:
+    """Stop one of your answers where it is, whichever process writes it; it is kept as far as
+    it got, marked stopped (stopped before its first word: only the question stays). Returns
+    once it is saved; stopping a finished answer changes nothing."""
+    await flow.stop(session, user, message_id)
 
 
 @chats_router.put(

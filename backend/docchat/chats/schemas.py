@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from docchat.answers.meta import AnswerMeta
-from docchat.chats.models import MessageRole, Rating
+from docchat.chats.models import MessageRole, MessageStatus, Rating
 from docchat.kit.openapi import schema_ref
 from docchat.kit.schemas import RequestModel
 from docchat.retrieval.schemas import Source
@@ -185,6 +185,11 @@ class MessageRead(BaseModel):
     prompt_tokens: int | None
     completion_tokens: int | None
     meta: AnswerMeta | None = Field(description="About the answer (assistant messages)")
+    status: MessageStatus = Field(
+        MessageStatus.complete,
+        description="streaming: the answer is still being written (content is its text so "
+        "far; follow it with GET /messages/{id}/stream); complete otherwise",
+    )
     created_at: datetime
     feedback: FeedbackRead | None = Field(
         None, description="Your rating of this answer, if you gave one (chat message lists)"
@@ -205,6 +210,10 @@ class StreamMeta(BaseModel):
 
     chat_id: uuid.UUID
     user_message: MessageRead
+    assistant_message_id: uuid.UUID = Field(
+        description="The answer's id: follow it again with GET /messages/{id}/stream, stop it "
+        "with POST /messages/{id}/stop"
+    )
 
 
 class StreamSources(AnswerMeta):
@@ -227,7 +236,8 @@ class StreamDone(BaseModel):
 
 
 class StreamError(BaseModel):
-    """`event: error`: the answer failed; nothing of it was saved. Last."""
+    """`event: error`: the answer failed (or was stopped before its first word, 410); the
+    question is kept, no answer is. Last."""
 
     detail: str
     status: int

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.audit import service as audit
 from docchat.categories import service as categories_service
 from docchat.chats import repository
-from docchat.chats.models import Chat, Message
+from docchat.chats.models import Chat, Message, MessageStatus
 from docchat.chats.schemas import ChatUpdate
 from docchat.db import utcnow
 from docchat.documents import repository as documents_repository
@@ -192,7 +192,18 @@ async def all_messages(session: AsyncSession, chat: Chat) -> Sequence[Message]:
 
 
 async def list_messages(
-    session: AsyncSession, chat: Chat, page: PageParams
+    session: AsyncSession, chat: Chat, page: PageParams, *, silent_seconds: float
 ) -> tuple[Sequence[Message], int]:
+    """A page of the chat's messages; an answer still `streaming` whose process has gone
+    silent for `silent_seconds` is ended first (kept as far as it got, marked interrupted)."""
     statement = repository.messages_of(chat.id).order_by(Message.seq)
-    return await paginate(session, statement, page)
+    items, total = await paginate(session, statement, page)
+    if any(message.status == MessageStatus.streaming for message in items):
+        ended = await repository.end_abandoned_answers(
+            session, silent_for_seconds=silent_seconds, chat_id=chat.id
+        )
+        if ended:
+            await session.commit()
+            session.expire_all()
+            items, total = await paginate(session, statement, page)
+    return items, total

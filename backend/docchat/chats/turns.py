@@ -46,6 +46,8 @@ class Turn:
     chat_id: uuid.UUID
     user_message: MessageRead
     question: Question
+    # The answer's row, saved `streaming` with the question and written over when it ends.
+    answer_id: uuid.UUID
     # An edit or a regeneration: the messages from this seq up to the new question's give
     # way to it once its answer is saved.
     replaces_from_seq: int | None = None
@@ -231,6 +233,7 @@ async def start_turn(
     if on_scope is not None:
         on_scope(scope, documents, options)
     message = await repository.add_message(session, chat, MessageRole.user, request.content)
+    answer = await repository.add_answer_in_progress(session, chat)
     await repository.link_message_documents(session, message.id, [d.id for d in requested])
     if options.retrieval == "tool":
         documents = await _conversation_documents(session, user, chat, documents)
@@ -260,6 +263,7 @@ async def start_turn(
         chat_id=chat.id,
         user_message=MessageRead.model_validate(message),
         question=question,
+        answer_id=answer.id,
         replaces_from_seq=replaced.seq if replaced is not None else None,
         question_seq=message.seq,
         retitle=_retitle(chat, replaced, earlier, request.content),

@@ -190,6 +190,7 @@ class LLM:
     ) -> AsyncGenerator[str | StreamEnd, None]:
         options = self._options(model, temperature, max_tokens)
         started = time.perf_counter()
+        received = False  # before the call: a model that cannot be reached fails in it
         try:
             stream = await self._post_chat(
                 {
@@ -201,7 +202,6 @@ class LLM:
             )
             used_model = options["model"]
             prompt_tokens = completion_tokens = finish_reason = None
-            received = False
             async for chunk in stream:
                 received = True
                 used_model = chunk.model or used_model

@@ -118,6 +118,7 @@ def create_app(
             stop.set()
             if worker_task is not None:
                 await worker_task
+            await components.message_flow.close()
             await components.llm.close()
             await components.retriever.close()
             await components.publisher.close()

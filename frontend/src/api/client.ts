@@ -148,14 +148,42 @@ export async function register(email: string, password: string): Promise<void> {
 }
 
 export interface StreamHandlers {
-  onMeta(chatId: string, userMessage: Message): void;
+  /** The question is saved; `answerId` is the answer's, being written on the server. */
+  onMeta(chatId: string, userMessage: Message, answerId: string): void;
   onSources(sources: Source[]): void;
-  onDelta(text: string): void;
+  /** More of the answer's text; `position` is where the reader now is (for re-attaching). */
+  onDelta(text: string, position: string | null): void;
   onDone(message: Message): void;
-  onError(detail: string): void;
+  onError(detail: string, status: number): void;
 }
 
-/** Sends a message and streams the answer; resolves when the stream ends or is aborted. */
+/** Reads an answer's events to the end of the response (done, error, or a cut connection). */
+async function readAnswer(response: Response, handlers: StreamHandlers): Promise<void> {
+  if (!response.ok || !response.body) {
+    const payload = await response.json().catch(() => null);
+    handlers.onError(errorMessage(payload, "The message failed"), response.status);
+    return;
+  }
+  for await (const { event, data, id } of readSSE(response.body)) {
+    // Each event's data is the schema named after it in the OpenAPI document.
+    if (event === "meta") {
+      const meta = JSON.parse(data) as Schemas["StreamMeta"];
+      handlers.onMeta(meta.chat_id, meta.user_message, meta.assistant_message_id);
+    } else if (event === "sources") {
+      handlers.onSources((JSON.parse(data) as Schemas["StreamSources"]).sources);
+    } else if (event === "delta") {
+      handlers.onDelta((JSON.parse(data) as Schemas["StreamDelta"]).text, id ?? null);
+    } else if (event === "done") {
+      handlers.onDone((JSON.parse(data) as Schemas["StreamDone"]).assistant_message);
+    } else if (event === "error") {
+      const error = JSON.parse(data) as Schemas["StreamError"];
+      handlers.onError(error.detail, error.status);
+    }
+  }
+}
+
+/** Sends a message and reads its answer as it is written; resolves when the stream ends. The
+ * answer goes on on the server if this reader goes (`followAnswer` picks it up again). */
 export async function streamMessage(
   body: Schemas["MessageCreate"],
   handlers: StreamHandlers,
@@ -167,25 +195,32 @@ export async function streamMessage(
     body: JSON.stringify(body),
     signal,
   });
-  if (!response.ok || !response.body) {
-    handlers.onError(errorMessage(await response.json().catch(() => null), "The message failed"));
-    return;
-  }
-  for await (const { event, data } of readSSE(response.body)) {
-    // Each event's data is the schema named after it in the OpenAPI document.
-    if (event === "meta") {
-      const meta = JSON.parse(data) as Schemas["StreamMeta"];
-      handlers.onMeta(meta.chat_id, meta.user_message);
-    } else if (event === "sources") {
-      handlers.onSources((JSON.parse(data) as Schemas["StreamSources"]).sources);
-    } else if (event === "delta") {
-      handlers.onDelta((JSON.parse(data) as Schemas["StreamDelta"]).text);
-    } else if (event === "done") {
-      handlers.onDone((JSON.parse(data) as Schemas["StreamDone"]).assistant_message);
-    } else if (event === "error") {
-      handlers.onError((JSON.parse(data) as Schemas["StreamError"]).detail);
-    }
-  }
+  await readAnswer(response, handlers);
+}
+
+/** Reads an answer being written from `position` on (a `Last-Event-ID`: characters of it the
+ * reader has), on whichever server process writes it. */
+export async function followAnswer(
+  answerId: string,
+  position: string,
+  handlers: StreamHandlers,
+  signal: AbortSignal,
+): Promise<void> {
+  const response = await authFetch(`/api/v1/messages/${answerId}/stream`, {
+    headers: { "Last-Event-ID": position },
+    signal,
+  });
+  await readAnswer(response, handlers);
+}
+
+/** Where a reader is after `text` (the server counts characters as Unicode code points). */
+export function positionAfter(text: string): string {
+  return String(Array.from(text).length);
+}
+
+/** Stops an answer where it is; resolves once it is saved that far. */
+export async function stopAnswer(answerId: string): Promise<void> {
+  await api.POST("/api/v1/messages/{message_id}/stop", { params: { path: { message_id: answerId } } });
 }
 
 /** Uploads with progress (fetch cannot report upload progress; XMLHttpRequest can). */

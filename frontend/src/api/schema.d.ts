@@ -536,7 +536,8 @@ export interface paths {
         };
         /**
          * List Messages
-         * @description The chat's messages, oldest first, answers with your rating of them.
+         * @description The chat's messages, oldest first, answers with your rating of them. An answer still
+         *     being written has `status` streaming: follow it with GET /messages/{id}/stream.
          */
         get: operations["chats_list_messages"];
         put?: never;
@@ -1008,8 +1009,56 @@ export interface paths {
         /**
          * Stream Message
          * @description The same as `POST /messages`, as Server-Sent Events: meta, sources, delta…, done | error.
+         *
+         *     The answer is written on the server whether or not anyone reads it: closing the stream
+         *     does not stop it (POST /messages/{id}/stop does). Follow it again from where you were with
+         *     GET /messages/{id}/stream.
          */
         post: operations["messages_stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/messages/{message_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop Answer
+         * @description Stop one of your answers where it is, whichever process writes it; it is kept as far as
+         *     it got, marked stopped (stopped before its first word: only the question stays). Returns
+         *     once it is saved; stopping a finished answer changes nothing.
+         */
+        post: operations["messages_stop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/messages/{message_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow Answer
+         * @description One of your answers as Server-Sent Events, from where you were: the `meta` and
+         *     `sources` events again, the text after `offset` (or `Last-Event-ID`), then `done` or
+         *     `error`. From any API process, during the answer or after it (then: `meta`, `done`).
+         */
+        get: operations["messages_follow"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1335,6 +1384,11 @@ export interface components {
              */
             inline_documents?: number | null;
             /**
+             * Interrupted
+             * @description Stopped because the process writing it went away (a restart or a crash)
+             */
+            interrupted?: boolean | null;
+            /**
              * Llm Ms
              * @description Time spent waiting for the model, every call included
              */
@@ -1369,7 +1423,7 @@ export interface components {
             scope?: ("message" | "chat" | "all") | null;
             /**
              * Stopped
-             * @description The reader stopped the answer (or the connection closed) before it finished: the text is what had arrived by then
+             * @description The answer was stopped before it finished (Stop, the answer time limit, or the server going away): the text is what had been written by then
              */
             stopped?: boolean | null;
             /** Tool Searches */
@@ -2183,12 +2237,24 @@ export interface components {
             role: components["schemas"]["MessageRole"];
             /** Sources */
             sources: components["schemas"]["Source"][] | null;
+            /**
+             * @description streaming: the answer is still being written (content is its text so far; follow it with GET /messages/{id}/stream); complete otherwise
+             * @default complete
+             */
+            status: components["schemas"]["MessageStatus"];
         };
         /**
          * MessageRole
          * @enum {string}
          */
         MessageRole: "user" | "assistant";
+        /**
+         * MessageStatus
+         * @description An answer is `streaming` from the moment its question is saved until it is finished,
+         *     stopped or interrupted; every other message is `complete`.
+         * @enum {string}
+         */
+        MessageStatus: "streaming" | "complete";
         /** ModelCard */
         ModelCard: {
             /**
@@ -2505,7 +2571,8 @@ export interface components {
         };
         /**
          * StreamError
-         * @description `event: error`: the answer failed; nothing of it was saved. Last.
+         * @description `event: error`: the answer failed (or was stopped before its first word, 410); the
+         *     question is kept, no answer is. Last.
          */
         StreamError: {
             /** Detail */
@@ -2518,6 +2585,12 @@ export interface components {
          * @description `event: meta`: the chat and the saved user message, first.
          */
         StreamMeta: {
+            /**
+             * Assistant Message Id
+             * Format: uuid
+             * @description The answer's id: follow it again with GET /messages/{id}/stream, stop it with POST /messages/{id}/stop
+             */
+            assistant_message_id: string;
             /**
              * Chat Id
              * Format: uuid
@@ -2577,6 +2650,12 @@ export interface components {
              */
             inline_documents: number | null;
             /**
+             * Interrupted
+             * @description Stopped because the process writing it went away (a restart or a crash)
+             * @default null
+             */
+            interrupted: boolean | null;
+            /**
              * Llm Ms
              * @description Time spent waiting for the model, every call included
              * @default null
@@ -2630,7 +2709,7 @@ export interface components {
             sources: components["schemas"]["Source"][];
             /**
              * Stopped
-             * @description The reader stopped the answer (or the connection closed) before it finished: the text is what had arrived by then
+             * @description The answer was stopped before it finished (Stop, the answer time limit, or the server going away): the text is what had been written by then
              * @default null
              */
             stopped: boolean | null;
@@ -5018,7 +5097,73 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or `error`; each event's `data` is the schema named after it (StreamMeta, ...) */
+            /** @description Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or `error`; each event's `data` is the schema named after it (StreamMeta, ...), and its `id` the characters of the answer's text sent so far */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    messages_stop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    messages_follow: {
+        parameters: {
+            query?: {
+                /** @description Characters of the answer's text you already have */
+                offset?: number;
+            };
+            header?: {
+                /** @description The id of the last event you received (sent by EventSource) */
+                "last-event-id"?: number | null;
+            };
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: `meta`, `sources`, `delta`..., then `done` or `error`; each event's `data` is the schema named after it (StreamMeta, ...), and its `id` the characters of the answer's text sent so far */
             200: {
                 headers: {
                     [name: string]: unknown;

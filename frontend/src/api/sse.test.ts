@@ -13,6 +13,11 @@ describe("parseSSE", () => {
     expect(events).toEqual([{ event: "message", data: "one\ntwo" }]);
   });
 
+  it("keeps an event's id and skips keep-alive comments", () => {
+    const { events } = parseSSE(': keep-alive\n\nid: 12\nevent: delta\ndata: {"text":"more"}\n\n');
+    expect(events).toEqual([{ event: "delta", data: '{"text":"more"}', id: "12" }]);
+  });
+
   it("accepts CRLF line endings", () => {
     expect(parseSSE("event: meta\r\ndata: {}\r\n\r\n").events).toEqual([{ event: "meta", data: "{}" }]);
   });

@@ -3,6 +3,8 @@
 export interface SSEEvent {
   event: string;
   data: string;
+  /** The event's `id:` (an answer's: the characters sent so far), if it had one. */
+  id?: string;
 }
 
 /** Splits a growing buffer into complete events; returns them and the unfinished rest. */
@@ -12,12 +14,14 @@ export function parseSSE(buffer: string): { events: SSEEvent[]; rest: string } {
   const rest = blocks.pop() ?? "";
   for (const block of blocks) {
     let event = "message";
+    let id: string | undefined;
     const data: string[] = [];
     for (const line of block.split("\n")) {
       if (line.startsWith("event:")) event = line.slice(6).trim();
       else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      else if (line.startsWith("id:")) id = line.slice(3).trim();
     }
-    if (data.length) events.push({ event, data: data.join("\n") });
+    if (data.length) events.push(id === undefined ? { event, data: data.join("\n") } : { event, data: data.join("\n"), id });
   }
   return { events, rest };
 }

@@ -13,7 +13,17 @@ import {
 } from "react";
 import Markdown from "react-markdown";
 import { quoteOf } from "../citations";
-import { api, streamMessage, type Message, type Schemas, type Source } from "../api/client";
+import {
+  api,
+  followAnswer,
+  positionAfter,
+  stopAnswer,
+  streamMessage,
+  type Message,
+  type Schemas,
+  type Source,
+  type StreamHandlers,
+} from "../api/client";
 import remarkGfm from "remark-gfm";
 import remarkMath from "remark-math";
 import { afterMarker, citationNumber, dollarMath, linkCitations } from "../citations";
@@ -39,11 +49,41 @@ interface Props {
   onShowSources(sources: Source[] | null, highlighted: number | null, reveal?: boolean): void;
 }
 
+/** An answer being written, as far as it has come. */
 interface Pending {
+  /** The saved question of a new message (null until the server has it, or when resuming). */
   user: Message | null;
+  /** The question shown above it until saved ("" when resuming: it is in the list). */
   question: string;
   text: string;
-  error: string | null;
+  answerId: string | null;
+}
+
+/** An answer that could not be written, shown under its question (null: never saved). */
+interface Failure {
+  questionId: string | null;
+  detail: string;
+}
+
+type Opener = (handlers: StreamHandlers, signal: AbortSignal) => Promise<void>;
+
+// After a dropped connection, the reader re-attaches after these pauses, then gives up.
+const RECONNECT_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
+const LOST_CONNECTION =
+  "The connection to the server was lost. The answer is still being written there: reload the page to see it.";
+
+function isAbort(caught: unknown): boolean {
+  return caught instanceof DOMException && caught.name === "AbortError";
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = window.setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      window.clearTimeout(timer);
+      reject(new DOMException("Aborted", "AbortError"));
+    });
+  });
 }
 
 // What a citation button does, given by the answer that holds it. The Markdown components are
@@ -213,23 +253,6 @@ function QuestionEditor({
   );
 }
 
-/** What the reader saw of an answer they stopped (the server keeps the same text). */
-function stoppedAnswer(chatId: string, text: string): Message {
-  return {
-    id: `stopped-${Date.now()}`,
-    chat_id: chatId,
-    role: "assistant",
-    content: text,
-    sources: null,
-    model: null,
-    latency_ms: null,
-    prompt_tokens: null,
-    completion_tokens: null,
-    meta: { grounded: false, stopped: true },
-    created_at: new Date().toISOString(),
-  };
-}
-
 export default function Conversation({
   chatId,
   selectedDocumentIds,
@@ -249,6 +272,8 @@ export default function Conversation({
   // Touch keyboards have no Shift+Enter: phones get the short hint (it also fits their width).
   const narrow = useMediaQuery(NARROW_SCREEN);
   const [pending, setPending] = useState<Pending | null>(null);
+  const [failure, setFailure] = useState<Failure | null>(null);
+  const [stopping, setStopping] = useState(false);
   // The question being edited in place, and the one being replaced while its answer comes.
   const [editing, setEditing] = useState<string | null>(null);
   const [replacing, setReplacing] = useState<string | null>(null);
@@ -270,10 +295,16 @@ export default function Conversation({
   // False once the user has moved to another chat: a stream still running here (it goes on,
   // so its answer is saved) must not steer the page to its chat or show its sources.
   const onScreen = useRef(true);
+  // The server has the question of the answer being read: leaving can stop reading it.
+  const reading = useRef(false);
   useEffect(() => {
     onScreen.current = true;
     return () => {
       onScreen.current = false;
+      // Leaving stops only the reading: the answer goes on on the server, and is picked up
+      // again when the chat is opened. (A question the server does not have yet is still
+      // sent: its answer lands in its own chat.)
+      if (reading.current) abort.current?.abort();
     };
   }, []);
 
@@ -281,6 +312,7 @@ export default function Conversation({
     if (chatId && chatId === createdHere.current) return; // already on screen from the stream
     setMessages([]);
     if (!chatId) return;
+    let current = true;
     void (async () => {
       const loaded: Message[] = [];
       for (let skip = 0; ; skip += 100) {
@@ -291,8 +323,17 @@ export default function Conversation({
         loaded.push(...data.items);
         if (loaded.length >= data.total) break;
       }
-      setMessages(loaded);
+      if (!current) return;
+      // An answer still being written (in another tab, before a reload): shown as it goes.
+      const last = loaded[loaded.length - 1];
+      const writing = last?.role === "assistant" && last.status === "streaming";
+      setMessages(writing ? loaded.slice(0, -1) : loaded);
+      if (writing) void resume(last, loaded);
     })();
+    return () => {
+      current = false;
+    };
+    // Once per chat opened: `resume` is this render's, and reads nothing that changes.
   }, [chatId]);
 
   useEffect(() => {
@@ -319,79 +360,134 @@ export default function Conversation({
     setReplacing(replaces?.id ?? null);
     // Messages from the replaced question on; read when they are swapped (the list may grow).
     const before = (list: Message[]) => (replaces ? list.slice(0, Math.max(0, list.findIndex((m) => m.id === replaces.id))) : list);
+    const body: Schemas["MessageCreate"] = replaces
+      ? // The replaced question's documents are asked about again (the server's default).
+        { chat_id: chatId, content: question, replaces: replaces.id }
+      : { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] };
+    await write({ user: null, question, text: "", answerId: null }, (handlers, signal) => streamMessage(body, handlers, signal), before);
+  }
+
+  /** Follow an answer the server is still writing, from the text listed so far. */
+  async function resume(answer: Message, listed: Message[]) {
+    const at = listed.findIndex((message) => message.id === answer.id);
+    const questionId = at > 0 ? listed[at - 1].id : null;
+    await write(
+      { user: null, question: "", text: answer.content, answerId: answer.id },
+      (handlers, signal) => followAnswer(answer.id, positionAfter(answer.content), handlers, signal),
+      (list) => list,
+      questionId,
+    );
+  }
+
+  /** Read an answer until it is done or failed, re-attaching after a dropped connection (the
+   * server goes on writing it meanwhile). */
+  async function write(initial: Pending, open: Opener, before: (list: Message[]) => Message[], questionId: string | null = null) {
     const controller = new AbortController();
     abort.current = controller;
-    let state: Pending = { user: null, question, text: "", error: null };
-    let saved = false; // the server has stored the question
+    reading.current = initial.answerId !== null;
+    setFailure(null);
+    let state = initial;
+    let position = initial.answerId ? positionAfter(initial.text) : "0";
+    let ended = false;
+    let saved = false; // the server has the question
+    let failed: Failure | null = null;
+    const asking = initial.question !== "";
     const update = (patch: Partial<Pending>) => {
       state = { ...state, ...patch };
       setPending(state);
     };
     update({});
-    try {
-      await streamMessage(
-        replaces
-          ? // The replaced question's documents are asked about again (the server's default).
-            { chat_id: chatId, content: question, replaces: replaces.id }
-          : { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] },
-        {
-          onMeta(newChatId, user) {
-            saved = true;
-            update({ user });
-            if (!onScreen.current) return;
-            if (!chatId) {
-              createdHere.current = newChatId;
-              onChatCreated(newChatId);
-            }
-            onSent();
-          },
-          onSources() {},
-          onDelta(text) {
-            update({ text: state.text + text });
-          },
-          onDone(message) {
-            // Read the user message now: React runs the updater later, after state changes.
-            const asked = state.user ? [state.user] : [];
-            setMessages((previous) => [...before(previous), ...asked, message]);
-            state = { ...state, user: null };
-            setPending(null);
-            if (message.sources?.length && onScreen.current) onShowSources(message.sources, null, false);
-          },
-          onError(detail) {
-            update({ error: detail });
-          },
-        },
-        controller.signal,
-      );
-    } catch (caught) {
-      if (!(caught instanceof DOMException && caught.name === "AbortError")) {
-        update({ error: caught instanceof Error ? caught.message : "The message failed" });
-      } else if (state.user && state.text) {
-        // Stopped: the server keeps what was shown, marked as stopped; so does the screen.
-        const asked = state.user;
-        const kept = stoppedAnswer(asked.chat_id, state.text);
-        setMessages((previous) => [...before(previous), asked, kept]);
+    const handlers: StreamHandlers = {
+      onMeta(newChatId, user, answerId) {
+        if (state.answerId) return; // told again on re-attaching
+        saved = true;
+        reading.current = true;
+        update({ user: asking ? user : null, answerId });
+        if (!onScreen.current || !asking) return;
+        if (!chatId) {
+          createdHere.current = newChatId;
+          onChatCreated(newChatId);
+        }
+        onSent();
+      },
+      onSources() {},
+      onDelta(text, at) {
+        position = at ?? position;
+        update({ text: state.text + text });
+      },
+      onDone(message) {
+        ended = true;
+        // Read the user message now: React runs the updater later, after state changes.
+        const asked = state.user ? [state.user] : [];
+        setMessages((previous) => [...before(previous), ...asked, message]);
         state = { ...state, user: null };
+        if (message.sources?.length && onScreen.current) onShowSources(message.sources, null, false);
+      },
+      onError(detail, status) {
+        ended = true;
+        // 410: stopped before its first word; the question stays, without an answer.
+        if (status !== 410) failed = { questionId: state.user?.id ?? questionId, detail };
+      },
+    };
+    try {
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          await open(handlers, controller.signal);
+        } catch (caught) {
+          // Before the server had the question there is nothing to re-attach to.
+          if (isAbort(caught) || !state.answerId) throw caught;
+        }
+        if (ended) break;
+        if (!state.answerId) throw new Error("The message failed");
+        if (attempt >= RECONNECT_DELAYS_MS.length) throw new Error(LOST_CONNECTION);
+        await pause(RECONNECT_DELAYS_MS[attempt], controller.signal);
+        const answerId = state.answerId;
+        open = (next, signal) => followAnswer(answerId, position, next, signal);
       }
+    } catch (caught) {
+      if (!isAbort(caught)) failed = { questionId: state.user?.id ?? questionId, detail: caught instanceof Error ? caught.message : "The message failed" };
     } finally {
-      abort.current = null;
+      if (abort.current === controller) abort.current = null;
+      setStopping(false);
       // A failed replacement replaced nothing: the earlier messages stay, on the server too.
       setReplacing(null);
-      // Refused or failed before the question was saved (too long, signed out, server down):
-      // give the text back to the composer instead of losing it.
-      if (!saved) {
-        setDraft((current) => current || question);
+      if (asking && (failed || !saved)) {
+        // Refused, failed, or stopped before the question was saved (too long, signed out,
+        // server down), or the model could not answer: the text goes back to the composer.
+        setDraft((current) => current || initial.question);
         // Written here too: when the session has ended, this view is already gone.
-        if (!sessionStorage.getItem(draftKey)) sessionStorage.setItem(draftKey, question);
+        if (!sessionStorage.getItem(draftKey)) sessionStorage.setItem(draftKey, initial.question);
       }
       const unanswered = state.user;
-      if (unanswered) {
-        // Stopped before the first word, or failed: the question is saved, with no answer.
-        setMessages((previous) => [...previous, unanswered]);
-      }
-      setPending(state.error ? { user: null, question: "", text: "", error: state.error } : null);
+      // Saved, but no answer came (stopped before its first word, or failed).
+      if (unanswered) setMessages((previous) => [...previous, unanswered]);
+      setFailure(failed);
+      setPending(null);
       onAnswered();
     }
+  }
+
+  /** Stop: the server keeps the answer as far as it went (before it has the question, the
+   * request is cancelled and the text goes back to the composer). */
+  async function stop() {
+    if (!pending) return;
+    if (!pending.answerId) {
+      abort.current?.abort();
+      return;
+    }
+    setStopping(true);
+    try {
+      await stopAnswer(pending.answerId);
+    } catch {
+      setStopping(false);
+    }
+  }
+
+  /** Ask a question that has no answer again (its text leaves the composer if it went back
+   * there when it failed). */
+  function retry(question: Message) {
+    setDraft((current) => (current === question.content ? "" : current));
+    void ask(question.content, question);
   }
 
   function pick(match: Match) {
@@ -454,11 +550,20 @@ export default function Conversation({
               <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
               <footer>
                 {message.meta?.stopped && (
-                  <span className="badge stopped" title="You stopped this answer; this is as far as it went">
+                  <span
+                    className="badge stopped"
+                    title={
+                      message.meta.interrupted
+                        ? "The server stopped while writing this answer; this is as far as it got"
+                        : "Stopped before it finished; this is as far as it went"
+                    }
+                  >
                     Stopped
                   </span>
                 )}
-                {message.sources?.length ? (
+                {message.status === "streaming" ? (
+                  <span className="muted small">Still being written…</span>
+                ) : message.sources?.length ? (
                   <>
                     <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
                       {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
@@ -483,17 +588,12 @@ export default function Conversation({
                   )
                 )}
               </footer>
-              {/* A stopped answer kept only on this screen has no id the server knows yet. */}
-              {!message.id.startsWith("stopped-") && (
-                <AnswerActions
-                  message={message}
-                  onRegenerate={
-                    index === shown.length - 1 && !pending && lastQuestion
-                      ? () => void ask(lastQuestion.content, lastQuestion)
-                      : undefined
-                  }
-                />
-              )}
+              <AnswerActions
+                message={message}
+                onRegenerate={
+                  index === shown.length - 1 && !pending && lastQuestion ? () => void ask(lastQuestion.content, lastQuestion) : undefined
+                }
+              />
             </article>
           ) : (
             <Fragment key={message.id}>
@@ -509,23 +609,34 @@ export default function Conversation({
                   <p className="user-text" data-testid="message-user">
                     {message.content}
                   </p>
-                  {!pending && !message.id.startsWith("stopped-") && (
+                  {!pending && (
                     <button className="link small edit-question" onClick={() => setEditing(message.id)} aria-label={`Edit the question: ${message.content.slice(0, 60)}`}>
                       Edit
                     </button>
                   )}
                 </article>
               )}
-              {shown[index + 1]?.role !== "assistant" && (index + 1 < shown.length || !pending) && (
-                <p className="no-answer muted small" data-testid="no-answer">
-                  No answer: stopped or failed before the first word
-                  {!pending && (
-                    <button className="link small" onClick={() => void ask(message.content, message)}>
-                      Try again
-                    </button>
-                  )}
-                </p>
-              )}
+              {shown[index + 1]?.role !== "assistant" &&
+                (index + 1 < shown.length || !pending) &&
+                (failure?.questionId === message.id ? (
+                  <p className="no-answer answer-failed small" role="alert" data-testid="answer-failed">
+                    The answer could not be written: {failure.detail.replace(/\.?$/, ".")}
+                    {!pending && (
+                      <button className="link small" onClick={() => retry(message)}>
+                        Try again
+                      </button>
+                    )}
+                  </p>
+                ) : (
+                  <p className="no-answer muted small" data-testid="no-answer">
+                    No answer: stopped or failed before the first word
+                    {!pending && (
+                      <button className="link small" onClick={() => retry(message)}>
+                        Try again
+                      </button>
+                    )}
+                  </p>
+                ))}
             </Fragment>
           ),
         )}
@@ -537,16 +648,15 @@ export default function Conversation({
                 <p className="user-text">{pending.question}</p>
               </article>
             )}
-            <article className="message assistant streaming" data-testid="message-streaming" aria-busy={!pending.error}>
-              {pending.error ? (
-                <p role="alert" className="error">
-                  {pending.error}
-                </p>
-              ) : (
-                <AnswerText message={{ content: pending.text || "…", sources: null }} onCite={() => undefined} />
-              )}
+            <article className="message assistant streaming" data-testid="message-streaming" aria-busy="true">
+              <AnswerText message={{ content: pending.text || "…", sources: null }} onCite={() => undefined} />
             </article>
           </>
+        )}
+        {failure && !failure.questionId && (
+          <p role="alert" className="error" data-testid="message-failed">
+            {failure.detail}
+          </p>
         )}
         <div ref={bottom} />
       </div>
@@ -594,9 +704,9 @@ export default function Conversation({
           onSelect={(e) => setCaret(e.currentTarget.selectionStart)}
           onKeyDown={onKeyDown}
         />
-        {pending && !pending.error ? (
-          <button onClick={() => abort.current?.abort()} className="danger">
-            Stop
+        {pending ? (
+          <button onClick={() => void stop()} className="danger" disabled={stopping}>
+            {stopping ? "Stopping…" : "Stop"}
           </button>
         ) : (
           <button onClick={send} className="primary" disabled={!draft.trim()}>
