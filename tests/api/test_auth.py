@@ -84,6 +84,26 @@ async def test_invalid_registration_is_422(
     assert isinstance(response.json()["detail"], list)
 
 
+@pytest.mark.parametrize(
+    ("email", "said"),
+    [
+        ("someone@example.test", "the part after the @ is a reserved name"),
+        ("no-at-sign", "That email address is not valid. An email address must have an @-sign."),
+    ],
+)
+async def test_a_bad_email_address_is_explained_in_words(
+    client: httpx.AsyncClient, email: str, said: str
+) -> None:
+    """pydantic's "value is not a valid email address: ... special-use or reserved name" went to
+    the sign-up form as it was (issue 40)."""
+    response = await client.post(
+        "/api/v1/auth/register", json={"email": email, "password": PASSWORD}
+    )
+    assert response.status_code == 422
+    message = response.json()["detail"][0]["msg"]
+    assert said in message and "value is not" not in message and "special-use" not in message
+
+
 async def test_wrong_password_and_unknown_email_look_the_same(client: httpx.AsyncClient) -> None:
     email = await register(client)
     wrong = await login(client, email, "wrong password!")

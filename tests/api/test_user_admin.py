@@ -96,7 +96,12 @@ async def test_deactivation_stops_tokens_at_once_and_reactivation_restores_login
     assert off.status_code == 200 and off.json()["is_active"] is False
     assert (await client.get("/api/v1/chats", headers=user)).status_code == 401
     refused = await login(client, email)
-    assert refused.status_code == 401
+    # Told why, once the password is right (a wrong one is still just "incorrect").
+    assert refused.status_code == 403 and "deactivated" in refused.json()["detail"]
+    wrong = await client.post(
+        "/api/v1/auth/login", data={"username": email, "password": "not the password"}
+    )
+    assert wrong.status_code == 401 and wrong.json()["detail"] == "Incorrect email or password"
     on = await client.patch(
         f"/api/v1/admin/users/{user_id}", headers=admin, json={"is_active": True}
     )
@@ -106,8 +111,9 @@ async def test_deactivation_stops_tokens_at_once_and_reactivation_restores_login
     entries = await audit(client, admin, target_id=user_id)
     actions = [entry["action"] for entry in entries]
     assert "user.deactivated" in actions and "user.reactivated" in actions
-    failure = next(entry for entry in entries if entry["action"] == "auth.login_failed")
-    assert failure["detail"]["reason"] == "inactive" and failure["actor_email"] == email
+    failures = [entry for entry in entries if entry["action"] == "auth.login_failed"]
+    assert {failure["detail"]["reason"] for failure in failures} == {"inactive", "password"}
+    assert all(failure["actor_email"] == email for failure in failures)
 
 
 async def test_role_changes_and_the_last_administrator(

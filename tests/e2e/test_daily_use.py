@@ -443,6 +443,13 @@ async def test_answers_render_tables_highlighted_code_and_math(
     scripted_llm: ScriptedLLM,
 ) -> None:
     page, _ = await signed_in(permissions=["clipboard-read", "clipboard-write"])
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     await upload_texts(page, {"ferries.txt": "Morning ferry 07:40, evening ferry 18:15."})
     scripted_llm.script(RICH_ANSWER)
     await ask(page, "Show me the ferry timetable")
@@ -454,6 +461,9 @@ async def test_answers_render_tables_highlighted_code_and_math(
     await expect(answer.locator(".math-inline .katex")).to_have_count(1)
     await expect(answer.locator(".math-display .katex-display")).to_have_count(1)
     await expect(answer.get_by_role("button", name="Show source 1")).to_be_visible()
+    # KaTeX's fonts load (some are data: URLs, which the policy refused: issue 40).
+    await page.evaluate("document.fonts.ready")
+    assert refused == [], refused
 
     await answer.get_by_role("button", name="Copy code").click()
     copied = await page.evaluate("navigator.clipboard.readText()")

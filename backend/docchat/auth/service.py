@@ -20,6 +20,7 @@ from docchat.users.models import User
 from docchat.users.passwords import hash_password, personal_words, verify_password, weakness
 
 INVALID_CREDENTIALS = "Incorrect email or password"
+DEACTIVATED = "This account has been deactivated: ask an administrator to reactivate it"
 INVALID_REFRESH = "Invalid or expired refresh token"
 REUSED_REFRESH = (
     "This refresh token was already used. For your safety every session from that login "
@@ -95,6 +96,10 @@ async def login(
             reason=reason,
         )
         await session.commit()  # the entry must outlive the 401's rollback
+        if user is not None and password_ok:
+            # Only someone who knows the password learns the account exists, and why they
+            # cannot log in (issue 40: they were told their password was wrong).
+            raise Forbidden(DEACTIVATED)
         raise Unauthorized(INVALID_CREDENTIALS)
     limiter.succeeded(address, email)
     await audit.record(

@@ -57,10 +57,28 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         for error in exc.errors()
     ]
     for error in errors:
-        # Our validators' messages are written for people: drop pydantic's "Value error, ".
         if isinstance(error.get("msg"), str):
-            error["msg"] = error["msg"].removeprefix("Value error, ")
+            error["msg"] = _for_people(error["msg"])
     return _envelope(request, 422, errors)
+
+
+# pydantic's wording of a bad email address, and what a person reads instead.
+BAD_EMAIL = "value is not a valid email address: "
+RESERVED_DOMAIN = "special-use or reserved name"
+
+
+def _for_people(message: str) -> str:
+    """Our validators' messages are written for people (drop pydantic's "Value error, ");
+    email-validator's are rephrased, a reserved domain (.test, .local) said plainly."""
+    message = message.removeprefix("Value error, ")
+    if not message.startswith(BAD_EMAIL):
+        return message
+    if RESERVED_DOMAIN in message:
+        return (
+            "That email address cannot receive email: the part after the @ is a reserved "
+            "name (such as .test, .example or .local). Use a real address."
+        )
+    return f"That email address is not valid. {message.removeprefix(BAD_EMAIL)}"
 
 
 def _is_connection_failure(exc: Exception) -> bool:

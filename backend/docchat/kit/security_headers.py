@@ -14,9 +14,11 @@ BASE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
 }
-# The app loads only its own scripts; PDFs open from blob: URLs it creates.
+# The app loads only its own scripts; PDFs open from blob: URLs it creates; the build inlines
+# KaTeX's smallest fonts as data: URLs.
 APP_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "font-src 'self' data:; "
     "img-src 'self' data: blob:; object-src 'self' blob:; frame-src 'self' blob:; "
     "connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
