@@ -252,13 +252,15 @@ export function uploadDocument(
   });
 }
 
+export const DOCUMENT_GONE = "This document is no longer available to you: it was deleted, or it is no longer shared with you.";
+
 /** Opens the original file in a new tab, at a page for PDFs (the file needs the bearer token). */
 export async function openDocument(documentId: string, page: number | null): Promise<void> {
   const opened = window.open("about:blank", "_blank");
   const response = await authFetch(`/api/v1/documents/${documentId}/file`);
   if (!response.ok) {
     opened?.close();
-    throw new Error("The document could not be opened");
+    throw new Error(response.status === 404 ? DOCUMENT_GONE : "The document could not be opened");
   }
   const url = URL.createObjectURL(await response.blob());
   const target = page ? `${url}#page=${page}` : url;

@@ -1,5 +1,5 @@
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
-import { api, openDocument, type Schemas, type Source } from "../api/client";
+import { api, DOCUMENT_GONE, openDocument, type Schemas, type Source } from "../api/client";
 
 type Passage = Schemas["PassageRead"];
 // pdf.js comes with the page view, not with the app.
@@ -62,16 +62,19 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
   const [passages, setPassages] = useState<Passage[]>([]);
   const [total, setTotal] = useState(0);
   const [error, setError] = useState<string | null>(null);
+  // Deleted since, or no longer shared with the reader: the answer keeps only its quote.
+  const [gone, setGone] = useState(false);
   const dialog = useRef<HTMLDivElement>(null);
   const mark = useRef<HTMLElement>(null);
 
   const load = useCallback(
     async (skip: number, limit: number) => {
-      const { data, error: failure } = await api.GET("/api/v1/documents/{document_id}/passages", {
+      const { data, error: failure, response } = await api.GET("/api/v1/documents/{document_id}/passages", {
         params: { path: { document_id: source.document_id }, query: { skip: Math.max(0, skip), limit } },
       });
       if (!data) {
-        setError(failure ? "The document's text could not be loaded" : null);
+        if (response.status === 404) setGone(true);
+        else setError(failure ? "The document's text could not be loaded" : null);
         return;
       }
       setTotal(data.total);
@@ -113,7 +116,7 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
         <header className="viewer-head">
           <h2 id="viewer-title">{source.document_name}</h2>
           <div className="row">
-            {source.page != null && (
+            {source.page != null && !gone && (
               <button onClick={() => openDocument(source.document_id, source.page ?? null).catch((e: Error) => setError(e.message))}>
                 Open the original at page {source.page}
               </button>
@@ -128,7 +131,13 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
             {error}
           </p>
         )}
-        {drawable && (
+        {gone && (
+          <p className="muted viewer-note" data-testid="document-gone">
+            {DOCUMENT_GONE} The answer keeps the passage it quoted:
+          </p>
+        )}
+        {gone && <blockquote className="gone-quote">{source.content_preview}</blockquote>}
+        {drawable && !gone && (
           <div className="view-switch" role="group" aria-label="Show">
             <button aria-pressed={view === "text"} onClick={() => setView("text")}>
               Text

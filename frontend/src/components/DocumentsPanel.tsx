@@ -2,6 +2,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
 import { keys, queryClient } from "../api/queries";
+import { fileSize } from "../format";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
 
@@ -50,12 +51,6 @@ export function sizeOf(document: DocumentInfo, formats: FileFormat[]): string {
   const names = formats.find((format) => format.kind === document.content_type)?.parts;
   if (!names || document.page_count == null) return "";
   return `${document.page_count} ${document.page_count === 1 ? names[0] : names[1]} · `;
-}
-
-/** 52_428_800 -> "50 MB". */
-export function megabytes(bytes: number): string {
-  const value = bytes / (1024 * 1024);
-  return `${value >= 10 ? Math.round(value) : value.toFixed(1)} MB`;
 }
 
 export default function DocumentsPanel({
@@ -148,7 +143,7 @@ export default function DocumentsPanel({
       const id = nextUploadId++;
       if (maxBytes !== null && file.size > maxBytes) {
         // Refused here, before minutes of sending end in a 413.
-        const error = `${file.name} is ${megabytes(file.size)}; the largest upload is ${megabytes(maxBytes)}`;
+        const error = `${file.name} is ${fileSize(file.size)}; the largest upload is ${fileSize(maxBytes)}`;
         added.push({ id, name: file.name, state: "failed", progress: 0, error });
         continue;
       }
@@ -309,9 +304,12 @@ export default function DocumentsPanel({
                       />
                     </label>
                   )}
-                  <button onClick={() => act(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
-                    Reprocess
-                  </button>
+                  {/* Queued or being read, it is processed already: nothing to do again. */}
+                  {(d.status === "completed" || d.status === "failed") && (
+                    <button onClick={() => act(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
+                      Reprocess
+                    </button>
+                  )}
                   <button
                     onClick={() =>
                       window.confirm(`Delete ${d.filename}?`) &&

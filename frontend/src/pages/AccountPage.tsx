@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas, type User } from "../api/client";
 import PasswordForm from "../components/PasswordForm";
 import ThemePicker from "../components/ThemePicker";
+import { fileSize } from "../format";
 
 type ApiKey = Schemas["ApiKeyRead"];
 type Scope = Schemas["Scope"];
@@ -11,10 +12,6 @@ const SCOPES: { scope: Scope; label: string }[] = [
   { scope: "upload", label: "Upload and delete documents" },
   { scope: "admin", label: "Administration" },
 ];
-
-function megabytes(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-}
 
 function keyState(key: ApiKey): string {
   if (key.revoked_at) return `revoked ${new Date(key.revoked_at).toLocaleDateString()}`;
@@ -37,8 +34,8 @@ function Usage() {
       </dd>
       <dt>Stored files</dt>
       <dd>
-        {megabytes(usage.stored_bytes)}
-        {usage.storage_limit_bytes != null ? ` of ${megabytes(usage.storage_limit_bytes)}` : " (no limit)"}
+        {fileSize(usage.stored_bytes)}
+        {usage.storage_limit_bytes != null ? ` of ${fileSize(usage.storage_limit_bytes)}` : " (no limit)"}
       </dd>
     </dl>
   );
