@@ -56,6 +56,18 @@ export default function App() {
     navigate(page === target ? { page: "chat", chatId: null } : { page: target });
   return (
     <div className="app">
+      {page === "chat" && (
+        <a
+          className="skip-link"
+          href="#composer"
+          onClick={(event) => {
+            event.preventDefault();
+            document.getElementById("composer")?.focus();
+          }}
+        >
+          Skip to the message box
+        </a>
+      )}
       <header className="topbar">
         <button className="brand" onClick={() => navigate({ page: "chat", chatId: null })}>
           docchat

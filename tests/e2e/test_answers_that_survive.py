@@ -41,7 +41,7 @@ async def test_returning_to_a_chat_whose_answer_is_still_written_shows_it_as_it_
     await expect(page.get_by_role("heading", name="Ask about your documents")).to_be_visible()
 
     chats = page.get_by_role("complementary", name="Chats")
-    await chats.get_by_role("button", name="Tell me a slow story", exact=True).click()
+    await chats.get_by_role("link", name="Tell me a slow story", exact=True).click()
     streaming = page.get_by_test_id("message-streaming")
     await expect(streaming).to_contain_text("word0 word1 word2")
     await expect(page.get_by_test_id("no-answer")).to_have_count(0)

@@ -3,11 +3,13 @@ here failed before its fix."""
 
 from __future__ import annotations
 
-from playwright.async_api import expect
+import httpx
+from playwright.async_api import Page, expect
 
 from tests.e2e.conftest import SCREENSHOTS
 from tests.e2e.flows import SignIn, ask, upload
 from tests.support.files import filler, make_pdf
+from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
 
 LIGHTHOUSE = [
@@ -72,3 +74,115 @@ async def test_a_document_waiting_in_the_queue_offers_no_reprocess(signed_in: Si
     done = page.locator("[data-testid=document][data-status=completed]")
     await expect(done).to_have_count(3, timeout=120_000)
     await expect(done.first.get_by_role("button", name="Reprocess")).to_be_visible()
+
+
+async def _token(page: Page) -> str:
+    token = await page.evaluate("JSON.parse(localStorage.getItem('docchat.tokens')).access_token")
+    assert isinstance(token, str)
+    return token
+
+
+async def _chats(page: Page, server: LiveServer, titles: list[str]) -> list[str]:
+    """Chats made through the API, oldest first: their ids."""
+    headers = {"Authorization": f"Bearer {await _token(page)}"}
+    async with httpx.AsyncClient(base_url=server.url, headers=headers) as http:
+        made = [await http.post("/api/v1/chats", json={"title": title}) for title in titles]
+    return [response.json()["id"] for response in made]
+
+
+async def test_a_chat_opened_by_its_address_has_its_name_and_controls(
+    signed_in: SignIn, live_server: LiveServer
+) -> None:
+    """A chat not in the loaded page of the list had no title, rename, delete or export."""
+    page, _ = await signed_in()
+    ids = await _chats(page, live_server, [f"Old chat {n}" for n in range(35)])
+    await page.goto(f"{live_server.url}/chats/{ids[0]}")
+    chats = page.get_by_role("complementary", name="Chats")
+    await expect(chats.get_by_role("link", name="Old chat 34", exact=True)).to_be_visible()
+    await expect(chats.get_by_role("link", name="Old chat 0", exact=True)).to_have_count(0)
+    await expect(page.get_by_role("heading", level=1, name="Old chat 0")).to_be_visible()
+    # The composer has the focus (it was on the page's body).
+    await expect(page.get_by_role("textbox", name="Message")).to_be_focused()
+    await page.get_by_role("button", name="Rename", exact=True).click()
+    await page.get_by_label("New name of the chat").fill("The oldest chat")
+    await page.get_by_label("New name of the chat").press("Enter")
+    await expect(page.get_by_role("heading", level=1, name="The oldest chat")).to_be_visible()
+    await expect(page.get_by_role("button", name="Save this chat as Markdown")).to_be_visible()
+    await page.get_by_role("button", name="Delete", exact=True).click()
+    await expect(page.get_by_role("status")).to_contain_text("Deleted “The oldest chat”")
+    await expect(page).to_have_url(f"{live_server.url}/")
+
+
+async def test_chat_rows_are_links_with_one_tab_stop_each(
+    signed_in: SignIn, live_server: LiveServer
+) -> None:
+    """Rows were buttons (no middle-click, no new tab) with three tab stops each."""
+    page, _ = await signed_in()
+    first, second = await _chats(page, live_server, ["Ferries", "Bridges"])
+    await page.reload()
+    chats = page.get_by_role("complementary", name="Chats")
+    row = chats.get_by_role("link", name="Ferries", exact=True)
+    await expect(row).to_have_attribute("href", f"/chats/{first}")
+    stops = await chats.locator(".chat-list li").evaluate_all(
+        """(rows) => rows.map((row) => row.querySelectorAll("a, button, input, select").length)"""
+    )
+    assert stops == [1, 1]
+    # Ctrl+click: a new tab with that chat; this one stays where it was.
+    async with page.context.expect_page() as opened:
+        await row.click(modifiers=["Control"])
+    tab = await opened.value
+    await expect(tab).to_have_url(f"{live_server.url}/chats/{first}")
+    await expect(page).to_have_url(f"{live_server.url}/")
+    await expect(tab.get_by_role("heading", level=1, name="Ferries")).to_be_visible()
+    # A plain click opens it here.
+    await chats.get_by_role("link", name="Bridges", exact=True).click()
+    await expect(page).to_have_url(f"{live_server.url}/chats/{second}")
+    await expect(chats.get_by_role("link", name="Bridges")).to_have_attribute(
+        "aria-current", "page"
+    )
+
+
+async def test_the_keyboard_reaches_the_composer_and_the_shortcuts(signed_in: SignIn) -> None:
+    """No skip link, no shortcut to the composer."""
+    page, _ = await signed_in()
+    await page.get_by_role("button", name="+ New chat").focus()
+    await page.keyboard.press("Shift+Escape")
+    composer = page.get_by_role("textbox", name="Message")
+    await expect(composer).to_be_focused()
+    # The skip link comes first, before the top bar.
+    await page.get_by_role("button", name="docchat").focus()
+    await page.keyboard.press("Shift+Tab")
+    skip = page.get_by_role("link", name="Skip to the message box")
+    await expect(skip).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(composer).to_be_focused()
+    # ? lists the shortcuts (not while typing).
+    await composer.type("?")
+    await expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_have_count(0)
+    await composer.fill("")
+    await page.get_by_role("button", name="+ New chat").focus()
+    await page.keyboard.press("?")
+    shortcuts = page.get_by_role("dialog", name="Keyboard shortcuts")
+    await expect(shortcuts).to_be_visible()
+    await expect(shortcuts).to_contain_text("New chat")
+    await page.screenshot(path=str(SCREENSHOTS / "shortcuts.png"))
+    await page.keyboard.press("Escape")
+    await expect(shortcuts).to_be_hidden()
+
+
+async def test_the_phone_drawer_closes_by_touch_and_escape(signed_in: SignIn) -> None:
+    """The chat drawer had no backdrop, and Escape worked only with the focus inside."""
+    page, _ = await signed_in(viewport={"width": 390, "height": 844}, has_touch=True)
+    toggle = page.get_by_role("button", name="Chats", exact=True)
+    drawer = page.get_by_role("complementary", name="Chats")
+    await toggle.tap()
+    await expect(drawer).to_be_visible()
+    await expect(page.get_by_test_id("drawer-backdrop")).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "chats-drawer-phone.png"))
+    await page.touchscreen.tap(370, 500)  # beside the drawer
+    await expect(drawer).to_be_hidden()
+    await toggle.tap()
+    await expect(drawer).to_be_visible()
+    await page.evaluate("document.activeElement.blur()")
+    await page.keyboard.press("Escape")
+    await expect(drawer).to_be_hidden()

@@ -524,6 +524,11 @@ export default function Conversation({
       event.preventDefault();
       return;
     }
+    if (event.key === "Escape" && !event.shiftKey && pending) {
+      event.preventDefault();
+      void stop();
+      return;
+    }
     if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault();
       send();

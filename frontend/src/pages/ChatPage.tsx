@@ -1,16 +1,21 @@
 import { useQuery } from "@tanstack/react-query";
-import { useRef, useState } from "react";
-import { api, type Source } from "../api/client";
+import { useCallback, useEffect, useRef, useState } from "react";
+import { api, type ChatDetail, type Source } from "../api/client";
 import { keys, queryClient, refreshChats } from "../api/queries";
+import ChatHeader from "../components/ChatHeader";
 import ChatList from "../components/ChatList";
 import Conversation from "../components/Conversation";
 import DocumentsPanel from "../components/DocumentsPanel";
 import { ChatScope, NextMessageScope, type Named } from "../components/ScopeChips";
 import SourcesPanel from "../components/SourcesPanel";
 import ChatSettings from "../components/ChatSettings";
+import { focusComposer, ShortcutsDialog, useShortcuts } from "../components/Shortcuts";
+import { NARROW_SCREEN, useMediaQuery } from "../media";
 import type { Navigate } from "../routes";
 
 type Tab = "sources" | "documents";
+// How long "Undo" is offered after deleting a chat.
+const UNDO_MS = 10_000;
 
 interface Props {
   chatId: string | null;
@@ -30,6 +35,15 @@ export default function ChatPage({ chatId, navigate }: Props) {
   const [panelOpen, setPanelOpen] = useState(false);
   // Phones: the chat list is a drawer, closed unless asked for.
   const [chatsOpen, setChatsOpen] = useState(false);
+  const closeChats = useCallback(() => setChatsOpen(false), []);
+  // A chat just deleted, offered back for a while (the server keeps it 30 days).
+  const [deleted, setDeleted] = useState<ChatDetail | null>(null);
+  const title = useRef<HTMLHeadingElement>(null);
+  const [helpOpen, setHelpOpen] = useState(false);
+  const narrow = useMediaQuery(NARROW_SCREEN);
+  // A chat opened (by its address, from the list, Back): the focus goes to its message box
+  // (phones: its name, so the keyboard does not cover the chat), never stays on the page.
+  const focusOnOpen = useRef(true);
   const collections =
     useQuery({
       queryKey: keys.collections,
@@ -48,7 +62,35 @@ export default function ChatPage({ chatId, navigate }: Props) {
     }).data ?? null;
   const loadDetail = () => chatId && queryClient.invalidateQueries({ queryKey: keys.chat(chatId) });
 
+  useShortcuts({
+    onNewChat: useCallback(() => openChatRef.current(null), []),
+    onHelp: useCallback(() => setHelpOpen(true), []),
+  });
+
+  useEffect(() => {
+    if (!focusOnOpen.current || (chatId && !detail)) return;
+    focusOnOpen.current = false;
+    if (narrow && title.current) title.current.focus();
+    else focusComposer();
+  }, [chatId, detail, narrow]);
+
+  useEffect(() => {
+    if (!deleted) return;
+    const timer = window.setTimeout(() => setDeleted(null), UNDO_MS);
+    return () => window.clearTimeout(timer);
+  }, [deleted]);
+
+  async function undoDelete() {
+    if (!deleted) return;
+    const chat = deleted;
+    setDeleted(null);
+    const { error } = await api.POST("/api/v1/chats/{chat_id}/restore", { params: { path: { chat_id: chat.id } } });
+    if (!error) openChat(chat.id);
+    void refreshChats();
+  }
+
   if (shown.chatId !== chatId) {
+    focusOnOpen.current = chatId !== createdByStream.current;
     // Only a new chat's stream turns "no chat" into a chat while keeping the view.
     const sameView = shown.chatId === null && chatId !== null && chatId === createdByStream.current;
     setShown({ chatId, key: sameView ? shown.key : shown.key + 1 });
@@ -59,8 +101,11 @@ export default function ChatPage({ chatId, navigate }: Props) {
     }
   }
 
+  const openChatRef = useRef(openChat);
+  openChatRef.current = openChat;
   function openChat(id: string | null) {
     setChatsOpen(false);
+    focusOnOpen.current = true;
     navigate({ page: "chat", chatId: id });
     // Also when it is the chat already open ("New chat" on a new chat): start afresh.
     setShown((current) => ({ chatId: id, key: current.key + 1 }));
@@ -117,8 +162,10 @@ export default function ChatPage({ chatId, navigate }: Props) {
         currentChatId={chatId}
         onSelect={openChat}
         open={chatsOpen}
-        onClose={() => setChatsOpen(false)}
+        onClose={closeChats}
+        onShowShortcuts={() => setHelpOpen(true)}
       />
+      <ShortcutsDialog open={helpOpen} onClose={() => setHelpOpen(false)} />
       <Conversation
         key={shown.key}
         chatId={chatId}
@@ -127,6 +174,17 @@ export default function ChatPage({ chatId, navigate }: Props) {
         header={
           chatId ? (
             <>
+              {detail && (
+                <ChatHeader
+                  ref={title}
+                  chat={detail}
+                  onChanged={() => void loadDetail()}
+                  onDeleted={(chat) => {
+                    setDeleted(chat);
+                    openChat(null);
+                  }}
+                />
+              )}
               <ChatScope
                 documents={(detail?.documents ?? []).map((document) => ({ id: document.id, name: document.filename }))}
                 collections={linkedCollections}
@@ -136,6 +194,13 @@ export default function ChatPage({ chatId, navigate }: Props) {
               />
               {detail && <ChatSettings chat={detail} onChanged={() => void loadDetail()} />}
             </>
+          ) : deleted ? (
+            <p role="status" className="undo-bar small">
+              Deleted “{deleted.title}”.{" "}
+              <button className="link" onClick={() => void undoDelete()}>
+                Undo
+              </button>
+            </p>
           ) : null
         }
         nextMessageScope={

@@ -1,0 +1,121 @@
+import { useQuery } from "@tanstack/react-query";
+import { forwardRef, useState } from "react";
+import { api, downloadChat, errorMessage, type ChatDetail } from "../api/client";
+import { keys, refreshChats } from "../api/queries";
+
+interface Props {
+  chat: ChatDetail;
+  onChanged(): void;
+  /** The chat was deleted (it can be brought back for a while). */
+  onDeleted(chat: ChatDetail): void;
+}
+
+/** The open chat's name and what can be done with it: rename, file under a category, save as
+ * a file, delete. Here rather than in the list, so a chat opened by its address or from a
+ * search has them too. */
+const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ chat, onChanged, onDeleted }, title) {
+  const [renaming, setRenaming] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  const categories =
+    useQuery({
+      queryKey: keys.categories,
+      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? [];
+
+  async function change(body: { title?: string; category_id?: string | null }, failure: string) {
+    const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });
+    setProblem(error ? errorMessage(error, failure) : null);
+    onChanged();
+    void refreshChats();
+  }
+
+  async function rename(text: string) {
+    setRenaming(false);
+    const trimmed = text.trim();
+    if (trimmed && trimmed !== chat.title) await change({ title: trimmed }, "The chat could not be renamed");
+  }
+
+  async function save(format: "markdown" | "json") {
+    try {
+      await downloadChat(chat.id, format);
+      setProblem(null);
+    } catch (caught) {
+      setProblem(caught instanceof Error ? caught.message : "The chat could not be saved");
+    }
+  }
+
+  // Deleting asks nothing: it can be undone for a while (the server keeps the chat 30 days).
+  async function remove() {
+    const { error } = await api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } });
+    if (error) {
+      setProblem(errorMessage(error, "The chat could not be deleted"));
+      return;
+    }
+    onDeleted(chat);
+    void refreshChats();
+  }
+
+  return (
+    <div className="chat-header">
+      {renaming ? (
+        <input
+          className="chat-rename"
+          defaultValue={chat.title}
+          maxLength={200}
+          aria-label="New name of the chat"
+          autoFocus
+          onFocus={(event) => event.currentTarget.select()}
+          onBlur={(event) => void rename(event.currentTarget.value)}
+          onKeyDown={(event) => {
+            if (event.key === "Enter") void rename(event.currentTarget.value);
+            if (event.key === "Escape") setRenaming(false);
+          }}
+        />
+      ) : (
+        <h1 ref={title} className="chat-name" tabIndex={-1} title={chat.title}>
+          {chat.title}
+        </h1>
+      )}
+      <div className="chat-actions">
+        <button className="link small" onClick={() => setRenaming(true)} hidden={renaming}>
+          Rename
+        </button>
+        {categories.length > 0 && (
+          <select
+            className="chat-category small"
+            value={chat.category_id ?? ""}
+            onChange={(event) => void change({ category_id: event.target.value || null }, "The chat could not be moved")}
+            aria-label="Category of this chat"
+          >
+            <option value="">No category</option>
+            {categories.map((category) => (
+              <option key={category.id} value={category.id}>
+                {category.name}
+              </option>
+            ))}
+          </select>
+        )}
+        <span className="small muted">
+          Save as{" "}
+          <button className="link" onClick={() => void save("markdown")} aria-label="Save this chat as Markdown">
+            Markdown
+          </button>{" "}
+          ·{" "}
+          <button className="link" onClick={() => void save("json")} aria-label="Save this chat as JSON">
+            JSON
+          </button>
+        </span>
+        <button className="link small danger-text" onClick={() => void remove()}>
+          Delete
+        </button>
+      </div>
+      {problem && (
+        <p role="alert" className="error small">
+          {problem}
+        </p>
+      )}
+    </div>
+  );
+});
+
+export default ChatHeader;
