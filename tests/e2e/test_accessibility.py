@@ -4,6 +4,7 @@ system unless the user picks one, and the pick is kept."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
@@ -40,6 +41,17 @@ async def test_every_page_has_no_serious_accessibility_violations(
     await _check(page, "login", problems)
 
     await sign_up(page, live_server)
+    # A collection of one's own (with Everyone's): the composer offers "Ask within".
+    token = await page.evaluate("JSON.parse(localStorage.getItem('docchat.tokens')).access_token")
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        made = await http.post(
+            "/api/v1/collections",
+            json={"name": "Team notes"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert made.status_code == 201, made.text
+    await page.reload()
+    await expect(page.get_by_label("Ask within")).to_be_visible()
     await _check(page, "empty chat", problems)
     await upload(page, {"pier.txt": b"Ferries leave from pier 4."})
     scripted_llm.script("From pier 4 [1].")

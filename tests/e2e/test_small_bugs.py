@@ -186,3 +186,59 @@ async def test_the_phone_drawer_closes_by_touch_and_escape(signed_in: SignIn) ->
     await page.evaluate("document.activeElement.blur()")
     await page.keyboard.press("Escape")
     await expect(drawer).to_be_hidden()
+
+
+SPREAD_CITATIONS = " ".join(
+    f"The harbour ferry timetable changes in spring, see note {n} [1]." for n in range(8)
+)
+
+
+async def test_a_citations_preview_stays_inside_the_conversation(
+    signed_in: SignIn, scripted_llm: ScriptedLLM
+) -> None:
+    """The hover card was clipped at the column's right edge."""
+    page, _ = await signed_in()
+    await upload(page, {"ferries.txt": b"The harbour ferry timetable changes in spring."})
+    scripted_llm.script(SPREAD_CITATIONS)
+    await ask(page, "When does the ferry timetable change?")
+    answer = page.get_by_test_id("message-assistant")
+    markers = answer.get_by_role("button", name="Show source 1")
+    await expect(markers).to_have_count(8)
+    column = await page.locator(".messages").bounding_box()
+    assert column is not None
+    for index in range(8):
+        await markers.nth(index).hover()
+        card = answer.get_by_role("tooltip")  # the one shown (the others are hidden)
+        await expect(card).to_be_visible()
+        box = await card.bounding_box()
+        assert box is not None
+        assert column["x"] <= box["x"], (index, box, column)
+        assert box["x"] + box["width"] <= column["x"] + column["width"], (index, box, column)
+    await page.screenshot(path=str(SCREENSHOTS / "citation-preview-edge.png"))
+
+
+async def test_on_a_phone_the_document_viewer_is_above_everything(
+    signed_in: SignIn, scripted_llm: ScriptedLLM
+) -> None:
+    """ "Hide panel" was drawn over the viewer."""
+    page, _ = await signed_in(viewport={"width": 390, "height": 844})
+    await page.get_by_role("button", name="Documents & sources").click()
+    await upload(page, {"ferries.txt": b"The harbour ferry timetable changes in spring."})
+    await page.get_by_role("button", name="Hide panel").click()
+    scripted_llm.script("In spring [1].")
+    await ask(page, "When does the ferry timetable change?")
+    await (
+        page.get_by_test_id("message-assistant").get_by_role("button", name="Show source 1").click()
+    )
+    await page.get_by_role("button", name="Show in the document (ferries.txt)").click()
+    viewer = page.get_by_role("dialog", name="ferries.txt")
+    await expect(viewer).to_be_visible()
+    hide = page.get_by_role("button", name="Hide panel")
+    box = await hide.bounding_box()
+    assert box is not None
+    on_top = await page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y)?.closest('.viewer-backdrop') !== null",
+        [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+    )
+    assert on_top, "something is drawn over the document viewer"
+    await page.screenshot(path=str(SCREENSHOTS / "viewer-phone.png"))

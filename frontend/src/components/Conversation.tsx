@@ -92,6 +92,18 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 // keyboard focus away from the one just activated.
 // Height a citation's preview needs above its marker before it opens below instead.
 const PREVIEW_ROOM_PX = 170;
+// The preview's width (styles.css: min(22rem, 70vw)) and the room kept from the column's edges.
+const PREVIEW_WIDTH_PX = 352;
+const PREVIEW_MARGIN_PX = 8;
+
+/** How far (px) a preview that starts at its marker must move to stay inside the column:
+ * negative near the right edge (it was clipped there), 0 where it fits. */
+export function previewShift(markerLeft: number, columnLeft: number, columnRight: number, viewport: number): number {
+  const width = Math.min(PREVIEW_WIDTH_PX, viewport * 0.7);
+  const overflow = markerLeft + width - (columnRight - PREVIEW_MARGIN_PX);
+  if (overflow <= 0) return 0;
+  return -Math.min(overflow, markerLeft - (columnLeft + PREVIEW_MARGIN_PX));
+}
 
 interface Citing {
   onCite(n: number): void;
@@ -108,6 +120,8 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
   const { onCite, sources } = useContext(CiteContext);
   const [previewing, setPreviewing] = useState(false);
   const [below, setBelow] = useState(false);
+  // Pixels the preview moves left (or right) to stay inside the conversation's column.
+  const [shift, setShift] = useState(0);
   const tooltip = useId();
   const number = citationNumber(href);
   if (number === null) {
@@ -122,8 +136,10 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
   // The quote shows on hover and on keyboard focus; Escape hides it (WCAG 1.4.13). It opens
   // above the marker, or below it when the conversation has no room above.
   function show(marker: HTMLElement) {
-    const top = marker.closest(".messages")?.getBoundingClientRect().top ?? 0;
-    setBelow(marker.getBoundingClientRect().top - top < PREVIEW_ROOM_PX);
+    const column = marker.closest(".messages")?.getBoundingClientRect();
+    const at = marker.getBoundingClientRect();
+    setBelow(at.top - (column?.top ?? 0) < PREVIEW_ROOM_PX);
+    if (column) setShift(previewShift(at.left, column.left, column.right, window.innerWidth));
     setPreviewing(true);
   }
   return (
@@ -145,7 +161,13 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
       </button>
       {afterMarker(textOf(children))}
       {source && (
-        <span id={tooltip} role="tooltip" className={`cite-preview${below ? " below" : ""}`} hidden={!previewing}>
+        <span
+          id={tooltip}
+          role="tooltip"
+          className={`cite-preview${below ? " below" : ""}`}
+          style={shift ? { left: `${shift}px` } : undefined}
+          hidden={!previewing}
+        >
           <strong>{source.document_name}</strong>
           {where && <span className="muted"> · {where}</span>}
           <span className="cite-quote">“{quoteOf(source)}”</span>

@@ -1,4 +1,5 @@
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
+import { createPortal } from "react-dom";
 import { api, DOCUMENT_GONE, openDocument, type Schemas, type Source } from "../api/client";
 
 type Passage = Schemas["PassageRead"];
@@ -101,7 +102,9 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
 
   const first = passages[0]?.chunk_index ?? 0;
   const last = passages[passages.length - 1]?.chunk_index ?? -1;
-  return (
+  // Drawn at the end of the page, not inside the panel that opened it: that panel's own layer
+  // (on phones, under the "Hide panel" button) would cover parts of it.
+  return createPortal(
     <div className="viewer-backdrop" onClick={onClose}>
       <div
         ref={dialog}
@@ -209,6 +212,7 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
           )}
         </div>
       </div>
-    </div>
+    </div>,
+    document.body,
   );
 }
