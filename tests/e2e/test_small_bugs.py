@@ -4,13 +4,14 @@ here failed before its fix."""
 from __future__ import annotations
 
 import httpx
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 
-from tests.e2e.conftest import SCREENSHOTS
-from tests.e2e.flows import SignIn, ask, upload
+from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
+from tests.e2e.flows import SignIn, ask, log_in, upload
 from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers, register
 
 LIGHTHOUSE = [
     filler("harbour", 20),
@@ -242,3 +243,38 @@ async def test_on_a_phone_the_document_viewer_is_above_everything(
     )
     assert on_top, "something is drawn over the document viewer"
     await page.screenshot(path=str(SCREENSHOTS / "viewer-phone.png"))
+
+
+async def test_the_audit_log_filters_collection_actions_and_names_the_member(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    """No collection.* entries in the filter; a removed member was shown as raw ids."""
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        olga = await auth_headers(http)
+        vera_email = await register(http)
+        collection = (
+            await http.post("/api/v1/collections", headers=olga, json={"name": "Harbour team"})
+        ).json()["id"]
+        added = await http.post(
+            f"/api/v1/collections/{collection}/members",
+            headers=olga,
+            json={"email": vera_email, "role": "viewer"},
+        )
+        assert added.status_code == 201, added.text
+        member = next(m["id"] for m in added.json() if m["email"] == vera_email)
+        removed = await http.delete(
+            f"/api/v1/collections/{collection}/members/{member}", headers=olga
+        )
+        assert removed.status_code == 204
+
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Admin", exact=True).click()
+    await admin.get_by_label("Action").select_option("collection.member_removed")
+    log = admin.get_by_role("table", name="Audit log")
+    await expect(log.get_by_role("row").filter(has_text="collection.created")).to_have_count(0)
+    row = log.get_by_role("row").filter(has_text="Harbour team")
+    await expect(row).to_contain_text(f"member: {vera_email}")
+    await expect(row).not_to_contain_text("member_id")
+    await context.close()

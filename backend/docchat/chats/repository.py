@@ -151,6 +151,11 @@ def messages_of(chat_id: uuid.UUID) -> Select[Message]:
     return select(Message).where(Message.chat_id == chat_id)
 
 
+async def message_count(session: AsyncSession, chat_id: uuid.UUID) -> int:
+    statement = select(func.count()).select_from(Message).where(Message.chat_id == chat_id)
+    return int((await session.execute(statement)).scalar_one())
+
+
 async def recent_history(
     session: AsyncSession, chat_id: uuid.UUID, *, pairs: int, before_seq: int
 ) -> list[Message]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -95,11 +96,25 @@ async def update(session: AsyncSession, user: User, chat: Chat, changes: ChatUpd
     return chat
 
 
+async def _described(session: AsyncSession, chat: Chat) -> dict[str, Any]:
+    """What the audit log says of a chat: its size and age, never its words (administrators
+    read the log; the chat's title is its first question)."""
+    return {
+        "messages": await repository.message_count(session, chat.id),
+        "created": chat.created_at.date().isoformat(),
+    }
+
+
 async def delete(session: AsyncSession, user: User, chat: Chat, address: str | None) -> None:
     chat.deleted_at = utcnow()
     target = ("chat", chat.id)
     await audit.record(
-        session, audit.AuditAction.chat_deleted, actor=user, target=target, address=address
+        session,
+        audit.AuditAction.chat_deleted,
+        actor=user,
+        target=target,
+        address=address,
+        **await _described(session, chat),
     )
 
 
@@ -117,7 +132,12 @@ async def restore(
     await session.flush()
     target = ("chat", chat.id)
     await audit.record(
-        session, audit.AuditAction.chat_restored, actor=user, target=target, address=address
+        session,
+        audit.AuditAction.chat_restored,
+        actor=user,
+        target=target,
+        address=address,
+        **await _described(session, chat),
     )
     return chat
 

@@ -420,6 +420,18 @@ async def _member(
     return member
 
 
+async def _named(session: AsyncSession, member: CollectionMember) -> str:
+    """Who a member is, as the audit log names them: an address or a group (not an id)."""
+    if member.invited_email:
+        return member.invited_email
+    if member.group_id is not None:
+        group = await repository.get_group(session, member.group_id)
+        return f"group {group.name}" if group else "a deleted group"
+    if member.user_id is not None:
+        return await users_repository.email_of(session, member.user_id) or "a deleted account"
+    return "unknown"
+
+
 async def _ensure_another_owner(
     session: AsyncSession, collection: Collection, member: CollectionMember
 ) -> None:
@@ -449,7 +461,7 @@ async def change_member(
         user,
         collection,
         address,
-        member_id=str(member.id),
+        member=await _named(session, member),
         before=before,
         after=role,
     )
@@ -470,6 +482,7 @@ async def remove_member(
     if role != CollectionRole.owner and member.user_id != user.id:
         raise Forbidden("Only an owner of the collection can remove other members")
     await _ensure_another_owner(session, collection, member)
+    who = await _named(session, member)
     await repository.remove_member(session, member)
     await _record(
         session,
@@ -477,7 +490,6 @@ async def remove_member(
         user,
         collection,
         address,
-        member_id=str(member.id),
-        user_id=str(member.user_id) if member.user_id else None,
-        group_id=str(member.group_id) if member.group_id else None,
+        member=who,
+        role=member.role,
     )

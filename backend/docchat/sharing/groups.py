@@ -15,6 +15,7 @@ from docchat.kit.pagination import PageParams
 from docchat.membership.models import Group
 from docchat.sharing import repository
 from docchat.sharing.schemas import GroupCreate, GroupMemberRead, GroupRead, GroupUpdate
+from docchat.users import repository as users_repository
 from docchat.users.models import User
 
 TAKEN = "A group with this name already exists"
@@ -128,6 +129,7 @@ async def remove_member(
     group = await get(session, group_id)
     if not await repository.take_from_group(session, group.id, user_id):
         raise NotFound("That user is not in this group")
+    email = await users_repository.email_of(session, user_id) or "a deleted account"
     await _record(
-        session, audit.AuditAction.group_member_removed, admin, group, address, user_id=str(user_id)
+        session, audit.AuditAction.group_member_removed, admin, group, address, email=email
     )

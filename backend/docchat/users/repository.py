@@ -24,6 +24,13 @@ async def get_active(session: AsyncSession, user_id: uuid.UUID) -> User | None:
     return (await session.execute(statement)).scalar_one_or_none()
 
 
+async def email_of(session: AsyncSession, user_id: uuid.UUID) -> str | None:
+    """The address of an account (active or not), for records that name it."""
+    statement = select(User.email).where(User.id == user_id)
+    email: str | None = (await session.execute(statement)).scalar_one_or_none()
+    return email
+
+
 async def add(session: AsyncSession, user: User) -> User:
     session.add(user)
     await session.flush()

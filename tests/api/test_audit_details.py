@@ -1,0 +1,73 @@
+"""The audit log names people and things in words (issue 40): a removed collection member by
+address (it showed raw ids), a deleted chat with its size and age (it showed nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.api.test_collections import email_of, invite
+from tests.support.users import admin_headers, auth_headers
+
+
+async def _entries(
+    client: httpx.AsyncClient, admin: dict[str, str], action: str
+) -> list[dict[str, Any]]:
+    response = await client.get("/api/v1/admin/audit", headers=admin, params={"action": action})
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["items"]
+    return items
+
+
+async def test_a_removed_member_and_a_changed_role_are_named_by_address(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    admin = await admin_headers(client, session)
+    olga, vera = await auth_headers(client), await auth_headers(client)
+    vera_email = await email_of(client, vera)
+    collection = (
+        await client.post("/api/v1/collections", headers=olga, json={"name": "Atlas"})
+    ).json()["id"]
+    members = (await invite(client, olga, collection, vera, "viewer")).json()
+    member_id = next(m["id"] for m in members if m["email"] == vera_email)
+    changed = await client.patch(
+        f"/api/v1/collections/{collection}/members/{member_id}",
+        headers=olga,
+        json={"role": "editor"},
+    )
+    assert changed.status_code < 300, changed.text
+    removed = await client.delete(
+        f"/api/v1/collections/{collection}/members/{member_id}", headers=olga
+    )
+    assert removed.status_code == 204
+
+    [change] = [
+        e
+        for e in await _entries(client, admin, "collection.member_changed")
+        if e["detail"].get("collection") == "Atlas"
+    ]
+    assert change["detail"]["member"] == vera_email and change["detail"]["after"] == "editor"
+    [removal] = [
+        e
+        for e in await _entries(client, admin, "collection.member_removed")
+        if e["detail"].get("collection") == "Atlas"
+    ]
+    assert removal["detail"] == {"collection": "Atlas", "member": vera_email, "role": "editor"}
+
+
+async def test_a_deleted_chat_is_described_by_its_size_and_age_not_its_words(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    admin = await admin_headers(client, session)
+    user = await auth_headers(client)
+    chat = (
+        await client.post("/api/v1/chats", headers=user, json={"title": "Private matter"})
+    ).json()
+    assert (await client.delete(f"/api/v1/chats/{chat['id']}", headers=user)).status_code == 204
+    [entry] = [
+        e for e in await _entries(client, admin, "chat.deleted") if e["target_id"] == chat["id"]
+    ]
+    assert entry["detail"] == {"messages": 0, "created": chat["created_at"][:10]}
+    assert "Private matter" not in str(entry)
