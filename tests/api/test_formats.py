@@ -127,6 +127,9 @@ async def test_each_format_is_ingested_searched_and_cited_with_its_location(
     assert source["document_name"] == name
     assert source["location"].startswith(location), source
     assert fragment in fresh_llm.prompt_text()  # the passage reached the model
+    # The preview is text to read: a table's rule line is markup (spreadsheet previews began
+    # with "| --- |", issue 40).
+    assert "| --- |" not in source["content_preview"], source["content_preview"]
 
 
 @pytest.mark.parametrize(

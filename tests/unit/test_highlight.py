@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from docchat.retrieval.highlight import HIGHLIGHT_CHARS, highlight, units_of
+from docchat.retrieval.highlight import (
+    HIGHLIGHT_CHARS,
+    PREVIEW_CHARS,
+    highlight,
+    preview_of,
+    units_of,
+)
 
 HANDBOOK = (
     "# Bakery handbook\n\n"
@@ -99,3 +105,10 @@ def test_the_answer_decides_between_sentences_the_question_matches_alike() -> No
 
 def test_an_empty_passage_has_no_highlight() -> None:
     assert highlight("  \n ", "anything?") is None
+
+
+def test_a_preview_leaves_out_a_tables_rule_line() -> None:
+    passage = "| Invoice | Amount |\n| --- | ---: |\n| INV-0042 | 420 |\n" + "x" * 300
+    shown = preview_of(passage)
+    assert shown.startswith("| Invoice | Amount |\n| INV-0042 | 420 |\n")
+    assert "---" not in shown and len(shown) == PREVIEW_CHARS

@@ -20,9 +20,9 @@ from docchat.config import LLMSettings, RAGSettings
 from docchat.llm import prompts
 from docchat.llm.usage import MeteredLLM
 from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
+from docchat.retrieval.highlight import preview_of
 from docchat.retrieval.index import Chunk, DocumentScope, ScoredChunk, SearchScope
 from docchat.retrieval.lexical import LexicalIndex
-from docchat.retrieval.schemas import PREVIEW_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _pack(parts: list[Part], budget_tokens: int) -> list[list[Part]]:
 def _entry(number: int, part: Part, condensed: bool) -> ContextEntry:
     source = source_of(ScoredChunk(part.first, 1.0))
     if condensed:
-        source = source.model_copy(update={"content_preview": part.text[:PREVIEW_CHARS]})
+        source = source.model_copy(update={"content_preview": preview_of(part.text)})
     return ContextEntry(number=number, text=part.text, source=source)
 
 

@@ -12,9 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from docchat.kit.tokens import CHARS_PER_TOKEN
-from docchat.retrieval.highlight import highlight, weights_for
+from docchat.retrieval.highlight import highlight, preview_of, weights_for
 from docchat.retrieval.index import ScoredChunk
-from docchat.retrieval.schemas import PREVIEW_CHARS, Source
+from docchat.retrieval.schemas import Source
 
 # Room for the instructions and formatting around the passages.
 PROMPT_OVERHEAD_TOKENS = 200
@@ -82,7 +82,7 @@ def source_of(hit: ScoredChunk) -> Source:
         page=chunk.page,
         location=chunk.location,
         similarity=round(hit.similarity, 4),
-        content_preview=chunk.text[:PREVIEW_CHARS],
+        content_preview=preview_of(chunk.text),
     )
 
 

@@ -50,6 +50,18 @@ _ABBREVIATIONS = _word_set(
 _LAST_WORD = re.compile(r"(\S+)\s*$")
 _TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.MULTILINE)
 TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+# A source's preview: the first characters of its passage.
+PREVIEW_CHARS = 200
+
+
+def preview_of(passage: str) -> str:
+    """The first `PREVIEW_CHARS` characters of a passage as a reader sees it: a Markdown table's
+    rule line (`| --- |`) is markup, not content, and is left out (spreadsheets' previews began
+    with it)."""
+    lines = passage.split("\n")
+    return "\n".join(line for line in lines if not TABLE_RULE.match(line))[:PREVIEW_CHARS]
+
+
 _ROWS = re.compile(r"\brows? (\d+)(?:\s*-\s*(\d+))?\s*$")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+", re.UNICODE)
 _STOP = _word_set(

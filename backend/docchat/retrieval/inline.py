@@ -24,9 +24,10 @@ from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox
 from docchat.kit.errors import NotFound
 from docchat.retrieval.context import TokenBudget
+from docchat.retrieval.highlight import preview_of
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
-from docchat.retrieval.schemas import PREVIEW_CHARS, Source
+from docchat.retrieval.schemas import Source
 
 logger = logging.getLogger(__name__)
 # A file that could not be read inline is not tried again (inline) for this long.
@@ -129,7 +130,7 @@ class InlineReader:
                 page=piece.page,
                 location=piece.location,
                 similarity=None,
-                content_preview=piece.text[:PREVIEW_CHARS],
+                content_preview=preview_of(piece.text),
             )
             passages.append(InlinePassage(piece.text, source))
         return passages

@@ -4,9 +4,7 @@ import uuid
 
 from pydantic import BaseModel, Field
 
-from docchat.retrieval.highlight import Highlight
-
-PREVIEW_CHARS = 200
+from docchat.retrieval.highlight import PREVIEW_CHARS, Highlight
 
 
 class Source(BaseModel):
