@@ -12,3 +12,33 @@ export function fileSize(bytes: number): string {
   const mb = kb / 1024;
   return mb < 1024 ? scaled(mb, "MB") : scaled(mb / 1024, "GB");
 }
+
+const DAY_MS = 86_400_000;
+
+function startOfDay(date: Date): number {
+  return new Date(date.getFullYear(), date.getMonth(), date.getDate()).getTime();
+}
+
+/** The heading a chat last active at `when` is listed under, as seen `now`: Today, Yesterday,
+ * Previous 7 days, Previous 30 days, then its month ("October 2026"; this year: "October"). */
+export function activityGroup(when: Date, now: Date = new Date()): string {
+  const days = Math.round((startOfDay(now) - startOfDay(when)) / DAY_MS);
+  if (days <= 0) return "Today";
+  if (days === 1) return "Yesterday";
+  if (days <= 7) return "Previous 7 days";
+  if (days <= 30) return "Previous 30 days";
+  const month = when.toLocaleString("en", { month: "long" });
+  return when.getFullYear() === now.getFullYear() ? month : `${month} ${when.getFullYear()}`;
+}
+
+/** Items in their order, cut into runs under the same heading. */
+export function groupedBy<T>(items: T[], heading: (item: T) => string): { heading: string; items: T[] }[] {
+  const groups: { heading: string; items: T[] }[] = [];
+  for (const item of items) {
+    const name = heading(item);
+    const last = groups[groups.length - 1];
+    if (last && last.heading === name) last.items.push(item);
+    else groups.push({ heading: name, items: [item] });
+  }
+  return groups;
+}

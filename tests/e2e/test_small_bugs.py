@@ -124,6 +124,8 @@ async def test_chat_rows_are_links_with_one_tab_stop_each(
     chats = page.get_by_role("complementary", name="Chats")
     row = chats.get_by_role("link", name="Ferries", exact=True)
     await expect(row).to_have_attribute("href", f"/chats/{first}")
+    # Grouped by when they were last active, as in ChatGPT.
+    await expect(chats.get_by_role("heading", name="Today")).to_be_visible()
     stops = await chats.locator(".chat-list li").evaluate_all(
         """(rows) => rows.map((row) => row.querySelectorAll("a, button, input, select").length)"""
     )

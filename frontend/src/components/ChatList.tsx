@@ -2,6 +2,7 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, errorMessage } from "../api/client";
 import { keys, queryClient } from "../api/queries";
+import { activityGroup, groupedBy } from "../format";
 import { routePath } from "../routes";
 
 const PAGE = 30;
@@ -22,7 +23,7 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
   const [typed, setTyped] = useState("");
   const [query, setQuery] = useState("");
   const [problem, setProblem] = useState<string | null>(null);
-  const sentinel = useRef<HTMLLIElement>(null);
+  const sentinel = useRef<HTMLParagraphElement>(null);
 
   // One cached list per filter and search: a reply for a filter no longer chosen fills its
   // own entry, never the one on screen.
@@ -122,32 +123,39 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
           {problem}
         </p>
       )}
-      <ul className="chat-list" aria-label={query ? `Chats matching ${query}` : "Chats"}>
-        {chats.map((chat) => (
-          <li key={chat.id} className={chat.id === currentChatId ? "active" : ""}>
-            {/* A link: middle-click and "open in a new tab" work; a plain click stays here. */}
-            <a
-              className="chat-title"
-              href={routePath({ page: "chat", chatId: chat.id })}
-              aria-current={chat.id === currentChatId ? "page" : undefined}
-              title={chat.title}
-              onClick={(event) => {
-                if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-                event.preventDefault();
-                onSelect(chat.id);
-              }}
-            >
-              {chat.title}
-            </a>
-          </li>
+      <div className="chat-list">
+        {(query ? [{ heading: "", items: chats }] : groupedBy(chats, (chat) => activityGroup(new Date(chat.updated_at)))).map((group) => (
+          <section key={group.heading || "matches"} aria-label={group.heading || `Chats matching ${query}`}>
+            {group.heading && <h2 className="chat-group">{group.heading}</h2>}
+            <ul>
+              {group.items.map((chat) => (
+                <li key={chat.id} className={chat.id === currentChatId ? "active" : ""}>
+                  {/* A link: middle-click and "open in a new tab" work; a plain click stays here. */}
+                  <a
+                    className="chat-title"
+                    href={routePath({ page: "chat", chatId: chat.id })}
+                    aria-current={chat.id === currentChatId ? "page" : undefined}
+                    title={chat.title}
+                    onClick={(event) => {
+                      if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+                      event.preventDefault();
+                      onSelect(chat.id);
+                    }}
+                  >
+                    {chat.title}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </section>
         ))}
         {hasNextPage && (
-          <li ref={sentinel} className="muted">
+          <p ref={sentinel} className="muted small">
             Loading more…
-          </li>
+          </p>
         )}
-        {!chats.length && !loading && <li className="muted">{query ? `No chat matches “${query}”.` : "No chats yet. Ask something!"}</li>}
-      </ul>
+        {!chats.length && !loading && <p className="muted">{query ? `No chat matches “${query}”.` : "No chats yet. Ask something!"}</p>}
+      </div>
       {onShowShortcuts && (
         <button className="link small shortcuts-link" onClick={onShowShortcuts}>
           Keyboard shortcuts <kbd>?</kbd>
