@@ -13,12 +13,13 @@ ensure_tesseract
 
 command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are required for the web app's checks"
 ensure_frontend
-say "web app: API contract, types, unit tests"
+say "web app: API contract, lint, types, unit tests"
 (
   cd "$ROOT/frontend"
   npx --no-install openapi-typescript openapi.json -o /tmp/docchat-schema.d.ts >/dev/null 2>&1
   diff -q src/api/schema.d.ts /tmp/docchat-schema.d.ts >/dev/null ||
     die "frontend/src/api/schema.d.ts is stale: run bash scripts/generate_client.sh"
+  npx --no-install eslint . --max-warnings 0
   npx --no-install vitest run --reporter=dot
 )
 say "ruff"

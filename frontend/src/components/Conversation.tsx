@@ -355,7 +355,8 @@ export default function Conversation({
     return () => {
       current = false;
     };
-    // Once per chat opened: `resume` is this render's, and reads nothing that changes.
+    // Once per chat opened; `resume` is remade each render.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [chatId]);
 
   useEffect(() => {
