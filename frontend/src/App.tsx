@@ -10,6 +10,7 @@ import CollectionsPage from "./pages/CollectionsPage";
 import ChangePasswordPage from "./pages/ChangePasswordPage";
 import { useRoute } from "./routes";
 import ThemePicker from "./components/ThemePicker";
+import { useOnline } from "./media";
 
 /** "Collections", with the number of invitations waiting for an answer. */
 function CollectionsButton({ open, onClick }: { open: boolean; onClick: () => void }) {
@@ -33,11 +34,25 @@ export default function App() {
   const [route, navigate] = useRoute();
   const [notice, setNotice] = useState<string | null>(null);
 
+  const online = useOnline();
+  // The server could not be reached to learn who is signed in (offline, or it is down).
+  const [unreachable, setUnreachable] = useState(false);
+
   const loadUser = useCallback(async () => {
-    const { data } = await api.GET("/api/v1/users/me");
-    setUser(data ?? null);
+    try {
+      const { data } = await api.GET("/api/v1/users/me");
+      setUser(data ?? null);
+      setUnreachable(false);
+    } catch {
+      setUnreachable(true);
+    }
     setChecking(false);
   }, []);
+
+  // Back online: try again by itself.
+  useEffect(() => {
+    if (online && unreachable) void loadUser();
+  }, [online, unreachable, loadUser]);
 
   useEffect(() => {
     if (loadTokens()) void loadUser();
@@ -49,6 +64,21 @@ export default function App() {
   }, [loadUser]);
 
   if (checking) return <p className="loading">Loading…</p>;
+  if (unreachable && !user) {
+    return (
+      <main className="offline-page">
+        <h1>{online ? "docchat cannot be reached" : "You are offline"}</h1>
+        <p>
+          {online
+            ? "The server did not answer. It may be restarting: try again in a moment."
+            : "docchat needs the network to show your chats and documents. It opens by itself when the connection is back."}
+        </p>
+        <button className="primary" onClick={() => void loadUser()}>
+          Try again
+        </button>
+      </main>
+    );
+  }
   if (!user) return <AuthPage notice={notice} onAuthenticated={loadUser} />;
   if (user.must_change_password) return <ChangePasswordPage email={user.email} onChanged={() => void loadUser()} onLogout={logout} />;
   const page = route.page === "admin" && user.role !== "admin" ? "chat" : route.page;
@@ -93,6 +123,11 @@ export default function App() {
           <button onClick={logout}>Log out</button>
         </nav>
       </header>
+      {!online && (
+        <p role="status" className="offline-bar">
+          You are offline. What you type stays here; an answer being written goes on on the server and shows when you are back.
+        </p>
+      )}
       {page === "admin" ? (
         <AdminPage currentUserId={user.id} />
       ) : page === "account" ? (

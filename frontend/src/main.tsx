@@ -8,6 +8,11 @@ import { applyTheme, loadTheme } from "./theme";
 
 applyTheme(loadTheme()); // before the first paint: no flash of the other theme
 
+// Installable, and opens without a network (public/sw.js); not in the dev server.
+if (import.meta.env.PROD && "serviceWorker" in navigator) {
+  window.addEventListener("load", () => void navigator.serviceWorker.register("/sw.js").catch(() => undefined));
+}
+
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>

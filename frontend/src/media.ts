@@ -14,3 +14,18 @@ export function useMediaQuery(query: string): boolean {
     () => window.matchMedia?.(query).matches ?? false,
   );
 }
+
+/** Whether the browser thinks it has a network, following it as that changes. */
+export function useOnline(): boolean {
+  return useSyncExternalStore(
+    (changed) => {
+      window.addEventListener("online", changed);
+      window.addEventListener("offline", changed);
+      return () => {
+        window.removeEventListener("online", changed);
+        window.removeEventListener("offline", changed);
+      };
+    },
+    () => navigator.onLine,
+  );
+}

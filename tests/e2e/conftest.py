@@ -96,7 +96,10 @@ async def signed_in(
     contexts: list[BrowserContext] = []
 
     async def open_page(**options: Any) -> tuple[Page, str]:
-        context = await browser.new_context(**{"viewport": DESKTOP, **options})
+        # No service worker unless a test asks for one: page.route() does not see what a
+        # worker fetches, and most tests route requests.
+        defaults = {"viewport": DESKTOP, "service_workers": "block"}
+        context = await browser.new_context(**{**defaults, **options})
         contexts.append(context)
         page = await context.new_page()
         return page, await sign_up(page, live_server)

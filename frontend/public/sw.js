@@ -1,0 +1,59 @@
+// docchat's offline shell. The app's own files are kept, so that it opens without a network and
+// says it is offline; nothing from the API is ever kept (it is one person's, and must be fresh).
+// Hashed files under /assets/ never change: kept once, served from here. Pages: the network
+// first, the kept page when it cannot be reached.
+const CACHE = "docchat-shell-v1";
+const SHELL = "/";
+const KEPT = /^\/(assets\/|favicon\.svg$|icon-\d+\.png$|manifest\.json$)/;
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(
+    caches
+      .open(CACHE)
+      .then((cache) => cache.add(SHELL))
+      .then(() => self.skipWaiting()),
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches
+      .keys()
+      .then((names) => Promise.all(names.filter((name) => name !== CACHE).map((name) => caches.delete(name))))
+      .then(() => self.clients.claim()),
+  );
+});
+
+async function page(request) {
+  const cache = await caches.open(CACHE);
+  try {
+    const response = await fetch(request);
+    // Every page of the app is the same index.html: one copy is enough.
+    if (response.ok && (response.headers.get("content-type") || "").startsWith("text/html")) {
+      await cache.put(SHELL, response.clone());
+    }
+    return response;
+  } catch (error) {
+    const kept = await cache.match(SHELL);
+    if (kept) return kept;
+    throw error;
+  }
+}
+
+async function file(request) {
+  const cache = await caches.open(CACHE);
+  const kept = await cache.match(request);
+  if (kept) return kept;
+  const response = await fetch(request);
+  if (response.ok) await cache.put(request, response.clone());
+  return response;
+}
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET") return;
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin) return;
+  if (request.mode === "navigate") event.respondWith(page(request));
+  else if (KEPT.test(url.pathname)) event.respondWith(file(request));
+});
