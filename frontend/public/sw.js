@@ -20,14 +20,16 @@ self.addEventListener("activate", (event) => {
     caches
       .keys()
       .then((names) => Promise.all(names.filter((name) => name !== CACHE).map((name) => caches.delete(name))))
+      // The page's request starts while the worker wakes up, not after (no added delay).
+      .then(() => self.registration.navigationPreload?.enable())
       .then(() => self.clients.claim()),
   );
 });
 
-async function page(request) {
+async function page(event) {
   const cache = await caches.open(CACHE);
   try {
-    const response = await fetch(request);
+    const response = (await event.preloadResponse) || (await fetch(event.request));
     // Every page of the app is the same index.html: one copy is enough.
     if (response.ok && (response.headers.get("content-type") || "").startsWith("text/html")) {
       await cache.put(SHELL, response.clone());
@@ -54,6 +56,6 @@ self.addEventListener("fetch", (event) => {
   if (request.method !== "GET") return;
   const url = new URL(request.url);
   if (url.origin !== self.location.origin) return;
-  if (request.mode === "navigate") event.respondWith(page(request));
+  if (request.mode === "navigate") event.respondWith(page(event));
   else if (KEPT.test(url.pathname)) event.respondWith(file(request));
 });
