@@ -7,7 +7,7 @@ import re
 import uuid
 
 import httpx
-from playwright.async_api import Browser, Dialog, Route, expect
+from playwright.async_api import Browser, Route, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
 from tests.e2e.flows import PASSWORD, SignIn, ask, log_in, sign_up
@@ -214,18 +214,18 @@ async def test_chats_are_filed_under_categories_and_a_duplicate_name_says_why(
     scripted_llm: ScriptedLLM,
 ) -> None:
     page, _ = await signed_in()
-    names = iter(["Work", "Home", "Work"])
-
-    async def answer_prompt(dialog: Dialog) -> None:
-        await dialog.accept(next(names))
-
-    page.on("dialog", answer_prompt)
     scripted_llm.script("Noted.")
     await ask(page, "Plan the quarterly review")
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Noted.")
     chats = page.get_by_role("complementary", name="Chats")
-    await page.get_by_role("button", name="New category").click()
-    await page.get_by_role("button", name="New category").click()
+    # Categories are added in a dialog of their own (it was the browser's prompt()).
+    await chats.get_by_role("button", name="Categories").click()
+    manager = page.get_by_role("dialog", name="Categories")
+    for name in ("Work", "Home"):
+        await manager.get_by_placeholder("New category").fill(name)
+        await manager.get_by_role("button", name="Add").click()
+        await expect(manager.get_by_role("listitem").filter(has_text=name)).to_be_visible()
+    await manager.get_by_role("button", name="Done").click()
     category = page.get_by_label("Category of this chat")
 
     # The move is slow; meanwhile the user filters by another category. When the move ends,
@@ -253,9 +253,24 @@ async def test_chats_are_filed_under_categories_and_a_duplicate_name_says_why(
     await expect(category).to_have_value(re.compile(r"^[0-9a-f-]{36}$"))
     await page.screenshot(path=str(SCREENSHOTS / "categories.png"))
 
-    # The same name again is refused, and the page says so.
-    await page.get_by_role("button", name="New category").click()
-    await expect(chats.get_by_role("alert")).to_contain_text("already have a category")
+    # The same name again is refused, and the dialog says so.
+    await chats.get_by_role("button", name="Categories").click()
+    await manager.get_by_placeholder("New category").fill("Work")
+    await manager.get_by_role("button", name="Add").click()
+    await expect(manager.get_by_role("alert")).to_contain_text("already have a category")
+    # Renamed in place, and deleted: its chat stays, in no category.
+    await manager.get_by_role("button", name="Rename Work").click()
+    await manager.get_by_label("New name for Work").fill("Office")
+    await manager.get_by_label("New name for Work").press("Enter")
+    await expect(manager.get_by_role("listitem").filter(has_text="Office")).to_be_visible()
+    await page.screenshot(path=str(SCREENSHOTS / "categories-dialog.png"))
+    await manager.get_by_role("button", name="Delete Office").click()
+    await expect(manager.get_by_role("listitem").filter(has_text="Office")).to_have_count(0)
+    await manager.get_by_role("button", name="Done").click()
+    await expect(category).to_have_value("")
+    await expect(
+        chats.get_by_role("link", name="Plan the quarterly review", exact=True)
+    ).to_be_visible()
 
 
 async def test_expired_session_goes_back_to_login(

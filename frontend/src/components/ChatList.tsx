@@ -1,8 +1,9 @@
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, errorMessage } from "../api/client";
-import { keys, queryClient } from "../api/queries";
+import { keys } from "../api/queries";
 import { activityGroup, groupedBy } from "../format";
+import Categories from "./Categories";
 import { routePath } from "../routes";
 
 const PAGE = 30;
@@ -22,7 +23,7 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
   const [categoryId, setCategoryId] = useState("");
   const [typed, setTyped] = useState("");
   const [query, setQuery] = useState("");
-  const [problem, setProblem] = useState<string | null>(null);
+  const [managing, setManaging] = useState(false);
   const sentinel = useRef<HTMLParagraphElement>(null);
 
   // One cached list per filter and search: a reply for a filter no longer chosen fills its
@@ -41,6 +42,7 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
   });
   const chats = listed.data?.pages.flatMap((page) => page.items) ?? [];
   const loading = listed.isFetching;
+  const problem = listed.error?.message ?? null;
 
   const categories =
     useQuery({
@@ -65,14 +67,6 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
     return () => observer.disconnect();
   }, [hasNextPage, isFetchingNextPage, fetchNextPage, chats.length]);
 
-  async function addCategory() {
-    const name = window.prompt("Category name")?.trim();
-    if (!name) return;
-    const { data, error } = await api.POST("/api/v1/categories", { body: { name } });
-    setProblem(error ? errorMessage(error, "The category could not be created") : null);
-    if (data) void queryClient.invalidateQueries({ queryKey: keys.categories });
-  }
-
   // Phones: the open drawer closes with Escape wherever the focus is, and takes the focus.
   const newChat = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -87,6 +81,7 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
     <>
     {/* Phones: a tap beside the open drawer closes it. */}
     {open && <div className="drawer-backdrop" data-testid="drawer-backdrop" onClick={onClose} aria-hidden="true" />}
+    <Categories open={managing} onClose={() => setManaging(false)} />
     <aside id="chat-list-drawer" className={`sidebar${open ? " open" : ""}`} aria-label="Chats">
       <button ref={newChat} className="primary wide" onClick={() => onSelect(null)}>
         + New chat
@@ -103,8 +98,8 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
             ))}
           </select>
         </label>
-        <button onClick={addCategory} title="New category" aria-label="New category">
-          +
+        <button onClick={() => setManaging(true)} title="Add, rename or delete categories">
+          Categories
         </button>
       </div>
       <label className="chat-search">

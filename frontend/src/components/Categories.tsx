@@ -1,0 +1,108 @@
+import { useQuery } from "@tanstack/react-query";
+import { useEffect, useRef, useState, type FormEvent } from "react";
+import { api, errorMessage } from "../api/client";
+import { keys, queryClient, refreshChats } from "../api/queries";
+
+/** The user's categories, to add, rename and delete in place (a dialog; no browser prompt).
+ * Deleting one keeps its chats: they are left without a category. */
+export default function Categories({ open, onClose }: { open: boolean; onClose(): void }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [name, setName] = useState("");
+  const [renaming, setRenaming] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const categories =
+    useQuery({
+      queryKey: keys.categories,
+      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? [];
+
+  useEffect(() => {
+    const node = dialog.current;
+    if (!node) return;
+    if (open && !node.open) node.showModal?.();
+    if (!open && node.open) node.close();
+  }, [open]);
+
+  async function changed(error: unknown, failure: string): Promise<boolean> {
+    setProblem(error ? errorMessage(error, failure) : null);
+    await queryClient.invalidateQueries({ queryKey: keys.categories });
+    void refreshChats();
+    return !error;
+  }
+
+  async function add(event: FormEvent) {
+    event.preventDefault();
+    const trimmed = name.trim();
+    if (!trimmed) return;
+    const { error } = await api.POST("/api/v1/categories", { body: { name: trimmed } });
+    if (await changed(error, "The category could not be created")) setName("");
+  }
+
+  async function rename(id: string, before: string, text: string) {
+    setRenaming(null);
+    const trimmed = text.trim();
+    if (!trimmed || trimmed === before) return;
+    const { error } = await api.PATCH("/api/v1/categories/{category_id}", { params: { path: { category_id: id } }, body: { name: trimmed } });
+    await changed(error, "The category could not be renamed");
+  }
+
+  async function remove(id: string) {
+    const { error } = await api.DELETE("/api/v1/categories/{category_id}", { params: { path: { category_id: id } } });
+    await changed(error, "The category could not be deleted");
+  }
+
+  return (
+    <dialog ref={dialog} className="categories" aria-labelledby="categories-title" onClose={onClose}>
+      <h2 id="categories-title">Categories</h2>
+      <p className="muted small">Deleting a category keeps its chats; they are then in no category.</p>
+      {problem && (
+        <p role="alert" className="error small">
+          {problem}
+        </p>
+      )}
+      <ul className="category-list">
+        {categories.map((category) => (
+          <li key={category.id}>
+            {renaming === category.id ? (
+              <input
+                defaultValue={category.name}
+                aria-label={`New name for ${category.name}`}
+                maxLength={100}
+                autoFocus
+                onBlur={(event) => void rename(category.id, category.name, event.currentTarget.value)}
+                onKeyDown={(event) => {
+                  if (event.key === "Enter") void rename(category.id, category.name, event.currentTarget.value);
+                  if (event.key === "Escape") {
+                    event.preventDefault(); // cancels the rename, not the dialog
+                    setRenaming(null);
+                  }
+                }}
+              />
+            ) : (
+              <span className="grow">{category.name}</span>
+            )}
+            <button className="link small" onClick={() => setRenaming(category.id)} aria-label={`Rename ${category.name}`}>
+              Rename
+            </button>
+            <button className="link small danger-text" onClick={() => void remove(category.id)} aria-label={`Delete ${category.name}`}>
+              Delete
+            </button>
+          </li>
+        ))}
+        {!categories.length && <li className="muted">No categories yet.</li>}
+      </ul>
+      <form className="row" onSubmit={(event) => void add(event)}>
+        <label className="grow">
+          <span className="sr-only">New category</span>
+          <input value={name} onChange={(event) => setName(event.target.value)} placeholder="New category" maxLength={100} />
+        </label>
+        <button type="submit" disabled={!name.trim()}>
+          Add
+        </button>
+      </form>
+      <button className="primary" onClick={onClose}>
+        Done
+      </button>
+    </dialog>
+  );
+}
