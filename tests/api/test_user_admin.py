@@ -243,3 +243,19 @@ def test_command_line_user_administration(
             main(["users", "reactivate", unique_email("ghost")])
     finally:
         get_settings.cache_clear()
+
+
+async def test_the_user_list_says_when_each_account_was_last_active(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    admin = await admin_headers(client, session)
+    active = unique_email("active")
+    await auth_headers(client, active)  # signs up and logs in
+    created = await client.post(
+        "/api/v1/admin/users", headers=admin, json={"email": unique_email("idle")}
+    )
+    idle = created.json()["email"]
+    listed = await client.get("/api/v1/admin/users", headers=admin, params={"limit": 100})
+    by_email = {user["email"]: user for user in listed.json()["items"]}
+    assert by_email[active]["last_active_at"] is not None
+    assert by_email[idle]["last_active_at"] is None

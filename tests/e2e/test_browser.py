@@ -487,3 +487,29 @@ async def test_api_docs_render_without_internet(browser: Browser, live_server: L
     await expect(page.get_by_text("/v1/chat/completions").first).to_be_visible()
     assert all(url.startswith(live_server.url) for url in requests), requests
     await context.close()
+
+
+async def test_admin_edits_a_users_quotas_and_sees_when_they_were_last_active(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        email = f"quota-{uuid.uuid4().hex[:8]}@example.com"
+        await http.post("/api/v1/auth/register", json={"email": email, "password": PASSWORD})
+        await http.post("/api/v1/auth/login", data={"username": email, "password": PASSWORD})
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Admin", exact=True).click()
+    await admin.get_by_placeholder("Search by email or name").fill(email)
+    users = admin.get_by_role("table", name="Users")
+    row = users.get_by_role("row").filter(has_text=email)
+    await expect(row).to_contain_text("default · default")
+    await expect(row).not_to_contain_text("never")  # they logged in a moment ago
+    await row.get_by_role("button", name=f"Edit the quotas of {email}").click()
+    editor = row.get_by_role("form", name=f"Quotas of {email}")
+    await editor.get_by_label("Tokens a day").fill("5000")
+    await editor.get_by_label("Storage (MB)").fill("0")
+    await editor.get_by_role("button", name="Save").click()
+    await expect(row).to_contain_text("5,000 tokens/day · no limit")
+    await admin.screenshot(path=str(SCREENSHOTS / "admin-quotas.png"), full_page=True)
+    await context.close()

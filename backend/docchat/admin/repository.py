@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.audit.models import AuditEntry
 from docchat.chats.models import Chat
 from docchat.documents.models import Document
 from docchat.events.models import Event
@@ -36,3 +40,28 @@ async def average_latency_ms(session: AsyncSession, event_type: str) -> float | 
     latency = Event.payload["latency_ms"].as_float()
     average = await _scalar(session, select(func.avg(latency)).where(Event.type == event_type))
     return float(average) if average is not None else None
+
+
+async def last_active(
+    session: AsyncSession, user_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, datetime]:
+    """When each account last did something: its latest chat activity or audit entry (a login,
+    a key made, ...), whichever is later; absent if never. Two index walks per page of users."""
+    if not user_ids:
+        return {}
+    chats = (
+        select(Chat.owner_id, func.max(Chat.updated_at))
+        .where(Chat.owner_id.in_(user_ids))
+        .group_by(Chat.owner_id)
+    )
+    entries = (
+        select(AuditEntry.actor_id, func.max(AuditEntry.created_at))
+        .where(AuditEntry.actor_id.in_(user_ids))
+        .group_by(AuditEntry.actor_id)
+    )
+    latest: dict[uuid.UUID, datetime] = {}
+    for statement in (chats, entries):
+        for user_id, when in (await session.execute(statement)).all():
+            if user_id is not None and when is not None:
+                latest[user_id] = max(when, latest.get(user_id, when))
+    return latest

@@ -5,6 +5,7 @@ from typing import Annotated
 
 from fastapi import Query, status
 
+from docchat.admin import repository
 from docchat.auth.dependencies import AdminUser, ClientAddress
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, make_router
@@ -34,7 +35,11 @@ async def list_users(
 ) -> Page[AdminUserRead]:
     """Accounts, newest first, with search and filters."""
     items, total = await administration.search(session, page, query=q, role=role, active=active)
-    return page_of(AdminUserRead, items, total, page)
+    listed = page_of(AdminUserRead, items, total, page)
+    active_at = await repository.last_active(session, [user.id for user in listed.items])
+    for user in listed.items:
+        user.last_active_at = active_at.get(user.id)
+    return listed
 
 
 @router.post(

@@ -34,6 +34,9 @@ class AdminUserRead(UserRead):
     storage_limit_mb: int | None = Field(
         description="Stored megabytes (null: the server's default; 0: no limit)"
     )
+    last_active_at: datetime | None = Field(
+        None, description="Latest login, question or other recorded action (null: none yet)"
+    )
 
 
 class AdminUserCreate(RequestModel):

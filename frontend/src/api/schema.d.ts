@@ -1260,6 +1260,11 @@ export interface components {
             id: string;
             /** Is Active */
             is_active: boolean;
+            /**
+             * Last Active At
+             * @description Latest login, question or other recorded action (null: none yet)
+             */
+            last_active_at?: string | null;
             /** Must Change Password */
             must_change_password: boolean;
             /** Preferred Model */
@@ -1299,6 +1304,11 @@ export interface components {
             id: string;
             /** Is Active */
             is_active: boolean;
+            /**
+             * Last Active At
+             * @description Latest login, question or other recorded action (null: none yet)
+             */
+            last_active_at?: string | null;
             /** Must Change Password */
             must_change_password: boolean;
             /** Preferred Model */

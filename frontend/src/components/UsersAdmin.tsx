@@ -6,7 +6,51 @@ type AdminUser = Schemas["AdminUserRead"];
 type Role = Schemas["Role"];
 const PAGE = 20;
 
-/** Accounts: search, add (with a temporary password), role, deactivate/reactivate, reset password. */
+/** A quota as the table shows it: null is the server's default, 0 no limit. */
+function quota(value: number | null | undefined, unit: string): string {
+  if (value == null) return "default";
+  return value === 0 ? "no limit" : `${value.toLocaleString()} ${unit}`;
+}
+
+/** A number field's text as a quota: empty is the server's default. */
+function quotaValue(text: string): number | null {
+  return text.trim() === "" ? null : Math.max(0, Math.round(Number(text)));
+}
+
+/** The quotas of one account, edited in its row: empty is the server's default, 0 no limit. */
+function QuotaEditor({ user, onSave, onCancel }: { user: AdminUser; onSave(body: Schemas["AdminUserUpdate"]): void; onCancel(): void }) {
+  const [tokens, setTokens] = useState(user.daily_token_limit?.toString() ?? "");
+  const [storage, setStorage] = useState(user.storage_limit_mb?.toString() ?? "");
+  return (
+    <form
+      className="quota-editor"
+      aria-label={`Quotas of ${user.email}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSave({ daily_token_limit: quotaValue(tokens), storage_limit_mb: quotaValue(storage) });
+      }}
+    >
+      <label>
+        Tokens a day
+        <input type="number" min={0} value={tokens} placeholder="default" onChange={(e) => setTokens(e.target.value)} />
+      </label>
+      <label>
+        Storage (MB)
+        <input type="number" min={0} value={storage} placeholder="default" onChange={(e) => setStorage(e.target.value)} />
+      </label>
+      <span className="muted small">Empty: the server's default; 0: no limit.</span>
+      <button type="submit" className="primary">
+        Save
+      </button>
+      <button type="button" onClick={onCancel}>
+        Cancel
+      </button>
+    </form>
+  );
+}
+
+/** Accounts: search, add (with a temporary password), role, quotas, last activity,
+ * deactivate/reactivate, reset password. */
 export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId: string; onChanged: () => void }) {
   const [users, setUsers] = useState<AdminUser[]>([]);
   const [total, setTotal] = useState(0);
@@ -16,6 +60,7 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
   const [role, setRole] = useState<Role>("user");
   const [handover, setHandover] = useState<{ email: string; password: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
 
   const load = useCallback(async () => {
     const { data } = await api.GET("/api/v1/admin/users", { params: { query: { q: query || undefined, skip, limit: PAGE } } });
@@ -101,6 +146,8 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
               <th scope="col">Email</th>
               <th scope="col">Role</th>
               <th scope="col">Status</th>
+              <th scope="col">Last active</th>
+              <th scope="col">Quotas</th>
               <th scope="col">
                 <span className="sr-only">Actions</span>
               </th>
@@ -120,6 +167,26 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
                   </select>
                 </td>
                 <td>{user.is_active ? "active" : "deactivated"}</td>
+                <td>{user.last_active_at ? new Date(user.last_active_at).toLocaleString() : <span className="muted">never</span>}</td>
+                <td>
+                  {editing === user.id ? (
+                    <QuotaEditor
+                      user={user}
+                      onCancel={() => setEditing(null)}
+                      onSave={(body) => {
+                        setEditing(null);
+                        void update(user, body);
+                      }}
+                    />
+                  ) : (
+                    <>
+                      {quota(user.daily_token_limit, "tokens/day")} · {quota(user.storage_limit_mb, "MB")}{" "}
+                      <button type="button" className="link small" onClick={() => setEditing(user.id)} aria-label={`Edit the quotas of ${user.email}`}>
+                        Edit
+                      </button>
+                    </>
+                  )}
+                </td>
                 <td className="row">
                   {user.id !== currentUserId && (
                     <button type="button" onClick={() => void update(user, { is_active: !user.is_active })}>
