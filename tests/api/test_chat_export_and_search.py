@@ -87,6 +87,15 @@ async def test_chats_are_found_by_words_in_their_messages_or_title(
         await client.get("/api/v1/chats", headers=headers, params={"q": "ferry", "limit": 1})
     ).json()
     assert page["total"] == 2 and len(page["items"]) == 1
+    # Each result says where it matched: the words around it in a message; a chat found by
+    # its title alone has none.
+    listed = (await client.get("/api/v1/chats", headers=headers, params={"q": "pier"})).json()
+    [result] = listed["items"]
+    assert "pier 4" in result["snippet"] and len(result["snippet"].split()) <= 20
+    by_title = (await client.get("/api/v1/chats", headers=headers, params={"q": "budget"})).json()
+    assert [chat["snippet"] for chat in by_title["items"]] == [None]
+    plain = (await client.get("/api/v1/chats", headers=headers)).json()
+    assert all(chat["snippet"] is None for chat in plain["items"])
 
     # Only the owner's chats: another user's search finds none of these.
     stranger = await auth_headers(client)

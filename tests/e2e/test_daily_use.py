@@ -405,7 +405,11 @@ async def test_chats_are_searched_and_saved_as_files(
     titles = chats.locator(".chat-title")
     await expect(titles).to_have_count(2)
     await chats.get_by_label("Search chats").fill("ferry")  # finds "ferries" in a message
-    await expect(titles).to_have_text(["Where do the island ferries leave from?"])
+    await expect(titles.first).to_contain_text("Where do the island ferries leave from?")
+    await expect(titles).to_have_count(1)
+    # Where it matched: the words of the latest matching message.
+    await expect(chats.get_by_test_id("chat-snippet")).to_contain_text("ferries")
+    await page.screenshot(path=str(SCREENSHOTS / "chat-search.png"))
     await chats.get_by_label("Search chats").fill("submarine")
     await expect(chats).to_contain_text("No chat matches “submarine”")
     await chats.get_by_label("Search chats").fill("pier")

@@ -14,6 +14,7 @@ from sqlalchemy import (
     SQLColumnExpression,
     Uuid,
     bindparam,
+    case,
     cast,
     delete,
     func,
@@ -22,7 +23,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.dialects.postgresql import JSONB, distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -386,6 +387,36 @@ def matching(query: str) -> ColumnElement[bool]:
     )
     in_title = _search_vector(Chat.title).op("@@")(terms)
     return or_(in_title, in_messages)
+
+
+# The words around a match, as ts_headline cuts them (no markup: the web app shows text).
+SNIPPET_OPTIONS = "MaxWords=20, MinWords=8, MaxFragments=1, StartSel='', StopSel=''"
+SHORT_MESSAGE_CHARS = 160
+
+
+async def snippets(
+    session: AsyncSession, chat_ids: Sequence[uuid.UUID], query: str
+) -> dict[uuid.UUID, str]:
+    """For each chat, the words around `query` in its latest matching message (chats found by
+    their title alone have none)."""
+    if not chat_ids:
+        return {}
+    config: ColumnElement[Any] = literal_column(f"'{SEARCH_CONFIG}'::regconfig")
+    terms = func.websearch_to_tsquery(config, query)
+    statement = (
+        select(
+            Message.chat_id,
+            # A short message is its own snippet (ts_headline cuts those oddly).
+            case(
+                (func.length(Message.content) <= SHORT_MESSAGE_CHARS, Message.content),
+                else_=func.ts_headline(config, Message.content, terms, SNIPPET_OPTIONS),
+            ),
+        )
+        .where(Message.chat_id.in_(chat_ids), _search_vector(Message.content).op("@@")(terms))
+        .order_by(Message.chat_id, Message.seq.desc())
+        .ext(distinct_on(Message.chat_id))
+    )
+    return {chat_id: text for chat_id, text in (await session.execute(statement)).all()}
 
 
 # -- ratings of answers ----------------------------------------------------------------------

@@ -82,7 +82,12 @@ async def list_chats(
 ) -> Page[ChatRead]:
     """The caller's chats, most recently active first."""
     items, total = await service.list_owned(session, user, page, category_id=category_id, query=q)
-    return page_of(ChatRead, items, total, page)
+    listed = page_of(ChatRead, items, total, page)
+    if q and q.strip():
+        found = await service.snippets(session, [chat.id for chat in listed.items], q.strip())
+        for chat in listed.items:
+            chat.snippet = found.get(chat.id)
+    return listed
 
 
 @chats_router.get(

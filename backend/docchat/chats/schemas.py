@@ -50,6 +50,11 @@ class ChatRead(BaseModel):
     strict: bool | None = Field(description="This chat's strict mode; null: the server's default")
     created_at: datetime
     updated_at: datetime
+    snippet: str | None = Field(
+        None,
+        description="In a search (`q`): the words around the match in the chat's latest "
+        "matching message (none when only the title matched)",
+    )
 
 
 class AnswerDefaults(BaseModel):

@@ -83,6 +83,13 @@ async def list_owned(
     return await paginate(session, statement, page)
 
 
+async def snippets(
+    session: AsyncSession, chat_ids: Sequence[uuid.UUID], query: str
+) -> dict[uuid.UUID, str]:
+    """Where each of these chats (already the user's) matches a search."""
+    return await repository.snippets(session, chat_ids, query)
+
+
 async def update(session: AsyncSession, user: User, chat: Chat, changes: ChatUpdate) -> Chat:
     fields = changes.model_dump(exclude_unset=True)
     if "category_id" in fields and fields["category_id"] is not None:

@@ -1686,6 +1686,11 @@ export interface components {
              */
             model: string | null;
             /**
+             * Snippet
+             * @description In a search (`q`): the words around the match in the chat's latest matching message (none when only the title matched)
+             */
+            snippet?: string | null;
+            /**
              * Strict
              * @description This chat's strict mode; null: the server's default
              */
@@ -1722,6 +1727,11 @@ export interface components {
              * @description This chat's model; null: the default
              */
             model: string | null;
+            /**
+             * Snippet
+             * @description In a search (`q`): the words around the match in the chat's latest matching message (none when only the title matched)
+             */
+            snippet?: string | null;
             /**
              * Strict
              * @description This chat's strict mode; null: the server's default

@@ -138,6 +138,11 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
                     }}
                   >
                     {chat.title}
+                    {chat.snippet && (
+                      <span className="chat-snippet" data-testid="chat-snippet">
+                        {chat.snippet}
+                      </span>
+                    )}
                   </a>
                 </li>
               ))}
