@@ -1,4 +1,5 @@
-import { useEffect, useState } from "react";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
 import { api, type Schemas } from "../api/client";
 import Pager from "./Pager";
 
@@ -56,19 +57,18 @@ function summary(entry: Entry): string {
 
 /** The audit log, newest first, filtered by action; read-only by design. */
 export default function AuditLog({ revision }: { revision: number }) {
-  const [entries, setEntries] = useState<Entry[]>([]);
-  const [total, setTotal] = useState(0);
   const [skip, setSkip] = useState(0);
   const [action, setAction] = useState<Action | "">("");
-
-  useEffect(() => {
-    void api
-      .GET("/api/v1/admin/audit", { params: { query: { action: action || undefined, skip, limit: PAGE } } })
-      .then(({ data }) => {
-        setEntries(data?.items ?? []);
-        setTotal(data?.total ?? 0);
-      });
-  }, [action, skip, revision]);
+  // One cached page per filter: a late reply for the previous filter fills its own entry, never
+  // the one on screen (a plain effect showed whichever reply came last).
+  const { data } = useQuery({
+    queryKey: ["audit", action, skip, revision],
+    placeholderData: keepPreviousData,
+    queryFn: async () =>
+      (await api.GET("/api/v1/admin/audit", { params: { query: { action: action || undefined, skip, limit: PAGE } } })).data ?? null,
+  });
+  const entries: Entry[] = data?.items ?? [];
+  const total = data?.total ?? 0;
 
   return (
     <>
