@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.config import Settings, WorkerSettings
-from tests.support.live_server import LiveServer
+from tests.support.live_server import LiveServer, serving
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.users import auth_headers
 
@@ -39,9 +39,8 @@ def _quiet(settings: Settings, **changes: Any) -> Settings:
 
 @pytest.fixture(scope="module")
 def server(settings: Settings) -> Iterator[LiveServer]:
-    live = LiveServer(_quiet(settings)).start()
-    yield live
-    live.stop()
+    with serving(_quiet(settings)) as live:
+        yield live
 
 
 async def _read(response: httpx.Response, *, deltas: int | None = None) -> Events:
@@ -244,9 +243,8 @@ async def test_an_answer_stopped_before_its_first_word_leaves_only_the_question(
 @pytest.fixture(scope="module")
 def hurried_server(settings: Settings) -> Iterator[LiveServer]:
     """A server whose answers may take one second."""
-    live = LiveServer(_quiet(settings, answer_timeout_seconds=1.0)).start()
-    yield live
-    live.stop()
+    with serving(_quiet(settings, answer_timeout_seconds=1.0)) as live:
+        yield live
 
 
 async def test_an_answer_over_its_time_limit_is_stopped_and_kept(
@@ -297,9 +295,8 @@ def reading_server(settings: Settings) -> Iterator[LiveServer]:
     reading = settings.model_copy(
         update={"worker": settings.worker.model_copy(update={"enabled": True})}
     )
-    live = LiveServer(reading).start()
-    yield live
-    live.stop()
+    with serving(reading) as live:
+        yield live
 
 
 async def test_a_stopped_answer_over_documents_is_kept_not_replaced_by_quotes(

@@ -3,22 +3,12 @@ address (it showed raw ids), a deleted chat with its size and age (it showed not
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.api.test_collections import email_of, invite
+from tests.api.test_user_admin import audit
 from tests.support.users import admin_headers, auth_headers
-
-
-async def _entries(
-    client: httpx.AsyncClient, admin: dict[str, str], action: str
-) -> list[dict[str, Any]]:
-    response = await client.get("/api/v1/admin/audit", headers=admin, params={"action": action})
-    assert response.status_code == 200, response.text
-    items: list[dict[str, Any]] = response.json()["items"]
-    return items
 
 
 async def test_a_removed_member_and_a_changed_role_are_named_by_address(
@@ -45,13 +35,13 @@ async def test_a_removed_member_and_a_changed_role_are_named_by_address(
 
     [change] = [
         e
-        for e in await _entries(client, admin, "collection.member_changed")
+        for e in await audit(client, admin, action="collection.member_changed")
         if e["detail"].get("collection") == "Atlas"
     ]
     assert change["detail"]["member"] == vera_email and change["detail"]["after"] == "editor"
     [removal] = [
         e
-        for e in await _entries(client, admin, "collection.member_removed")
+        for e in await audit(client, admin, action="collection.member_removed")
         if e["detail"].get("collection") == "Atlas"
     ]
     assert removal["detail"] == {"collection": "Atlas", "member": vera_email, "role": "editor"}
@@ -67,7 +57,7 @@ async def test_a_deleted_chat_is_described_by_its_size_and_age_not_its_words(
     ).json()
     assert (await client.delete(f"/api/v1/chats/{chat['id']}", headers=user)).status_code == 204
     [entry] = [
-        e for e in await _entries(client, admin, "chat.deleted") if e["target_id"] == chat["id"]
+        e for e in await audit(client, admin, action="chat.deleted") if e["target_id"] == chat["id"]
     ]
     assert entry["detail"] == {"messages": 0, "created": chat["created_at"][:10]}
     assert "Private matter" not in str(entry)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -39,3 +41,13 @@ class LiveServer:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=15)
+
+
+@contextlib.contextmanager
+def serving(settings: Settings) -> Iterator[LiveServer]:
+    """A live server for the block (a module's fixture): started, then stopped."""
+    live = LiveServer(settings).start()
+    try:
+        yield live
+    finally:
+        live.stop()

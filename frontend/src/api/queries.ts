@@ -1,6 +1,7 @@
 // Server state shared by the pages: cached by TanStack Query under these keys, refetched when
 // an action changes it (`invalidateQueries`), never by counters passed down the tree.
-import { QueryClient } from "@tanstack/react-query";
+import { QueryClient, useQuery } from "@tanstack/react-query";
+import { api, type Category } from "./client";
 
 export const queryClient = new QueryClient({
   defaultOptions: {
@@ -26,4 +27,14 @@ export const keys = {
 /** After an answer, a rename, a move or a deletion: lists and details are read again. */
 export function refreshChats(): Promise<void> {
   return queryClient.invalidateQueries({ queryKey: keys.chats });
+}
+
+/** The reader's categories (the list, the chat header, the categories dialog share one). */
+export function useCategories(): Category[] {
+  return (
+    useQuery({
+      queryKey: keys.categories,
+      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? []
+  );
 }

@@ -1,27 +1,16 @@
-import { useQuery } from "@tanstack/react-query";
-import { useEffect, useRef, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import { api, errorMessage } from "../api/client";
-import { keys, queryClient, refreshChats } from "../api/queries";
+import { keys, queryClient, refreshChats, useCategories } from "../api/queries";
+import { useModalDialog } from "../dialogs";
 
 /** The user's categories, to add, rename and delete in place (a dialog; no browser prompt).
  * Deleting one keeps its chats: they are left without a category. */
 export default function Categories({ open, onClose }: { open: boolean; onClose(): void }) {
-  const dialog = useRef<HTMLDialogElement>(null);
+  const dialog = useModalDialog(open);
   const [name, setName] = useState("");
   const [renaming, setRenaming] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
-  const categories =
-    useQuery({
-      queryKey: keys.categories,
-      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
-    }).data ?? [];
-
-  useEffect(() => {
-    const node = dialog.current;
-    if (!node) return;
-    if (open && !node.open) node.showModal?.();
-    if (!open && node.open) node.close();
-  }, [open]);
+  const categories = useCategories();
 
   async function changed(error: unknown, failure: string): Promise<boolean> {
     setProblem(error ? errorMessage(error, failure) : null);

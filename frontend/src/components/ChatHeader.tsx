@@ -1,7 +1,6 @@
-import { useQuery } from "@tanstack/react-query";
 import { forwardRef, useState } from "react";
 import { api, downloadChat, errorMessage, type ChatDetail } from "../api/client";
-import { keys, refreshChats } from "../api/queries";
+import { refreshChats, useCategories } from "../api/queries";
 
 interface Props {
   chat: ChatDetail;
@@ -16,11 +15,7 @@ interface Props {
 const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ chat, onChanged, onDeleted }, title) {
   const [renaming, setRenaming] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
-  const categories =
-    useQuery({
-      queryKey: keys.categories,
-      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
-    }).data ?? [];
+  const categories = useCategories();
 
   async function change(body: { title?: string; category_id?: string | null }, failure: string) {
     const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });

@@ -1,7 +1,7 @@
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, errorMessage } from "../api/client";
-import { keys } from "../api/queries";
+import { keys, useCategories } from "../api/queries";
 import { activityGroup, groupedBy } from "../format";
 import Categories from "./Categories";
 import { routePath } from "../routes";
@@ -44,11 +44,7 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
   const loading = listed.isFetching;
   const problem = listed.error?.message ?? null;
 
-  const categories =
-    useQuery({
-      queryKey: keys.categories,
-      queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
-    }).data ?? [];
+  const categories = useCategories();
 
   useEffect(() => {
     const timer = window.setTimeout(() => setQuery(typed.trim()), SEARCH_DELAY_MS);

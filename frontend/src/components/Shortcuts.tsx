@@ -1,4 +1,5 @@
-import { useEffect, useRef } from "react";
+import { useEffect } from "react";
+import { useModalDialog } from "../dialogs";
 
 /** The keyboard shortcuts, as the help dialog lists them. */
 export const SHORTCUTS: { keys: string[]; does: string }[] = [
@@ -46,13 +47,7 @@ export function useShortcuts({ onNewChat, onHelp }: { onNewChat(): void; onHelp(
 
 /** The list of shortcuts, a modal dialog (Escape or the button closes it). */
 export function ShortcutsDialog({ open, onClose }: { open: boolean; onClose(): void }) {
-  const dialog = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const node = dialog.current;
-    if (!node) return;
-    if (open && !node.open) node.showModal?.();
-    if (!open && node.open) node.close();
-  }, [open]);
+  const dialog = useModalDialog(open);
   return (
     <dialog ref={dialog} className="shortcuts" aria-labelledby="shortcuts-title" onClose={onClose}>
       <h2 id="shortcuts-title">Keyboard shortcuts</h2>
