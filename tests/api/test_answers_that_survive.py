@@ -182,6 +182,24 @@ async def test_two_readers_at_once_read_the_same_answer(
         assert _text(first) == _text(second) == WHOLE
 
 
+async def test_a_question_asked_while_an_answer_is_written_does_not_see_it_as_history(
+    server: LiveServer, fresh_llm: ScriptedLLM
+) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        headers = await auth_headers(client)
+        fresh_llm.script(SLOW_ANSWER, "Second answer.")
+        meta, _, _ = await _ask_and_leave(client, headers, deltas=2)
+        second = await client.post(
+            "/api/v1/messages",
+            headers=headers,
+            json={"chat_id": meta["chat_id"], "content": "Another question", "rag_enabled": False},
+        )
+        assert second.status_code == 200, second.text
+        sent = fresh_llm.requests[-1]["messages"]
+        assert [m["role"] for m in sent if m["role"] != "system"] == ["user", "user"]
+        assert all(m["content"] for m in sent)
+
+
 async def test_stop_keeps_the_answer_as_far_as_it_went_and_counts_its_tokens(
     server: LiveServer, fresh_llm: ScriptedLLM
 ) -> None:

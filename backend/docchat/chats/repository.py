@@ -160,7 +160,8 @@ async def message_count(session: AsyncSession, chat_id: uuid.UUID) -> int:
 async def recent_history(
     session: AsyncSession, chat_id: uuid.UUID, *, pairs: int, before_seq: int
 ) -> list[Message]:
-    """The last `pairs` user/assistant exchanges before `before_seq`, oldest first."""
+    """The last `pairs` user/assistant exchanges before `before_seq`, oldest first; an answer
+    still being written is not history yet."""
     if pairs <= 0:
         return []
     statement = (
@@ -168,6 +169,7 @@ async def recent_history(
         .where(
             Message.seq < before_seq,
             Message.role.in_([MessageRole.user, MessageRole.assistant]),
+            Message.status == MessageStatus.complete,
         )
         .order_by(Message.seq.desc())
         .limit(pairs * 2)
