@@ -5,6 +5,9 @@
 const CACHE = "docchat-shell-v1";
 const SHELL = "/";
 const KEPT = /^\/(assets\/|favicon\.svg$|icon-\d+\.png$|manifest\.json$)/;
+// The app's own pages (routes.ts; the server answers them with index.html): only these are
+// the shell. Other pages of the server (/docs, the API) are never kept nor answered from here.
+const APP_PAGE = /^\/(chats\/[0-9a-fA-F-]{36}|admin|account|collections)?\/?$/;
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
@@ -56,6 +59,6 @@ self.addEventListener("fetch", (event) => {
   if (request.method !== "GET") return;
   const url = new URL(request.url);
   if (url.origin !== self.location.origin) return;
-  if (request.mode === "navigate") event.respondWith(page(event));
+  if (request.mode === "navigate" && APP_PAGE.test(url.pathname)) event.respondWith(page(event));
   else if (KEPT.test(url.pathname)) event.respondWith(file(request));
 });
