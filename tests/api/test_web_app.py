@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 from docchat.config import Settings
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components
+from docchat.main.web_app import APP_PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = b"export const greeting = 'hello from the bundle';\n" * 400  # ~20 kB, like a real one
@@ -99,3 +101,25 @@ async def test_the_web_apps_own_addresses_load_the_app_and_other_paths_stay_not_
         # Anything else is still missing: a typo, an old asset, an unknown API path.
         for path in ("/chats/not-a-chat", "/assets/index-Old.js", "/api/v1/nothing-here"):
             assert (await client.get(path)).status_code == 404, path
+
+
+def test_the_service_worker_takes_the_same_pages_for_the_app_as_the_server() -> None:
+    """Three places name the app's pages (routes.ts, web_app.APP_PAGES, sw.js's APP_PAGE): the
+    worker must keep as the offline shell exactly what the server answers with the app."""
+    source = (ROOT / "frontend" / "public" / "sw.js").read_text()
+    pattern = re.search(r"const APP_PAGE = /(.+)/;", source)
+    assert pattern is not None
+    worker = re.compile(pattern.group(1).replace("\\/", "/"))
+    for path in (
+        "/",
+        "/chats/0b6f1c52-6a7e-4a83-9d0c-2a1f5b7e9c10",
+        "/admin",
+        "/account/",
+        "/collections",
+        "/docs",
+        "/chats/not-a-chat",
+        "/api/v1/chats",
+        "/assets/index.js",
+    ):
+        served = path == "/" or APP_PAGES.fullmatch(path.lstrip("/")) is not None
+        assert (worker.fullmatch(path) is not None) == served, path
