@@ -415,11 +415,17 @@ async def test_a_team_shares_a_collection_and_asks_within_it(
                 "name": "runbook.md",
                 "mimeType": "text/markdown",
                 "buffer": b"# Runbook\n\nThe Orion release train leaves every Thursday at 14:00.",
-            }
+            },
+            {
+                "name": "rota.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# Rota\n\nThe on-call rota changes hands on Mondays.",
+            },
         ]
     )
-    runbook = owner.get_by_test_id("document").filter(has_text="runbook.md")
-    await expect(runbook).to_have_attribute("data-status", "completed", timeout=60_000)
+    for name in ("runbook.md", "rota.md"):
+        uploaded = owner.get_by_test_id("document").filter(has_text=name)
+        await expect(uploaded).to_have_attribute("data-status", "completed", timeout=60_000)
 
     colleague_context = await browser.new_context(viewport={"width": 390, "height": 844})
     colleague = await colleague_context.new_page()
@@ -429,9 +435,15 @@ async def test_a_team_shares_a_collection_and_asks_within_it(
     await owner.get_by_label("Name of the new collection").fill("Orion")
     await owner.get_by_role("button", name="Create").click()
     await expect(owner.get_by_role("heading", name="Orion")).to_be_visible()
-    await owner.get_by_label("Add one of your documents").select_option(label="runbook.md")
+    # Several documents at once (it took one choice each).
+    adding = owner.get_by_role("group", name="Add your documents")
+    await adding.get_by_role("checkbox", name="runbook.md").check()
+    await adding.get_by_role("checkbox", name="rota.md").check()
+    await adding.get_by_role("button", name="Add 2 documents").click()
     documents = owner.get_by_role("list", name="Documents in the collection")
     await expect(documents).to_contain_text("runbook.md")
+    await expect(documents).to_contain_text("rota.md")
+    await expect(adding).to_have_count(0)  # nothing of the owner's is left to add
     await owner.get_by_label("Email or group to share with").fill(colleague_email)
     await owner.get_by_role("button", name="Share").click()
     await expect(owner.get_by_role("list", name="Members")).to_contain_text(colleague_email)

@@ -8,6 +8,45 @@ type Role = Schemas["CollectionRole"];
 type Invitation = Schemas["InvitationRead"];
 const ROLES: Role[] = ["viewer", "editor", "owner"];
 
+/** The reader's documents not yet in the collection, to tick and add together. */
+function AddDocuments({ documents, onAdd }: { documents: DocumentInfo[]; onAdd(ids: string[]): void }) {
+  const [picked, setPicked] = useState<string[]>([]);
+  const toggle = (id: string) => setPicked((current) => (current.includes(id) ? current.filter((other) => other !== id) : [...current, id]));
+  return (
+    <form
+      className="add-documents"
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (picked.length) onAdd(picked);
+        setPicked([]);
+      }}
+    >
+      <fieldset>
+        <legend>Add your documents</legend>
+        <ul className="plain pick-list">
+          {documents.map((document) => (
+            <li key={document.id}>
+              <label>
+                <input type="checkbox" checked={picked.includes(document.id)} onChange={() => toggle(document.id)} /> {document.filename}
+              </label>
+            </li>
+          ))}
+        </ul>
+        <div className="row">
+          <button type="submit" className="primary" disabled={!picked.length}>
+            {picked.length > 1 ? `Add ${picked.length} documents` : "Add"}
+          </button>
+          {documents.length > 1 && (
+            <button type="button" onClick={() => setPicked(picked.length === documents.length ? [] : documents.map((document) => document.id))}>
+              {picked.length === documents.length ? "Select none" : "Select all"}
+            </button>
+          )}
+        </div>
+      </fieldset>
+    </form>
+  );
+}
+
 function CollectionDetail({ collection, onChanged, userId }: { collection: Collection; onChanged: () => void; userId: string }) {
   const [documents, setDocuments] = useState<DocumentInfo[]>([]);
   const [mine, setMine] = useState<DocumentInfo[]>([]);
@@ -38,6 +77,18 @@ function CollectionDetail({ collection, onChanged, userId }: { collection: Colle
     setError(null);
     const { error: failure } = await action;
     if (failure) setError(errorMessage(failure, fallback));
+    await load();
+    onChanged();
+  }
+
+  /** Several documents at once: one request each, all sent together; what failed is said. */
+  async function addDocuments(ids: string[]) {
+    setError(null);
+    const results = await Promise.all(
+      ids.map((document_id) => api.PUT("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id } } })),
+    );
+    const failed = results.filter((result) => result.error);
+    if (failed.length) setError(`${failed.length} of ${ids.length} could not be added: ${errorMessage(failed[0].error, "refused")}`);
     await load();
     onChanged();
   }
@@ -82,22 +133,11 @@ function CollectionDetail({ collection, onChanged, userId }: { collection: Colle
         {documents.length === 0 && <li className="muted">No documents yet.</li>}
       </ul>
       {canEdit && addable.length > 0 && (
-        <label>
-          Add one of your documents
-          <select
-            value=""
-            onChange={(e) =>
-              e.target.value && void run(api.PUT("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id: e.target.value } } }), "Could not add")
-            }
-          >
-            <option value="">Choose a document…</option>
-            {addable.map((document) => (
-              <option key={document.id} value={document.id}>
-                {document.filename}
-              </option>
-            ))}
-          </select>
-        </label>
+        <AddDocuments
+          key={addable.map((document) => document.id).join()}
+          documents={addable}
+          onAdd={(ids) => void addDocuments(ids)}
+        />
       )}
       {!collection.builtin && (
         <>
