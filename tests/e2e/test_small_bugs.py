@@ -3,8 +3,10 @@ here failed before its fix."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Page, Route, expect
 
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
 from tests.e2e.flows import SignIn, ask, log_in, upload
@@ -281,4 +283,34 @@ async def test_the_audit_log_filters_collection_actions_and_names_the_member(
     row = log.get_by_role("row").filter(has_text="Harbour team")
     await expect(row).to_contain_text(f"member: {vera_email}")
     await expect(row).not_to_contain_text("member_id")
+    await context.close()
+
+
+async def test_the_users_search_shows_the_reply_to_what_was_typed_last(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    """A late reply to an earlier search replaced the page of the latest one (found in review,
+    the same race as the audit log's)."""
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        wanted = await register(http)
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Admin", exact=True).click()
+    users = admin.get_by_role("table", name="Users")
+    await expect(users.get_by_role("row").nth(1)).to_be_visible()
+
+    # Any search but the whole address answers slowly.
+    async def slow_partial(route: Route) -> None:
+        if wanted not in route.request.url.replace("%40", "@"):
+            await asyncio.sleep(1.5)
+        await route.continue_()
+
+    await admin.route("**/api/v1/admin/users*", slow_partial)
+    search = admin.get_by_placeholder("Search by email or name")
+    await search.fill("example")  # every account, the administrator's too
+    await search.fill(wanted)
+    await admin.wait_for_timeout(2_500)  # the slow reply has come
+    await expect(users.get_by_role("row")).to_have_count(2)  # the header and the one user
+    await expect(users).to_contain_text(wanted)
     await context.close()

@@ -1,10 +1,13 @@
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas } from "../api/client";
+import { queryClient } from "../api/queries";
 import Pager from "./Pager";
 
 type AdminUser = Schemas["AdminUserRead"];
 type Role = Schemas["Role"];
 const PAGE = 20;
+const ADMIN_USERS = ["admin", "users"] as const;
 
 /** A quota as the table shows it: null is the server's default, 0 no limit. */
 function quota(value: number | null | undefined, unit: string): string {
@@ -52,8 +55,6 @@ function QuotaEditor({ user, onSave, onCancel }: { user: AdminUser; onSave(body:
 /** Accounts: search, add (with a temporary password), role, quotas, last activity,
  * deactivate/reactivate, reset password. */
 export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId: string; onChanged: () => void }) {
-  const [users, setUsers] = useState<AdminUser[]>([]);
-  const [total, setTotal] = useState(0);
   const [skip, setSkip] = useState(0);
   const [query, setQuery] = useState("");
   const [email, setEmail] = useState("");
@@ -62,12 +63,17 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
 
-  const load = useCallback(async () => {
-    const { data } = await api.GET("/api/v1/admin/users", { params: { query: { q: query || undefined, skip, limit: PAGE } } });
-    setUsers(data?.items ?? []);
-    setTotal(data?.total ?? 0);
-  }, [query, skip]);
-  useEffect(() => void load(), [load]);
+  // One cached page per search and offset: a late reply for what was typed before fills its
+  // own entry, never the page on screen (a plain effect showed whichever reply came last).
+  const { data } = useQuery({
+    queryKey: [...ADMIN_USERS, query, skip],
+    placeholderData: keepPreviousData,
+    queryFn: async () =>
+      (await api.GET("/api/v1/admin/users", { params: { query: { q: query || undefined, skip, limit: PAGE } } })).data ?? null,
+  });
+  const users: AdminUser[] = data?.items ?? [];
+  const total = data?.total ?? 0;
+  const load = () => queryClient.invalidateQueries({ queryKey: ADMIN_USERS });
 
   async function create(event: FormEvent) {
     event.preventDefault();
