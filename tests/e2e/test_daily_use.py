@@ -606,6 +606,50 @@ async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
     await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello!")  # reopened
 
 
+async def test_a_chat_is_pinned_to_the_top_and_archived_out_of_the_list(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    page, _ = await signed_in()
+    chats = page.get_by_role("complementary", name="Chats")
+    titles = chats.locator(".chat-title")
+    for question in ("First question", "Second question", "Third question"):
+        await page.get_by_role("button", name="+ New chat").click()
+        scripted_llm.script("Noted.")
+        await ask(page, question)
+        await expect(page.get_by_test_id("message-assistant").last).to_contain_text("Noted.")
+    await expect(titles).to_have_text(["Third question", "Second question", "First question"])
+
+    await chats.get_by_role("link", name="First question").click()
+    await page.get_by_role("button", name="Pin", exact=True).click()
+    await expect(chats.get_by_role("heading", name="Pinned")).to_be_visible()
+    await expect(titles).to_have_text(
+        ["Pinned: First question", "Third question", "Second question"]
+    )
+    await expect(page.get_by_role("button", name="Unpin")).to_have_attribute("aria-pressed", "true")
+
+    await chats.get_by_role("link", name="Third question").click()
+    await page.get_by_role("button", name="Archive", exact=True).click()
+    await expect(titles).to_have_text(["Pinned: First question", "Second question"])
+    # The archive lists it; a search finds it, marked as archived.
+    await chats.get_by_role("button", name="Archived chats").click()
+    await expect(chats.get_by_role("heading", name="Archived chats")).to_be_visible()
+    await expect(titles).to_have_text(["Third question"])
+    await chats.get_by_role("button", name="← All chats").click()
+    await chats.get_by_label("Search chats").fill("third")
+    await expect(titles).to_have_count(1)
+    await expect(titles.locator(".chat-tag")).to_have_text("archived")
+    await chats.get_by_label("Search chats").fill("")
+    # Asking something in it brings it back.
+    scripted_llm.script("Back.")
+    await ask(page, "One more thing")
+    await expect(page.get_by_role("button", name="Archive", exact=True)).to_be_visible()
+    await expect(titles).to_have_text(
+        ["Pinned: First question", "Third question", "Second question"]
+    )
+    await page.screenshot(path=SCREENSHOTS / "pinned-chats.png")
+
+
 # Whether the first text after the answer's citation marker starts on the marker's line.
 PUNCTUATION_ON_THE_MARKERS_LINE = """(answer) => {
     const marker = answer.querySelector(".cite");

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -42,6 +43,10 @@ class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     # Answer settings of this chat; None: the server's (or the user's) default.
     model: Mapped[str | None] = mapped_column(String(200), default=None)
     strict: Mapped[bool | None] = mapped_column(default=None)
+    # Pinned chats head the list; archived ones leave it (a search still finds them) until
+    # unarchived or asked a new question. Neither counts as activity.
+    pinned_at: Mapped[datetime | None] = mapped_column(default=None)
+    archived_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class Message(IdMixin, TimestampMixin, Base):

@@ -226,10 +226,13 @@ async def message_document_ids(session: AsyncSession, chat_id: uuid.UUID) -> lis
 async def add_message(
     session: AsyncSession, chat: Chat, role: MessageRole, content: str, **fields: Any
 ) -> Message:
-    """A new message at the end of `chat` (which becomes the most recently active)."""
+    """A new message at the end of `chat` (which becomes the most recently active, and is no
+    longer archived once asked something)."""
     message = Message(chat_id=chat.id, role=role, content=content, **fields)
     session.add(message)
     chat.updated_at = utcnow()
+    if role == MessageRole.user:
+        chat.archived_at = None
     await session.flush()
     return message
 

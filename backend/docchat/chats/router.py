@@ -79,9 +79,18 @@ async def list_chats(
             ),
         ),
     ] = None,
+    archived: Annotated[
+        service.ArchivedFilter | None,
+        Query(
+            description="exclude: not archived chats; only: archived ones; include: both. "
+            "Unset: exclude, or include in a search (`q`)"
+        ),
+    ] = None,
 ) -> Page[ChatRead]:
-    """The caller's chats, most recently active first."""
-    items, total = await service.list_owned(session, user, page, category_id=category_id, query=q)
+    """The caller's chats, pinned ones first, then the most recently active."""
+    items, total = await service.list_owned(
+        session, user, page, category_id=category_id, query=q, archived=archived
+    )
     listed = page_of(ChatRead, items, total, page)
     if q and q.strip():
         found = await service.snippets(session, [chat.id for chat in listed.items], q.strip())

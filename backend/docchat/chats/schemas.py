@@ -38,6 +38,12 @@ class ChatUpdate(RequestModel):
     strict: bool | None = Field(
         None, description="Documents only (no citation, no answer); null: the server's default"
     )
+    pinned: bool | None = Field(None, description="Pinned chats head the list")
+    archived: bool | None = Field(
+        None,
+        description="Archived chats leave the list (a search still finds them); asking a new "
+        "question in one unarchives it",
+    )
 
 
 class ChatRead(BaseModel):
@@ -48,6 +54,8 @@ class ChatRead(BaseModel):
     category_id: uuid.UUID | None
     model: str | None = Field(description="This chat's model; null: the default")
     strict: bool | None = Field(description="This chat's strict mode; null: the server's default")
+    pinned_at: datetime | None = Field(description="When it was pinned; null: not pinned")
+    archived_at: datetime | None = Field(description="When it was archived; null: not archived")
     created_at: datetime
     updated_at: datetime
     snippet: str | None = Field(

@@ -3,9 +3,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import flag_modified
 
 from docchat.audit import service as audit
 from docchat.categories import service as categories_service
@@ -27,6 +28,9 @@ from docchat.users.models import User
 RESTORE_DAYS = 30
 
 TITLE_CHARS = 50
+
+# Which chats a list shows by archive state; see `list_owned`.
+ArchivedFilter = Literal["exclude", "only", "include"]
 
 
 def title_from(content: str) -> str:
@@ -71,15 +75,26 @@ async def list_owned(
     *,
     category_id: uuid.UUID | None = None,
     query: str | None = None,
+    archived: ArchivedFilter | None = None,
 ) -> tuple[Sequence[Chat], int]:
-    """The user's chats, most recently active first; with `query`, only those whose title or
-    messages match it (full-text search: words in any form, "quoted phrases", -excluded)."""
+    """The user's chats, pinned ones first, then most recently active first; with `query`,
+    only those whose title or messages match it (full-text search: words in any form, "quoted
+    phrases", -excluded). Archived chats are left out of the list but found by a search, unless
+    `archived` says otherwise."""
+    searching = bool(query and query.strip())
     statement = repository.owned_by(user.id)
     if category_id is not None:
         statement = statement.where(Chat.category_id == category_id)
-    if query and query.strip():
+    if query and searching:
         statement = statement.where(repository.matching(query.strip()))
-    statement = statement.order_by(Chat.updated_at.desc(), Chat.id)
+    match archived or ("include" if searching else "exclude"):
+        case "exclude":
+            statement = statement.where(Chat.archived_at.is_(None))
+        case "only":
+            statement = statement.where(Chat.archived_at.is_not(None))
+    statement = statement.order_by(
+        Chat.pinned_at.desc().nulls_last(), Chat.updated_at.desc(), Chat.id
+    )
     return await paginate(session, statement, page)
 
 
@@ -94,11 +109,20 @@ async def update(session: AsyncSession, user: User, chat: Chat, changes: ChatUpd
     fields = changes.model_dump(exclude_unset=True)
     if "category_id" in fields and fields["category_id"] is not None:
         await categories_service.get_owned(session, user, fields["category_id"])
+    now = utcnow()
+    # Pinning and archiving arrange the list; they are not activity, so they keep its place.
+    if (pinned := fields.pop("pinned", None)) is not None:
+        chat.pinned_at = (chat.pinned_at or now) if pinned else None
+    if (archived := fields.pop("archived", None)) is not None:
+        chat.archived_at = (chat.archived_at or now) if archived else None
     for name, value in fields.items():
         if name == "title" and value is None:
             continue
         setattr(chat, name, value or None if name == "model" else value)
-    chat.updated_at = utcnow()
+    if fields:
+        chat.updated_at = now
+    else:
+        flag_modified(chat, "updated_at")  # written as it is, so its `onupdate` does not fire
     await session.flush()
     return chat
 

@@ -12,7 +12,8 @@ export const queryClient = new QueryClient({
 export const keys = {
   /** Everything about chats: the lists (any filter) and each chat's detail. */
   chats: ["chats"] as const,
-  chatList: (categoryId: string, search: string) => ["chats", "list", categoryId, search] as const,
+  chatList: (categoryId: string, search: string, archived: boolean) =>
+    ["chats", "list", categoryId, search, archived] as const,
   chat: (chatId: string) => ["chats", "detail", chatId] as const,
   /** Document lists (the reader's, the shared ones), each with the pages shown. */
   documents: ["documents"] as const,

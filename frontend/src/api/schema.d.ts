@@ -399,7 +399,7 @@ export interface paths {
         };
         /**
          * List Chats
-         * @description The caller's chats, most recently active first.
+         * @description The caller's chats, pinned ones first, then the most recently active.
          */
         get: operations["chats_list"];
         put?: never;
@@ -1656,6 +1656,11 @@ export interface components {
         };
         /** ChatDetail */
         ChatDetail: {
+            /**
+             * Archived At
+             * @description When it was archived; null: not archived
+             */
+            archived_at: string | null;
             /** Category Id */
             category_id: string | null;
             /**
@@ -1686,6 +1691,11 @@ export interface components {
              */
             model: string | null;
             /**
+             * Pinned At
+             * @description When it was pinned; null: not pinned
+             */
+            pinned_at: string | null;
+            /**
              * Snippet
              * @description In a search (`q`): the words around the match in the chat's latest matching message (none when only the title matched)
              */
@@ -1710,6 +1720,11 @@ export interface components {
         };
         /** ChatRead */
         ChatRead: {
+            /**
+             * Archived At
+             * @description When it was archived; null: not archived
+             */
+            archived_at: string | null;
             /** Category Id */
             category_id: string | null;
             /**
@@ -1727,6 +1742,11 @@ export interface components {
              * @description This chat's model; null: the default
              */
             model: string | null;
+            /**
+             * Pinned At
+             * @description When it was pinned; null: not pinned
+             */
+            pinned_at: string | null;
             /**
              * Snippet
              * @description In a search (`q`): the words around the match in the chat's latest matching message (none when only the title matched)
@@ -1747,6 +1767,11 @@ export interface components {
         };
         /** ChatUpdate */
         ChatUpdate: {
+            /**
+             * Archived
+             * @description Archived chats leave the list (a search still finds them); asking a new question in one unarchives it
+             */
+            archived?: boolean | null;
             /** Category Id */
             category_id?: string | null;
             /**
@@ -1754,6 +1779,11 @@ export interface components {
              * @description The model this chat's answers use (one of GET /chats/answer-settings); null: the default
              */
             model?: string | null;
+            /**
+             * Pinned
+             * @description Pinned chats head the list
+             */
+            pinned?: boolean | null;
             /**
              * Strict
              * @description Documents only (no citation, no answer); null: the server's default
@@ -3746,6 +3776,8 @@ export interface operations {
                 category_id?: string | null;
                 /** @description Only chats whose title or messages match: words in any form (ferries finds ferry), "a phrase", -word to exclude */
                 q?: string | null;
+                /** @description exclude: not archived chats; only: archived ones; include: both. Unset: exclude, or include in a search (`q`) */
+                archived?: ("exclude" | "only" | "include") | null;
                 skip?: number;
                 limit?: number;
             };

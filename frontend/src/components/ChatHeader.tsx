@@ -9,15 +9,18 @@ interface Props {
   onDeleted(chat: ChatDetail): void;
 }
 
-/** The open chat's name and what can be done with it: rename, file under a category, save as
- * a file, delete. Here rather than in the list, so a chat opened by its address or from a
+/** The open chat's name and what can be done with it: rename, file under a category, pin,
+ * archive, save as a file, delete. Here rather than in the list, so a chat opened by its address or from a
  * search has them too. */
 const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ chat, onChanged, onDeleted }, title) {
   const [renaming, setRenaming] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const categories = useCategories();
 
-  async function change(body: { title?: string; category_id?: string | null }, failure: string) {
+  async function change(
+    body: { title?: string; category_id?: string | null; pinned?: boolean; archived?: boolean },
+    failure: string,
+  ) {
     const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });
     setProblem(error ? errorMessage(error, failure) : null);
     onChanged();
@@ -90,6 +93,21 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
             ))}
           </select>
         )}
+        <button
+          className="link small"
+          aria-pressed={chat.pinned_at !== null}
+          title="Pinned chats stay at the top of the list"
+          onClick={() => void change({ pinned: chat.pinned_at === null }, "The chat could not be pinned")}
+        >
+          {chat.pinned_at === null ? "Pin" : "Unpin"}
+        </button>
+        <button
+          className="link small"
+          title={chat.archived_at === null ? "Out of the list; a search still finds it" : "Back into the list"}
+          onClick={() => void change({ archived: chat.archived_at === null }, "The chat could not be archived")}
+        >
+          {chat.archived_at === null ? "Archive" : "Unarchive"}
+        </button>
         <span className="small muted">
           Save as{" "}
           <button className="link" onClick={() => void save("markdown")} aria-label="Save this chat as Markdown">

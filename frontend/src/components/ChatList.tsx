@@ -1,6 +1,6 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { api, errorMessage } from "../api/client";
+import { api, errorMessage, type Chat } from "../api/client";
 import { keys, useCategories } from "../api/queries";
 import { activityGroup, groupedBy } from "../format";
 import Categories from "./Categories";
@@ -19,21 +19,41 @@ interface Props {
   onShowShortcuts?(): void;
 }
 
+/** Pinned chats first under their own heading, then by when they were last active. */
+function listHeading(chat: Chat): string {
+  return chat.pinned_at ? "Pinned" : activityGroup(new Date(chat.updated_at));
+}
+
+function emptyList(query: string, archive: boolean): string {
+  if (query) return `No chat matches “${query}”.`;
+  return archive ? "No archived chats. Archive one from its header." : "No chats yet. Ask something!";
+}
+
 export default function ChatList({ currentChatId, onSelect, open = false, onClose, onShowShortcuts }: Props) {
   const [categoryId, setCategoryId] = useState("");
   const [typed, setTyped] = useState("");
   const [query, setQuery] = useState("");
   const [managing, setManaging] = useState(false);
+  // The archive: the chats taken out of the list, browsed on their own.
+  const [archive, setArchive] = useState(false);
   const sentinel = useRef<HTMLParagraphElement>(null);
 
   // One cached list per filter and search: a reply for a filter no longer chosen fills its
   // own entry, never the one on screen.
   const listed = useInfiniteQuery({
-    queryKey: keys.chatList(categoryId, query),
+    queryKey: keys.chatList(categoryId, query, archive),
     initialPageParam: 0,
     queryFn: async ({ pageParam }) => {
       const { data, error } = await api.GET("/api/v1/chats", {
-        params: { query: { skip: pageParam, limit: PAGE, category_id: categoryId || undefined, q: query || undefined } },
+        params: {
+          query: {
+            skip: pageParam,
+            limit: PAGE,
+            category_id: categoryId || undefined,
+            q: query || undefined,
+            archived: archive ? "only" : undefined,
+          },
+        },
       });
       if (!data) throw new Error(errorMessage(error, "The chats could not be loaded"));
       return data;
@@ -115,7 +135,8 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
         </p>
       )}
       <div className="chat-list">
-        {(query ? [{ heading: "", items: chats }] : groupedBy(chats, (chat) => activityGroup(new Date(chat.updated_at)))).map((group) => (
+        {archive && <h2 className="chat-group">Archived chats</h2>}
+        {(query || archive ? [{ heading: "", items: chats }] : groupedBy(chats, listHeading)).map((group) => (
           <section key={group.heading || "matches"} aria-label={group.heading || `Chats matching ${query}`}>
             {group.heading && <h2 className="chat-group">{group.heading}</h2>}
             <ul>
@@ -133,7 +154,9 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
                       onSelect(chat.id);
                     }}
                   >
+                    {chat.pinned_at && !query && <span className="sr-only">Pinned: </span>}
                     {chat.title}
+                    {chat.archived_at && query && <span className="chat-tag">archived</span>}
                     {chat.snippet && (
                       <span className="chat-snippet" data-testid="chat-snippet">
                         {chat.snippet}
@@ -150,13 +173,19 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
             Loading more…
           </p>
         )}
-        {!chats.length && !loading && <p className="muted">{query ? `No chat matches “${query}”.` : "No chats yet. Ask something!"}</p>}
+        {!chats.length && !loading && <p className="muted">{emptyList(query, archive)}</p>}
       </div>
-      {onShowShortcuts && (
-        <button className="link small shortcuts-link" onClick={onShowShortcuts}>
-          Keyboard shortcuts <kbd>?</kbd>
+
+      <div className="list-footer">
+        <button className="link small" aria-pressed={archive} onClick={() => setArchive(!archive)}>
+          {archive ? "← All chats" : "Archived chats"}
         </button>
-      )}
+        {onShowShortcuts && (
+          <button className="link small" onClick={onShowShortcuts}>
+            Keyboard shortcuts <kbd>?</kbd>
+          </button>
+        )}
+      </div>
     </aside>
     </>
   );
