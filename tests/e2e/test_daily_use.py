@@ -4,12 +4,14 @@ address, switching chats mid-answer misfiles nothing, uploads queue up and say w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import uuid
 from pathlib import Path
 
 import httpx
 from playwright.async_api import Browser, Page, Route, expect
+from playwright.async_api import Error as PlaywrightError
 
 from tests.e2e.accessibility import serious_violations
 from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
@@ -648,6 +650,66 @@ async def test_a_chat_is_pinned_to_the_top_and_archived_out_of_the_list(
         ["Pinned: First question", "Third question", "Second question"]
     )
     await page.screenshot(path=SCREENSHOTS / "pinned-chats.png")
+
+
+async def test_files_are_attached_in_the_composer_with_progress_cancel_and_drop(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    page, _ = await signed_in()
+    composer = page.locator(".composer")
+
+    # A slow upload shows its progress and can be cancelled: nothing is stored.
+    async def hold(route: Route) -> None:
+        await asyncio.sleep(1.5)
+        with contextlib.suppress(PlaywrightError):  # cancelled: the browser dropped it
+            await route.continue_()
+
+    await page.route("**/api/v1/documents", hold)
+    async with page.expect_file_chooser() as chooser:
+        await composer.get_by_role("button", name="Attach files").click()
+    await (await chooser.value).set_files(
+        {"name": "draft.txt", "mimeType": "text/plain", "buffer": b"A draft nobody needs."}
+    )
+    await expect(composer.get_by_label("Uploading draft.txt")).to_be_visible()
+    await page.get_by_role("textbox", name="Message").fill("Anything?")
+    await expect(composer.get_by_role("button", name="Send")).to_be_disabled()
+    await composer.get_by_role("button", name="Cancel draft.txt").click()
+    await expect(composer.get_by_label("Files being attached")).to_have_count(0)
+    await page.unroute("**/api/v1/documents")
+    await page.wait_for_timeout(2_000)  # the held request would have landed by now
+    await expect(page.get_by_test_id("document").filter(has_text="draft.txt")).to_have_count(0)
+
+    # Dropped on the conversation: uploaded and picked for the next message.
+    await page.evaluate(
+        """() => {
+            const data = new DataTransfer();
+            data.items.add(new File(["The lighthouse keeper's cat is called Biscuit."],
+                                    "lighthouse.txt", { type: "text/plain" }));
+            const target = document.querySelector(".conversation");
+            target.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true }));
+            target.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true }));
+        }"""
+    )
+    picked = page.get_by_role("group", name="The next message asks about")
+    await expect(picked.get_by_test_id("chip-next")).to_have_text(["lighthouse.txt×"])
+    # A file the server does not read is refused with its reason, and can be dismissed.
+    await page.get_by_test_id("attach-input").set_input_files(
+        {"name": "tool.exe", "mimeType": "", "buffer": b"MZ\x90\x00" + bytes(200)}
+    )
+    refused = composer.get_by_role("alert").filter(has_text="tool.exe")
+    await expect(refused).to_be_visible()
+    await page.screenshot(path=SCREENSHOTS / "composer-attachments.png")
+    await composer.get_by_role("button", name="Dismiss tool.exe").click()
+    await expect(refused).to_have_count(0)
+
+    scripted_llm.script("The cat is called Biscuit [1].")
+    await page.get_by_role("textbox", name="Message").fill("What is the cat called?")
+    await composer.get_by_role("button", name="Send").click()
+    answer = page.get_by_test_id("message-assistant")
+    await expect(answer).to_contain_text("Biscuit")
+    await expect(answer.get_by_text("1 source")).to_be_visible()
+    assert "lighthouse keeper" in str(scripted_llm.requests[-1]["messages"])
 
 
 # Whether the first text after the answer's citation marker starts on the marker's line.

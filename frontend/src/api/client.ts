@@ -224,13 +224,21 @@ export async function stopAnswer(answerId: string): Promise<void> {
 }
 
 /** Uploads with progress (fetch cannot report upload progress; XMLHttpRequest can). */
+/** Uploads `file`, reporting the share sent; `signal` cancels it (the promise then rejects
+ * with an AbortError and the server keeps nothing). */
 export function uploadDocument(
   file: File,
   url: string,
   onProgress: (fraction: number) => void,
+  signal?: AbortSignal,
 ): Promise<DocumentInfo> {
   return new Promise((resolve, reject) => {
     const request = new XMLHttpRequest();
+    if (signal?.aborted) return reject(new DOMException("Upload cancelled", "AbortError"));
+    signal?.addEventListener("abort", () => {
+      request.abort();
+      reject(new DOMException("Upload cancelled", "AbortError"));
+    });
     request.open("POST", url);
     const tokens = loadTokens();
     if (tokens) request.setRequestHeader("Authorization", `Bearer ${tokens.access_token}`);
@@ -242,7 +250,9 @@ export function uploadDocument(
       // 200: these bytes were uploaded before; the reply is that document (`duplicate`).
       if (request.status === 202 || request.status === 200) resolve(payload as DocumentInfo);
       else if (request.status === 401) {
-        void refreshTokens().then((ok) => (ok ? uploadDocument(file, url, onProgress).then(resolve, reject) : reject(new Error("Please log in again"))));
+        void refreshTokens().then((ok) =>
+          ok ? uploadDocument(file, url, onProgress, signal).then(resolve, reject) : reject(new Error("Please log in again")),
+        );
       } else reject(new Error(errorMessage(payload, `Upload failed (${request.status})`)));
     };
     request.onerror = () => reject(new Error("Upload failed: the server could not be reached"));

@@ -30,6 +30,11 @@ export function refreshChats(): Promise<void> {
   return queryClient.invalidateQueries({ queryKey: keys.chats });
 }
 
+/** After an upload or a change to a document: every document list is read again. */
+export function refreshDocuments(): Promise<void> {
+  return queryClient.invalidateQueries({ queryKey: keys.documents });
+}
+
 /** The reader's categories (the list, the chat header, the categories dialog share one). */
 export function useCategories(): Category[] {
   return (

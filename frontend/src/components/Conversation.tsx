@@ -28,6 +28,7 @@ import remarkGfm from "remark-gfm";
 import remarkMath from "remark-math";
 import { afterMarker, citationNumber, dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
+import { AttachmentList, useAttachments } from "./Attachments";
 import { MentionList, mentionAt, optionId, useDocumentMatches, withoutMention, type Match } from "./MentionPicker";
 import { Code, CodeBlock } from "./RichCode";
 import { NARROW_SCREEN, useMediaQuery } from "../media";
@@ -310,6 +311,10 @@ export default function Conversation({
   const { matches, answered } = useDocumentMatches(mentioning ? mentioning.query : null);
   const listId = useId();
   const abort = useRef<AbortController | null>(null);
+  // Files attached to the next message (paper clip or drop), picked for it once uploaded.
+  const attachments = useAttachments((document) => onPickDocument({ id: document.id, name: document.filename, status: document.status }));
+  const filePicker = useRef<HTMLInputElement>(null);
+  const [dropping, setDropping] = useState(false);
   const bottom = useRef<HTMLDivElement>(null);
   const createdHere = useRef<string | null>(null);
   // A collection to ask within, for this chat's next messages (none: the usual scope).
@@ -370,7 +375,7 @@ export default function Conversation({
 
   function send() {
     const question = draft.trim();
-    if (!question || pending) return;
+    if (!question || pending || attachments.uploading) return;
     setDraft("");
     void ask(question, null);
   }
@@ -563,13 +568,35 @@ export default function Conversation({
   const lastQuestion = [...shown].reverse().find((message) => message.role === "user") ?? null;
 
   return (
-    <section className="conversation" aria-label="Conversation">
+    <section
+      className={`conversation${dropping ? " dropping" : ""}`}
+      aria-label="Conversation"
+      onDragOver={(event) => {
+        if (!event.dataTransfer.types.includes("Files")) return;
+        event.preventDefault();
+        setDropping(true);
+      }}
+      onDragLeave={(event) => {
+        if (!event.currentTarget.contains(event.relatedTarget as Node | null)) setDropping(false);
+      }}
+      onDrop={(event) => {
+        if (!event.dataTransfer.files.length) return;
+        event.preventDefault();
+        setDropping(false);
+        attachments.attach(event.dataTransfer.files);
+      }}
+    >
+      {dropping && (
+        <p className="drop-hint" aria-hidden="true">
+          Drop to attach to your next message
+        </p>
+      )}
       {header}
       <div className="messages" aria-live="polite">
         {!shown.length && !pending && (
           <div className="empty">
             <h2>Ask about your documents</h2>
-            <p className="muted">Upload files on the right, then ask a question. Answers cite the pages they use.</p>
+            <p className="muted">Upload files on the right (or attach them with the paper clip), then ask a question. Answers cite the pages they use.</p>
           </div>
         )}
         {shown.map((message, index) =>
@@ -703,6 +730,29 @@ export default function Conversation({
           </label>
         )}
         {nextMessageScope}
+        <AttachmentList items={attachments.items} onCancel={attachments.cancel} />
+        <button className="icon attach" onClick={() => filePicker.current?.click()} title="Attach files to your next message" aria-label="Attach files">
+          <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
+            <path
+              d="M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5a3 3 0 0 1 6 0v10.5a1.5 1.5 0 0 1-3 0V6.5"
+              fill="none"
+              stroke="currentColor"
+              strokeWidth="1.8"
+              strokeLinecap="round"
+            />
+          </svg>
+        </button>
+        <input
+          ref={filePicker}
+          type="file"
+          multiple
+          hidden
+          data-testid="attach-input"
+          onChange={(event) => {
+            if (event.target.files) attachments.attach(event.target.files);
+            event.target.value = "";
+          }}
+        />
         <label htmlFor="composer" className="sr-only">
           Message
         </label>
@@ -737,7 +787,12 @@ export default function Conversation({
             {stopping ? "Stopping…" : "Stop"}
           </button>
         ) : (
-          <button onClick={send} className="primary" disabled={!draft.trim()}>
+          <button
+            onClick={send}
+            className="primary"
+            disabled={!draft.trim() || attachments.uploading}
+            title={attachments.uploading ? "Waiting for the attached files to upload" : undefined}
+          >
             Send
           </button>
         )}

@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
-import { keys, queryClient } from "../api/queries";
+import { keys, refreshDocuments } from "../api/queries";
 import { fileSize } from "../format";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
@@ -102,7 +102,7 @@ export default function DocumentsPanel({
   });
   const documents = listed.data?.documents ?? [];
   const total = listed.data?.total ?? 0;
-  const refresh = useCallback(() => queryClient.invalidateQueries({ queryKey: keys.documents }), []);
+  const refresh = useCallback(() => refreshDocuments(), []);
 
   useEffect(() => {
     void api.GET("/api/v1/users/me/usage").then(({ data }) => setMaxBytes(data?.max_upload_bytes ?? null));

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
-import { keys, queryClient } from "../api/queries";
+import { keys, queryClient, refreshDocuments } from "../api/queries";
 
 type Collection = Schemas["CollectionRead"];
 type Member = Schemas["MemberRead"];
@@ -228,7 +228,7 @@ function Invitations({ invitations, onAnswered }: { invitations: Invitation[]; o
     if (failure) return setError(errorMessage(failure, "Could not answer the invitation"));
     if (accept) {
       // Its documents are the reader's to read now: lists shown elsewhere are out of date.
-      void queryClient.invalidateQueries({ queryKey: keys.documents });
+      void refreshDocuments();
       void queryClient.invalidateQueries({ queryKey: keys.collections });
     }
     onAnswered(accept ? invitation.collection_id : null);
