@@ -7,7 +7,7 @@ const SHELL = "/";
 const KEPT = /^\/(assets\/|favicon\.svg$|icon-\d+\.png$|manifest\.json$)/;
 // The app's own pages (routes.ts; the server answers them with index.html): only these are
 // the shell. Other pages of the server (/docs, the API) are never kept nor answered from here.
-const APP_PAGE = /^\/(chats\/[0-9a-fA-F-]{36}|admin|account|collections)?\/?$/;
+const APP_PAGE = /^\/((chats|shared)\/[0-9a-fA-F-]{36}|admin|account|collections)?\/?$/;
 
 self.addEventListener("install", (event) => {
   event.waitUntil(

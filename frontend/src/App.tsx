@@ -8,6 +8,7 @@ import AdminPage from "./pages/AdminPage";
 import AccountPage from "./pages/AccountPage";
 import CollectionsPage from "./pages/CollectionsPage";
 import ChangePasswordPage from "./pages/ChangePasswordPage";
+import SharedChatPage from "./pages/SharedChatPage";
 import { useRoute } from "./routes";
 import ThemePicker from "./components/ThemePicker";
 import { useOnline } from "./media";
@@ -134,6 +135,8 @@ export default function App() {
         <AccountPage user={user} />
       ) : page === "collections" ? (
         <CollectionsPage userId={user.id} />
+      ) : route.page === "shared" ? (
+        <SharedChatPage shareId={route.shareId} />
       ) : (
         <ChatPage chatId={route.page === "chat" ? route.chatId : null} navigate={navigate} />
       )}

@@ -42,3 +42,8 @@ export function groupedBy<T>(items: T[], heading: (item: T) => string): { headin
   }
   return groups;
 }
+
+/** A day as people write it: "25 November 2026". */
+export function longDate(iso: string): string {
+  return new Date(iso).toLocaleDateString("en-GB", { day: "numeric", month: "long", year: "numeric" });
+}

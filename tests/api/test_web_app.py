@@ -113,6 +113,8 @@ def test_the_service_worker_takes_the_same_pages_for_the_app_as_the_server() -> 
     for path in (
         "/",
         "/chats/0b6f1c52-6a7e-4a83-9d0c-2a1f5b7e9c10",
+        "/shared/0b6f1c52-6a7e-4a83-9d0c-2a1f5b7e9c10",
+        "/shared/not-a-link",
         "/admin",
         "/account/",
         "/collections",

@@ -712,6 +712,57 @@ async def test_files_are_attached_in_the_composer_with_progress_cancel_and_drop(
     assert "lighthouse keeper" in str(scripted_llm.requests[-1]["messages"])
 
 
+async def test_a_chat_is_shared_read_only_by_link_and_the_link_turned_off(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    page, _ = await signed_in()
+    await upload_texts(page, {"ferries.txt": "The night ferry to Tallinn leaves at 22:30."})
+    scripted_llm.script("It leaves at 22:30 [1].")
+    await ask(page, "When does the night ferry leave?")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("22:30")
+
+    await page.get_by_role("button", name="Share", exact=True).click()
+    dialog = page.get_by_role("dialog", name="Share this chat")
+    await dialog.get_by_role("button", name="Create link").click()
+    link_box = dialog.get_by_role("textbox")
+    await expect(link_box).to_have_value(re.compile(r"/shared/[0-9a-f-]{36}$"))
+    link = await link_box.input_value()
+    await page.screenshot(path=SCREENSHOTS / "share-chat.png")
+    await dialog.get_by_role("button", name="Close").click()
+    await expect(page.get_by_role("button", name="Shared", exact=True)).to_be_visible()
+
+    # The owner reads it as others will, with every source.
+    await page.goto(link)
+    await expect(page.get_by_role("heading", level=1)).to_have_text(
+        "When does the night ferry leave?"
+    )
+    await expect(page.get_by_text("Shared by you")).to_be_visible()
+    await expect(page.get_by_test_id("shared-source")).to_contain_text(["ferries.txt"])
+
+    # A colleague with the link reads the answer, not the source they may not read.
+    reader, _ = await signed_in(viewport={"width": 390, "height": 844}, bypass_csp=True)
+    await reader.goto(link)
+    await expect(reader.get_by_test_id("shared-answer")).to_contain_text("It leaves at 22:30")
+    await expect(reader.get_by_test_id("shared-source")).to_have_text(
+        ["A document you may not read"]
+    )
+    await expect(reader.get_by_text("ferries.txt")).to_have_count(0)
+    await expect(reader.get_by_role("button", name="Share", exact=True)).to_have_count(0)
+    await reader.screenshot(path=SCREENSHOTS / "shared-chat-phone.png")
+    assert await serious_violations(reader) == []
+
+    # Turned off: the link says so.
+    await page.go_back()
+    await page.get_by_role("button", name="Shared", exact=True).click()
+    await page.get_by_role("dialog").get_by_role("button", name="Stop sharing").click()
+    await expect(
+        page.get_by_role("dialog").get_by_role("button", name="Create link")
+    ).to_be_visible()
+    await reader.reload()
+    await expect(reader.get_by_role("alert")).to_contain_text("turned off")
+
+
 # Whether the first text after the answer's citation marker starts on the marker's line.
 PUNCTUATION_ON_THE_MARKERS_LINE = """(answer) => {
     const marker = answer.querySelector(".cite");

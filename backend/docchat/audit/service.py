@@ -38,6 +38,8 @@ class AuditAction(StrEnum):
     document_deleted = "document.deleted"
     chat_deleted = "chat.deleted"
     chat_restored = "chat.restored"
+    chat_shared = "chat.shared"
+    chat_unshared = "chat.unshared"
     collection_created = "collection.created"
     collection_deleted = "collection.deleted"
     collection_member_added = "collection.member_added"

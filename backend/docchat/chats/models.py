@@ -47,6 +47,11 @@ class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     # unarchived or asked a new question. Neither counts as activity.
     pinned_at: Mapped[datetime | None] = mapped_column(default=None)
     archived_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Shared read-only by link inside the installation: the link's secret id, and the last
+    # message it shows (what is asked after sharing stays private until shared again).
+    share_id: Mapped[uuid.UUID | None] = mapped_column(default=None, unique=True)
+    shared_at: Mapped[datetime | None] = mapped_column(default=None)
+    shared_through_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class Message(IdMixin, TimestampMixin, Base):

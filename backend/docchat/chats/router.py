@@ -8,7 +8,7 @@ from fastapi import Header, Query, Response, status
 from fastapi.responses import StreamingResponse
 
 from docchat.auth.dependencies import ClientAddress, CurrentUser
-from docchat.chats import export, feedback, service
+from docchat.chats import export, feedback, service, shares
 from docchat.chats.dependencies import MessageFlowDep, OwnedChat
 from docchat.chats.models import Chat
 from docchat.chats.progress import silent_after
@@ -26,6 +26,8 @@ from docchat.chats.schemas import (
     MessageCreate,
     MessageExchange,
     MessageRead,
+    SharedChat,
+    SharedMessage,
 )
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, SettingsDep, make_router
@@ -34,6 +36,7 @@ from docchat.users.models import User
 
 chats_router = make_router(prefix="/chats", tags=["chats"])
 messages_router = make_router(prefix="/messages", tags=["messages"])
+shared_router = make_router(prefix="/shared-chats", tags=["chats"])
 
 
 async def _detail(session: SessionDep, user: User, chat: Chat) -> ChatDetail:
@@ -345,3 +348,50 @@ async def link_collection(
 )
 async def unlink_collection(chat: OwnedChat, collection_id: uuid.UUID, session: SessionDep) -> None:
     await service.unlink_collection(session, chat, collection_id)
+
+
+@chats_router.put("/{chat_id}/share", response_model=ChatDetail, operation_id="chats_share")
+async def share_chat(
+    chat: OwnedChat, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> ChatDetail:
+    """Share the chat read-only by link with the installation's users (`share_id`): the link
+    shows the messages so far; call again to bring it up to date (the link stays the same)."""
+    return await _detail(session, user, await shares.share(session, user, chat, address))
+
+
+@chats_router.delete(
+    "/{chat_id}/share", status_code=status.HTTP_204_NO_CONTENT, operation_id="chats_unshare"
+)
+async def unshare_chat(
+    chat: OwnedChat, user: CurrentUser, session: SessionDep, address: ClientAddress
+) -> None:
+    """Turn the chat's link off; sharing again makes a new one."""
+    await shares.unshare(session, user, chat, address)
+
+
+@shared_router.get("/{share_id}", response_model=SharedChat, operation_id="shared_chats_get")
+async def get_shared_chat(
+    share_id: uuid.UUID, user: CurrentUser, session: SessionDep
+) -> SharedChat:
+    """A chat someone shared with a link, for any signed-in user who has the link."""
+    chat, owner = await shares.get_shared(session, share_id)
+    return SharedChat(
+        title=chat.title,
+        owner_name=owner.display_name or owner.email,
+        shared_at=chat.shared_at or chat.updated_at,
+        yours=owner.id == user.id,
+    )
+
+
+@shared_router.get(
+    "/{share_id}/messages",
+    response_model=Page[SharedMessage],
+    operation_id="shared_chats_list_messages",
+)
+async def list_shared_messages(
+    share_id: uuid.UUID, user: CurrentUser, session: SessionDep, page: PageDep
+) -> Page[SharedMessage]:
+    """The shared messages, oldest first; each source only if you may read its document."""
+    chat, _ = await shares.get_shared(session, share_id)
+    items, total = await shares.shared_messages(session, user, chat, page)
+    return Page[SharedMessage](items=items, total=total, skip=page.skip, limit=page.limit)

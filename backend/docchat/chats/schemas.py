@@ -56,6 +56,11 @@ class ChatRead(BaseModel):
     strict: bool | None = Field(description="This chat's strict mode; null: the server's default")
     pinned_at: datetime | None = Field(description="When it was pinned; null: not pinned")
     archived_at: datetime | None = Field(description="When it was archived; null: not archived")
+    share_id: uuid.UUID | None = Field(
+        description="Shared read-only by link: the link's id (`/shared/{share_id}` in the web "
+        "app, GET /shared-chats/{share_id} in the API); null: not shared"
+    )
+    shared_at: datetime | None = Field(description="When the link was made or last updated")
     created_at: datetime
     updated_at: datetime
     snippet: str | None = Field(
@@ -265,3 +270,29 @@ STREAM_EVENTS: dict[str, type[BaseModel]] = {
 }
 # The `text/event-stream` body of POST /messages/stream, as OpenAPI describes it.
 STREAM_EVENT_SCHEMA = {"oneOf": [schema_ref(model) for model in STREAM_EVENTS.values()]}
+
+
+# -- chats shared by link ---------------------------------------------------------------------
+
+
+class SharedChat(BaseModel):
+    """A chat someone shared by link: what its readers see of it."""
+
+    title: str
+    owner_name: str = Field(description="Who shared it (their display name, or e-mail)")
+    shared_at: datetime
+    yours: bool = Field(description="You shared it")
+
+
+class SharedMessage(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    role: MessageRole
+    content: str
+    sources: list[Source | None] | None = Field(
+        description="The answer's sources in citation order; null in the place of one whose "
+        "document you may not read"
+    )
+    stopped: bool = Field(False, description="The answer was stopped before it finished")
+    created_at: datetime

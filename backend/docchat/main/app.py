@@ -21,7 +21,7 @@ from docchat.auth.keys_router import router as api_keys_router
 from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
 from docchat.auth.router import router as auth_router
 from docchat.categories.router import router as categories_router
-from docchat.chats.router import chats_router, messages_router
+from docchat.chats.router import chats_router, messages_router, shared_router
 from docchat.chats.schemas import STREAM_EVENTS
 from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
@@ -175,6 +175,7 @@ def create_app(
         groups_router,
         chats_router,
         messages_router,
+        shared_router,
         admin_router,
         audit_router,
         groups_admin_router,

@@ -27,7 +27,7 @@ REVALIDATE = "no-cache"
 # Smaller responses gain less from compression than it costs.
 COMPRESS_FROM_BYTES = 1024
 # The addresses the web app shows in the address bar (kept in step with frontend/src/routes.ts).
-APP_PAGES = re.compile(r"(chats/[0-9a-fA-F-]{36}|admin|account|collections)/?")
+APP_PAGES = re.compile(r"((chats|shared)/[0-9a-fA-F-]{36}|admin|account|collections)/?")
 
 PLACEHOLDER_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>docchat</title></head><body style="font-family:sans-serif;max-width:40rem;margin:3rem auto">

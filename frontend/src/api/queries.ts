@@ -15,6 +15,8 @@ export const keys = {
   chatList: (categoryId: string, search: string, archived: boolean) =>
     ["chats", "list", categoryId, search, archived] as const,
   chat: (chatId: string) => ["chats", "detail", chatId] as const,
+  /** A chat someone shared by link (its header, and its messages under it). */
+  shared: (shareId: string) => ["shared", shareId] as const,
   /** Document lists (the reader's, the shared ones), each with the pages shown. */
   documents: ["documents"] as const,
   categories: ["categories"] as const,

@@ -591,6 +591,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/chats/{chat_id}/share": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Share Chat
+         * @description Share the chat read-only by link with the installation's users (`share_id`): the link
+         *     shows the messages so far; call again to bring it up to date (the link stays the same).
+         */
+        put: operations["chats_share"];
+        post?: never;
+        /**
+         * Unshare Chat
+         * @description Turn the chat's link off; sharing again makes a new one.
+         */
+        delete: operations["chats_unshare"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/collections": {
         parameters: {
             query?: never;
@@ -1065,6 +1090,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/shared-chats/{share_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Shared Chat
+         * @description A chat someone shared with a link, for any signed-in user who has the link.
+         */
+        get: operations["shared_chats_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shared-chats/{share_id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Shared Messages
+         * @description The shared messages, oldest first; each source only if you may read its document.
+         */
+        get: operations["shared_chats_list_messages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/me": {
         parameters: {
             query?: never;
@@ -1526,7 +1591,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -1696,6 +1761,16 @@ export interface components {
              */
             pinned_at: string | null;
             /**
+             * Share Id
+             * @description Shared read-only by link: the link's id (`/shared/{share_id}` in the web app, GET /shared-chats/{share_id} in the API); null: not shared
+             */
+            share_id: string | null;
+            /**
+             * Shared At
+             * @description When the link was made or last updated
+             */
+            shared_at: string | null;
+            /**
              * Snippet
              * @description In a search (`q`): the words around the match in the chat's latest matching message (none when only the title matched)
              */
@@ -1747,6 +1822,16 @@ export interface components {
              * @description When it was pinned; null: not pinned
              */
             pinned_at: string | null;
+            /**
+             * Share Id
+             * @description Shared read-only by link: the link's id (`/shared/{share_id}` in the web app, GET /shared-chats/{share_id} in the API); null: not shared
+             */
+            share_id: string | null;
+            /**
+             * Shared At
+             * @description When the link was made or last updated
+             */
+            shared_at: string | null;
             /**
              * Snippet
              * @description In a search (`q`): the words around the match in the chat's latest matching message (none when only the title matched)
@@ -2456,6 +2541,17 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** Page[SharedMessage] */
+        Page_SharedMessage_: {
+            /** Items */
+            items: components["schemas"]["SharedMessage"][];
+            /** Limit */
+            limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
         /**
          * PassageRead
          * @description A chunk of a document's text, as searches find and answers cite it.
@@ -2567,6 +2663,56 @@ export interface components {
          * @enum {string}
          */
         Scope: "read" | "chat" | "upload" | "admin";
+        /**
+         * SharedChat
+         * @description A chat someone shared by link: what its readers see of it.
+         */
+        SharedChat: {
+            /**
+             * Owner Name
+             * @description Who shared it (their display name, or e-mail)
+             */
+            owner_name: string;
+            /**
+             * Shared At
+             * Format: date-time
+             */
+            shared_at: string;
+            /** Title */
+            title: string;
+            /**
+             * Yours
+             * @description You shared it
+             */
+            yours: boolean;
+        };
+        /** SharedMessage */
+        SharedMessage: {
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            role: components["schemas"]["MessageRole"];
+            /**
+             * Sources
+             * @description The answer's sources in citation order; null in the place of one whose document you may not read
+             */
+            sources: (components["schemas"]["Source"] | null)[] | null;
+            /**
+             * Stopped
+             * @description The answer was stopped before it finished
+             * @default false
+             */
+            stopped: boolean;
+        };
         /**
          * Source
          * @description One cited place in a document, as stored with an assistant message.
@@ -4248,6 +4394,66 @@ export interface operations {
             };
         };
     };
+    chats_share: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatDetail"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    chats_unshare: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chat_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     collections_list: {
         parameters: {
             query?: {
@@ -5222,6 +5428,71 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    shared_chats_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                share_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedChat"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    shared_chats_list_messages: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                share_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_SharedMessage_"];
                 };
             };
             /** @description Validation Error */

@@ -23,6 +23,8 @@ const ACTION_NAMES: Record<Action, string> = {
   "document.deleted": "document deleted",
   "chat.deleted": "chat deleted",
   "chat.restored": "chat restored",
+  "chat.shared": "chat shared by link",
+  "chat.unshared": "chat link turned off",
   "collection.created": "collection created",
   "collection.deleted": "collection deleted",
   "collection.member_added": "member added",

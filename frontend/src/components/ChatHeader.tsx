@@ -1,6 +1,7 @@
 import { forwardRef, useState } from "react";
 import { api, downloadChat, errorMessage, type ChatDetail } from "../api/client";
 import { refreshChats, useCategories } from "../api/queries";
+import ShareChat from "./ShareChat";
 
 interface Props {
   chat: ChatDetail;
@@ -10,11 +11,12 @@ interface Props {
 }
 
 /** The open chat's name and what can be done with it: rename, file under a category, pin,
- * archive, save as a file, delete. Here rather than in the list, so a chat opened by its address or from a
+ * archive, share by link, save as a file, delete. Here rather than in the list, so a chat opened by its address or from a
  * search has them too. */
 const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ chat, onChanged, onDeleted }, title) {
   const [renaming, setRenaming] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
+  const [sharing, setSharing] = useState(false);
   const categories = useCategories();
 
   async function change(
@@ -55,6 +57,7 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
 
   return (
     <div className="chat-header">
+      <ShareChat chat={chat} open={sharing} onClose={() => setSharing(false)} onChanged={onChanged} />
       {renaming ? (
         <input
           className="chat-rename"
@@ -107,6 +110,9 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
           onClick={() => void change({ archived: chat.archived_at === null }, "The chat could not be archived")}
         >
           {chat.archived_at === null ? "Archive" : "Unarchive"}
+        </button>
+        <button className="link small" onClick={() => setSharing(true)} aria-haspopup="dialog">
+          {chat.share_id ? "Shared" : "Share"}
         </button>
         <span className="small muted">
           Save as{" "}

@@ -108,7 +108,8 @@ export function previewShift(markerLeft: number, columnLeft: number, columnRight
 
 interface Citing {
   onCite(n: number): void;
-  sources: Source[];
+  /** In citation order; null where the reader may not see the source (a shared chat). */
+  sources: (Source | null)[];
 }
 const CiteContext = createContext<Citing>({ onCite: () => undefined, sources: [] });
 
@@ -155,7 +156,7 @@ function CitationLink({ href, children }: ComponentPropsWithoutRef<"a">) {
         onFocus={(event) => event.currentTarget.matches(":focus-visible") && show(event.currentTarget)}
         onBlur={() => setPreviewing(false)}
         onKeyDown={(event) => event.key === "Escape" && setPreviewing(false)}
-        aria-label={`Show source ${number}`}
+        aria-label={source === null ? `Source ${number}: a document you may not read` : `Show source ${number}`}
         aria-describedby={source ? tooltip : undefined}
       >
         [{number}]
@@ -182,11 +183,12 @@ const MARKDOWN_COMPONENTS = { a: CitationLink, code: Code, pre: CodeBlock };
 // Tables, strikethrough and task lists (GitHub's Markdown), and $math$.
 const REMARK_PLUGINS = [remarkGfm, remarkMath];
 
-function AnswerText({
+/** An answer's Markdown, its [n] markers buttons that preview and open their sources. */
+export function AnswerText({
   message,
   onCite,
 }: {
-  message: Pick<Message, "content" | "sources">;
+  message: { content: string; sources?: (Source | null)[] | null };
   onCite(n: number): void;
 }) {
   const citing = useMemo(() => ({ onCite, sources: message.sources ?? [] }), [onCite, message.sources]);
