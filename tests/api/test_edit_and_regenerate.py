@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from docchat.main.components import Components
-from tests.support.chat import ask, ask_streaming
+from tests.support.chat import ask, ask_streaming, parse_sse
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.users import auth_headers
@@ -199,3 +199,63 @@ async def test_editing_the_first_question_renames_a_chat_named_after_it(
     again = await ask(client, headers, "When does it leave?", chat_id=chat_id, replaces=first_now)
     assert again.status_code == 200, again.text
     assert await title() == "Ferries"
+
+
+async def test_regenerating_keeps_the_earlier_answers_as_versions(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    """Issue 40: answer versions on regenerate (2/2 with arrows in the web app)."""
+    headers = await auth_headers(client)
+    fresh_llm.script("Hello there.", "First answer.")
+    chat_id = (await ask(client, headers, "Say hello")).json()["chat_id"]
+    asked = (await ask(client, headers, "Name a colour", chat_id=chat_id)).json()
+    assert asked["assistant_message"]["versions"] == []
+
+    fresh_llm.script("Second answer.")
+    question = asked["user_message"]
+    second = await ask(client, headers, "Name a colour", chat_id=chat_id, replaces=question["id"])
+    assert [v["content"] for v in second.json()["assistant_message"]["versions"]] == [
+        "First answer."
+    ]
+    # Streamed, the third: the done event carries both earlier versions, oldest first.
+    fresh_llm.script("Third answer.")
+    _, events = await ask_streaming(
+        client,
+        headers,
+        "Name a colour",
+        chat_id=chat_id,
+        replaces=second.json()["user_message"]["id"],
+    )
+    done = dict(events)["done"]["assistant_message"]
+    assert [v["content"] for v in done["versions"]] == ["First answer.", "Second answer."]
+    # Re-attaching to the finished answer tells the same.
+    followed = await client.get(f"/api/v1/messages/{done['id']}/stream", headers=headers)
+    again = dict(parse_sse(followed.text))["done"]["assistant_message"]
+    assert [v["content"] for v in again["versions"]] == ["First answer.", "Second answer."]
+
+    # The conversation is one question and its latest answer; the list carries the versions;
+    # the earlier answers are not history, not in the export, not found by a search.
+    listed = await _messages(client, headers, chat_id)
+    assert [(m["role"], m["content"]) for m in listed][2:] == [
+        ("user", "Name a colour"),
+        ("assistant", "Third answer."),
+    ]
+    assert [v["content"] for v in listed[3]["versions"]] == ["First answer.", "Second answer."]
+    fresh_llm.script("Noted.")
+    await ask(client, headers, "Thanks", chat_id=chat_id)
+    shown = fresh_llm.prompt_text()
+    assert "Third answer." in shown and "Second answer." not in shown
+    export = await client.get(f"/api/v1/chats/{chat_id}/export", headers=headers)
+    assert "Third answer." in export.text and "First answer." not in export.text
+    found = await client.get("/api/v1/chats", headers=headers, params={"q": "first answer"})
+    assert found.json()["total"] == 0
+
+    # An edit (other words) keeps no version; an earlier question's edit drops the versions.
+    latest = listed[2]
+    fresh_llm.script("Blue.")
+    edited = await ask(
+        client, headers, "Name a colour of the sky", chat_id=chat_id, replaces=latest["id"]
+    )
+    assert edited.json()["assistant_message"]["versions"] == []
+    listed = await _messages(client, headers, chat_id)
+    assert [m["content"] for m in listed][2:] == ["Name a colour of the sky", "Blue."]

@@ -805,6 +805,20 @@ async def test_an_answer_is_regenerated_and_a_question_edited_in_place(
     await expect(page.get_by_test_id("message-assistant").last).to_contain_text("in the morning")
     await expect(page.get_by_test_id("message-assistant")).to_have_count(2)
     await expect(page.get_by_test_id("message-user")).to_have_count(2)
+    # The earlier answer is kept as a version: 2/2, the arrows go back to it and forth.
+    versions = page.get_by_test_id("message-assistant").last.get_by_role(
+        "group", name="Answer versions"
+    )
+    await expect(versions).to_contain_text("2/2")
+    await expect(versions.get_by_role("button", name="Next version")).to_be_disabled()
+    await versions.get_by_role("button", name="Previous version").click()
+    await expect(versions).to_contain_text("1/2")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("At 07:40")
+    await expect(page.get_by_test_id("message-assistant").last).not_to_contain_text("morning")
+    await page.screenshot(path=str(SCREENSHOTS / "answer-versions.png"))
+    await page.reload()  # kept by the server
+    await expect(versions).to_contain_text("2/2")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("in the morning")
 
     # Editing the first question: the editor says what goes; Escape keeps everything.
     edit_first = page.get_by_role("button", name="Edit the question: Which pier does the island")

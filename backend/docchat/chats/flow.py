@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, SourcesReady
 from docchat.answers.meta import Scope
 from docchat.chats import repository
+from docchat.chats import service as chats_service
 from docchat.chats.models import MessageStatus
 from docchat.chats.progress import ENDED_WITHOUT_TEXT, End, Progress, follow_stored
 from docchat.chats.schemas import (
@@ -147,6 +148,10 @@ class MessageFlow:
             **({"tokens_estimated": True} if generated.tokens_estimated else {}),
         }
         async with self.sessionmaker() as session:
+            if turn.keeps_answer_id is not None:
+                await repository.keep_as_version(
+                    session, earlier_answer_id=turn.keeps_answer_id, latest_answer_id=turn.answer_id
+                )
             if turn.replaces_from_seq is not None:
                 await repository.remove_messages(
                     session,
@@ -173,6 +178,9 @@ class MessageFlow:
                 session, events_service.RESPONSE_GENERATED, turn.user_id, payload
             )
             saved = MessageRead.model_validate(message)
+            if turn.keeps_answer_id is not None:
+                versions = await chats_service.earlier_versions(session, [turn.answer_id])
+                saved.versions = versions.get(turn.answer_id, [])
             await session.commit()
         events_service.publish(
             self.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload

@@ -61,6 +61,11 @@ class Message(IdMixin, TimestampMixin, Base):
         # Chat search (`chats.service.list_owned`): the same expression, so the index serves it.
         # The answers being written (a handful), for finding those a dead process left.
         Index(
+            "ix_messages_superseded_by_id",
+            "superseded_by_id",
+            postgresql_where=text("superseded_by_id IS NOT NULL"),
+        ),
+        Index(
             "ix_messages_streaming",
             "updated_at",
             postgresql_where=text("status = 'streaming'"),
@@ -89,6 +94,11 @@ class Message(IdMixin, TimestampMixin, Base):
     )
     # Set by a Stop sent to any API process; the process writing the answer reads it.
     stop_requested: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
+    # An earlier version of an answer, kept when its question was regenerated: the answer that
+    # replaced it (the latest). Such rows are not the conversation (`repository.messages_of`).
+    superseded_by_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), default=None
+    )
 
 
 class Rating(StrEnum):

@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.chats import repository
+from docchat.chats import service as chats_service
 from docchat.chats.models import Message, MessageStatus
 from docchat.chats.schemas import (
     MessageRead,
@@ -164,7 +165,11 @@ async def follow_stored(
             piece, offset = row.content[offset:], len(row.content)
             yield sse("delta", StreamDelta(text=piece), offset=offset)
         if row.status == MessageStatus.complete:
-            yield sse("done", StreamDone(assistant_message=MessageRead.model_validate(row)))
+            finished = MessageRead.model_validate(row)
+            async with sessionmaker() as session:
+                versions = await chats_service.earlier_versions(session, [row.id])
+            finished.versions = versions.get(row.id, [])
+            yield sse("done", StreamDone(assistant_message=finished))
             return
         await asyncio.sleep(progress_seconds)
         async with sessionmaker() as session:

@@ -149,11 +149,16 @@ async def link_message_documents(
 
 
 def messages_of(chat_id: uuid.UUID) -> Select[Message]:
-    return select(Message).where(Message.chat_id == chat_id)
+    """The chat's conversation: its messages but the earlier versions of its answers."""
+    return select(Message).where(Message.chat_id == chat_id, Message.superseded_by_id.is_(None))
 
 
 async def message_count(session: AsyncSession, chat_id: uuid.UUID) -> int:
-    statement = select(func.count()).select_from(Message).where(Message.chat_id == chat_id)
+    statement = (
+        select(func.count())
+        .select_from(Message)
+        .where(Message.chat_id == chat_id, Message.superseded_by_id.is_(None))
+    )
     return int((await session.execute(statement)).scalar_one())
 
 
@@ -196,12 +201,62 @@ async def remove_messages(
     session: AsyncSession, chat_id: uuid.UUID, *, from_seq: int, before_seq: int
 ) -> None:
     """The chat's messages from `from_seq` up to, not including, `before_seq` (an edited or
-    regenerated question and what followed it); their ratings and attachments go with them."""
+    regenerated question and what followed it); their ratings and attachments go with them.
+    Earlier versions of an answer kept by `keep_as_version` stay."""
     await session.execute(
         delete(Message).where(
-            Message.chat_id == chat_id, Message.seq >= from_seq, Message.seq < before_seq
+            Message.chat_id == chat_id,
+            Message.seq >= from_seq,
+            Message.seq < before_seq,
+            Message.superseded_by_id.is_(None),
         )
     )
+
+
+async def answer_after(
+    session: AsyncSession, chat_id: uuid.UUID, question: Message
+) -> Message | None:
+    """The finished answer to `question` when it is the chat's last question, else None."""
+    later = messages_of(chat_id).where(Message.seq > question.seq).order_by(Message.seq).limit(2)
+    following = list((await session.execute(later)).scalars())
+    if len(following) != 1:
+        return None
+    answer = following[0]
+    if answer.role != MessageRole.assistant or answer.status != MessageStatus.complete:
+        return None
+    return answer
+
+
+async def keep_as_version(
+    session: AsyncSession, *, earlier_answer_id: uuid.UUID, latest_answer_id: uuid.UUID
+) -> None:
+    """`earlier_answer_id` and its own earlier versions become versions of the latest."""
+    await session.execute(
+        update(Message)
+        .where(
+            or_(
+                Message.id == earlier_answer_id,
+                Message.superseded_by_id == earlier_answer_id,
+            )
+        )
+        .values(superseded_by_id=latest_answer_id)
+    )
+
+
+async def earlier_versions(
+    session: AsyncSession, answer_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[Message]]:
+    """For each of these answers, its earlier versions, oldest first."""
+    if not answer_ids:
+        return {}
+    statement = (
+        select(Message).where(Message.superseded_by_id.in_(list(answer_ids))).order_by(Message.seq)
+    )
+    found: dict[uuid.UUID, list[Message]] = {}
+    for message in (await session.execute(statement)).scalars():
+        assert message.superseded_by_id is not None
+        found.setdefault(message.superseded_by_id, []).append(message)
+    return found
 
 
 async def retitle(session: AsyncSession, chat_id: uuid.UUID, *, old: str, new: str) -> None:
@@ -387,7 +442,11 @@ def matching(query: str) -> ColumnElement[bool]:
     terms = func.websearch_to_tsquery(literal_column(f"'{SEARCH_CONFIG}'::regconfig"), query)
     in_messages = (
         select(Message.id)
-        .where(Message.chat_id == Chat.id, _search_vector(Message.content).op("@@")(terms))
+        .where(
+            Message.chat_id == Chat.id,
+            Message.superseded_by_id.is_(None),
+            _search_vector(Message.content).op("@@")(terms),
+        )
         .exists()
     )
     in_title = _search_vector(Chat.title).op("@@")(terms)
@@ -417,7 +476,11 @@ async def snippets(
                 else_=func.ts_headline(config, Message.content, terms, SNIPPET_OPTIONS),
             ),
         )
-        .where(Message.chat_id.in_(chat_ids), _search_vector(Message.content).op("@@")(terms))
+        .where(
+            Message.chat_id.in_(chat_ids),
+            Message.superseded_by_id.is_(None),
+            _search_vector(Message.content).op("@@")(terms),
+        )
         .order_by(Message.chat_id, Message.seq.desc())
         .ext(distinct_on(Message.chat_id))
     )

@@ -157,10 +157,13 @@ async def list_messages(
     silent = silent_after(settings.answer_progress_seconds)
     items, total = await service.list_messages(session, chat, page, silent_seconds=silent)
     listed = page_of(MessageRead, items, total, page)
-    ratings = await feedback.of_messages(session, [message.id for message in listed.items])
+    ids = [message.id for message in listed.items]
+    ratings = await feedback.of_messages(session, ids)
+    versions = await service.earlier_versions(session, ids)
     for message in listed.items:
         if message.id in ratings:
             message.feedback = FeedbackRead.model_validate(ratings[message.id])
+        message.versions = versions.get(message.id, [])
     return listed
 
 

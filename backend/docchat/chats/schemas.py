@@ -190,6 +190,19 @@ class FeedbackEntry(BaseModel):
     updated_at: datetime = Field(description="When the rating was given or last changed")
 
 
+class AnswerVersion(BaseModel):
+    """An earlier answer to the same question, kept when it was regenerated."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    content: str
+    sources: list[Source] | None
+    model: str | None
+    meta: AnswerMeta | None
+    created_at: datetime
+
+
 class MessageRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -211,6 +224,11 @@ class MessageRead(BaseModel):
     created_at: datetime
     feedback: FeedbackRead | None = Field(
         None, description="Your rating of this answer, if you gave one (chat message lists)"
+    )
+    versions: list[AnswerVersion] = Field(
+        default_factory=list,
+        description="Earlier answers to the same question, oldest first (each regeneration of "
+        "the chat's last question keeps the answer it replaces); this message is the latest",
     )
 
 

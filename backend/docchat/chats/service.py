@@ -12,7 +12,7 @@ from docchat.audit import service as audit
 from docchat.categories import service as categories_service
 from docchat.chats import repository
 from docchat.chats.models import Chat, Message, MessageStatus
-from docchat.chats.schemas import ChatUpdate
+from docchat.chats.schemas import AnswerVersion, ChatUpdate
 from docchat.db import utcnow
 from docchat.documents import repository as documents_repository
 from docchat.documents import service as documents_service
@@ -258,3 +258,14 @@ async def list_messages(
             session.expire_all()
             items, total = await paginate(session, statement, page)
     return items, total
+
+
+async def earlier_versions(
+    session: AsyncSession, answer_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[AnswerVersion]]:
+    """Each answer's earlier versions (kept by regenerations), oldest first."""
+    found = await repository.earlier_versions(session, answer_ids)
+    return {
+        answer_id: [AnswerVersion.model_validate(version) for version in versions]
+        for answer_id, versions in found.items()
+    }

@@ -52,6 +52,8 @@ class Turn:
     # way to it once its answer is saved.
     replaces_from_seq: int | None = None
     question_seq: int = 0
+    # A regeneration of the last question: its answer, kept as an earlier version of the new.
+    keeps_answer_id: uuid.UUID | None = None
     # An edit of the first question renames a chat named after it: (old title, new title).
     retitle: tuple[str, str] | None = None
     started: float = field(default_factory=time.perf_counter)
@@ -160,6 +162,16 @@ async def _replaced_question(
     return replaced
 
 
+async def _regenerated_answer(
+    session: AsyncSession, chat: Chat, replaced: Message | None, content: str
+) -> Message | None:
+    """The answer a regeneration replaces (the same words, asked again, of the chat's last
+    question): it stays as an earlier version of the new one. An edit keeps none."""
+    if replaced is None or replaced.content != content:
+        return None
+    return await repository.answer_after(session, chat.id, replaced)
+
+
 async def _documents_of(session: AsyncSession, user: User, question: Message) -> list[Document]:
     """The documents a question was asked about (those the user may still read): an edit or a
     regeneration that names none asks about them again."""
@@ -226,6 +238,7 @@ async def start_turn(
     collections = await sharing.require_readable(session, user, request.collection_ids)
     chat = await _open_chat(session, user, request)
     replaced = await _replaced_question(session, chat, request.replaces)
+    regenerated = await _regenerated_answer(session, chat, replaced, request.content)
     if replaced is not None and not requested and not collections:
         requested = await _documents_of(session, user, replaced)
     options = _options(settings, user, chat, request)
@@ -266,6 +279,7 @@ async def start_turn(
         answer_id=answer.id,
         replaces_from_seq=replaced.seq if replaced is not None else None,
         question_seq=message.seq,
+        keeps_answer_id=regenerated.id if regenerated is not None else None,
         retitle=_retitle(chat, replaced, earlier, request.content),
     )
     await session.commit()

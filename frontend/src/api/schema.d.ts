@@ -1510,6 +1510,29 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * AnswerVersion
+         * @description An earlier answer to the same question, kept when it was regenerated.
+         */
+        AnswerVersion: {
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            meta: components["schemas"]["AnswerMeta"] | null;
+            /** Model */
+            model: string | null;
+            /** Sources */
+            sources: components["schemas"]["Source"][] | null;
+        };
         /** ApiKeyCreate */
         ApiKeyCreate: {
             /**
@@ -2377,6 +2400,11 @@ export interface components {
              * @default complete
              */
             status: components["schemas"]["MessageStatus"];
+            /**
+             * Versions
+             * @description Earlier answers to the same question, oldest first (each regeneration of the chat's last question keeps the answer it replaces); this message is the latest
+             */
+            versions?: components["schemas"]["AnswerVersion"][];
         };
         /**
          * MessageRole

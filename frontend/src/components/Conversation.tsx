@@ -278,6 +278,84 @@ function QuestionEditor({
   );
 }
 
+/** An answer with its footer and actions; after regenerations, arrows go through its
+ * versions (the latest first shown). */
+function AnswerMessage({
+  message: latest,
+  onShowSources,
+  onRegenerate,
+}: {
+  message: Message;
+  onShowSources: Props["onShowSources"];
+  onRegenerate?: () => void;
+}) {
+  const versions = latest.versions ?? [];
+  const [at, setAt] = useState(versions.length);
+  const all = [...versions, null];
+  const earlier = all[at];
+  // An earlier version reads as an answer of its own: its words, sources and metadata.
+  const message: Message = earlier ? { ...latest, ...earlier, status: "complete", feedback: null, versions: [] } : latest;
+  const count = versions.length + 1;
+  return (
+    <article className="message assistant" data-testid="message-assistant">
+      <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
+      <footer>
+        {count > 1 && (
+          <span className="versions" role="group" aria-label="Answer versions">
+            <button className="icon" onClick={() => setAt(at - 1)} disabled={at === 0} aria-label="Previous version">
+              ‹
+            </button>
+            <span className="small" aria-live="polite">
+              {at + 1}/{count}
+            </span>
+            <button className="icon" onClick={() => setAt(at + 1)} disabled={at === count - 1} aria-label="Next version">
+              ›
+            </button>
+          </span>
+        )}
+        {message.meta?.stopped && (
+          <span
+            className="badge stopped"
+            title={
+              message.meta.interrupted
+                ? "The server stopped while writing this answer; this is as far as it got"
+                : "Stopped before it finished; this is as far as it went"
+            }
+          >
+            Stopped
+          </span>
+        )}
+        {message.status === "streaming" ? (
+          <span className="muted small">Still being written…</span>
+        ) : message.sources?.length ? (
+          <>
+            <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
+              {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
+            </button>
+            {message.meta?.answer_mode === "extractive" && (
+              <span className="quoted-answer">
+                <span className="badge quoted" title={EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}>
+                  Quoted from the documents
+                </span>
+                <span className="muted small"> · {EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}</span>
+              </span>
+            )}
+          </>
+        ) : (
+          !message.meta?.stopped && (
+            <span className="general-answer">
+              <span className="badge general">General answer</span>
+              {message.meta?.reason && GENERAL_REASONS[message.meta.reason] && (
+                <span className="muted"> · {GENERAL_REASONS[message.meta.reason]}</span>
+              )}
+            </span>
+          )
+        )}
+      </footer>
+      <AnswerActions key={message.id} message={message} onRegenerate={onRegenerate} />
+    </article>  );
+}
+
 export default function Conversation({
   chatId,
   selectedDocumentIds,
@@ -603,55 +681,14 @@ export default function Conversation({
         )}
         {shown.map((message, index) =>
           message.role === "assistant" ? (
-            <article key={message.id} className="message assistant" data-testid="message-assistant">
-              <AnswerText message={message} onCite={(n) => onShowSources(message.sources ?? null, n)} />
-              <footer>
-                {message.meta?.stopped && (
-                  <span
-                    className="badge stopped"
-                    title={
-                      message.meta.interrupted
-                        ? "The server stopped while writing this answer; this is as far as it got"
-                        : "Stopped before it finished; this is as far as it went"
-                    }
-                  >
-                    Stopped
-                  </span>
-                )}
-                {message.status === "streaming" ? (
-                  <span className="muted small">Still being written…</span>
-                ) : message.sources?.length ? (
-                  <>
-                    <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
-                      {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
-                    </button>
-                    {message.meta?.answer_mode === "extractive" && (
-                      <span className="quoted-answer">
-                        <span className="badge quoted" title={EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}>
-                          Quoted from the documents
-                        </span>
-                        <span className="muted small"> · {EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}</span>
-                      </span>
-                    )}
-                  </>
-                ) : (
-                  !message.meta?.stopped && (
-                    <span className="general-answer">
-                      <span className="badge general">General answer</span>
-                      {message.meta?.reason && GENERAL_REASONS[message.meta.reason] && (
-                        <span className="muted"> · {GENERAL_REASONS[message.meta.reason]}</span>
-                      )}
-                    </span>
-                  )
-                )}
-              </footer>
-              <AnswerActions
-                message={message}
-                onRegenerate={
-                  index === shown.length - 1 && !pending && lastQuestion ? () => void ask(lastQuestion.content, lastQuestion) : undefined
-                }
-              />
-            </article>
+            <AnswerMessage
+              key={message.id}
+              message={message}
+              onShowSources={onShowSources}
+              onRegenerate={
+                index === shown.length - 1 && !pending && lastQuestion ? () => void ask(lastQuestion.content, lastQuestion) : undefined
+              }
+            />
           ) : (
             <Fragment key={message.id}>
               {editing === message.id ? (
