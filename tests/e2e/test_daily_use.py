@@ -651,6 +651,23 @@ async def test_a_chat_is_pinned_to_the_top_and_archived_out_of_the_list(
     )
     await page.screenshot(path=SCREENSHOTS / "pinned-chats.png")
 
+    # On a phone the chat's actions fold behind "⋯" beside its name, leaving the screen to the
+    # conversation.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    archive = page.get_by_role("button", name="Archive", exact=True)
+    await expect(archive).to_be_hidden()
+    await page.get_by_role("button", name="Chat actions").click()
+    await expect(archive).to_be_visible()
+    await page.screenshot(path=SCREENSHOTS / "phone-chat-actions.png")
+    await page.get_by_role("button", name="Pin", exact=True).click()  # chosen: the menu folds
+    await expect(archive).to_be_hidden()
+    await page.get_by_role("button", name="Chat actions").click()
+    await expect(page.get_by_role("button", name="Unpin")).to_be_visible()
+    await page.keyboard.press("Escape")
+    await expect(archive).to_be_hidden()
+    conversation = await page.locator(".messages").bounding_box()
+    assert conversation is not None and conversation["height"] > 0.55 * 844
+
 
 async def test_files_are_attached_in_the_composer_with_progress_cancel_and_drop(
     signed_in: SignIn,

@@ -17,6 +17,8 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
   const [renaming, setRenaming] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const [sharing, setSharing] = useState(false);
+  // Phones: the actions fold behind "⋯" so the conversation keeps the screen.
+  const [menuOpen, setMenuOpen] = useState(false);
   const categories = useCategories();
 
   async function change(
@@ -56,7 +58,7 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
   }
 
   return (
-    <div className="chat-header">
+    <div className="chat-header" onKeyDown={(event) => event.key === "Escape" && setMenuOpen(false)}>
       <ShareChat chat={chat} open={sharing} onClose={() => setSharing(false)} onChanged={onChanged} />
       {renaming ? (
         <input
@@ -77,7 +79,21 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
           {chat.title}
         </h1>
       )}
-      <div className="chat-actions">
+      <button
+        className="icon chat-menu-toggle"
+        aria-expanded={menuOpen}
+        aria-controls={`chat-actions-${chat.id}`}
+        aria-label="Chat actions"
+        onClick={() => setMenuOpen(!menuOpen)}
+      >
+        ⋯
+      </button>
+      <div
+        className={`chat-actions${menuOpen ? " open" : ""}`}
+        id={`chat-actions-${chat.id}`}
+        // The folded menu (phones) closes once an action is chosen (or with Escape, above).
+        onClick={(event) => event.target instanceof HTMLButtonElement && setMenuOpen(false)}
+      >
         <button className="link small" onClick={() => setRenaming(true)} hidden={renaming}>
           Rename
         </button>
