@@ -1,7 +1,6 @@
 import { useCallback, useEffect, useState } from "react";
-import { useQuery } from "@tanstack/react-query";
 import { api, loadTokens, logout, onSessionEnd, type User } from "./api/client";
-import { keys, queryClient } from "./api/queries";
+import { queryClient, useInvitations } from "./api/queries";
 import AuthPage from "./pages/AuthPage";
 import ChatPage from "./pages/ChatPage";
 import AdminPage from "./pages/AdminPage";
@@ -15,11 +14,7 @@ import { useOnline } from "./media";
 
 /** "Collections", with the number of invitations waiting for an answer. */
 function CollectionsButton({ open, onClick }: { open: boolean; onClick: () => void }) {
-  const { data: waiting = 0 } = useQuery({
-    queryKey: keys.invitations,
-    queryFn: async () => (await api.GET("/api/v1/collections/invitations")).data?.length ?? 0,
-    refetchInterval: 60_000,
-  });
+  const waiting = useInvitations(60_000).length;
   if (open) return <button onClick={onClick}>Back to chats</button>;
   const label = waiting ? `Collections, ${waiting} ${waiting === 1 ? "invitation" : "invitations"} waiting` : undefined;
   return (

@@ -957,6 +957,18 @@ async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
     chats = page.get_by_role("complementary", name="Chats")
     mine = chats.get_by_role("link", name="Private question about the merger", exact=True)
     await expect(mine).to_be_visible()
+    # This account prefers another model: its chats' settings name it as their default.
+    token = await access_token(page)
+    await page.evaluate(
+        """async (token) => { await fetch("/api/v1/users/me", { method: "PATCH",
+            headers: { "Authorization": `Bearer ${token}`, "Content-Type": "application/json" },
+            body: JSON.stringify({ preferred_model: "override" }) }); }""",
+        token,
+    )
+    await page.reload()
+    await page.get_by_text("Answer settings").click()
+    model = page.get_by_role("combobox", name="Chat model")
+    await expect(model.locator("option").first).to_have_text("Default (override)")
 
     # Log out and sign up as someone else in the same tab: no reload empties the page's memory.
     await page.get_by_role("button", name="Log out").click()
@@ -968,3 +980,14 @@ async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
     # Read at once, not awaited: the list the new account is first shown must not be the last's.
     assert await mine.count() == 0
     await expect(chats).to_contain_text("No chats yet")
+    # The address still named the last account's chat: a new chat opens, saying so (sending
+    # there said "Chat not found").
+    await expect(page.get_by_role("status")).to_contain_text("That chat was not found")
+    await expect(page).to_have_url(re.compile(r"/$"))
+    # Nor the last account's defaults (they were kept outside the query cache).
+    scripted_llm.script("Hello.")
+    await ask(page, "Hello?")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("Hello.")
+    await page.get_by_text("Answer settings").click()
+    await expect(model.locator("option").first).not_to_have_text("Default (override)")
+    await expect(model.locator("option").first).to_contain_text("Default (")

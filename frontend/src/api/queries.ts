@@ -1,7 +1,7 @@
 // Server state shared by the pages: cached by TanStack Query under these keys, refetched when
 // an action changes it (`invalidateQueries`), never by counters passed down the tree.
 import { QueryClient, useQuery } from "@tanstack/react-query";
-import { api, type Category } from "./client";
+import { api, type Category, type Schemas } from "./client";
 
 export const queryClient = new QueryClient({
   defaultOptions: {
@@ -25,6 +25,15 @@ export const keys = {
   formats: ["formats"] as const,
   /** Collections others added the reader to, waiting for their answer. */
   invitations: ["collections", "invitations"] as const,
+  /** One collection's documents and members (under `collections`: refreshed with them). */
+  collection: (collectionId: string) => ["collections", "detail", collectionId] as const,
+  groups: ["groups"] as const,
+  /** The reader's quota usage (it changes with uploads and answers). */
+  usage: ["usage"] as const,
+  apiKeys: ["api-keys"] as const,
+  answerDefaults: ["answer-defaults"] as const,
+  /** The administrators' views: usage totals, rated answers, users, the audit log. */
+  admin: ["admin"] as const,
 };
 
 /** After an answer, a rename, a move or a deletion: lists and details are read again. */
@@ -32,9 +41,13 @@ export function refreshChats(): Promise<void> {
   return queryClient.invalidateQueries({ queryKey: keys.chats });
 }
 
-/** After an upload or a change to a document: every document list is read again. */
-export function refreshDocuments(): Promise<void> {
-  return queryClient.invalidateQueries({ queryKey: keys.documents });
+/** After an upload or a change to a document: every document list (and the storage used)
+ * is read again. */
+export async function refreshDocuments(): Promise<void> {
+  await Promise.all([
+    queryClient.invalidateQueries({ queryKey: keys.documents }),
+    queryClient.invalidateQueries({ queryKey: keys.usage }),
+  ]);
 }
 
 /** The reader's categories (the list, the chat header, the categories dialog share one). */
@@ -44,5 +57,36 @@ export function useCategories(): Category[] {
       queryKey: keys.categories,
       queryFn: async () => (await api.GET("/api/v1/categories", { params: { query: { limit: 100 } } })).data?.items ?? [],
     }).data ?? []
+  );
+}
+
+/** The collections the reader may see (the chat's "Ask within", the collections page). */
+export function useCollections(): Schemas["CollectionRead"][] {
+  return (
+    useQuery({
+      queryKey: keys.collections,
+      queryFn: async () => (await api.GET("/api/v1/collections", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? []
+  );
+}
+
+/** Invitations to collections waiting for the reader's answer. */
+export function useInvitations(refetchInterval?: number): Schemas["InvitationRead"][] {
+  return (
+    useQuery({
+      queryKey: keys.invitations,
+      queryFn: async () => (await api.GET("/api/v1/collections/invitations")).data ?? [],
+      refetchInterval,
+    }).data ?? []
+  );
+}
+
+/** The reader's quotas and what they have used. */
+export function useUsage(): Schemas["QuotaUsage"] | null {
+  return (
+    useQuery({
+      queryKey: keys.usage,
+      queryFn: async () => (await api.GET("/api/v1/users/me/usage")).data ?? null,
+    }).data ?? null
   );
 }

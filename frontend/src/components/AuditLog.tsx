@@ -1,6 +1,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, type Schemas } from "../api/client";
+import { keys } from "../api/queries";
 import Pager from "./Pager";
 
 type Entry = Schemas["AuditEntryRead"];
@@ -58,13 +59,13 @@ function summary(entry: Entry): string {
 }
 
 /** The audit log, newest first, filtered by action; read-only by design. */
-export default function AuditLog({ revision }: { revision: number }) {
+export default function AuditLog() {
   const [skip, setSkip] = useState(0);
   const [action, setAction] = useState<Action | "">("");
   // One cached page per filter: a late reply for the previous filter fills its own entry, never
   // the one on screen (a plain effect showed whichever reply came last).
   const { data } = useQuery({
-    queryKey: ["audit", action, skip, revision],
+    queryKey: [...keys.admin, "audit", action, skip],
     placeholderData: keepPreviousData,
     queryFn: async () =>
       (await api.GET("/api/v1/admin/audit", { params: { query: { action: action || undefined, skip, limit: PAGE } } })).data ?? null,

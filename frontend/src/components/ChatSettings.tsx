@@ -1,24 +1,23 @@
-import { useEffect, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { keys } from "../api/queries";
 import { api, errorMessage, type Schemas } from "../api/client";
 
 type Defaults = Schemas["AnswerDefaults"];
 type Chat = Schemas["ChatDetail"];
 
-let defaultsRequest: Promise<Defaults | null> | null = null;
-
-function loadDefaults(): Promise<Defaults | null> {
-  defaultsRequest ??= api.GET("/api/v1/chats/answer-settings").then(({ data }) => data ?? null);
-  return defaultsRequest;
-}
 
 /** This chat's model and strict mode, each "the default" unless chosen (the default named). */
 export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChanged(): void }) {
-  const [defaults, setDefaults] = useState<Defaults | null>(null);
+  // The reader's defaults (their own model, if chosen): cached per session, so the next
+  // account in this tab reads its own (a module-level cache kept the last one's).
+  const defaults: Defaults | null =
+    useQuery({
+      queryKey: keys.answerDefaults,
+      staleTime: 5 * 60_000,
+      queryFn: async () => (await api.GET("/api/v1/chats/answer-settings")).data ?? null,
+    }).data ?? null;
   const [problem, setProblem] = useState<string | null>(null);
-
-  useEffect(() => {
-    void loadDefaults().then(setDefaults);
-  }, []);
 
   async function change(body: Schemas["ChatUpdate"]) {
     const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });

@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from "react";
+import { useCallback, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
-import { keys, refreshDocuments } from "../api/queries";
+import { keys, refreshDocuments, useUsage } from "../api/queries";
 import { fileSize } from "../format";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
@@ -64,7 +64,7 @@ export default function DocumentsPanel({
 }: Props) {
   const [pages, setPages] = useState(1);
   const [uploads, setUploads] = useState<Upload[]>([]);
-  const [maxBytes, setMaxBytes] = useState<number | null>(null);
+  const maxBytes = useUsage()?.max_upload_bytes ?? null;
   const [dragging, setDragging] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -104,9 +104,6 @@ export default function DocumentsPanel({
   const total = listed.data?.total ?? 0;
   const refresh = useCallback(() => refreshDocuments(), []);
 
-  useEffect(() => {
-    void api.GET("/api/v1/users/me/usage").then(({ data }) => setMaxBytes(data?.max_upload_bytes ?? null));
-  }, []);
 
   function patchUpload(id: number, patch: Partial<Upload>) {
     setUploads((previous) => previous.map((u) => (u.id === id ? { ...u, ...patch } : u)));

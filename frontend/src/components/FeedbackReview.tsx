@@ -1,5 +1,7 @@
-import { useEffect, useState } from "react";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
 import { api, type Schemas } from "../api/client";
+import { keys } from "../api/queries";
 import Pager from "./Pager";
 
 type Entry = Schemas["FeedbackEntry"];
@@ -8,19 +10,17 @@ const PAGE = 20;
 
 /** Rated answers for administrators, newest first: question, answer, sources and comment. */
 export default function FeedbackReview() {
-  const [entries, setEntries] = useState<Entry[]>([]);
-  const [total, setTotal] = useState(0);
   const [skip, setSkip] = useState(0);
   const [rating, setRating] = useState<Rating | "">("down");
-
-  useEffect(() => {
-    void api
-      .GET("/api/v1/admin/feedback", { params: { query: { rating: rating || undefined, skip, limit: PAGE } } })
-      .then(({ data }) => {
-        setEntries(data?.items ?? []);
-        setTotal(data?.total ?? 0);
-      });
-  }, [rating, skip]);
+  // One cached page per filter and offset: a late reply never replaces the page on screen.
+  const { data } = useQuery({
+    queryKey: [...keys.admin, "feedback", rating, skip],
+    placeholderData: keepPreviousData,
+    queryFn: async () =>
+      (await api.GET("/api/v1/admin/feedback", { params: { query: { rating: rating || undefined, skip, limit: PAGE } } })).data ?? null,
+  });
+  const entries: Entry[] = data?.items ?? [];
+  const total = data?.total ?? 0;
 
   return (
     <>

@@ -1,13 +1,13 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas } from "../api/client";
-import { queryClient } from "../api/queries";
+import { keys, queryClient } from "../api/queries";
 import Pager from "./Pager";
 
 type AdminUser = Schemas["AdminUserRead"];
 type Role = Schemas["Role"];
 const PAGE = 20;
-const ADMIN_USERS = ["admin", "users"] as const;
+const ADMIN_USERS = [...keys.admin, "users"] as const;
 
 /** A quota as the table shows it: null is the server's default, 0 no limit. */
 function quota(value: number | null | undefined, unit: string): string {
@@ -54,7 +54,7 @@ function QuotaEditor({ user, onSave, onCancel }: { user: AdminUser; onSave(body:
 
 /** Accounts: search, add (with a temporary password), role, quotas, last activity,
  * deactivate/reactivate, reset password. */
-export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId: string; onChanged: () => void }) {
+export default function UsersAdmin({ currentUserId }: { currentUserId: string }) {
   const [skip, setSkip] = useState(0);
   const [query, setQuery] = useState("");
   const [email, setEmail] = useState("");
@@ -73,7 +73,8 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
   });
   const users: AdminUser[] = data?.items ?? [];
   const total = data?.total ?? 0;
-  const load = () => queryClient.invalidateQueries({ queryKey: ADMIN_USERS });
+  // A change here shows at once in the users, the usage totals and the audit log.
+  const load = () => queryClient.invalidateQueries({ queryKey: keys.admin });
 
   async function create(event: FormEvent) {
     event.preventDefault();
@@ -85,7 +86,6 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
     }
     setHandover({ email: data.email, password: data.temporary_password ?? "" });
     setEmail("");
-    onChanged();
     await load();
   }
 
@@ -93,7 +93,6 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
     setError(null);
     const { error: failure } = await api.PATCH("/api/v1/admin/users/{user_id}", { params: { path: { user_id: user.id } }, body });
     if (failure) setError(errorMessage(failure, "The change was refused"));
-    else onChanged();
     await load();
   }
 
@@ -102,7 +101,7 @@ export default function UsersAdmin({ currentUserId, onChanged }: { currentUserId
     const { data, error: failure } = await api.POST("/api/v1/admin/users/{user_id}/reset-password", { params: { path: { user_id: user.id } } });
     if (data) {
       setHandover({ email: user.email, password: data.temporary_password });
-      onChanged();
+      void load();
     } else setError(errorMessage(failure, "The password could not be reset"));
   }
 

@@ -1,5 +1,7 @@
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas, type User } from "../api/client";
+import { keys, queryClient, useUsage } from "../api/queries";
 import PasswordForm from "../components/PasswordForm";
 import ThemePicker from "../components/ThemePicker";
 import { fileSize } from "../format";
@@ -20,10 +22,7 @@ function keyState(key: ApiKey): string {
 }
 
 function Usage() {
-  const [usage, setUsage] = useState<Schemas["QuotaUsage"] | null>(null);
-  useEffect(() => {
-    void api.GET("/api/v1/users/me/usage").then(({ data }) => setUsage(data ?? null));
-  }, []);
+  const usage = useUsage();
   if (!usage) return null;
   return (
     <dl className="stats">
@@ -42,18 +41,18 @@ function Usage() {
 }
 
 function ApiKeys({ user }: { user: User }) {
-  const [keys, setKeys] = useState<ApiKey[]>([]);
   const [name, setName] = useState("");
   const [scopes, setScopes] = useState<Scope[]>(["read", "chat"]);
   const [expires, setExpires] = useState("");
   const [secret, setSecret] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  const load = useCallback(async () => {
-    const { data } = await api.GET("/api/v1/api-keys");
-    setKeys(data ?? []);
-  }, []);
-  useEffect(() => void load(), [load]);
+  const listed =
+    useQuery({
+      queryKey: keys.apiKeys,
+      queryFn: async () => (await api.GET("/api/v1/api-keys")).data ?? [],
+    }).data ?? [];
+  const load = () => queryClient.invalidateQueries({ queryKey: keys.apiKeys });
 
   async function create(event: FormEvent) {
     event.preventDefault();
@@ -142,7 +141,7 @@ function ApiKeys({ user }: { user: User }) {
             </tr>
           </thead>
           <tbody>
-            {keys.map((key) => (
+            {listed.map((key) => (
               <tr key={key.id}>
                 <td>{key.name}</td>
                 <td>
@@ -159,7 +158,7 @@ function ApiKeys({ user }: { user: User }) {
                 </td>
               </tr>
             ))}
-            {keys.length === 0 && (
+            {listed.length === 0 && (
               <tr>
                 <td colSpan={5} className="muted">
                   No keys yet.

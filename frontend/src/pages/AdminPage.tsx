@@ -1,18 +1,16 @@
-import { useEffect, useState } from "react";
-import { api, type Schemas } from "../api/client";
+import { useQuery } from "@tanstack/react-query";
+import { api } from "../api/client";
+import { keys } from "../api/queries";
 import AuditLog from "../components/AuditLog";
 import DocumentsPanel from "../components/DocumentsPanel";
 import FeedbackReview from "../components/FeedbackReview";
 import UsersAdmin from "../components/UsersAdmin";
 
 export default function AdminPage({ currentUserId }: { currentUserId: string }) {
-  const [usage, setUsage] = useState<Schemas["UsageSummary"] | null>(null);
-  // Bumped by each change made on this page, so the audit log shows it at once.
-  const [revision, setRevision] = useState(0);
-
-  useEffect(() => {
-    void api.GET("/api/v1/admin/usage").then(({ data }) => setUsage(data ?? null));
-  }, []);
+  const usage = useQuery({
+    queryKey: [...keys.admin, "usage"],
+    queryFn: async () => (await api.GET("/api/v1/admin/usage")).data ?? null,
+  }).data;
 
   return (
     <main className="admin">
@@ -42,7 +40,7 @@ export default function AdminPage({ currentUserId }: { currentUserId: string }) 
       </section>
       <section aria-labelledby="users-title" className="card wide">
         <h2 id="users-title">Users</h2>
-        <UsersAdmin currentUserId={currentUserId} onChanged={() => setRevision((value) => value + 1)} />
+        <UsersAdmin currentUserId={currentUserId} />
       </section>
       <section aria-labelledby="feedback-title" className="card wide">
         <h2 id="feedback-title">Answer feedback</h2>
@@ -51,7 +49,7 @@ export default function AdminPage({ currentUserId }: { currentUserId: string }) 
       </section>
       <section aria-labelledby="audit-title" className="card wide">
         <h2 id="audit-title">Audit log</h2>
-        <AuditLog revision={revision} />
+        <AuditLog />
       </section>
     </main>
   );

@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ChatDetail, type Source } from "../api/client";
-import { keys, queryClient, refreshChats } from "../api/queries";
+import { keys, queryClient, refreshChats, useCollections } from "../api/queries";
 import ChatHeader from "../components/ChatHeader";
 import ChatList from "../components/ChatList";
 import Conversation from "../components/Conversation";
@@ -44,22 +44,28 @@ export default function ChatPage({ chatId, navigate }: Props) {
   // A chat opened (by its address, from the list, Back): the focus goes to its message box
   // (phones: its name, so the keyboard does not cover the chat), never stays on the page.
   const focusOnOpen = useRef(true);
-  const collections =
-    useQuery({
-      queryKey: keys.collections,
-      queryFn: async () => (await api.GET("/api/v1/collections", { params: { query: { limit: 100 } } })).data?.items ?? [],
-    }).data ?? [];
+  const collections = useCollections();
   // The open chat's links and settings, cached per chat: a late reply for another chat fills
   // that chat's entry, not this one.
-  const detail =
-    useQuery({
-      queryKey: keys.chat(chatId ?? ""),
-      enabled: chatId !== null,
-      queryFn: async () => {
-        const { data } = await api.GET("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chatId ?? "" } } });
-        return data ?? null;
-      },
-    }).data ?? null;
+  const detailQuery = useQuery({
+    queryKey: keys.chat(chatId ?? ""),
+    enabled: chatId !== null,
+    queryFn: async () => {
+      const { data, response } = await api.GET("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chatId ?? "" } } });
+      // Gone, or another account's (the address outlives a sign-out): "missing", not an error.
+      if (response.status === 404) return "missing" as const;
+      return data ?? null;
+    },
+  });
+  const detail = detailQuery.data && detailQuery.data !== "missing" ? detailQuery.data : null;
+  // The address named a chat this account does not have: a new chat opens instead, saying so.
+  const [missing, setMissing] = useState(false);
+  const missingChat = chatId !== null && detailQuery.data === "missing";
+  useEffect(() => {
+    if (!missingChat) return;
+    setMissing(true);
+    navigate({ page: "chat", chatId: null }, { replace: true });
+  }, [missingChat, navigate]);
   const loadDetail = () => chatId && queryClient.invalidateQueries({ queryKey: keys.chat(chatId) });
 
   useShortcuts({
@@ -105,6 +111,7 @@ export default function ChatPage({ chatId, navigate }: Props) {
   openChatRef.current = openChat;
   function openChat(id: string | null) {
     setChatsOpen(false);
+    setMissing(false);
     focusOnOpen.current = true;
     navigate({ page: "chat", chatId: id });
     // Also when it is the chat already open ("New chat" on a new chat): start afresh.
@@ -194,6 +201,10 @@ export default function ChatPage({ chatId, navigate }: Props) {
               />
               {detail && <ChatSettings chat={detail} onChanged={() => void loadDetail()} />}
             </>
+          ) : missing ? (
+            <p role="status" className="undo-bar small">
+              That chat was not found: it was deleted, or it belongs to another account. This is a new chat.
+            </p>
           ) : deleted ? (
             <p role="status" className="undo-bar small">
               Deleted “{deleted.title}”.{" "}

@@ -1,6 +1,7 @@
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
 import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
-import { keys, queryClient, refreshDocuments } from "../api/queries";
+import { keys, queryClient, refreshDocuments, useCollections, useInvitations } from "../api/queries";
 
 type Collection = Schemas["CollectionRead"];
 type Member = Schemas["MemberRead"];
@@ -48,10 +49,6 @@ function AddDocuments({ documents, onAdd }: { documents: DocumentInfo[]; onAdd(i
 }
 
 function CollectionDetail({ collection, onChanged, userId }: { collection: Collection; onChanged: () => void; userId: string }) {
-  const [documents, setDocuments] = useState<DocumentInfo[]>([]);
-  const [mine, setMine] = useState<DocumentInfo[]>([]);
-  const [members, setMembers] = useState<Member[]>([]);
-  const [groups, setGroups] = useState<Schemas["GroupRead"][]>([]);
   const [who, setWho] = useState("");
   const [role, setRole] = useState<Role>("viewer");
   const [error, setError] = useState<string | null>(null);
@@ -59,19 +56,31 @@ function CollectionDetail({ collection, onChanged, userId }: { collection: Colle
   const canEdit = collection.role !== "viewer";
   const isOwner = collection.role === "owner" && !collection.builtin;
 
-  const load = useCallback(async () => {
-    const [docs, people, own, known] = await Promise.all([
-      api.GET("/api/v1/collections/{collection_id}/documents", { params: { path: { collection_id: collection.id }, query: { limit: 100 } } }),
-      collection.builtin ? Promise.resolve({ data: [] as Member[] }) : api.GET("/api/v1/collections/{collection_id}/members", { params: { path: { collection_id: collection.id } } }),
-      api.GET("/api/v1/documents", { params: { query: { limit: 100 } } }),
-      api.GET("/api/v1/groups", { params: { query: { limit: 100 } } }),
-    ]);
-    setDocuments(docs.data?.items ?? []);
-    setMembers(people.data ?? []);
-    setMine((own.data?.items ?? []).filter((document) => document.owner_id === userId));
-    setGroups(known.data?.items ?? []);
-  }, [collection.id, collection.builtin, userId]);
-  useEffect(() => void load(), [load]);
+  const detail = useQuery({
+    queryKey: keys.collection(collection.id),
+    queryFn: async () => {
+      const [docs, people] = await Promise.all([
+        api.GET("/api/v1/collections/{collection_id}/documents", { params: { path, query: { limit: 100 } } }),
+        collection.builtin ? Promise.resolve({ data: [] as Member[] }) : api.GET("/api/v1/collections/{collection_id}/members", { params: { path } }),
+      ]);
+      return { documents: docs.data?.items ?? [], members: people.data ?? [] };
+    },
+  });
+  const documents = detail.data?.documents ?? [];
+  const members = detail.data?.members ?? [];
+  // The reader's own documents, those they can add (the first page of their list).
+  const mine =
+    useQuery({
+      queryKey: [...keys.documents, "own"],
+      queryFn: async () => (await api.GET("/api/v1/documents", { params: { query: { limit: 100 } } })).data?.items ?? [],
+      select: (listed: DocumentInfo[]) => listed.filter((document) => document.owner_id === userId),
+    }).data ?? [];
+  const groups =
+    useQuery({
+      queryKey: keys.groups,
+      queryFn: async () => (await api.GET("/api/v1/groups", { params: { query: { limit: 100 } } })).data?.items ?? [],
+    }).data ?? [];
+  const load = () => queryClient.invalidateQueries({ queryKey: keys.collection(collection.id) });
 
   async function run(action: Promise<{ error?: unknown }>, fallback: string) {
     setError(null);
@@ -268,22 +277,13 @@ function Invitations({ invitations, onAnswered }: { invitations: Invitation[]; o
 
 /** Collections: shared sets of documents (a team's knowledge base), with members and roles. */
 export default function CollectionsPage({ userId }: { userId: string }) {
-  const [collections, setCollections] = useState<Collection[]>([]);
-  const [invitations, setInvitations] = useState<Invitation[]>([]);
+  const collections = useCollections();
+  const invitations = useInvitations();
   const [openId, setOpenId] = useState<string | null>(null);
   const [name, setName] = useState("");
   const [error, setError] = useState<string | null>(null);
-
-  const load = useCallback(async () => {
-    const [listed, waiting] = await Promise.all([
-      api.GET("/api/v1/collections", { params: { query: { limit: 100 } } }),
-      api.GET("/api/v1/collections/invitations"),
-    ]);
-    setCollections(listed.data?.items ?? []);
-    setInvitations(waiting.data ?? []);
-    void queryClient.invalidateQueries({ queryKey: keys.invitations, exact: true });
-  }, []);
-  useEffect(() => void load(), [load]);
+  // Collections, their details and the invitations are read again.
+  const load = () => queryClient.invalidateQueries({ queryKey: keys.collections });
 
   async function create(event: FormEvent) {
     event.preventDefault();
