@@ -329,6 +329,7 @@ class MessageFlow:
         processes see, and a sign of life), heed a Stop sent to another process, and stop the
         answer at its time limit."""
         every, limit = self.settings.answer_progress_seconds, self.settings.answer_timeout_seconds
+        sources_saved = False  # the passages are written once, not with every save of the text
         while True:
             await asyncio.sleep(every)
             if time.perf_counter() - run.turn.started > limit:
@@ -336,7 +337,8 @@ class MessageFlow:
                 run.stop("timeout")
                 return
             progress = run.progress
-            sources = progress.sources
+            sources = None if sources_saved else progress.sources
+            sources_saved = sources_saved or sources is not None
             async with self.sessionmaker() as session:
                 stop = await repository.record_progress(
                     session,

@@ -334,13 +334,16 @@ async def record_progress(
     sources: list[dict[str, Any]] | None,
     meta: dict[str, Any] | None,
 ) -> bool | None:
-    """The text so far (and the passages, once known) of an answer still being written, which
-    also tells readers its process is alive. Returns whether a Stop was asked for, None when
-    the answer is no longer in progress."""
+    """The text so far of an answer still being written, which also tells readers its
+    process is alive, and its passages when given (once, when known). Returns whether a Stop
+    was asked for, None when the answer is no longer in progress."""
+    values: dict[str, Any] = {"content": content, "updated_at": func.now()}
+    if sources is not None:
+        values.update(sources=sources, meta=meta)
     statement = (
         update(Message)
         .where(Message.id == answer_id, Message.status == MessageStatus.streaming)
-        .values(content=content, sources=sources, meta=meta, updated_at=func.now())
+        .values(**values)
         .returning(Message.stop_requested)
     )
     stop: bool | None = (await session.execute(statement)).scalar_one_or_none()

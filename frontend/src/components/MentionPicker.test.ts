@@ -30,4 +30,13 @@ describe("withoutMention", () => {
     });
     expect(withoutMention("@min", { start: 0, query: "min" }, 4)).toEqual({ text: "", caret: 0 });
   });
+
+  it("leaves one space at the seam, never two (issue 40: a double space after a pick)", () => {
+    // Picked at the end: the space before the "@" stays, for the next word.
+    expect(withoutMention("What does @budg", { start: 10, query: "budg" }, 15)).toEqual({ text: "What does ", caret: 10 });
+    // A name with a space typed after it, then picked: still one.
+    expect(withoutMention("What does @budget ", { start: 10, query: "budget " }, 18)).toEqual({ text: "What does ", caret: 10 });
+    // Picked in the middle: the words on both sides keep one space between them.
+    expect(withoutMention("Compare @bud  and this", { start: 8, query: "bud" }, 12).text).toBe("Compare and this");
+  });
 });

@@ -29,8 +29,9 @@ export function mentionAt(text: string, caret: number): Mention | null {
 
 /** The text without the mention, and where the caret goes. */
 export function withoutMention(text: string, mention: Mention, caret: number): { text: string; caret: number } {
-  const rest = text.slice(caret).replace(/^ /, "");
   const head = text.slice(0, mention.start);
+  // The space before the "@" stays: the spaces after the mention would make it two.
+  const rest = text.slice(caret).replace(head === "" || /\s$/.test(head) ? /^[ \t]+/ : /^$/, "");
   return { text: head + rest, caret: head.length };
 }
 
