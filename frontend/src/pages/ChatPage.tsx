@@ -60,7 +60,7 @@ export default function ChatPage({ chatId, navigate }: Props) {
   const detail = detailQuery.data && detailQuery.data !== "missing" ? detailQuery.data : null;
   // The address named a chat this account does not have: a new chat opens instead, saying so.
   const [missing, setMissing] = useState(false);
-  const missingChat = chatId !== null && detailQuery.data === "missing";
+  const missingChat = chatId !== null && detailQuery.data === "missing" && !detailQuery.isFetching;
   useEffect(() => {
     if (!missingChat) return;
     setMissing(true);
@@ -91,6 +91,8 @@ export default function ChatPage({ chatId, navigate }: Props) {
     const chat = deleted;
     setDeleted(null);
     const { error } = await api.POST("/api/v1/chats/{chat_id}/restore", { params: { path: { chat_id: chat.id } } });
+    // Read while it was deleted, its detail said "missing": forgotten, it is read afresh.
+    queryClient.removeQueries({ queryKey: keys.chat(chat.id) });
     if (!error) openChat(chat.id);
     void refreshChats();
   }
