@@ -211,9 +211,19 @@ async def test_regenerating_keeps_the_earlier_answers_as_versions(
     asked = (await ask(client, headers, "Name a colour", chat_id=chat_id)).json()
     assert asked["assistant_message"]["versions"] == []
 
+    # Rated, then regenerated: the rating judged an answer no longer shown; it goes, and an
+    # earlier version cannot be rated (the administrators' review paired it with the wrong
+    # question).
+    first_answer = asked["assistant_message"]["id"]
+    rating_url = f"/api/v1/chats/{chat_id}/messages/{first_answer}/feedback"
+    rated = await client.put(rating_url, headers=headers, json={"rating": "down"})
+    assert rated.status_code == 200, rated.text
     fresh_llm.script("Second answer.")
     question = asked["user_message"]
     second = await ask(client, headers, "Name a colour", chat_id=chat_id, replaces=question["id"])
+    assert second.json()["assistant_message"]["versions"][0]["id"] == first_answer
+    again = await client.put(rating_url, headers=headers, json={"rating": "up"})
+    assert again.status_code == 404
     assert [v["content"] for v in second.json()["assistant_message"]["versions"]] == [
         "First answer."
     ]

@@ -148,20 +148,8 @@ class MessageFlow:
             **({"tokens_estimated": True} if generated.tokens_estimated else {}),
         }
         async with self.sessionmaker() as session:
-            if turn.keeps_answer_id is not None:
-                await repository.keep_as_version(
-                    session, earlier_answer_id=turn.keeps_answer_id, latest_answer_id=turn.answer_id
-                )
-            if turn.replaces_from_seq is not None:
-                await repository.remove_messages(
-                    session,
-                    turn.chat_id,
-                    from_seq=turn.replaces_from_seq,
-                    before_seq=turn.question_seq,
-                )
-            if turn.retitle is not None:
-                old, new = turn.retitle
-                await repository.retitle(session, turn.chat_id, old=old, new=new)
+            # Saved first: an edit sent meanwhile may have removed its row (a new one is made),
+            # and the earlier answer becomes a version of whichever row holds it.
             message = await repository.complete_answer(
                 session,
                 turn.chat_id,
@@ -174,13 +162,27 @@ class MessageFlow:
                 completion_tokens=generated.completion_tokens,
                 meta=meta.model_dump(mode="json"),
             )
+            if turn.keeps_answer_id is not None:
+                await repository.keep_as_version(
+                    session, earlier_answer_id=turn.keeps_answer_id, latest_answer_id=message.id
+                )
+            if turn.replaces_from_seq is not None:
+                await repository.remove_messages(
+                    session,
+                    turn.chat_id,
+                    from_seq=turn.replaces_from_seq,
+                    before_seq=turn.question_seq,
+                )
+            if turn.retitle is not None:
+                old, new = turn.retitle
+                await repository.retitle(session, turn.chat_id, old=old, new=new)
             await events_service.record(
                 session, events_service.RESPONSE_GENERATED, turn.user_id, payload
             )
             saved = MessageRead.model_validate(message)
             if turn.keeps_answer_id is not None:
-                versions = await chats_service.earlier_versions(session, [turn.answer_id])
-                saved.versions = versions.get(turn.answer_id, [])
+                versions = await chats_service.earlier_versions(session, [message.id])
+                saved.versions = versions.get(message.id, [])
             await session.commit()
         events_service.publish(
             self.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload

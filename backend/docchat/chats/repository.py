@@ -230,7 +230,11 @@ async def answer_after(
 async def keep_as_version(
     session: AsyncSession, *, earlier_answer_id: uuid.UUID, latest_answer_id: uuid.UUID
 ) -> None:
-    """`earlier_answer_id` and its own earlier versions become versions of the latest."""
+    """`earlier_answer_id` and its own earlier versions become versions of the latest. Its
+    rating goes: it judged an answer no longer shown (a version is not rated)."""
+    await session.execute(
+        delete(AnswerFeedback).where(AnswerFeedback.message_id == earlier_answer_id)
+    )
     await session.execute(
         update(Message)
         .where(
@@ -500,6 +504,7 @@ async def get_answer(
         Message.id == message_id,
         Message.chat_id == chat_id,
         Message.role == MessageRole.assistant,
+        Message.superseded_by_id.is_(None),
     )
     return (await session.execute(statement)).scalar_one_or_none()
 

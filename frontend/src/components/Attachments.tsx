@@ -1,4 +1,4 @@
-import { useRef, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { uploadDocument, type DocumentInfo } from "../api/client";
 import { refreshDocuments } from "../api/queries";
 
@@ -21,6 +21,13 @@ export function useAttachments(onAttached: (document: DocumentInfo) => void) {
   const [items, setItems] = useState<Attaching[]>([]);
   const attached = useRef(onAttached);
   attached.current = onAttached;
+  // Leaving the chat cancels its uploads: a file finished later must not become a pick of the
+  // chat opened meanwhile.
+  const running = useRef(new Set<AbortController>());
+  useEffect(() => {
+    const controllers = running.current;
+    return () => controllers.forEach((controller) => controller.abort());
+  }, []);
 
   function patch(key: number, change: Partial<Attaching>) {
     setItems((current) => current.map((item) => (item.key === key ? { ...item, ...change } : item)));
@@ -31,6 +38,7 @@ export function useAttachments(onAttached: (document: DocumentInfo) => void) {
   }
 
   async function send(file: File, item: Attaching) {
+    running.current.add(item.cancel);
     try {
       const stored = await uploadDocument(file, "/api/v1/documents", (progress) => patch(item.key, { progress }), item.cancel.signal);
       drop(item.key);
@@ -39,6 +47,8 @@ export function useAttachments(onAttached: (document: DocumentInfo) => void) {
     } catch (caught) {
       if (item.cancel.signal.aborted) return drop(item.key);
       patch(item.key, { error: caught instanceof Error ? caught.message : "The file could not be attached" });
+    } finally {
+      running.current.delete(item.cancel);
     }
   }
 

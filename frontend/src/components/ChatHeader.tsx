@@ -114,7 +114,6 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
         )}
         <button
           className="link small"
-          aria-pressed={chat.pinned_at !== null}
           title="Pinned chats stay at the top of the list"
           onClick={() => void change({ pinned: chat.pinned_at === null }, "The chat could not be pinned")}
         >
@@ -128,7 +127,8 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
           {chat.archived_at === null ? "Archive" : "Unarchive"}
         </button>
         <button className="link small" onClick={() => setSharing(true)} aria-haspopup="dialog">
-          {chat.share_id ? "Shared" : "Share"}
+          Share{chat.share_id && <span className="sr-only"> (a link is on)</span>}
+          {chat.share_id && <span className="share-on" aria-hidden="true" title="Shared by link" />}
         </button>
         <span className="small muted">
           Save as{" "}

@@ -177,7 +177,7 @@ export default function ChatList({ currentChatId, onSelect, open = false, onClos
       </div>
 
       <div className="list-footer">
-        <button className="link small" aria-pressed={archive} onClick={() => setArchive(!archive)}>
+        <button className="link small" onClick={() => setArchive(!archive)}>
           {archive ? "← All chats" : "Archived chats"}
         </button>
         {onShowShortcuts && (

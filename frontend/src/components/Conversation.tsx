@@ -352,7 +352,8 @@ function AnswerMessage({
           )
         )}
       </footer>
-      <AnswerActions key={message.id} message={message} onRegenerate={onRegenerate} />
+      {/* An earlier version is read, not rated or copied from here: the latest is the answer. */}
+      {!earlier && <AnswerActions message={message} onRegenerate={onRegenerate} />}
     </article>  );
 }
 
