@@ -31,6 +31,7 @@ from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
+from docchat.retrieval import followups
 from docchat.retrieval.citations import (
     MarkerFilter,
     apply_citations,
@@ -300,8 +301,11 @@ class AnswerEngine:
         )
 
     async def _search_query(self, question: Question, llm: MeteredLLM, meta: AnswerMeta) -> str:
+        """The question's words, or with a follow-up, the conversation's: rewritten by the
+        model when reformulation is on, else with the previous question (`followups`)."""
+        with_conversation = followups.search_query(question.text, question.history)
         if not (question.options.reformulate and question.history):
-            return question.text
+            return with_conversation
         started = time.perf_counter()
         try:
             rewritten = await llm.complete(
@@ -311,10 +315,8 @@ class AnswerEngine:
                 temperature=0.0,
             )
         except DocchatError as exc:
-            logger.warning(
-                "query reformulation failed, searching with the question as asked: %s", exc
-            )
-            return question.text
+            logger.warning("query reformulation failed, searching without it: %s", exc)
+            return with_conversation
         finally:
             meta.reformulation_ms = round((time.perf_counter() - started) * 1000, 1)
         return rewritten.content.strip() or question.text

@@ -32,6 +32,7 @@ from docchat.extraction.kinds import FileKind
 from docchat.kit.errors import NotFound, Unprocessable
 from docchat.llm.catalog import resolve_model
 from docchat.quotas.service import Hold
+from docchat.retrieval import followups
 from docchat.retrieval.index import DocumentScope
 from docchat.retrieval.inline import InlineDocument
 from docchat.sharing import collections as sharing
@@ -95,12 +96,15 @@ def _retrieval(settings: Settings, request: MessageCreate) -> Literal["auto", "t
 def searches_as_worded(settings: Settings, request: MessageCreate) -> bool:
     """Whether the message, if it searches its documents, searches with its own words: known
     as it arrives, so its query can be embedded while the turn is saved. Not when search is
-    off or left to the model (tool mode), nor for a follow-up the LLM may reword."""
+    off or left to the model (tool mode), nor for a follow-up (the LLM may reword it, or it is
+    searched with the previous question)."""
     if len(request.content) > settings.max_message_chars:
         return False  # refused before anything is searched
     if not _rag_enabled(settings, request) or _retrieval(settings, request) != "auto":
         return False
-    return request.chat_id is None or not _reformulate(settings, request)
+    if request.chat_id is None:
+        return True
+    return not (_reformulate(settings, request) or followups.refers_back(request.content))
 
 
 async def _open_chat(session: AsyncSession, user: User, request: MessageCreate) -> Chat:
