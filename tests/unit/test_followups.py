@@ -34,6 +34,7 @@ def test_a_question_that_points_back_or_says_too_little_refers_back(question: st
         "Who designed the bridge that opened in 1932?",
         "How much do tickets cost?",
         "What is GDPR?",
+        "And the weather in Oslo?",
         "Is it possible to export invoices as PDF?",
         "How long does it take to process a refund?",
         "What does this policy say about remote work?",

@@ -33,8 +33,20 @@ _EMPTY_IT = re.compile(
     r"|\bdoes\s+it\s+take\b|\bit\s+takes?\b|\btook\s+it\b"
 )
 _THIS_ALONE = re.compile(r"\bthis\s*(?:[?.!,]|$|\b(?:is|was|does|did|mean|means|say|says)\b)")
-# Openings of an elliptical question: it continues the last one.
+# Openings of an elliptical question: it continues the last one when it names at most one
+# thing of its own ("And the population?"); "And the weather in Oslo?" changes the subject.
 _ELLIPTICAL = re.compile(r"^\s*(?:and|but|also|what about|how about|and what about)\b")
+ELLIPTICAL_WORDS = 1
+# Words that name nothing of their own (question words, auxiliaries, fillers).
+_FUNCTION_WORDS = frozenset(
+    {
+        "a", "an", "the", "and", "or", "but", "so", "of", "in", "on", "at", "to", "for", "from",
+        "by", "with", "about", "as", "what", "which", "who", "when", "where", "why", "how",
+        "is", "are", "was", "were", "be", "do", "does", "did", "can", "could", "would", "will",
+        "has", "have", "had", "much", "many", "also", "then", "else", "any", "some", "there",
+        "that", "this", "i", "you", "we", "me", "us", "my", "your", "our",
+    }
+)  # fmt: skip
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -45,8 +57,12 @@ def refers_back(question: str) -> bool:
     words = [word.removesuffix("'s") for word in _WORD.findall(lowered)]
     if not words:
         return False
-    if _ELLIPTICAL.search(lowered) or _THIS_ALONE.search(lowered):
+    if _THIS_ALONE.search(lowered):
         return True
+    if _ELLIPTICAL.search(lowered):
+        named = [word for word in words if word not in _FUNCTION_WORDS]
+        if len(named) <= ELLIPTICAL_WORDS:
+            return True
     pointing = [word for word in words if word in REFERRING]
     if pointing == ["it"] * len(pointing) and pointing and _EMPTY_IT.search(lowered):
         return False
