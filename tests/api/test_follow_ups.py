@@ -42,3 +42,23 @@ async def test_a_follow_up_is_searched_with_the_question_before_it(
     # Searched as asked, the bridge (its words: "When was it built?") came first.
     assert sources[0]["document_id"] == lighthouse["id"], [s["document_name"] for s in sources]
     assert len(fresh_llm.requests) == calls + 1  # the answer only: no rewriting call
+
+
+async def test_how_long_does_it_take_after_a_question_is_about_that_subject(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Seen by a newcomer: searched alone, "How long does it take?" matched nothing, and the
+    answer was general (the demo model made a duration up)."""
+    headers = await auth_headers(client)
+    ferry = (
+        "The night ferry to Tallinn leaves at 22:30 from pier 4.\n"
+        "Tickets cost 12 euros and can be bought on board.\nThe crossing takes two hours.\n"
+    )
+    await upload_and_process(client, components, headers, "ferry.txt", ferry.encode())
+    fresh_llm.script("At 22:30 [1].")
+    first = (await ask(client, headers, "When does the night ferry leave?")).json()
+    fresh_llm.script("Two hours [1].")
+    follow_up = await ask(client, headers, "How long does it take?", chat_id=first["chat_id"])
+    answer = follow_up.json()["assistant_message"]
+    assert answer["meta"]["grounded"] is True, answer["meta"]
+    assert [source["document_name"] for source in answer["sources"]] == ["ferry.txt"]

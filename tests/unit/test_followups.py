@@ -19,6 +19,7 @@ from docchat.retrieval.followups import refers_back, search_query
         "Why did these fail?",
         "What is this?",
         "How much does it cost?",
+        "How long does it take?",
     ],
 )
 def test_a_question_that_points_back_or_says_too_little_refers_back(question: str) -> None:

@@ -25,12 +25,13 @@ REFERRING = frozenset(
         "these", "those", "former", "latter",
     }
 )  # fmt: skip
-# "it" that stands for nothing: "is it possible to", "how long does it take to".
+# "it" that stands for nothing: "is it possible to", "how long does it take to ...".
 _EMPTY_IT = re.compile(
     r"\b(?:is|was|would|will|be|isn't)\s+it\s+(?:possible|necessary|true|ok|okay|safe|allowed|"
     r"worth|better|normal|required|legal|free|easy|hard)\b"
     r"|\bit\s+(?:is|was|be)\s+(?:possible|necessary|true|safe|allowed|required|legal|easy|hard)\b"
-    r"|\bdoes\s+it\s+take\b|\bit\s+takes?\b|\btook\s+it\b"
+    # "How long does it take to process a refund?", not "How long does it take?" (the crossing).
+    r"|\b(?:does\s+it\s+take|it\s+takes?|did\s+it\s+take)\b[^?.!]*\bto\b"
 )
 _THIS_ALONE = re.compile(r"\bthis\s*(?:[?.!,]|$|\b(?:is|was|does|did|mean|means|say|says)\b)")
 # Openings of an elliptical question: it continues the last one when it names at most one
