@@ -43,7 +43,10 @@ async def log_in(page: Page, server: LiveServer, email: str, password: str) -> N
 async def upload(page: Page, files: dict[str, bytes], wait_ms: float = 60_000) -> None:
     """Upload files through the documents panel (their type sniffed by the server) and wait
     until each is searchable. Documents are found by name: the administrator's shared ones are
-    listed too."""
+    listed too. The files are picked once the panel has listed what is there: picked while the
+    page was still settling after sign-up, a file was once never seen by the app (CI)."""
+    listed = page.get_by_test_id("document").or_(page.get_by_text("No documents yet."))
+    await expect(listed.first).to_be_attached()
     await page.get_by_test_id("file-input").set_input_files(
         [{"name": name, "mimeType": "", "buffer": content} for name, content in files.items()]
     )
