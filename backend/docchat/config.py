@@ -200,6 +200,13 @@ class RAGSettings(BaseSettings):
     reformulate: bool = Field(
         False, description="Rewrite follow-up questions into standalone search queries with the LLM"
     )
+    translate_questions: bool = Field(
+        True,
+        description=(
+            "With a connected model (not the built-in demo model), a question in another "
+            "language than RAG_LEXICAL_LANGUAGE's is also searched as the model translates it"
+        ),
+    )
     retrieval: Literal["auto", "tool"] = Field(
         "auto",
         description="auto: search before answering; tool: the model calls semantic_search itself",

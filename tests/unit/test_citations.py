@@ -66,14 +66,33 @@ def test_no_citation_means_no_source() -> None:
         "The documents do not contain information about dragons [1].",
         "I couldn’t find that in the context.",
         "There is no relevant information in the passages.",
+        "Die Dokumente enthalten keine Informationen über Drachen.",
+        "Les documents ne contiennent aucune information sur les dragons.",
+        "No encontré información sobre dragones en los documentos.",
+        "I documenti non contengono informazioni sui draghi.",
+        "Os documentos não contêm informações sobre dragões.",
+        "De documenten bevatten geen informatie over draken.",
+        "В документах нет информации о драконах.",
+        "文档中没有提到龙。",
+        "資料にはドラゴンについての情報がありません。",
     ],
 )
 def test_insufficient_information_is_detected(answer: str) -> None:
     assert says_information_is_missing(answer)
 
 
-def test_ordinary_answers_are_not_flagged() -> None:
-    assert not says_information_is_missing("The bridge opened in 1932 [1].")
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The bridge opened in 1932 [1].",
+        "Die Brücke wurde 1932 eröffnet [1].",
+        "Le pont a été ouvert en 1932 et ne contient pas de péage [1].",
+        "El puente se abrió en 1932 [1].",
+        "这座桥于1932年开通，不包含收费站[1]。",
+    ],
+)
+def test_ordinary_answers_are_not_flagged(answer: str) -> None:
+    assert not says_information_is_missing(answer)
 
 
 def test_strip_markers() -> None:

@@ -31,7 +31,7 @@ from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
-from docchat.retrieval import followups
+from docchat.retrieval import followups, languages
 from docchat.retrieval.citations import (
     MarkerFilter,
     apply_citations,
@@ -321,6 +321,38 @@ class AnswerEngine:
             meta.reformulation_ms = round((time.perf_counter() - started) * 1000, 1)
         return rewritten.content.strip() or question.text
 
+    async def _translated(
+        self, query: str, question: Question, llm: MeteredLLM, meta: AnswerMeta
+    ) -> str | None:
+        """The query in the documents' language (the installation's, `RAG_LEXICAL_LANGUAGE`)
+        when the question is written in another one and a connected model can translate it:
+        the bundled embedding model reads English only, and a German question shares little
+        but its names with an English passage. None when there is nothing to translate."""
+        if not self.rag.translate_questions or self.llm_settings.builtin:
+            return None
+        target = languages.language_code(self.rag.lexical_language)
+        asked = languages.language_of(question.text)
+        if target is None or asked is None or asked == target:
+            return None
+        started = time.perf_counter()
+        try:
+            translation = await llm.complete(
+                prompts.translation_messages(query, self.rag.lexical_language.capitalize()),
+                model=question.options.model,
+                max_tokens=200,
+                temperature=0.0,
+            )
+        except DocchatError as exc:
+            logger.warning("question translation failed, searching as asked: %s", exc)
+            return None
+        finally:
+            meta.translation_ms = round((time.perf_counter() - started) * 1000, 1)
+        translated = translation.content.strip()
+        if not translated or translated == query:
+            return None
+        meta.translated_query = translated[:500]
+        return translated
+
     async def _searched_entries(
         self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget
     ) -> list[ContextEntry]:
@@ -341,8 +373,12 @@ class AnswerEngine:
             if entries is not None:
                 return entries
         query = await self._search_query(question, llm, meta)
-        result = await self.retriever.search(
-            query, question.documents, question.options.top_k, require_match=question.require_match
+        translated = await self._translated(query, question, llm, meta)
+        result = await self.retriever.search_wordings(
+            [query] if translated is None else [query, translated],
+            question.documents,
+            question.options.top_k,
+            require_match=question.require_match,
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_count = len(result.chunks)

@@ -50,6 +50,11 @@ class AnswerMeta(BaseModel):
     retrieval_count: int | None = _optional("Passages the model was given")
     retrieval_ms: float | None = _optional()
     reformulation_ms: float | None = _optional()
+    translated_query: str | None = _optional(
+        "The question as translated into the documents' language and searched besides its own "
+        "wording (RAG_TRANSLATE_QUESTIONS, with a connected model)"
+    )
+    translation_ms: float | None = _optional()
     llm_ms: float | None = _optional("Time spent waiting for the model, every call included")
     context_chars: int | None = _optional()
     inline_documents: int | None = _optional(

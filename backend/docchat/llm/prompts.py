@@ -37,6 +37,20 @@ REFORMULATE_SYSTEM = (
     "from the conversation and fixing typos. Reply with the query only."
 )
 
+TRANSLATE_SYSTEM = (
+    "Translate the user's search query into {language}. Keep names, numbers, codes and "
+    "technical terms exactly as written. Reply with the translation only."
+)
+
+
+def translation_messages(query: str, language: str) -> list[dict[str, Any]]:
+    """The question in the documents' language, for searching them."""
+    return [
+        {"role": "system", "content": TRANSLATE_SYSTEM.format(language=language)},
+        {"role": "user", "content": query},
+    ]
+
+
 NOT_FOUND_ANSWER = (
     "I could not find this in your documents. Try rephrasing the question, choosing other "
     "documents, or turning off documents-only mode."

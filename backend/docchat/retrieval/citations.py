@@ -16,7 +16,9 @@ REPEATED_MARKER = re.compile(r"(\[\d+\])(?:\s*\1)+")
 CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 # What may still become a marker when more text arrives: "[", "[1", "[1, 2".
 MARKER_PREFIX = re.compile(r"\[(?:\d+(?:\s*,\s*\d*)*)?\Z")
-# Phrases with which a model says the context did not hold the answer (seed 001's check).
+# Phrases with which a model says the context did not hold the answer (seed 001's check), in
+# English and in the languages most asked in after it. Each is specific: a phrase that an
+# ordinary answer may hold ("does not contain") would take its sources away.
 INSUFFICIENT_PHRASES = (
     "do not contain information",
     "does not contain information",
@@ -37,6 +39,84 @@ INSUFFICIENT_PHRASES = (
     "couldn't find",
     "is not in the provided",
     "are not in the provided",
+    # German
+    "enthalten keine informationen",
+    "enthält keine informationen",
+    "keine informationen über",
+    "keine informationen zu",
+    "keine angaben zu",
+    "nicht genügend informationen",
+    "wird nicht erwähnt",
+    "werden nicht erwähnt",
+    "konnte ich nicht finden",
+    "kann ich nicht finden",
+    "konnte keine informationen",
+    # French
+    "ne contiennent pas d'information",
+    "ne contient pas d'information",
+    "ne contiennent aucune information",
+    "ne contient aucune information",
+    "aucune information sur",
+    "aucune information concernant",
+    "pas d'information sur",
+    "n'est pas mentionné",
+    "ne sont pas mentionnés",
+    "je n'ai pas trouvé",
+    "je ne trouve pas",
+    "pas assez d'informations",
+    "informations insuffisantes",
+    # Spanish
+    "no contienen información",
+    "no contiene información",
+    "no hay información sobre",
+    "ninguna información sobre",
+    "no se menciona",
+    "no encontré",
+    "no he encontrado",
+    "no puedo encontrar",
+    "no hay suficiente información",
+    "información insuficiente",
+    # Italian
+    "non contengono informazioni",
+    "non contiene informazioni",
+    "nessuna informazione su",
+    "non viene menzionat",
+    "non ho trovato",
+    "informazioni insufficienti",
+    # Portuguese
+    "não contêm informações",
+    "não contém informações",
+    "nenhuma informação sobre",
+    "não é mencionad",
+    "não encontrei",
+    "informações insuficientes",
+    # Dutch
+    "bevatten geen informatie",
+    "bevat geen informatie",
+    "geen informatie over",
+    "wordt niet genoemd",
+    "kon ik niet vinden",
+    "onvoldoende informatie",
+    # Russian
+    "не содержат информации",
+    "не содержит информации",
+    "нет информации о",
+    "не упоминается",
+    "не удалось найти",
+    "недостаточно информации",
+    # Chinese
+    "没有提供相关信息",
+    "没有相关信息",
+    "没有提到",
+    "未提及",
+    "没有找到相关",
+    "无法找到",
+    "信息不足",
+    # Japanese
+    "記載されていません",
+    "情報はありません",
+    "情報がありません",
+    "見つかりませんでした",
 )
 
 

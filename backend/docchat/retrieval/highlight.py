@@ -11,6 +11,7 @@ one, streamed or not:
 - a word of the question counts by its rarity among the units of all the passages the answer
   was given (a name that occurs in one sentence weighs more than a word in all of them);
 - words are stemmed (Snowball, English) and numbers kept whole, so "proofs" finds "proof";
+  Chinese and Japanese are read as pairs of characters (`languages.segmented`);
 - a unit that shares the answer's distinctive words wins over one that only shares the
   question's: the answer says which fact was used.
 A unit much shorter than the budget takes the neighbour that scores best with it, so the
@@ -31,11 +32,16 @@ from functools import lru_cache
 import snowballstemmer
 from pydantic import BaseModel, Field
 
+from docchat.retrieval.languages import is_cjk, segmented
+
 HIGHLIGHT_CHARS = 200
 
 # A sentence ends at . ! ? (or their CJK forms), perhaps with closing quotes or brackets, before
 # white space; or at a blank line; or before a line that starts a list item or a heading.
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=\s*(?:[-*•#]|\d+[.)])\s)")
+# (Chinese and Japanese put no space after a full stop.)
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*\s+|(?<=[。！？])[”’」』）]*\s*|\n\s*\n|\n(?=\s*(?:[-*•#]|\d+[.)])\s)"
+)
 
 
 # Words that end in a full stop without ending a sentence.
@@ -117,7 +123,7 @@ def _folded(text: str) -> str:
 
 def terms(text: str) -> list[str]:
     """The text's content words, lower-cased, unaccented and stemmed; numbers as written."""
-    words = _TOKEN.findall(_folded(text))
+    words = _TOKEN.findall(_folded(segmented(text)))
     kept = [word for word in words if word not in _STOP and (len(word) > 1 or word.isdigit())]
     return [_stem(word) for word in kept]
 
@@ -248,9 +254,14 @@ def _matches(
     passage: str, start: int, end: int, wanted: dict[str, float]
 ) -> list[tuple[int, int, float]]:
     """Where the wanted terms occur in `passage[start:end]`: (start, end, weight)."""
-    found = []
+    found: list[tuple[int, int, float]] = []
     for match in _TOKEN.finditer(passage, start, end):
-        term = _stem(_folded(match.group()))
+        word = match.group()
+        if is_cjk(word):  # its pairs of characters are its terms
+            pairs = ((match.start() + i, word[i : i + 2]) for i in range(len(word) - 1))
+            found.extend((at, at + 2, wanted[pair]) for at, pair in pairs if pair in wanted)
+            continue
+        term = _stem(_folded(word))
         if term in wanted:
             found.append((match.start(), match.end(), wanted[term]))
     return found

@@ -15,6 +15,7 @@ the candidates' documents must meet (`documents.scopes`).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 import uuid
@@ -26,6 +27,7 @@ from sqlalchemy import TextClause, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
+from docchat.retrieval.languages import configuration_of, names_in, segmented
 from docchat.retrieval.models import DocumentChunk
 
 K1 = 1.2
@@ -98,15 +100,27 @@ ranked AS (
     LIMIT :limit
 ),
 -- What a chunk holding each of the question's lexemes once would score: the sum of their IDFs
--- (a lexeme the scope does not hold counts with the IDF of df = 0).
-ideal AS (
-    SELECT sum(ln(1 + (CAST(:n AS float8) - coalesce(f.df, 0) + 0.5)
-                      / (coalesce(f.df, 0) + 0.5))) AS total
+-- (a lexeme the scope does not hold counts with the IDF of df = 0). A chunk in another language
+-- than the question's can only share its names, numbers and rare terms, and is judged on the
+-- lexemes the scope holds (`present`): a German question's own words are not missing from an
+-- English passage, they were never going to be in it.
+-- (The names the question was also read for in the installation's language, `:own` false,
+-- count only there.)
+idf AS (
+    SELECT coalesce(f.df, 0) > 0 AS held, l.lexeme = ANY(CAST(:own AS text[])) AS own,
+           ln(1 + (CAST(:n AS float8) - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5))
+           AS weight
     FROM question q
     CROSS JOIN LATERAL unnest(q.lexemes) AS l(lexeme)
     LEFT JOIN frequency f ON f.lexeme = l.lexeme
+),
+ideal AS (
+    SELECT sum(weight) FILTER (WHERE own) AS total, sum(weight) FILTER (WHERE held) AS present
+    FROM idf
 )
-SELECT r.score, r.score / nullif(i.total, 0) AS coverage,
+SELECT r.score,
+       r.score / nullif(CASE WHEN coalesce(c.language, :default_language) = :question_language
+                             THEN i.total ELSE i.present END, 0) AS coverage,
        c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
        d.filename, d.version
 FROM ranked r
@@ -227,14 +241,33 @@ LOCATION_CHARS = 300
 # for 64), in the API's process where `docchat serve` runs the worker.
 _UPSERT_CHUNK = text(
     """
-INSERT INTO document_chunks (document_id, chunk_index, page, location, text, tokens, tsv)
+INSERT INTO document_chunks
+  (document_id, chunk_index, page, location, text, tokens, tsv, language)
 VALUES (:document_id, :chunk_index, :page, :location, :text, :tokens,
-        to_tsvector(CAST(:language AS regconfig), :indexed))
+        to_tsvector(CAST(:language AS regconfig), :indexed), :language)
 ON CONFLICT (document_id, chunk_index) DO UPDATE SET
   page = excluded.page, location = excluded.location, text = excluded.text,
-  tokens = excluded.tokens, tsv = excluded.tsv
+  tokens = excluded.tokens, tsv = excluded.tsv, language = excluded.language
 """
 )
+
+
+def _chunk_rows(
+    chunks: Sequence[Chunk], indexed: Sequence[str], language: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "document_id": chunk.document_id,
+            "chunk_index": chunk.chunk_index,
+            "page": chunk.page,
+            "location": chunk.location[:LOCATION_CHARS] if chunk.location else None,
+            "text": chunk.text,
+            "tokens": word_count(indexed_text),
+            "language": configuration_of(chunk.text, language),
+            "indexed": segmented(indexed_text),
+        }
+        for chunk, indexed_text in zip(chunks, indexed, strict=True)
+    ]
 
 
 async def add_chunks(
@@ -243,25 +276,15 @@ async def add_chunks(
     language: str,
     indexed_texts: Sequence[str] | None = None,
 ) -> None:
-    """Index chunks (the caller commits); `language` is a PostgreSQL text search config.
+    """Index chunks (the caller commits), each in its own language (`languages.py`), or in
+    `language`, a PostgreSQL text search config, when its language cannot be told.
 
     `indexed_texts`, when given, is what BM25 sees of each chunk (its text with a header);
     the stored text stays the chunk's own. Idempotent: a chunk written again (a retried job)
     replaces the row it had."""
     indexed = list(indexed_texts) if indexed_texts is not None else [c.text for c in chunks]
-    rows = [
-        {
-            "document_id": chunk.document_id,
-            "chunk_index": chunk.chunk_index,
-            "page": chunk.page,
-            "location": chunk.location[:LOCATION_CHARS] if chunk.location else None,
-            "text": chunk.text,
-            "tokens": word_count(indexed_text),
-            "language": language,
-            "indexed": indexed_text,
-        }
-        for chunk, indexed_text in zip(chunks, indexed, strict=True)
-    ]
+    # Telling each chunk's language takes about a millisecond: not on the event loop.
+    rows = await asyncio.to_thread(_chunk_rows, chunks, indexed, language)
     for start in range(0, len(rows), INSERT_BATCH):
         await session.execute(_UPSERT_CHUNK, rows[start : start + INSERT_BATCH])
 
@@ -433,8 +456,14 @@ class LexicalIndex:
             return []
         scope = DocumentScope.of(documents)
         async with self.sessionmaker() as session:
-            asked = {"config": self.language, "question": question}
-            lexemes = list((await session.execute(_LEXEMES, asked)).scalar_one() or [])
+            language = configuration_of(question, self.language)
+            asked = {"config": language, "question": segmented(question)}
+            own = list((await session.execute(_LEXEMES, asked)).scalar_one() or [])
+            lexemes = own
+            if language != self.language:  # names as the installation's language reads them
+                names = {"config": self.language, "question": names_in(question)}
+                read = (await session.execute(_LEXEMES, names)).scalar_one() or []
+                lexemes = list(dict.fromkeys([*own, *read]))
             if not lexemes:
                 return []
             n, avgdl = scope.totals or await self._scope_totals(session, scope)
@@ -457,6 +486,9 @@ class LexicalIndex:
                 "k1": K1,
                 "b": B,
                 "limit": limit,
+                "own": own,
+                "question_language": language,
+                "default_language": self.language,
             }
             # Paired first when the rarest word is too common to read all its chunks; if too
             # few chunks hold the pair, the rarest word alone picks after all.

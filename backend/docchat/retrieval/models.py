@@ -36,3 +36,6 @@ class DocumentChunk(Base):
     # Words in the chunk: BM25's document length.
     tokens: Mapped[int]
     tsv: Mapped[str] = mapped_column(TSVECTOR)
+    # The text search configuration `tsv` was made with (the chunk's language); None: the
+    # installation's configured one (rows from before migration 0023).
+    language: Mapped[str | None] = mapped_column(String(32), default=None)

@@ -211,6 +211,38 @@ class Retriever:
             result = await self._search(query, scope, top_k)
         return self._judged(result, require_match)
 
+    async def search_wordings(
+        self,
+        queries: Sequence[str],
+        documents: SearchScope,
+        top_k: int,
+        *,
+        require_match: bool = True,
+    ) -> SearchResult:
+        """The best `top_k` passages for any of several wordings of one question (as asked, and
+        translated into the documents' language): each wording searched, a passage found by
+        more than one kept once, all ranked by match score. The floors judge the best of all."""
+        if len(queries) == 1:
+            return await self.search(queries[0], documents, top_k, require_match=require_match)
+        # One after the other: a search's statements and the next one's never share a
+        # connection at once (as in `_candidates`).
+        results = [
+            await self.search(query, documents, top_k, require_match=False) for query in queries
+        ]
+        unavailable = next((result.unavailable for result in results if result.unavailable), None)
+        if unavailable is not None:
+            return SearchResult(unavailable=unavailable)
+        found: dict[str, ScoredChunk] = {}
+        for hit in (hit for result in results for hit in result.chunks):
+            kept = found.get(hit.chunk.id)
+            if kept is None or self.match_score(hit) > self.match_score(kept):
+                found[hit.chunk.id] = hit
+        ranked = sorted(found.values(), key=self.match_score, reverse=True)[:top_k]
+        best = max((r.best_match for r in results if r.best_match is not None), default=None)
+        elapsed = max(result.elapsed_ms for result in results)
+        merged = SearchResult(chunks=ranked, elapsed_ms=elapsed, best_match=best)
+        return self._judged(merged, require_match)
+
     def search_ahead(self, query: str, documents: SearchScope, top_k: int) -> None:
         """Start the search that `search` will shortly be asked for with these arguments (the
         same scope object), so that it runs while the caller does its other work. Whether the

@@ -1503,6 +1503,13 @@ export interface components {
             stopped?: boolean | null;
             /** Tool Searches */
             tool_searches?: number | null;
+            /**
+             * Translated Query
+             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS, with a connected model)
+             */
+            translated_query?: string | null;
+            /** Translation Ms */
+            translation_ms?: number | null;
             /** Whole Document Chunks */
             whole_document_chunks?: number | null;
             /** Whole Documents Skipped */
@@ -2942,6 +2949,17 @@ export interface components {
              * @default null
              */
             tool_searches: number | null;
+            /**
+             * Translated Query
+             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS, with a connected model)
+             * @default null
+             */
+            translated_query: string | null;
+            /**
+             * Translation Ms
+             * @default null
+             */
+            translation_ms: number | null;
             /**
              * Whole Document Chunks
              * @default null

@@ -1,0 +1,122 @@
+"""Questions in other languages about English documents: are their passages found?
+
+    .venv/bin/python -m bench.eval_languages
+
+The set (`bench/datasets/squad-languages/questions.jsonl`): 63 questions written in German,
+French, Spanish and Chinese, each asking again a SQuAD dev question and judged by its
+judgement. Every whole article is uploaded as a user would (the real worker, 1000/200 chunks,
+MiniLM, Chroma, BM25), and each question is asked over all 48 articles, as "all my documents"
+is: with the service's retriever without floors (recall and rank, as `eval_retrieval` scores
+them at the articles level), and with its floors (does it match at all, or is the answer
+general conversation?). Then every other article is left out of the scope, and the questions
+about the articles left out are asked again with the floors: one that matches anything is
+wrongly grounded (the calibration's other error, for questions in other languages). The same
+SQuAD questions in English are the reference. The last row searches each question as the
+service does with a connected model that translates it (`RAG_TRANSLATE_QUESTIONS`): the question
+and its translation, here the SQuAD question itself, as a flawless translation would read (an
+upper bound: no model runs here). Target (issue 41): each language's recall@4
+within 0.10 of the English questions'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from bench.common import machine, table
+from bench.eval_retrieval import (
+    DEFAULT_DATASET,
+    DEPTH,
+    METRICS,
+    first_hit,
+    ingested,
+    read_collection,
+    scores_of,
+    unfloored_retriever,
+)
+from docchat.config import RAGSettings
+from docchat.retrieval.retriever import Retriever
+
+QUESTIONS = Path(__file__).parent / "datasets" / "squad-languages" / "questions.jsonl"
+LANGUAGES = {"en": "English (SQuAD's own)", "de": "German", "fr": "French", "es": "Spanish"}
+LANGUAGES |= {"zh": "Chinese"}
+
+
+async def evaluate(folder: Path, questions: list[dict[str, str]]) -> tuple[str, list[list[str]]]:
+    collection = read_collection(folder, "articles")
+    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    asked = [{**row, "language": "en", "text": row["english"]} for row in questions]
+    # Each SQuAD question once in English (some are asked in two languages).
+    asked = list({row["query_id"]: row for row in asked}.values()) + questions
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(METRICS, 0.0))
+    matched: dict[str, int] = defaultdict(int)
+    counts: dict[str, int] = defaultdict(int)
+    grounded: dict[str, int] = defaultdict(int)
+    absent: dict[str, int] = defaultdict(int)
+    kept = {upload.key for upload in collection.uploads[::2]}
+    async with ingested(collection.uploads, rag) as ingest:
+        unfloored = unfloored_retriever(ingest.components, rag)
+        floored = Retriever.from_settings(
+            rag,
+            ingest.components.embedder,
+            ingest.components.vector_index,
+            ingest.components.lexical,
+        )
+        started = time.perf_counter()
+        translated = [{**row, "language": "translated"} for row in questions]
+        for row in asked + translated:
+            language = row["language"]
+            wordings = [row["text"]] if language != "translated" else [row["text"], row["english"]]
+            result = await unfloored.search_wordings(wordings, ingest.scope, DEPTH)
+            ranking = [ingest.units_of_chunk.get(c.chunk.id, frozenset()) for c in result.chunks]
+            hit = first_hit(ranking, collection.qrels[row["query_id"]])
+            for metric, value in scores_of(hit).items():
+                totals[language][metric] += value
+            judged = await floored.search_wordings(wordings, ingest.scope, 4)
+            matched[language] += bool(judged.chunks)
+            counts[language] += 1
+            paragraph = next(iter(collection.qrels[row["query_id"]]))
+            if paragraph.rsplit("-", 1)[0] not in kept:
+                half = await floored.search_wordings(wordings, ingest.scope[::2], 4)
+                grounded[language] += bool(half.chunks)
+                absent[language] += 1
+        header = (
+            f"squad-languages: {len(questions)} questions over {len(collection.uploads)} English "
+            f"articles ({ingest.chunks} chunks, ingested in {ingest.seconds:.0f} s, searched in "
+            f"{time.perf_counter() - started:.0f} s), hybrid defaults; {machine()}"
+        )
+    rows = []
+    for language, label in LANGUAGES.items():
+        count = counts[language]
+        scores = [f"{totals[language][metric] / count:.3f}" for metric in METRICS]
+        wrong = f"{grounded[language] / absent[language]:.1%} of {absent[language]}"
+        rows.append([f"{label} ({count})", *scores, f"{matched[language] / count:.1%}", wrong])
+    others = [language for language in LANGUAGES if language != "en"]
+    count = sum(counts[language] for language in others)
+    scores = [f"{sum(totals[lang][m] for lang in others) / count:.3f}" for m in METRICS]
+    matched_share = sum(matched[language] for language in others) / count
+    absent_count = sum(absent[language] for language in others)
+    wrong = f"{sum(grounded[language] for language in others) / absent_count:.1%} of {absent_count}"
+    rows.append([f"all four other languages ({count})", *scores, f"{matched_share:.1%}", wrong])
+    count, language = counts["translated"], "translated"
+    scores = [f"{totals[language][metric] / count:.3f}" for metric in METRICS]
+    wrong = f"{grounded[language] / absent[language]:.1%} of {absent[language]}"
+    label = f"all four, with a flawless translation ({count})"
+    rows.append([label, *scores, f"{matched[language] / count:.1%}", wrong])
+    return header, rows
+
+
+def main() -> None:
+    lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(line) for line in lines]
+    header, rows = asyncio.run(evaluate(DEFAULT_DATASET, questions))
+    print(header)
+    columns = ["questions", *METRICS, "matched (floors on)", "article left out: matched"]
+    print(table(columns, rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Questions and documents in other languages (issue 41): each chunk is indexed in its own
+language, a question is read in its own, the names it shares with a passage in another language
+count as evidence for the match floor, and a connected model's translation is searched too."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.main.app import attach_components
+from docchat.main.components import Components
+from docchat.retrieval.models import DocumentChunk
+from tests.support.chat import ask
+from tests.support.documents import upload_and_process, vector_ref
+from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers
+
+COMET = (
+    "The comet Virelith was first seen over Duskmoor by the lighthouse keeper Ada Brenn on a "
+    "cold night in March 1887. She wrote in the logbook that its tail stretched across a third "
+    "of the sky, and the observatory at Kestrel Point confirmed the sighting two days later."
+)
+BAKERY = (
+    "Sourdough loaves proof for fourteen hours in the cold room before baking. The starter is "
+    "fed twice a day with rye flour and water, and the ovens are heated to 250 degrees."
+)
+GERMAN = (
+    "Die Fähre nach Helsinki legt jeden Morgen um acht Uhr am Westhafen ab. Die Überfahrt "
+    "dauert zwei Stunden, und Fahrkarten gibt es am Schalter im Terminal."
+)
+CHINESE = "全新世莱茵河三角洲大约在八千年前开始形成。河流的流速在整治工程之后明显增加。"
+
+
+def _translating(components: Components, on: bool) -> Components:
+    rag = components.settings.rag.model_copy(update={"translate_questions": on})
+    return dataclasses.replace(
+        components, settings=components.settings.model_copy(update={"rag": rag})
+    )
+
+
+async def _library(client: httpx.AsyncClient, components: Components) -> dict[str, Any]:
+    headers = await auth_headers(client)
+    comet = await upload_and_process(client, components, headers, "comet.txt", COMET.encode())
+    await upload_and_process(client, components, headers, "bakery.txt", BAKERY.encode())
+    return {"headers": headers, "comet": comet}
+
+
+async def test_a_german_question_finds_the_english_passage_holding_its_names(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Reported: asked over all documents in German, with the document's own proper nouns, the
+    answer was general and had no sources: the question's German words, absent from every
+    English passage, counted against the match as if they were missing."""
+    attach_components(app, _translating(components, on=False))
+    library = await _library(client, components)
+    fresh_llm.script("Ada Brenn sah ihn zuerst [1].")
+    response = await ask(
+        client, library["headers"], "Wer sah den Kometen Virelith über Duskmoor zuerst?"
+    )
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["grounded"] is True, answer["meta"]
+    assert [source["document_name"] for source in answer["sources"]][:1] == ["comet.txt"]
+    assert len(fresh_llm.requests) == 1  # translation off: the answer's call only
+
+
+async def test_a_question_about_something_absent_stays_general_in_german(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    attach_components(app, _translating(components, on=False))
+    library = await _library(client, components)
+    fresh_llm.script("Paris.")
+    response = await ask(client, library["headers"], "Was ist die Hauptstadt von Frankreich?")
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["grounded"] is False
+    assert not answer["sources"]
+
+
+async def test_a_connected_model_translates_the_question_for_the_search(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    library = await _library(client, components)
+    fresh_llm.script("How long do sourdough loaves proof?", "Vierzehn Stunden [1].")
+    response = await ask(client, library["headers"], "Wie lange gehen die Sauerteigbrote?")
+    answer = response.json()["assistant_message"]
+    # The German words match nothing English; the translation finds the bakery's passage.
+    assert answer["meta"]["translated_query"] == "How long do sourdough loaves proof?"
+    assert [source["document_name"] for source in answer["sources"]] == ["bakery.txt"]
+    translation = fresh_llm.requests[0]["messages"]
+    assert "into English" in translation[0]["content"]
+    assert translation[1]["content"] == "Wie lange gehen die Sauerteigbrote?"
+
+    calls = len(fresh_llm.requests)
+    fresh_llm.script("Fourteen hours [1].")
+    english = await ask(client, library["headers"], "How long do sourdough loaves proof?")
+    assert "translated_query" not in english.json()["assistant_message"]["meta"]
+    assert len(fresh_llm.requests) == calls + 1  # an English question is not translated
+
+
+async def test_documents_in_german_and_chinese_are_indexed_in_their_language(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    headers = await auth_headers(client)
+    german = await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
+    chinese = await upload_and_process(client, components, headers, "rhein.txt", CHINESE.encode())
+    languages = dict(
+        (await session.execute(select(DocumentChunk.document_id, DocumentChunk.language))).all()
+    )
+    assert languages[uuid.UUID(german["id"])] == "german"
+    assert languages[uuid.UUID(chinese["id"])] == "simple"
+
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    scope = [vector_ref(german), vector_ref(chinese)]
+    # German stemming: "Fähren" and "Überfahrten" are the passage's "Fähre" and "Überfahrt"
+    # (read as English, no word of the question was in it).
+    found = await lexical.search(scope, "Gibt es Fähren mit kurzen Überfahrten?", 2)
+    assert [str(hit.chunk.document_id) for hit in found] == [german["id"]]
+    # Chinese is read as pairs of characters: a question's words are found inside the text.
+    found = await lexical.search(scope, "莱茵河三角洲是什么时候开始形成的？", 2)
+    assert [str(hit.chunk.document_id) for hit in found] == [chinese["id"]]
