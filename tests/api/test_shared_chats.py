@@ -110,3 +110,26 @@ async def test_a_shared_chat_shows_its_answers_and_only_the_sources_the_reader_m
     actions = [entry["action"] for entry in log["items"]]
     assert "chat.shared" in actions and "chat.unshared" in actions
     assert "bonus" not in str(log)
+
+
+async def test_a_deactivated_account_s_links_lead_nowhere_until_it_is_active_again(
+    client: httpx.AsyncClient, session: AsyncSession, fresh_llm: ScriptedLLM
+) -> None:
+    """A deactivated account's API keys and sessions stopped working; its chat links did not."""
+    owner, reader = await auth_headers(client), await auth_headers(client)
+    admin = await admin_headers(client, session)
+    fresh_llm.script("Hello.")
+    chat_id = (await ask(client, owner, "Hello there")).json()["chat_id"]
+    share_id = (await client.put(f"/api/v1/chats/{chat_id}/share", headers=owner)).json()[
+        "share_id"
+    ]
+    owner_id = (await client.get("/api/v1/users/me", headers=owner)).json()["id"]
+    link = f"/api/v1/shared-chats/{share_id}"
+    assert (await client.get(link, headers=reader)).status_code == 200
+
+    await client.patch(f"/api/v1/admin/users/{owner_id}", headers=admin, json={"is_active": False})
+    assert (await client.get(link, headers=reader)).status_code == 404
+    assert (await client.get(f"{link}/messages", headers=reader)).status_code == 404
+
+    await client.patch(f"/api/v1/admin/users/{owner_id}", headers=admin, json={"is_active": True})
+    assert (await client.get(link, headers=reader)).status_code == 200

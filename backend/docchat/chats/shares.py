@@ -23,7 +23,10 @@ from docchat.kit.pagination import PageParams, paginate
 from docchat.retrieval.schemas import Source
 from docchat.users.models import User
 
-NOT_SHARED = "This link does not lead to a shared chat: it was turned off, or the chat deleted"
+NOT_SHARED = (
+    "This link does not lead to a shared chat: it was turned off, the chat deleted, or its "
+    "owner's account deactivated"
+)
 
 
 async def share(session: AsyncSession, user: User, chat: Chat, address: str | None) -> Chat:
@@ -63,11 +66,12 @@ async def unshare(session: AsyncSession, user: User, chat: Chat, address: str | 
 
 
 async def get_shared(session: AsyncSession, share_id: uuid.UUID) -> tuple[Chat, User]:
-    """The chat a link leads to, with its owner; 404 once the link is off or the chat deleted."""
+    """The chat a link leads to, with its owner; 404 once the link is off, the chat deleted
+    or its owner's account deactivated (as their sessions and keys, until it is active again)."""
     statement = (
         select(Chat, User)
         .join(User, User.id == Chat.owner_id)
-        .where(Chat.share_id == share_id, Chat.deleted_at.is_(None))
+        .where(Chat.share_id == share_id, Chat.deleted_at.is_(None), User.is_active.is_(True))
     )
     row = (await session.execute(statement)).one_or_none()
     if row is None:
