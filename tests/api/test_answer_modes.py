@@ -117,6 +117,26 @@ async def test_auto_quotes_with_the_builtin_model_and_still_asks_it_general_ques
     assert len(fresh_llm.requests) == 1
 
 
+async def test_the_model_reads_earlier_answers_without_their_quoting_and_markers(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Seen in a newcomer run: after a quoted answer, the built-in model wrote its general
+    answers as "From the documents: > ..." too, quoting nothing; and an earlier answer's [1]
+    numbered other passages than the next turn's."""
+    _with_builtin_model(app, components)
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    quoted = (await ask(client, headers, "How long do sourdough loaves proof?")).json()
+    assert quoted["assistant_message"]["content"].startswith("From the documents:")
+
+    fresh_llm.script("Paris.")
+    await ask(client, headers, "What is the capital of France?", chat_id=quoted["chat_id"])
+    earlier = [m["content"] for m in fresh_llm.last_request["messages"] if m["role"] == "assistant"]
+    assert len(earlier) == 1 and "14 hours" in earlier[0]
+    assert "From the documents" not in earlier[0]
+    assert not re.search(r"\[\d+\]|^>", earlier[0], re.MULTILINE), earlier[0]
+
+
 async def test_auto_quotes_the_documents_when_the_models_grounded_answer_cites_nothing(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:

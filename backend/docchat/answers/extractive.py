@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from docchat.retrieval.citations import strip_markers
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.highlight import TABLE_RULE, Highlight, Match, best_match, weights_for
 
@@ -115,3 +116,18 @@ def answer(question: str, entries: Sequence[ContextEntry]) -> tuple[str, list[Qu
     if not quotes:
         return None
     return compose(quotes), quotes
+
+
+_QUOTE_LINE = re.compile(r"^> ?", re.MULTILINE)
+
+
+def for_history(answer: str) -> str:
+    """An earlier answer as the model reads it in a later turn: without its [n] markers (they
+    numbered that turn's passages, not this one's), and a quoted answer as the sentences it
+    quoted. Shown "From the documents:" and quotation marks, the built-in model wrote its general
+    answers in that form too, quoting nothing."""
+    if answer.startswith(INTRODUCTION):
+        quotes = _QUOTE_LINE.sub("", answer.removeprefix(INTRODUCTION)).split("\n\n")
+        answer = " ".join(quote.strip() for quote in quotes if quote.strip())
+    return strip_markers(answer)
+

@@ -15,6 +15,7 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.answers import extractive
 from docchat.answers.engine import AnswerOptions, Question
 from docchat.answers.meta import Scope
 from docchat.chats import repository
@@ -202,7 +203,16 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
 
 def _history(messages: list[Message], settings: Settings) -> list[dict[str, str]]:
     limit = settings.rag.history_message_chars
-    return [{"role": str(message.role), "content": message.content[:limit]} for message in messages]
+    return [
+        {"role": str(message.role), "content": _as_remembered(message)[:limit]}
+        for message in messages
+    ]
+
+
+def _as_remembered(message: Message) -> str:
+    if message.role == MessageRole.assistant:
+        return extractive.for_history(message.content)
+    return message.content
 
 
 def _retitle(
