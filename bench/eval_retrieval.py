@@ -1,6 +1,7 @@
 """Retrieval quality: BM25 alone, vectors alone and the ways of fusing them, side by side.
 
-    .venv/bin/python -m bench.eval_retrieval [--dataset DIR] [--level paragraphs|articles|both]
+    .venv/bin/python -m bench.eval_retrieval [--dataset DIR]
+                                             [--level paragraphs|articles|passages|both]
                                              [--queries sample|all|N] [--rerank-url URL]
                                              [--wide-lexical SHARE]
 
@@ -14,6 +15,9 @@ MiniLM, Chroma, the PostgreSQL lexical index) into a fresh database.
 - articles: every whole article is a document, as a user would upload it; each chunk is mapped
   back to the paragraphs it overlaps (by character offset), so chunking is part of what is
   measured. A question is found at rank k when one of the first k chunks overlaps its paragraph.
+- passages: every corpus entry is a document (a file, e.g. an HTML page of
+  `bench/datasets/postgresql-manual`, uploaded as it is); a question is found at rank k when one
+  of the first k chunks is of its judged document and holds its answer string.
 
 Each question is searched once per side (the service's candidate depth, `RAG_CANDIDATES`);
 the fusion rows fuse those same candidates, so they differ only in the fusion. The last rows run
@@ -80,6 +84,16 @@ class Upload:
     text: str
     # [start, end) of each judged unit in `text`; empty: the whole document is one unit, `key`.
     units: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # A file uploaded as it is (an HTML page) instead of `text`; its chunks are all of `key`.
+    file: Path | None = None
+    content_type: str = "text/plain"
+    # Passages level: the answer strings of the questions judged against this document; a chunk
+    # holding one is also the unit `key#answer`.
+    answers: tuple[str, ...] = ()
+
+    def upload_body(self) -> tuple[str, bytes, str]:
+        data = self.file.read_bytes() if self.file is not None else self.text.encode()
+        return self.filename, data, self.content_type
 
 
 @dataclass(frozen=True)
@@ -116,15 +130,49 @@ def read_collection(folder: Path, level: str) -> Collection:
             title = str(entry.get("title") or key)
             uploads.append(Upload(key, f"{_safe_filename(title)}.txt", str(entry["text"]), units))
         return Collection(uploads, queries, qrels, documents_are_units=False)
-    uploads = [
-        Upload(
-            str(entry["_id"]),
-            f"{_safe_filename(str(entry['_id']))}.txt",
-            "\n\n".join(str(part) for part in (entry.get("title"), entry.get("text")) if part),
-        )
-        for entry in _jsonl(folder / "corpus.jsonl")
-    ]
+    uploads = [_document(folder, entry) for entry in _jsonl(folder / "corpus.jsonl")]
+    if level == "passages":
+        return _passages(folder, uploads, queries, qrels)
     return Collection(uploads, queries, qrels, documents_are_units=True)
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _passages(
+    folder: Path, uploads: list[Upload], queries: dict[str, str], qrels: dict[str, set[str]]
+) -> Collection:
+    """Whole documents, each chunk ranked: a chunk counts for a question when it is of the
+    judged document and holds the question's answer string (`metadata.answers`)."""
+    answers = {
+        str(entry["_id"]): [_spaced(str(answer)) for answer in entry["metadata"]["answers"]]  # type: ignore[index]
+        for entry in _jsonl(folder / "queries.jsonl")
+    }
+    by_document: dict[str, list[str]] = {}
+    for query_id, documents in qrels.items():
+        for document in documents:
+            by_document.setdefault(document, []).extend(answers[query_id])
+    uploads = [
+        dataclasses.replace(upload, answers=tuple(by_document.get(upload.key, ())))
+        for upload in uploads
+    ]
+    passages = {
+        query_id: {f"{document}#{answer}" for document in documents for answer in answers[query_id]}
+        for query_id, documents in qrels.items()
+    }
+    return Collection(uploads, queries, passages, documents_are_units=False)
+
+
+def _document(folder: Path, entry: dict[str, object]) -> Upload:
+    """A corpus entry as one document: its text, or the file it names (uploaded as it is)."""
+    key = str(entry["_id"])
+    if "file" in entry:
+        file = folder / str(entry["file"])
+        kind = "text/html" if file.suffix == ".html" else "application/octet-stream"
+        return Upload(key, file.name, "", file=file, content_type=kind)
+    text = "\n\n".join(str(part) for part in (entry.get("title"), entry.get("text")) if part)
+    return Upload(key, f"{_safe_filename(key)}.txt", text)
 
 
 def pick_queries(folder: Path, collection: Collection, which: str) -> list[str]:
@@ -216,9 +264,7 @@ async def ingested(
                 owner = uuid.UUID(int=0)
                 for upload in uploads:
                     response = await client.post(
-                        "/api/v1/documents",
-                        headers=headers,
-                        files={"file": (upload.filename, upload.text.encode(), "text/plain")},
+                        "/api/v1/documents", headers=headers, files={"file": upload.upload_body()}
                     )
                     response.raise_for_status()
                     body = response.json()
@@ -234,6 +280,12 @@ async def ingested(
                 by_document.setdefault(chunk.document_id, []).append(chunk.text)
             for chunk_list_id, texts in by_document.items():
                 upload = by_id[chunk_list_id]
+                if not upload.units:  # the whole document is the unit (and the answers in it)
+                    for index, text in enumerate(texts):
+                        held = {f"{upload.key}#{a}" for a in upload.answers if a in _spaced(text)}
+                        units = frozenset({upload.key, *held})
+                        units_of_chunk[chunk_id(chunk_list_id, index)] = units
+                    continue
                 for index, span in enumerate(_locate_chunks(upload, texts)):
                     units_of_chunk[chunk_id(chunk_list_id, index)] = _overlapping(upload, span)
             yield Ingested(components, scope, units_of_chunk, seconds, len(chunks))
@@ -406,7 +458,9 @@ async def main(
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
-    parser.add_argument("--level", choices=["paragraphs", "articles", "both"], default="both")
+    parser.add_argument(
+        "--level", choices=["paragraphs", "articles", "passages", "both"], default="both"
+    )
     parser.add_argument("--queries", default="sample", help="sample (1,000), all, or a count")
     parser.add_argument("--rerank-url", default=None, help="a /rerank service to measure")
     parser.add_argument(
