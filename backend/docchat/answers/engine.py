@@ -306,20 +306,13 @@ class AnswerEngine:
         with_conversation = followups.search_query(question.text, question.history)
         if not (question.options.reformulate and question.history):
             return with_conversation
-        started = time.perf_counter()
-        try:
-            rewritten = await llm.complete(
-                prompts.reformulation_messages(question.history, question.text),
-                model=question.options.model,
-                max_tokens=100,
-                temperature=0.0,
-            )
-        except DocchatError as exc:
-            logger.warning("query reformulation failed, searching without it: %s", exc)
+        messages = prompts.reformulation_messages(question.history, question.text)
+        rewritten, meta.reformulation_ms = await self._model_query(
+            llm, messages, question, max_tokens=100, purpose="query reformulation"
+        )
+        if rewritten is None:
             return with_conversation
-        finally:
-            meta.reformulation_ms = round((time.perf_counter() - started) * 1000, 1)
-        return rewritten.content.strip() or question.text
+        return rewritten or question.text
 
     async def _translated(
         self, query: str, question: Question, llm: MeteredLLM, meta: AnswerMeta
@@ -334,24 +327,36 @@ class AnswerEngine:
         asked = languages.language_of(question.text)
         if target is None or asked is None or asked == target:
             return None
-        started = time.perf_counter()
-        try:
-            translation = await llm.complete(
-                prompts.translation_messages(query, self.rag.lexical_language.capitalize()),
-                model=question.options.model,
-                max_tokens=200,
-                temperature=0.0,
-            )
-        except DocchatError as exc:
-            logger.warning("question translation failed, searching as asked: %s", exc)
-            return None
-        finally:
-            meta.translation_ms = round((time.perf_counter() - started) * 1000, 1)
-        translated = translation.content.strip()
+        messages = prompts.translation_messages(query, self.rag.lexical_language.capitalize())
+        translated, meta.translation_ms = await self._model_query(
+            llm, messages, question, max_tokens=200, purpose="question translation"
+        )
         if not translated or translated == query:
             return None
         meta.translated_query = translated[:500]
         return translated
+
+    @staticmethod
+    async def _model_query(
+        llm: MeteredLLM,
+        messages: list[dict[str, Any]],
+        question: Question,
+        *,
+        max_tokens: int,
+        purpose: str,
+    ) -> tuple[str | None, float]:
+        """A search query the model writes (a follow-up made standalone, a translation): its
+        text, or None when the call failed (the search goes on without it), and the
+        milliseconds the call took."""
+        started = time.perf_counter()
+        try:
+            reply = await llm.complete(
+                messages, model=question.options.model, max_tokens=max_tokens, temperature=0.0
+            )
+        except DocchatError as exc:
+            logger.warning("%s failed, searching without it: %s", purpose, exc)
+            return None, round((time.perf_counter() - started) * 1000, 1)
+        return reply.content.strip(), round((time.perf_counter() - started) * 1000, 1)
 
     async def _searched_entries(
         self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget

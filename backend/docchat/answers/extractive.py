@@ -130,4 +130,3 @@ def for_history(answer: str) -> str:
         quotes = _QUOTE_LINE.sub("", answer.removeprefix(INTRODUCTION)).split("\n\n")
         answer = " ".join(quote.strip() for quote in quotes if quote.strip())
     return strip_markers(answer)
-
