@@ -239,7 +239,7 @@ class Retriever:
                 found[hit.chunk.id] = hit
         ranked = sorted(found.values(), key=self.match_score, reverse=True)[:top_k]
         best = max((r.best_match for r in results if r.best_match is not None), default=None)
-        elapsed = max(result.elapsed_ms for result in results)
+        elapsed = sum(result.elapsed_ms for result in results)
         merged = SearchResult(chunks=ranked, elapsed_ms=elapsed, best_match=best)
         return self._judged(merged, require_match)
 
