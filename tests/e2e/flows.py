@@ -43,13 +43,20 @@ async def log_in(page: Page, server: LiveServer, email: str, password: str) -> N
 async def upload(page: Page, files: dict[str, bytes], wait_ms: float = 60_000) -> None:
     """Upload files through the documents panel (their type sniffed by the server) and wait
     until each is searchable. Documents are found by name: the administrator's shared ones are
-    listed too. The files are picked once the panel has listed what is there: picked while the
-    page was still settling after sign-up, a file was once never seen by the app (CI)."""
+    listed too."""
+    chosen = [{"name": name, "mimeType": "", "buffer": content} for name, content in files.items()]
     listed = page.get_by_test_id("document").or_(page.get_by_text("No documents yet."))
     await expect(listed.first).to_be_attached()
-    await page.get_by_test_id("file-input").set_input_files(
-        [{"name": name, "mimeType": "", "buffer": content} for name, content in files.items()]
-    )
+    first = page.get_by_test_id("document").filter(has_text=next(iter(files)))
+    seen = page.get_by_test_id("upload").or_(first)
+    await page.get_by_test_id("file-input").set_input_files(chosen)
+    try:
+        await expect(seen.first).to_be_attached(timeout=5_000)
+    except AssertionError:
+        # Twice in CI (1 in 3 full runs) a file picked right after sign-up left no trace: no
+        # upload row, no request, the documents panel listed. Not reproduced alone or on a
+        # person's pace; picked again, so the tests after it still run. Cause unknown.
+        await page.get_by_test_id("file-input").set_input_files(chosen)
     for name in files:
         document = page.get_by_test_id("document").filter(has_text=name)
         await expect(document).to_have_attribute("data-status", "completed", timeout=wait_ms)
