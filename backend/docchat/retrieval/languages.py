@@ -85,7 +85,7 @@ def language_of(text: str) -> str | None:
     return _language_of_sample(text[:SAMPLE_CHARS])
 
 
-# A question is told once for its lexical and its vector side.
+# A question is told once for its search and for its translation.
 @lru_cache(maxsize=256)
 def _language_of_sample(sample: str) -> str | None:
     if len(_CJK_CHARACTER.findall(sample)) < MIN_CJK_CHARACTERS and (
@@ -97,8 +97,8 @@ def _language_of_sample(sample: str) -> str | None:
 
 
 def configuration(language: str | None, default: str) -> str:
-    """The PostgreSQL text search configuration for a language code; `default` when there is
-    no language or PostgreSQL has no stemmer for it."""
+    """The PostgreSQL text search configuration for a language code: `default` when there is
+    no language, `simple` (words as written) when PostgreSQL has no stemmer for it."""
     if language is None:
         return default
     return CONFIGURATIONS.get(language) or CJK.get(language) or "simple"
