@@ -155,9 +155,12 @@ def components(
     base_components: Components, sessionmaker: async_sessionmaker[AsyncSession]
 ) -> Components:
     # Every session of such a test shares its one connection (rolled back at the end), so no
-    # two may work at once: a search started ahead of a turn would run beside the turn's own
-    # statements. Tests of it use `live_components`, whose sessions have connections of their own.
-    rag = base_components.settings.rag.model_copy(update={"search_ahead": False})
+    # two may work at once: a search started ahead of a turn, or a chat's summary written after
+    # an answer, would run beside the next statements. Tests of them use `live_components`,
+    # whose sessions have connections of their own.
+    rag = base_components.settings.rag.model_copy(
+        update={"search_ahead": False, "summarise_history": False}
+    )
     settings = base_components.settings.model_copy(update={"rag": rag})
     return dataclasses.replace(base_components, sessionmaker=sessionmaker, settings=settings)
 

@@ -191,8 +191,32 @@ class RAGSettings(BaseSettings):
         3500, ge=100, description="Most tokens of document context in one prompt"
     )
     max_history_pairs: int = Field(
-        10, ge=0, description="Earlier question/answer pairs sent with a question"
+        10,
+        ge=0,
+        description="Earlier question/answer pairs sent with a question unless a chat sets its own",
     )
+    history_pairs_limit: int = Field(
+        50, ge=0, description="The most earlier pairs a chat may choose to send (its setting)"
+    )
+    history_tokens: int = Field(
+        3000, ge=0, description="Most tokens of earlier pairs in one prompt (the latest always)"
+    )
+    history_search_pairs: int = Field(
+        100,
+        ge=0,
+        description=(
+            "Earlier pairs read to find those most related to the question when a chat is "
+            "longer than its history (the last 2 always stay)"
+        ),
+    )
+    summarise_history: bool = Field(
+        True,
+        description=(
+            "Fold the pairs a chat no longer sends into a running summary the prompt carries "
+            "(written after an answer, in the background)"
+        ),
+    )
+    summary_tokens: int = Field(400, ge=50, description="Longest conversation summary, in tokens")
     history_message_chars: int = Field(
         500, ge=1, description="Each history message is cut to this many characters"
     )

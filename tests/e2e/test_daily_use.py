@@ -572,6 +572,41 @@ async def test_a_chat_has_its_own_model_and_strict_mode(
     await page.screenshot(path=str(SCREENSHOTS / "chat-settings.png"))
 
 
+async def test_a_chat_remembers_as_many_exchanges_as_chosen_and_shows_its_summary(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    page, _ = await signed_in(bypass_csp=True)
+    scripted_llm.script("Ferries leave at seven.")
+    await ask(page, "When do ferries leave?")
+    await expect(page.get_by_test_id("message-assistant")).to_contain_text("seven")
+
+    await page.get_by_text("Answer settings").click()
+    remembers = page.get_by_label("Chat history")
+    await expect(remembers.locator("option").first).to_have_text("Default (last 10 exchanges)")
+    await remembers.select_option("1")
+    await expect(remembers).to_have_value("1")  # shown once the server has it
+
+    # The second answer pushes the first exchange out of the window: it is summarised after.
+    scripted_llm.script("Tickets cost 5 euros.", "Asked when ferries leave: at seven.")
+    await ask(page, "What do tickets cost?")
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("5 euros")
+    summary = page.locator(".chat-summary")
+    for _ in range(20):  # written in the background; the page reads it when it opens the chat
+        await page.reload()
+        await page.get_by_text("Answer settings").click()
+        if await summary.count():
+            break
+        await page.wait_for_timeout(250)
+    await expect(summary).to_contain_text("Asked when ferries leave: at seven.")
+    await expect(page.get_by_label("Chat history")).to_have_value("1")
+    assert await serious_violations(page) == []
+    await page.screenshot(path=str(SCREENSHOTS / "chat-history-settings.png"))
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(summary).to_be_in_viewport()
+    await page.screenshot(path=str(SCREENSHOTS / "chat-history-settings-phone.png"))
+
+
 async def test_a_chat_is_renamed_in_place_and_a_deletion_undone(
     signed_in: SignIn,
     scripted_llm: ScriptedLLM,

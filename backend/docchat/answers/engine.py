@@ -92,6 +92,8 @@ class Question:
     general_system_prompt: bool = True
     # Names the conversation in the logs (a chat id).
     label: str = ""
+    # The running summary of the conversation before `history` (`chats.summaries`).
+    summary: str | None = None
 
     # The chat's previous answer came from documents: this question may well follow up on it
     # ("and how far can it be seen?") in words that match no passage by themselves.
@@ -192,8 +194,12 @@ class AnswerEngine:
         return min(options.max_tokens or longest, longest)
 
     def budget(self, question: Question) -> TokenBudget:
-        prompt_tokens = estimate_tokens(question.text) + sum(
-            estimate_tokens(str(message.get("content") or "")) for message in question.history
+        prompt_tokens = (
+            estimate_tokens(question.text)
+            + estimate_tokens(question.summary or "")
+            + sum(
+                estimate_tokens(str(message.get("content") or "")) for message in question.history
+            )
         )
         return TokenBudget.for_prompt(
             window=self.llm_settings.context_window,
@@ -210,7 +216,9 @@ class AnswerEngine:
 
     def _general(self, question: Question) -> list[dict[str, Any]]:
         if question.general_system_prompt:
-            return prompts.general_messages(question.history, question.text)
+            return prompts.general_messages(
+                question.history, question.text, summary=question.summary
+            )
         return [*question.history, {"role": "user", "content": question.text}]
 
     async def plan(self, question: Question) -> Plan:
@@ -261,7 +269,11 @@ class AnswerEngine:
             len(context),
         )
         grounded = prompts.grounded_messages(
-            question.history, context, question.text, strict=options.strict
+            question.history,
+            context,
+            question.text,
+            strict=options.strict,
+            summary=question.summary,
         )
         _with_file_parts(grounded, file_parts)
         meta.context_chars = len(context)
@@ -429,7 +441,11 @@ class AnswerEngine:
         )
         context = format_context([entry for entry in inline if entry.text])
         messages = prompts.tool_messages(
-            question.history, context, question.text, strict=question.options.strict
+            question.history,
+            context,
+            question.text,
+            strict=question.options.strict,
+            summary=question.summary,
         )
         _with_file_parts(messages, file_parts)
         max_tokens = self._fitted_max_tokens(question, messages)

@@ -31,6 +31,7 @@ from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan,
 from docchat.answers.meta import Scope
 from docchat.chats import repository
 from docchat.chats import service as chats_service
+from docchat.chats.history import Relevance
 from docchat.chats.models import MessageStatus
 from docchat.chats.progress import ENDED_WITHOUT_TEXT, End, Progress, follow_stored
 from docchat.chats.schemas import (
@@ -42,6 +43,7 @@ from docchat.chats.schemas import (
     StreamMeta,
     StreamSources,
 )
+from docchat.chats.summaries import Summaries
 from docchat.chats.turns import ScopeRead, Turn, searches_as_worded, start_turn
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
@@ -93,6 +95,9 @@ class MessageFlow:
     engine: AnswerEngine
     storage: FileStorage
     publisher: EventPublisher
+    summaries: Summaries
+    # Chooses the earlier exchanges a long chat's question remembers; None: the latest ones.
+    relevance: Relevance | None = None
     # The answers this process is writing, by their message id.
     runs: dict[uuid.UUID, Run] = field(default_factory=dict)
 
@@ -122,7 +127,15 @@ class MessageFlow:
                 if self.settings.rag.search_ahead:
                     self.engine.search_ahead(request.content, scope, documents, options)
 
-        turn = await start_turn(session, self.settings, self.storage, user, request, on_scope=ahead)
+        turn = await start_turn(
+            session,
+            self.settings,
+            self.storage,
+            user,
+            request,
+            on_scope=ahead,
+            relevance=self.relevance,
+        )
         payload = {"chat_id": str(turn.chat_id), "model": turn.question.options.model}
         events_service.publish(self.publisher, events_service.QUERY_SUBMITTED, user.id, payload)
         return turn
@@ -173,6 +186,9 @@ class MessageFlow:
                     from_seq=turn.replaces_from_seq,
                     before_seq=turn.question_seq,
                 )
+                await repository.forget_summary(
+                    session, turn.chat_id, from_seq=turn.replaces_from_seq
+                )
             if turn.retitle is not None:
                 old, new = turn.retitle
                 await repository.retitle(session, turn.chat_id, old=old, new=new)
@@ -187,6 +203,9 @@ class MessageFlow:
         events_service.publish(
             self.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload
         )
+        self.summaries.after_answer(turn.chat_id, turn.question.options.model)
+        if self.relevance is not None:
+            self.relevance.remember(turn.question.text, saved.content)
         logger.info(
             "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
             turn.chat_id,
@@ -275,6 +294,7 @@ class MessageFlow:
         tasks = [run.task for run in self.runs.values() if run.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_WAIT_SECONDS)
+        await self.summaries.close()
 
     async def _generate(self, run: Run) -> Generated:
         turn, progress = run.turn, run.progress

@@ -43,6 +43,12 @@ class Chat(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     # Answer settings of this chat; None: the server's (or the user's) default.
     model: Mapped[str | None] = mapped_column(String(200), default=None)
     strict: Mapped[bool | None] = mapped_column(default=None)
+    # Earlier exchanges its questions remember; None: RAG_MAX_HISTORY_PAIRS.
+    history_pairs: Mapped[int | None] = mapped_column(default=None)
+    # The running summary of the exchanges up to `summary_through_seq` (`chats.summaries`).
+    summary: Mapped[str | None] = mapped_column(Text, default=None)
+    summary_through_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    summary_updated_at: Mapped[datetime | None] = mapped_column(default=None)
     # Pinned chats head the list; archived ones leave it (a search still finds them) until
     # unarchived or asked a new question. Neither counts as activity.
     pinned_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -180,6 +181,69 @@ async def recent_history(
         .limit(pairs * 2)
     )
     return list(reversed((await session.execute(statement)).scalars().all()))
+
+
+async def messages_after(
+    session: AsyncSession, chat_id: uuid.UUID, *, after_seq: int, limit: int
+) -> list[Message]:
+    """The chat's first `limit` finished questions and answers after `after_seq`, oldest first."""
+    statement = (
+        messages_of(chat_id)
+        .where(
+            Message.seq > after_seq,
+            Message.role.in_([MessageRole.user, MessageRole.assistant]),
+            Message.status == MessageStatus.complete,
+        )
+        .order_by(Message.seq)
+        .limit(limit)
+    )
+    return list((await session.execute(statement)).scalars())
+
+
+class SummaryState(NamedTuple):
+    """A chat's summary as a fold read it."""
+
+    summary: str | None
+    through_seq: int
+    updated_at: datetime | None
+
+    @classmethod
+    def of(cls, chat: Chat) -> SummaryState:
+        return cls(chat.summary, chat.summary_through_seq, chat.summary_updated_at)
+
+
+async def save_summary(
+    session: AsyncSession,
+    chat_id: uuid.UUID,
+    read: SummaryState,
+    *,
+    summary: str,
+    through_seq: int,
+) -> bool:
+    """Store the chat's new summary unless it changed since it was `read` (another fold, or
+    an edit that made it start over): then this one is dropped, and False is returned."""
+    result = await session.execute(
+        update(Chat)
+        .where(
+            Chat.id == chat_id,
+            Chat.summary_through_seq == read.through_seq,
+            Chat.summary_updated_at.is_not_distinct_from(read.updated_at),
+        )
+        .values(summary=summary, summary_through_seq=through_seq, summary_updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def forget_summary(session: AsyncSession, chat_id: uuid.UUID, *, from_seq: int) -> None:
+    """Start the chat's summary over when messages it covers (from `from_seq` on) are gone;
+    the time changes too, so a fold already under way does not store what it read before."""
+    await session.execute(
+        update(Chat)
+        .where(Chat.id == chat_id, Chat.summary_through_seq >= from_seq)
+        .values(summary=None, summary_through_seq=0, summary_updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
 
 
 async def get_question(

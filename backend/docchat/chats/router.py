@@ -29,6 +29,7 @@ from docchat.chats.schemas import (
     SharedChat,
     SharedMessage,
 )
+from docchat.kit.errors import Unprocessable
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, SettingsDep, make_router
 from docchat.llm.catalog import allowed_models, resolve_model
@@ -48,6 +49,8 @@ async def _detail(session: SessionDep, user: User, chat: Chat) -> ChatDetail:
             for document in await service.linked_documents(session, user, chat)
         ],
         collection_ids=await service.collection_ids(session, user, chat),
+        summary=chat.summary,
+        summary_updated_at=chat.summary_updated_at,
     )
 
 
@@ -111,6 +114,8 @@ async def answer_defaults(user: CurrentUser, settings: SettingsDep) -> AnswerDef
         model=resolve_model(settings.llm, user.preferred_model),
         models=allowed_models(settings.llm),
         strict=settings.rag.strict,
+        history_pairs=settings.rag.max_history_pairs,
+        history_pairs_limit=settings.rag.history_pairs_limit,
     )
 
 
@@ -125,6 +130,9 @@ async def update_chat(
 ) -> ChatDetail:
     if data.model:
         resolve_model(settings.llm, data.model)  # 400 for a model this server does not offer
+    limit = settings.rag.history_pairs_limit
+    if data.history_pairs is not None and data.history_pairs > limit:
+        raise Unprocessable(f"history_pairs: at most {limit} on this server")
     return await _detail(session, user, await service.update(session, user, chat, data))
 
 

@@ -38,6 +38,12 @@ class ChatUpdate(RequestModel):
     strict: bool | None = Field(
         None, description="Documents only (no citation, no answer); null: the server's default"
     )
+    history_pairs: int | None = Field(
+        None,
+        ge=0,
+        description="Earlier question/answer pairs this chat's questions remember, at most "
+        "`history_pairs_limit` of GET /chats/answer-settings (0: none); null: the default",
+    )
     pinned: bool | None = Field(None, description="Pinned chats head the list")
     archived: bool | None = Field(
         None,
@@ -54,6 +60,9 @@ class ChatRead(BaseModel):
     category_id: uuid.UUID | None
     model: str | None = Field(description="This chat's model; null: the default")
     strict: bool | None = Field(description="This chat's strict mode; null: the server's default")
+    history_pairs: int | None = Field(
+        description="Earlier pairs this chat's questions remember; null: the default"
+    )
     pinned_at: datetime | None = Field(description="When it was pinned; null: not pinned")
     archived_at: datetime | None = Field(description="When it was archived; null: not archived")
     share_id: uuid.UUID | None = Field(
@@ -78,6 +87,8 @@ class AnswerDefaults(BaseModel):
     )
     models: list[str] = Field(description="The models a chat may use")
     strict: bool = Field(description="Whether answers are documents-only unless a chat says")
+    history_pairs: int = Field(description="Earlier pairs a question remembers unless a chat says")
+    history_pairs_limit: int = Field(description="The most earlier pairs a chat may choose")
 
 
 class LinkedDocument(BaseModel):
@@ -88,6 +99,11 @@ class LinkedDocument(BaseModel):
 
 
 class ChatDetail(ChatRead):
+    summary: str | None = Field(
+        description="The running summary of the exchanges this chat's questions no longer "
+        "send whole (written after an answer; null: none yet)"
+    )
+    summary_updated_at: datetime | None = Field(description="When the summary was last written")
     document_ids: list[uuid.UUID]
     documents: list[LinkedDocument] = Field(
         description="The linked documents you may still read, with their names, by name"

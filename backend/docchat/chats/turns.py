@@ -15,10 +15,9 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.answers import extractive
 from docchat.answers.engine import AnswerOptions, Question
 from docchat.answers.meta import Scope
-from docchat.chats import repository
+from docchat.chats import history, repository, summaries
 from docchat.chats import service as chats_service
 from docchat.chats.models import Chat, Message, MessageRole
 from docchat.chats.schemas import MessageCreate, MessageRead
@@ -201,18 +200,36 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
     ]
 
 
-def _history(messages: list[Message], settings: Settings) -> list[dict[str, str]]:
-    limit = settings.rag.history_message_chars
-    return [
-        {"role": str(message.role), "content": _as_remembered(message)[:limit]}
-        for message in messages
-    ]
-
-
-def _as_remembered(message: Message) -> str:
-    if message.role == MessageRole.assistant:
-        return extractive.for_history(message.content)
-    return message.content
+async def _remembered(
+    session: AsyncSession,
+    settings: Settings,
+    chat: Chat,
+    question: str,
+    before_seq: int,
+    relevance: history.Relevance | None,
+) -> tuple[list[Message], list[dict[str, str]], str | None]:
+    """The messages before the question (as far as relevance reads), the history the prompt
+    gets (`chats.history`), and the chat's summary when it covers only what came before."""
+    rag = settings.rag
+    window = summaries.history_pairs(chat, settings)
+    searched = max(window, rag.history_search_pairs) if relevance is not None else window
+    earlier = await repository.recent_history(
+        session, chat.id, pairs=searched, before_seq=before_seq
+    )
+    exchanges = history.exchanges_of(earlier)
+    scores = None
+    if relevance is not None and len(exchanges) > window > history.KEEP_RECENT:
+        scores = await relevance.scores(question, exchanges)
+    chosen = history.choose(
+        exchanges,
+        scores,
+        pairs=window,
+        token_budget=rag.history_tokens,
+        message_chars=rag.history_message_chars,
+    )
+    # An edit of a question the summary covers: what the summary says came after it.
+    summary = chat.summary if chat.summary_through_seq < before_seq else None
+    return earlier, history.as_history(chosen, rag.history_message_chars), summary
 
 
 def _retitle(
@@ -243,6 +260,7 @@ async def start_turn(
     request: MessageCreate,
     *,
     on_scope: ScopeRead | None = None,
+    relevance: history.Relevance | None = None,
 ) -> Turn:
     """Phase 1, committed before the model is called so the user's message is never lost."""
     limit = settings.max_message_chars
@@ -272,12 +290,13 @@ async def start_turn(
     )
     # An edited question's history is what came before the question it replaces.
     history_end = replaced.seq if replaced is not None else message.seq
-    earlier = await repository.recent_history(
-        session, chat.id, pairs=settings.rag.max_history_pairs, before_seq=history_end
+    earlier, remembered, summary = await _remembered(
+        session, settings, chat, request.content, history_end, relevance
     )
     question = Question(
         text=request.content,
-        history=_history(earlier, settings),
+        history=remembered,
+        summary=summary,
         follows_grounded_answer=_last_answer_was_grounded(earlier),
         documents=documents,
         options=options,

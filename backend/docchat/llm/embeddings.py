@@ -7,9 +7,12 @@ text, in order. It is blocking (CPU or network), so async callers run it in a wo
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import logging
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -203,3 +206,42 @@ EMBEDDERS: Registry[Callable[[EmbeddingSettings], Embedder]] = Registry(
 
 def local_embedder(settings: EmbeddingSettings) -> LocalMiniLMEmbedder:
     return LocalMiniLMEmbedder(batch_size=settings.batch_size)
+
+
+class CachedVectors:
+    """Vectors of short texts (questions, a chat's exchanges) for comparing them, each text
+    embedded once per process: an LRU of `size` texts. Async: the model runs in a thread."""
+
+    def __init__(self, embedder: Embedder, *, size: int = 20_000) -> None:
+        self.embedder = embedder
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pending: set[asyncio.Task[np.ndarray]] = set()
+
+    async def of(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit-length row per text, in order."""
+        keys = [_text_key(text) for text in texts]
+        missing = list(dict.fromkeys(key for key in keys if key not in self._vectors))
+        if missing:
+            by_key = dict(zip(keys, texts, strict=True))
+            made = await asyncio.to_thread(self.embedder.embed, [by_key[k] for k in missing])
+            for key, vector in zip(missing, made, strict=True):
+                self._vectors[key] = np.asarray(vector, dtype=np.float32)
+        stacked = np.stack([self._vectors[key] for key in keys])
+        for key in keys:
+            self._vectors.move_to_end(key)
+        while len(self._vectors) > self.size:
+            self._vectors.popitem(last=False)
+        return stacked
+
+    def prepare(self, text: str) -> None:
+        """Embed `text` in the background (call from the event loop) for a comparison soon;
+        a failure only means it is embedded again when asked."""
+        task = asyncio.create_task(self.of([text]))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+def _text_key(text: str) -> str:
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()

@@ -57,32 +57,77 @@ NOT_FOUND_ANSWER = (
 )
 
 
+def _with_summary(system: str, summary: str | None) -> str:
+    """The conversation's running summary (what the history no longer sends whole) goes last
+    in the system message, before the recent exchanges."""
+    return f"{system}\n\nSummary of the earlier conversation:\n{summary}" if summary else system
+
+
 def grounded_messages(
-    history: Sequence[dict[str, str]], context: str, question: str, *, strict: bool
+    history: Sequence[dict[str, str]],
+    context: str,
+    question: str,
+    *,
+    strict: bool,
+    summary: str | None = None,
 ) -> list[dict[str, Any]]:
     """Instructions and passages as the system message, then the conversation, then the question.
 
     This shape keeps even a 135M-parameter model on the passages; larger ones do not mind it.
     """
     system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "") + f"\n\nPassages:\n{context}"
-    return [{"role": "system", "content": system}, *history, {"role": "user", "content": question}]
+    return [
+        {"role": "system", "content": _with_summary(system, summary)},
+        *history,
+        {"role": "user", "content": question},
+    ]
 
 
 def tool_messages(
-    history: Sequence[dict[str, str]], context: str, question: str, *, strict: bool
+    history: Sequence[dict[str, str]],
+    context: str,
+    question: str,
+    *,
+    strict: bool,
+    summary: str | None = None,
 ) -> list[dict[str, Any]]:
     """Tool mode: the model searches itself; passages read inline (if any) come up front."""
     system = TOOL_SYSTEM + (STRICT_ADDENDUM if strict else "")
     if context:
         system += f"\n\nPassages from documents still being indexed:\n{context}"
-    return [{"role": "system", "content": system}, *history, {"role": "user", "content": question}]
-
-
-def general_messages(history: Sequence[dict[str, str]], question: str) -> list[dict[str, Any]]:
     return [
-        {"role": "system", "content": GENERAL_SYSTEM},
+        {"role": "system", "content": _with_summary(system, summary)},
         *history,
         {"role": "user", "content": question},
+    ]
+
+
+def general_messages(
+    history: Sequence[dict[str, str]], question: str, *, summary: str | None = None
+) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": _with_summary(GENERAL_SYSTEM, summary)},
+        *history,
+        {"role": "user", "content": question},
+    ]
+
+
+SUMMARY_SYSTEM = (
+    "You keep a running summary of a conversation between a user and an assistant that "
+    "answers from the user's documents. Rewrite the summary so that it also covers the new "
+    "exchanges: what the user asked and wanted, the facts, figures and names the answers gave "
+    "and which documents they came from, decisions and open questions. Leave out greetings "
+    "and repetition. At most {words} words, in the language of the conversation. Reply with "
+    "the summary only."
+)
+
+
+def summary_messages(previous: str | None, transcript: str, *, words: int) -> list[dict[str, Any]]:
+    """Fold exchanges that leave the history window into the conversation's summary."""
+    so_far = previous or "(none yet)"
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM.format(words=words)},
+        {"role": "user", "content": f"Summary so far:\n{so_far}\n\nNew exchanges:\n{transcript}"},
     ]
 
 

@@ -20,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 import docchat.models  # noqa: F401
 from docchat.answers.engine import AnswerEngine
 from docchat.chats.flow import MessageFlow
+from docchat.chats.history import Relevance
+from docchat.chats.summaries import Summaries
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage, build_storage
 from docchat.events.publisher import EventPublisher
@@ -27,7 +29,13 @@ from docchat.extraction.bounds import ExpansionLimits
 from docchat.extraction.ocr import OcrOptions, find_tesseract
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
 from docchat.llm.client import LLM
-from docchat.llm.embeddings import EMBEDDERS, Embedder, OpenAIEmbedder, local_embedder
+from docchat.llm.embeddings import (
+    EMBEDDERS,
+    CachedVectors,
+    Embedder,
+    OpenAIEmbedder,
+    local_embedder,
+)
 from docchat.openai_compat.service import Completions
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import (
@@ -82,12 +90,17 @@ class Components:
             rag=rag,
             llm_settings=self.settings.llm,
         )
+        self.vectors = CachedVectors(self.embedder)
         self.message_flow = MessageFlow(
             settings=self.settings,
             sessionmaker=self.sessionmaker,
             engine=self.engine,
             storage=self.storage,
             publisher=self.publisher,
+            summaries=Summaries(
+                settings=self.settings, sessionmaker=self.sessionmaker, llm=self.llm
+            ),
+            relevance=Relevance(self.vectors),
         )
         self.completions = Completions(
             settings=self.settings,

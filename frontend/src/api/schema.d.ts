@@ -1409,6 +1409,16 @@ export interface components {
          */
         AnswerDefaults: {
             /**
+             * History Pairs
+             * @description Earlier pairs a question remembers unless a chat says
+             */
+            history_pairs: number;
+            /**
+             * History Pairs Limit
+             * @description The most earlier pairs a chat may choose
+             */
+            history_pairs_limit: number;
+            /**
              * Model
              * @description The model used when a chat names none (yours, if you chose one)
              */
@@ -1776,6 +1786,11 @@ export interface components {
              */
             documents: components["schemas"]["LinkedDocument"][];
             /**
+             * History Pairs
+             * @description Earlier pairs this chat's questions remember; null: the default
+             */
+            history_pairs: number | null;
+            /**
              * Id
              * Format: uuid
              */
@@ -1810,6 +1825,16 @@ export interface components {
              * @description This chat's strict mode; null: the server's default
              */
             strict: boolean | null;
+            /**
+             * Summary
+             * @description The running summary of the exchanges this chat's questions no longer send whole (written after an answer; null: none yet)
+             */
+            summary: string | null;
+            /**
+             * Summary Updated At
+             * @description When the summary was last written
+             */
+            summary_updated_at: string | null;
             /** Title */
             title: string;
             /**
@@ -1837,6 +1862,11 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * History Pairs
+             * @description Earlier pairs this chat's questions remember; null: the default
+             */
+            history_pairs: number | null;
             /**
              * Id
              * Format: uuid
@@ -1889,6 +1919,11 @@ export interface components {
             archived?: boolean | null;
             /** Category Id */
             category_id?: string | null;
+            /**
+             * History Pairs
+             * @description Earlier question/answer pairs this chat's questions remember, at most `history_pairs_limit` of GET /chats/answer-settings (0: none); null: the default
+             */
+            history_pairs?: number | null;
             /**
              * Model
              * @description The model this chat's answers use (one of GET /chats/answer-settings); null: the default

@@ -7,7 +7,8 @@ type Defaults = Schemas["AnswerDefaults"];
 type Chat = Schemas["ChatDetail"];
 
 
-/** This chat's model and strict mode, each "the default" unless chosen (the default named). */
+/** This chat's model, strict mode and history length, each "the default" unless chosen (the
+ * default named), and the summary of what its questions no longer send whole. */
 export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChanged(): void }) {
   // The reader's defaults (their own model, if chosen): cached per session, so the next
   // account in this tab reads its own (a module-level cache kept the last one's).
@@ -54,6 +55,27 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
             <option value="open">General answers when the documents have nothing</option>
           </select>
         </label>
+        <label>
+          Remembers
+          <select
+            aria-label="Chat history"
+            value={chat.history_pairs ?? ""}
+            onChange={(event) => void change({ history_pairs: event.target.value === "" ? null : Number(event.target.value) })}
+          >
+            <option value="">Default (last {defaults.history_pairs} exchanges)</option>
+            {historyChoices(defaults.history_pairs_limit, chat.history_pairs).map((pairs) => (
+              <option key={pairs} value={pairs}>
+                {pairs === 0 ? "Nothing: each question on its own" : `${pairs} exchange${pairs === 1 ? "" : "s"}`}
+              </option>
+            ))}
+          </select>
+        </label>
+        {chat.summary && (
+          <div className="chat-summary">
+            <h3>Summary of the earlier conversation</h3>
+            <p>{chat.summary}</p>
+          </div>
+        )}
         {problem && (
           <p role="alert" className="error">
             {problem}
@@ -62,4 +84,12 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
       </div>
     </details>
   );
+}
+
+/** The history lengths offered: a few steps up to the server's limit, and the chat's own
+ * (which the API may have set to any number). */
+function historyChoices(limit: number, current: number | null | undefined): number[] {
+  const steps = new Set([0, 1, 2, 5, 10, 20, 30, 50, limit].filter((pairs) => pairs <= limit));
+  if (current != null) steps.add(current);
+  return [...steps].sort((a, b) => a - b);
 }

@@ -1,0 +1,176 @@
+"""The running summary of a chat: the exchanges its questions no longer send whole, folded in.
+
+After an answer is saved, the exchanges that have left the chat's history window (all but its
+last `history_pairs`) and are not yet in the summary are folded into it, in the background:
+never on a question's path, and with no database connection held while the model writes.
+`chats.summary_through_seq` marks how far the summary goes, so each fold reads only what is
+new; an edit or regeneration that removes summarised messages starts it over
+(`repository.forget_summary`), and the next fold writes it again from the start.
+
+With a connected model the chat's model rewrites the summary. The built-in demo model is too
+small to summarise, so it keeps a digest instead: each exchange as its question and the first
+sentence of its answer, the latest kept when they no longer fit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from docchat.chats import repository
+from docchat.chats.history import Exchange, exchanges_of, remembered
+from docchat.chats.models import Chat
+from docchat.config import Settings
+from docchat.kit.errors import DocchatError
+from docchat.kit.tokens import CHARS_PER_TOKEN
+from docchat.llm import prompts
+from docchat.llm.client import LLM
+
+logger = logging.getLogger(__name__)
+
+# Exchanges read per fold: a long chat's first fold goes in several steps.
+FOLD_EXCHANGES = 30
+# Each message as the summariser reads it.
+TRANSCRIPT_MESSAGE_CHARS = 1500
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def history_pairs(chat: Chat, settings: Settings) -> int:
+    """How many earlier exchanges the chat's questions send whole."""
+    return settings.rag.max_history_pairs if chat.history_pairs is None else chat.history_pairs
+
+
+def transcript(exchanges: Sequence[Exchange]) -> str:
+    lines: list[str] = []
+    for exchange in exchanges:
+        lines.append(f"User: {exchange.question.content[:TRANSCRIPT_MESSAGE_CHARS]}")
+        if exchange.answer is not None:
+            lines.append(f"Assistant: {remembered(exchange.answer)[:TRANSCRIPT_MESSAGE_CHARS]}")
+    return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def digest_line(exchange: Exchange) -> str:
+    """One exchange as the demo model's digest keeps it."""
+    line = f"- Asked: {_cut(exchange.question.content, 160)}"
+    if exchange.answer is not None:
+        answer = remembered(exchange.answer).strip()
+        first = _SENTENCE_END.split(answer, maxsplit=1)[0] if answer else ""
+        if first:
+            line += f" Answer: {_cut(first, 240)}"
+    return line
+
+
+def digest(previous: str | None, exchanges: Sequence[Exchange], *, limit_chars: int) -> str:
+    """The digest with these exchanges added; the oldest lines go when it is too long."""
+    lines = (previous.splitlines() if previous else []) + [digest_line(e) for e in exchanges]
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        if kept and size + len(line) + 1 > limit_chars:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(reversed(kept))
+
+
+@dataclass
+class Summaries:
+    """Folds chats' old exchanges into their summaries, one background task per chat."""
+
+    settings: Settings
+    sessionmaker: async_sessionmaker[AsyncSession]
+    llm: LLM
+    _tasks: dict[uuid.UUID, asyncio.Task[None]] = field(default_factory=dict)
+    # Chats answered again while their fold ran: folded once more when it ends.
+    _again: set[uuid.UUID] = field(default_factory=set)
+
+    def after_answer(self, chat_id: uuid.UUID, model: str) -> None:
+        """Bring the chat's summary up to date in the background (call from the event loop)."""
+        if not self.settings.rag.summarise_history:
+            return
+        if chat_id in self._tasks:
+            self._again.add(chat_id)
+            return
+        task = asyncio.create_task(self._fold_all(chat_id, model))
+        self._tasks[chat_id] = task
+        task.add_done_callback(lambda _: self._tasks.pop(chat_id, None))
+
+    async def wait(self) -> None:
+        """Until every fold under way has ended (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks.values()))
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    async def _fold_all(self, chat_id: uuid.UUID, model: str) -> None:
+        try:
+            while await self.fold(chat_id, model) or chat_id in self._again:
+                self._again.discard(chat_id)
+        except Exception:  # a summary is never worth failing anything else for
+            logger.exception("summary of chat %s failed; the next answer tries again", chat_id)
+
+    async def fold(self, chat_id: uuid.UUID, model: str) -> bool:
+        """Fold the next exchanges that left the chat's window into its summary. True when
+        something was folded (there may be more)."""
+        async with self.sessionmaker() as session:
+            chat = await session.scalar(
+                select(Chat).where(Chat.id == chat_id, Chat.deleted_at.is_(None))
+            )
+            if chat is None:
+                return False
+            window = history_pairs(chat, self.settings)
+            read = repository.SummaryState.of(chat)
+            messages = await repository.messages_after(
+                session,
+                chat_id,
+                after_seq=read.through_seq,
+                limit=2 * (FOLD_EXCHANGES + window) + 1,
+            )
+            await session.commit()  # nothing held while the model writes
+        exchanges = [e for e in exchanges_of(messages) if e.answer is not None]
+        leaving = exchanges[: max(len(exchanges) - window, 0)][:FOLD_EXCHANGES]
+        if not leaving:
+            return False
+        summary = await self._written(read.summary, leaving, model)
+        if summary is None:
+            return False
+        last = leaving[-1]
+        assert last.answer is not None
+        async with self.sessionmaker() as session:
+            saved = await repository.save_summary(
+                session, chat_id, read, summary=summary, through_seq=last.answer.seq
+            )
+            await session.commit()
+        return saved
+
+    async def _written(
+        self, previous: str | None, leaving: Sequence[Exchange], model: str
+    ) -> str | None:
+        limit = self.settings.rag.summary_tokens
+        if self.settings.llm.builtin:
+            return digest(previous, leaving, limit_chars=limit * CHARS_PER_TOKEN)
+        messages = prompts.summary_messages(
+            previous, transcript(leaving), words=max(limit * 3 // 4, 30)
+        )
+        try:
+            reply = await self.llm.complete(messages, model=model, max_tokens=limit, temperature=0)
+        except DocchatError as exc:
+            logger.warning("the model could not summarise a chat (kept as it was): %s", exc)
+            return None
+        text = reply.content.strip()
+        return text[: limit * CHARS_PER_TOKEN] or None

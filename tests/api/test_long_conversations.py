@@ -1,0 +1,151 @@
+"""Long conversations (issue 42): a chat's own history length, earlier exchanges chosen by
+relevance, and the running summary written after answers in the background."""
+
+from __future__ import annotations
+
+import httpx
+
+from docchat.chats.models import Chat
+from docchat.llm import prompts
+from docchat.main.components import Components
+from tests.support.chat import ask
+from tests.support.llm_server import Reply, ScriptedLLM
+from tests.support.users import auth_headers
+
+
+def _history(fresh_llm: ScriptedLLM) -> list[str]:
+    """The user questions of the last prompt's history."""
+    messages = fresh_llm.last_request["messages"][1:-1]
+    return [m["content"] for m in messages if m["role"] == "user"]
+
+
+async def test_a_chat_sets_how_many_exchanges_its_questions_remember(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    defaults = (await client.get("/api/v1/chats/answer-settings", headers=headers)).json()
+    assert defaults["history_pairs"] == 10 and defaults["history_pairs_limit"] == 50
+    chat_id = None
+    for turn in range(5):
+        chat_id = (await ask(client, headers, f"question {turn}", chat_id=chat_id)).json()[
+            "chat_id"
+        ]
+    url = f"/api/v1/chats/{chat_id}"
+    changed = await client.patch(url, headers=headers, json={"history_pairs": 2})
+    assert changed.status_code == 200 and changed.json()["history_pairs"] == 2
+    await ask(client, headers, "question 5", chat_id=chat_id)
+    assert _history(fresh_llm) == ["question 3", "question 4"]
+
+    await client.patch(url, headers=headers, json={"history_pairs": 0})
+    await ask(client, headers, "question 6", chat_id=chat_id)
+    assert len(fresh_llm.last_request["messages"]) == 2  # the system message and the question
+
+    refused = await client.patch(url, headers=headers, json={"history_pairs": 51})
+    assert refused.status_code == 422 and "at most 50" in refused.json()["detail"]
+    negative = await client.patch(url, headers=headers, json={"history_pairs": -1})
+    assert negative.status_code == 422
+    back = await client.patch(url, headers=headers, json={"history_pairs": None})
+    assert back.json()["history_pairs"] is None
+    await ask(client, headers, "question 7", chat_id=chat_id)
+    assert _history(fresh_llm)[-1] == "question 6" and len(_history(fresh_llm)) == 7
+
+
+async def test_an_early_exchange_about_the_question_is_remembered_ahead_of_recent_ones(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script("The Zephyr bridge over the Varn river was designed by Ingrid Lindqvist.")
+    first = await ask(client, headers, "Who designed the Zephyr bridge over the Varn river?")
+    chat_id = first.json()["chat_id"]
+    topics = ["sourdough starters", "tide tables", "chess openings", "alpine roses", "tax forms"]
+    for turn in range(12):
+        await ask(
+            client, headers, f"Tell me about {topics[turn % 5]}, part {turn}", chat_id=chat_id
+        )
+    await ask(client, headers, "When was the Zephyr bridge over the Varn opened?", chat_id=chat_id)
+    remembered = _history(fresh_llm)
+    assert len(remembered) == 10
+    # The related first exchange, then the most recent ones, oldest first; the last two stay.
+    assert remembered[0] == "Who designed the Zephyr bridge over the Varn river?"
+    assert remembered[1:] == [f"Tell me about {topics[t % 5]}, part {t}" for t in range(3, 12)]
+    assert "Ingrid Lindqvist" in fresh_llm.prompt_text()
+
+
+async def test_exchanges_leaving_the_window_are_summarised_in_the_background(
+    live_client: httpx.AsyncClient, live_components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(live_client)
+    summaries = live_components.message_flow.summaries
+    fresh_llm.script("Ferries leave at seven.")
+    chat_id = (await ask(live_client, headers, "When do ferries leave?")).json()["chat_id"]
+    url = f"/api/v1/chats/{chat_id}"
+    await live_client.patch(url, headers=headers, json={"history_pairs": 1})
+    # The second answer pushes the first exchange out of the one-pair window: the model is
+    # asked (after the answer) to fold it into the summary.
+    fresh_llm.script("Tickets cost 5 euros.", "The user asked about ferry times: seven.")
+    await ask(live_client, headers, "What do tickets cost?", chat_id=chat_id)
+    await summaries.wait()
+    fold = fresh_llm.requests[-1]["messages"]
+    assert fold[0]["content"].startswith(prompts.SUMMARY_SYSTEM.split("{")[0])
+    assert (
+        "(none yet)" in fold[1]["content"] and "User: When do ferries leave?" in fold[1]["content"]
+    )
+    assert "Tickets" not in fold[1]["content"]  # still in the window
+    detail = (await live_client.get(url, headers=headers)).json()
+    assert detail["summary"] == "The user asked about ferry times: seven."
+    assert detail["summary_updated_at"] is not None
+
+    # The next question carries the summary, then the window; the fold after it adds only
+    # the exchange that left since, to the summary so far.
+    fresh_llm.script("Yes, dogs travel free.", "Ferry times: seven; tickets: 5 euros.")
+    await ask(live_client, headers, "Can dogs come?", chat_id=chat_id)
+    await summaries.wait()
+    answered = fresh_llm.requests[-2]["messages"]
+    assert (
+        "Summary of the earlier conversation:\nThe user asked about ferry times: seven."
+        in (answered[0]["content"])
+    )
+    assert [m["content"] for m in answered[1:]] == [
+        "What do tickets cost?",
+        "Tickets cost 5 euros.",
+        "Can dogs come?",
+    ]
+    fold = fresh_llm.requests[-1]["messages"][1]["content"]
+    assert "Summary so far:\nThe user asked about ferry times: seven." in fold
+    assert "User: What do tickets cost?" in fold and "ferries leave" not in fold
+    summary = (await live_client.get(url, headers=headers)).json()["summary"]
+    assert summary == "Ferry times: seven; tickets: 5 euros."
+
+    # Editing the first question removes what the summary covers: it starts over (nothing
+    # has left the window of the edited chat yet) and the edited question's prompt has none.
+    messages = (await live_client.get(f"{url}/messages", headers=headers)).json()["items"]
+    fresh_llm.script("Buses leave at eight.")
+    edited = await ask(
+        live_client, headers, "When do buses leave?", chat_id=chat_id, replaces=messages[0]["id"]
+    )
+    assert edited.status_code == 200, edited.text
+    assert (
+        "Summary of the earlier conversation"
+        not in fresh_llm.requests[-1]["messages"][0]["content"]
+    )
+    await summaries.wait()
+    detail = (await live_client.get(url, headers=headers)).json()
+    assert detail["summary"] is None
+    async with live_components.sessionmaker() as session:
+        chat = await session.get(Chat, detail["id"])
+        assert chat is not None and chat.summary_through_seq == 0
+
+
+async def test_a_failing_model_leaves_the_summary_as_it_was_and_the_answer_unharmed(
+    live_client: httpx.AsyncClient, live_components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(live_client)
+    fresh_llm.script("One.")
+    chat_id = (await ask(live_client, headers, "First?")).json()["chat_id"]
+    await live_client.patch(f"/api/v1/chats/{chat_id}", headers=headers, json={"history_pairs": 1})
+    fresh_llm.script("Two.", Reply(status=500))
+    answer = await ask(live_client, headers, "Second?", chat_id=chat_id)
+    assert answer.status_code == 200
+    await live_components.message_flow.summaries.wait()
+    detail = (await live_client.get(f"/api/v1/chats/{chat_id}", headers=headers)).json()
+    assert detail["summary"] is None

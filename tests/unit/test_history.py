@@ -1,0 +1,83 @@
+"""Which earlier exchanges a question remembers (`chats.history`) and the demo model's digest
+of the rest (`chats.summaries.digest`)."""
+
+from __future__ import annotations
+
+import uuid
+
+from docchat.chats import history, summaries
+from docchat.chats.models import Message, MessageRole, MessageStatus
+
+CHAT = uuid.uuid4()
+
+
+def _exchanges(*pairs: tuple[str, str]) -> list[history.Exchange]:
+    messages = []
+    for question, answer in pairs:
+        for role, content in ((MessageRole.user, question), (MessageRole.assistant, answer)):
+            messages.append(
+                Message(
+                    chat_id=CHAT,
+                    seq=len(messages) + 1,
+                    role=role,
+                    content=content,
+                    status=MessageStatus.complete,
+                )
+            )
+    return history.exchanges_of(messages)
+
+
+TEN = _exchanges(*((f"question {n}", f"answer {n}") for n in range(10)))
+
+
+def _questions(chosen: list[history.Exchange]) -> list[str]:
+    return [exchange.question.content for exchange in chosen]
+
+
+def test_without_relevance_the_latest_exchanges_are_kept_oldest_first() -> None:
+    chosen = history.choose(TEN, None, pairs=3, token_budget=10_000, message_chars=500)
+    assert _questions(chosen) == ["question 7", "question 8", "question 9"]
+
+
+def test_a_related_earlier_exchange_goes_ahead_of_recent_ones_and_the_last_two_stay() -> None:
+    scores = [0.0] * 10
+    scores[1], scores[4] = 0.9, 0.5  # related; 6 and 7 are merely recent
+    chosen = history.choose(TEN, scores, pairs=4, token_budget=10_000, message_chars=500)
+    assert _questions(chosen) == ["question 1", "question 4", "question 8", "question 9"]
+    # The last two stay even when everything before them is more related.
+    chosen = history.choose(
+        TEN, [1.0] * 8 + [0.0, 0.0], pairs=2, token_budget=10_000, message_chars=500
+    )
+    assert _questions(chosen) == ["question 8", "question 9"]
+
+
+def test_unrelated_earlier_exchanges_do_not_displace_recent_ones() -> None:
+    scores = [history.RELATED - 0.01] * 10
+    chosen = history.choose(TEN, scores, pairs=3, token_budget=10_000, message_chars=500)
+    assert _questions(chosen) == ["question 7", "question 8", "question 9"]
+
+
+def test_the_token_budget_bounds_the_history_but_the_latest_exchange_always_comes() -> None:
+    long = _exchanges(*((f"q{n} " + "x" * 400, "y" * 400) for n in range(5)))
+    one_pair = sum(len(m["content"]) for m in history.as_history(long[-1:], 500)) // 4 + 1
+    chosen = history.choose(long, None, pairs=5, token_budget=2 * one_pair, message_chars=500)
+    assert [e.seq for e in chosen] == [e.seq for e in long[-2:]]
+    assert len(history.choose(long, None, pairs=5, token_budget=1, message_chars=500)) == 1
+    assert history.choose(long, None, pairs=0, token_budget=10_000, message_chars=500) == []
+
+
+def test_history_messages_drop_citation_markers_and_are_cut() -> None:
+    [exchange] = _exchanges(("When?", "In 1932 [1]. " + "z" * 600))
+    remembered = history.as_history([exchange], 100)
+    assert remembered[0] == {"role": "user", "content": "When?"}
+    assert remembered[1]["content"].startswith("In 1932.") and len(remembered[1]["content"]) == 100
+
+
+def test_the_demo_digest_keeps_question_and_first_sentence_and_drops_the_oldest() -> None:
+    lines = _exchanges(("Who built it?", "Lindqvist built it [1]. It took years."))
+    digest = summaries.digest(None, lines, limit_chars=1000)
+    assert digest == "- Asked: Who built it? Answer: Lindqvist built it."
+    more = _exchanges(*((f"question {n}", f"answer {n}.") for n in range(50)))
+    longer = summaries.digest(digest, more, limit_chars=300)
+    assert len(longer) <= 300 and longer.endswith("question 49 Answer: answer 49.")
+    assert "Lindqvist" not in longer
