@@ -217,6 +217,26 @@ class RAGSettings(BaseSettings):
         ),
     )
     summary_tokens: int = Field(400, ge=50, description="Longest conversation summary, in tokens")
+    answer_cache: bool = Field(
+        False,
+        description=(
+            "Reuse a model's answer for the same or nearly the same question when the scope, "
+            "the passages, the history, the model and the answer settings are all the same"
+        ),
+    )
+    answer_cache_seconds: int = Field(
+        86_400, ge=1, description="How long a cached answer may be reused"
+    )
+    answer_cache_similarity: float = Field(
+        0.95,
+        ge=0,
+        le=1,
+        description=(
+            "Embedding similarity above which two questions with the same question words and "
+            "numbers are nearly the same (calibrated: no two different SQuAD questions of one "
+            "paragraph matched)"
+        ),
+    )
     history_message_chars: int = Field(
         500, ge=1, description="Each history message is cut to this many characters"
     )

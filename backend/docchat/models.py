@@ -1,5 +1,6 @@
 """Every table, imported in one place so Alembic and the app see the whole metadata."""
 
+from docchat.answers.models import CachedAnswer
 from docchat.audit.models import AuditEntry
 from docchat.auth.models import ApiKey, RefreshToken
 from docchat.categories.models import Category
@@ -22,6 +23,7 @@ __all__ = [
     "ApiKey",
     "AuditEntry",
     "Base",
+    "CachedAnswer",
     "Category",
     "Chat",
     "ChatCollection",

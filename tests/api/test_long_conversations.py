@@ -116,6 +116,15 @@ async def test_exchanges_leaving_the_window_are_summarised_in_the_background(
     summary = (await live_client.get(url, headers=headers)).json()["summary"]
     assert summary == "Ferry times: seven; tickets: 5 euros."
 
+    # A chat set to remember nothing sends no summary either.
+    await live_client.patch(url, headers=headers, json={"history_pairs": 0})
+    fresh_llm.script("On its own.")
+    await ask(live_client, headers, "Anything else?", chat_id=chat_id)
+    await summaries.wait()
+    alone = fresh_llm.requests[-1]["messages"]
+    assert len(alone) == 2 and "Summary of the earlier" not in alone[0]["content"]
+    await live_client.patch(url, headers=headers, json={"history_pairs": 1})
+
     # Editing the first question removes what the summary covers: it starts over (nothing
     # has left the window of the edited chat yet) and the edited question's prompt has none.
     messages = (await live_client.get(f"{url}/messages", headers=headers)).json()["items"]

@@ -76,6 +76,10 @@ class AnswerMeta(BaseModel):
     citation_mode: Literal["model", "inferred"] | None = _optional(
         "inferred: the model wrote no markers, so docchat matched sentences to passages"
     )
+    cached: bool | None = _optional(
+        "Reused from the answer cache (RAG_ANSWER_CACHE): the same or nearly the same question "
+        "with the same passages, history, model and settings; no model call, no quota tokens"
+    )
     stopped: bool | None = _optional(
         "The answer was stopped before it finished (Stop, the answer time limit, or the "
         "server going away): the text is what had been written by then"

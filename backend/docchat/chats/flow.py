@@ -27,6 +27,7 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.answers.cache import AnswerCache
 from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, SourcesReady
 from docchat.answers.meta import Scope
 from docchat.chats import repository
@@ -98,6 +99,8 @@ class MessageFlow:
     summaries: Summaries
     # Chooses the earlier exchanges a long chat's question remembers; None: the latest ones.
     relevance: Relevance | None = None
+    # Reuses answers (RAG_ANSWER_CACHE); None: never.
+    cache: AnswerCache | None = None
     # The answers this process is writing, by their message id.
     runs: dict[uuid.UUID, Run] = field(default_factory=dict)
 
@@ -203,8 +206,12 @@ class MessageFlow:
         events_service.publish(
             self.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload
         )
-        self.summaries.after_answer(turn.chat_id, turn.question.options.model)
-        if self.relevance is not None:
+        # A chat within its window has nothing to summarise and no exchange to choose among:
+        # no read and no embedding for it (most chats are short).
+        exchanges = turn.exchanges_before + 1
+        if exchanges > turn.remembers:
+            self.summaries.after_answer(turn.chat_id, turn.question.options.model)
+        if self.relevance is not None and exchanges >= turn.remembers:
             self.relevance.remember(turn.question.text, saved.content)
         logger.info(
             "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
@@ -297,8 +304,40 @@ class MessageFlow:
         await self.summaries.close()
 
     async def _generate(self, run: Run) -> Generated:
-        turn, progress = run.turn, run.progress
+        turn = run.turn
         plan = run.plan = await self.engine.plan(turn.question)
+        key = self.cache.key(turn.question, plan) if self.cache is not None else None
+        if key is not None:
+            reused = await self._reused(run, plan, key)
+            if reused is not None:
+                return reused
+        generated = await self._written(run, plan)
+        if key is not None and self.cache is not None and generated.content:
+            try:
+                await self.cache.keep(key, turn.question.text, generated.content, generated.model)
+            except Exception:  # the answer stands; only its reuse is lost
+                logger.exception("the answer for chat %s was not cached", turn.chat_id)
+        return generated
+
+    async def _reused(self, run: Run, plan: Plan, key: bytes) -> Generated | None:
+        """The cached answer for this question and prompt, given as this run's text."""
+        assert self.cache is not None
+        try:
+            reused = await self.cache.find(key, run.turn.question.text)
+        except Exception:  # the model answers instead
+            logger.exception("the answer cache could not be read for chat %s", run.turn.chat_id)
+            return None
+        if reused is None:
+            return None
+        plan.meta.cached = True
+        run.progress.add_sources(StreamSources(**plan.meta.model_dump(), sources=plan.candidates))
+        run.progress.add_text(reused.content)
+        return Generated(
+            content=reused.content, model=reused.model, prompt_tokens=0, completion_tokens=0
+        )
+
+    async def _written(self, run: Run, plan: Plan) -> Generated:
+        turn, progress = run.turn, run.progress
         generated: Generated | None = None
         async for item in self.engine.produce(turn.question, plan, streaming=True):
             if isinstance(item, SourcesReady):

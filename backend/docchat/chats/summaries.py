@@ -134,6 +134,8 @@ class Summaries:
             if chat is None:
                 return False
             window = history_pairs(chat, self.settings)
+            if window == 0:
+                return False  # a chat that remembers nothing is not summarised either
             read = repository.SummaryState.of(chat)
             messages = await repository.messages_after(
                 session,

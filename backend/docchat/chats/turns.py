@@ -53,6 +53,10 @@ class Turn:
     # way to it once its answer is saved.
     replaces_from_seq: int | None = None
     question_seq: int = 0
+    # The earlier exchanges the chat's questions send whole (its setting or the default), and
+    # how many came before this question (as far as they were read, at least that many).
+    remembers: int = 10
+    exchanges_before: int = 0
     # A regeneration of the last question: its answer, kept as an earlier version of the new.
     keeps_answer_id: uuid.UUID | None = None
     # An edit of the first question renames a chat named after it: (old title, new title).
@@ -227,8 +231,13 @@ async def _remembered(
         token_budget=rag.history_tokens,
         message_chars=rag.history_message_chars,
     )
-    # An edit of a question the summary covers: what the summary says came after it.
-    summary = chat.summary if chat.summary_through_seq < before_seq else None
+    # None when the chat remembers nothing, when summaries were turned off since, or for an
+    # edit of a question the summary covers (it tells what came after).
+    summary = (
+        chat.summary
+        if window > 0 and rag.summarise_history and chat.summary_through_seq < before_seq
+        else None
+    )
     return earlier, history.as_history(chosen, rag.history_message_chars), summary
 
 
@@ -312,6 +321,8 @@ async def start_turn(
         answer_id=answer.id,
         replaces_from_seq=replaced.seq if replaced is not None else None,
         question_seq=message.seq,
+        remembers=summaries.history_pairs(chat, settings),
+        exchanges_before=len(history.exchanges_of(earlier)),
         keeps_answer_id=regenerated.id if regenerated is not None else None,
         retitle=_retitle(chat, replaced, earlier, request.content),
     )

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 # Every table, so foreign keys (documents -> categories, ...) resolve in a worker-only process.
 import docchat.models  # noqa: F401
+from docchat.answers.cache import AnswerCache
 from docchat.answers.engine import AnswerEngine
 from docchat.chats.flow import MessageFlow
 from docchat.chats.history import Relevance
@@ -72,6 +73,8 @@ class Components:
     lexical: LexicalIndex = field(init=False)
     retriever: Retriever = field(init=False)
     engine: AnswerEngine = field(init=False)
+    # Short texts' vectors for comparing them (a chat's exchanges, cached questions).
+    vectors: CachedVectors = field(init=False)
     message_flow: MessageFlow = field(init=False)
     completions: Completions = field(init=False)
 
@@ -101,6 +104,7 @@ class Components:
                 settings=self.settings, sessionmaker=self.sessionmaker, llm=self.llm
             ),
             relevance=Relevance(self.vectors),
+            cache=AnswerCache(rag, self.sessionmaker, self.vectors),
         )
         self.completions = Completions(
             settings=self.settings,

@@ -1441,6 +1441,11 @@ export interface components {
              * @description extractive: the documents' best sentences quoted, no model call; generative: written by the model
              */
             answer_mode?: ("generative" | "extractive") | null;
+            /**
+             * Cached
+             * @description Reused from the answer cache (RAG_ANSWER_CACHE): the same or nearly the same question with the same passages, history, model and settings; no model call, no quota tokens
+             */
+            cached?: boolean | null;
             /** Citation Count */
             citation_count?: number | null;
             /**
@@ -2876,6 +2881,12 @@ export interface components {
              * @default null
              */
             answer_mode: ("generative" | "extractive") | null;
+            /**
+             * Cached
+             * @description Reused from the answer cache (RAG_ANSWER_CACHE): the same or nearly the same question with the same passages, history, model and settings; no model call, no quota tokens
+             * @default null
+             */
+            cached: boolean | null;
             /**
              * Citation Count
              * @default null

@@ -351,6 +351,11 @@ function AnswerMessage({
             </span>
           )
         )}
+        {message.meta?.cached && (
+          <span className="muted small" title="The same question had this answer with the same documents, history and model: no model call was made">
+            {" "}· reused answer
+          </span>
+        )}
       </footer>
       {/* An earlier version is read, not rated or copied from here: the latest is the answer. */}
       {!earlier && <AnswerActions message={message} onRegenerate={onRegenerate} />}

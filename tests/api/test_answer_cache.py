@@ -1,0 +1,168 @@
+"""The answer cache (issue 42): off by default; on, a model's answer is reused only for the
+same (or nearly the same) question with the same scope, passages, history, model and settings,
+and never from documents the asker cannot read now."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from docchat.answers.cache import decisive_words, normalised
+from docchat.ingestion.worker import IngestionWorker
+from docchat.main.app import attach_components
+from docchat.main.components import Components
+from tests.support.chat import ask
+from tests.support.documents import upload, upload_and_process
+from tests.support.llm_server import ScriptedLLM
+from tests.support.users import auth_headers
+
+GUIDE = b"Gateway guide.\n\nThe gateway listens on port 8080 for the admin console."
+QUESTION = "Which port does the gateway listen on for the admin console?"
+
+
+@pytest.fixture
+def cached(components: Components, app: FastAPI) -> Components:
+    rag = components.settings.rag.model_copy(update={"answer_cache": True})
+    enabled = dataclasses.replace(
+        components, settings=components.settings.model_copy(update={"rag": rag})
+    )
+    attach_components(app, enabled)
+    return enabled
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()["assistant_message"]
+    return answer
+
+
+async def test_off_by_default_the_model_answers_every_time(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await upload_and_process(client, components, headers, "gateway.txt", GUIDE)
+    for _ in range(2):
+        fresh_llm.script("Port 8080 [1].")
+        assert "cached" not in _answer(await ask(client, headers, QUESTION))["meta"]
+    assert len(fresh_llm.requests) == 2
+
+
+async def test_the_same_question_is_answered_from_the_cache_with_its_own_sources(
+    client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    document = await upload_and_process(client, cached, headers, "gateway.txt", GUIDE)
+    fresh_llm.script("The console is on port 8080 [1].")
+    first = _answer(await ask(client, headers, QUESTION))
+    assert first["meta"]["grounded"] and "cached" not in first["meta"]
+    calls = len(fresh_llm.requests)
+
+    # A new chat, the same question reworded trivially: no model call, the same answer and
+    # its sources from this search; the tokens are not counted.
+    again = _answer(
+        await ask(client, headers, "which port does the gateway listen on for admin console")
+    )
+    assert len(fresh_llm.requests) == calls
+    assert again["meta"]["cached"] is True and again["content"] == first["content"]
+    assert [s["document_id"] for s in again["sources"]] == [document["id"]]
+    assert again["prompt_tokens"] == 0 and again["completion_tokens"] == 0
+    usage = (await client.get("/api/v1/users/me/usage", headers=headers)).json()
+    assert usage["tokens_today"] == first["prompt_tokens"] + first["completion_tokens"]
+
+    # A different question on the same passage is not the same question.
+    fresh_llm.script("Nothing about that [1].")
+    other = _answer(await ask(client, headers, "Which port does the gateway not listen on?"))
+    assert "cached" not in other["meta"] and len(fresh_llm.requests) == calls + 1
+    # Streaming gets the cached answer too.
+    streamed = await client.post(
+        "/api/v1/messages/stream", headers=headers, json={"content": QUESTION}
+    )
+    assert '"cached": true' in streamed.text or '"cached":true' in streamed.text
+    assert "port 8080" in streamed.text and len(fresh_llm.requests) == calls + 1
+
+
+async def test_a_new_version_a_deleted_document_another_model_or_history_miss(
+    client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    document = await upload_and_process(client, cached, headers, "gateway.txt", GUIDE)
+    fresh_llm.script("Port 8080 [1].")
+    _answer(await ask(client, headers, QUESTION))
+
+    fresh_llm.script("Port 8080, says the other model [1].")
+    other_model = _answer(await ask(client, headers, QUESTION, options={"model": "override"}))
+    assert "cached" not in other_model["meta"]
+
+    # The same question later in a conversation: its history differs.
+    fresh_llm.script("Hello.", "Port 8080 again [1].")
+    chat_id = (await ask(client, headers, "Hello there")).json()["chat_id"]
+    in_chat = _answer(await ask(client, headers, QUESTION, chat_id=chat_id))
+    assert "cached" not in in_chat["meta"] and in_chat["content"] == "Port 8080 again [1]."
+
+    new = GUIDE.replace(b"8080", b"9443")
+    url = f"/api/v1/documents/{document['id']}/versions"
+    assert (await upload(client, headers, "gateway.txt", new, url=url)).status_code == 202
+    await IngestionWorker(cached).run_until_idle()
+    fresh_llm.script("Port 9443 [1].")
+    after_version = _answer(await ask(client, headers, QUESTION))
+    assert "cached" not in after_version["meta"] and "9443" in after_version["content"]
+
+    deleted = await client.delete(f"/api/v1/documents/{document['id']}", headers=headers)
+    assert deleted.status_code == 204
+    fresh_llm.script("I do not know.")
+    after_delete = _answer(await ask(client, headers, QUESTION))
+    assert "cached" not in after_delete["meta"] and after_delete["sources"] is None
+    assert "9443" not in after_delete["content"]
+
+
+async def test_a_colleague_with_the_same_scope_reuses_it_and_loses_it_with_access(
+    client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
+) -> None:
+    olga, vera = await auth_headers(client), await auth_headers(client)
+    document = await upload_and_process(client, cached, olga, "gateway.txt", GUIDE)
+    created = (await client.post("/api/v1/collections", headers=olga, json={"name": "Ops"})).json()
+    collection = created["id"]
+    url = f"/api/v1/collections/{collection}"
+    assert (await client.put(f"{url}/documents/{document['id']}", headers=olga)).status_code == 204
+    vera_email = (await client.get("/api/v1/users/me", headers=vera)).json()["email"]
+    invited = await client.post(
+        f"{url}/members", headers=olga, json={"email": vera_email, "role": "viewer"}
+    )
+    assert invited.status_code == 201
+    assert (await client.post(f"{url}/invitation/accept", headers=vera)).status_code == 200
+
+    # A stranger asks the same question of their own documents: a different scope.
+    stranger = await auth_headers(client)
+    await upload_and_process(client, cached, stranger, "gateway.txt", GUIDE)
+
+    fresh_llm.script("Port 8080 [1].")
+    asked = _answer(await ask(client, olga, QUESTION, collection_ids=[collection]))
+    calls = len(fresh_llm.requests)
+    reused = _answer(await ask(client, vera, QUESTION, collection_ids=[collection]))
+    assert reused["meta"]["cached"] is True and reused["content"] == asked["content"]
+    assert len(fresh_llm.requests) == calls
+    fresh_llm.script("Port 8080, for the stranger [1].")
+    theirs = _answer(await ask(client, stranger, QUESTION))
+    assert "cached" not in theirs["meta"]
+
+    members = (await client.get(f"{url}/members", headers=olga)).json()
+    viewer = next(m for m in members if m["role"] == "viewer")
+    removed = await client.delete(f"{url}/members/{viewer['id']}", headers=olga)
+    assert removed.status_code == 204
+    refused = await ask(client, vera, QUESTION, collection_ids=[collection])
+    assert refused.status_code == 404
+    fresh_llm.script("I cannot tell.")
+    revoked = _answer(await ask(client, vera, QUESTION))
+    assert "cached" not in revoked["meta"] and revoked["sources"] is None
+    assert "8080" not in revoked["content"]
+
+
+def test_nearly_the_same_question_keeps_what_it_asks() -> None:
+    assert normalised("Which port, the gateway?") == normalised("which  port gateway")
+    assert decisive_words("When was it founded?") != decisive_words("Where was it founded?")
+    assert decisive_words("Is 8080 open?") != decisive_words("Is 9443 open?")
+    assert decisive_words("Why isn't it open?") == ["not", "why"]
