@@ -25,12 +25,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
-from tests.support.llm_server import Reply, ScriptedLLM, free_port
+from tests.support.llm_server import free_port
 from tests.support.users import auth_headers
 
+from bench.bench_chat_load import serve_llm
 from bench.common import (
     drop_database,
     fresh_database,
@@ -44,15 +44,6 @@ from bench.common import (
 )
 
 SQUAD = Path(__file__).parent / "datasets" / "squad-dev"
-
-
-def serve_llm(port: int, seconds: float, ready: Any) -> None:
-    llm = ScriptedLLM(port=port)
-    llm.default = Reply(content="It is stated in the passage [1].", delay_seconds=seconds)
-    llm.start()
-    ready.set()
-    while True:
-        time.sleep(3600)
 
 
 def library(articles: int) -> tuple[list[tuple[str, str]], list[str]]:
@@ -244,7 +235,9 @@ async def main(options: argparse.Namespace) -> None:
     ready = context.Event()
     llm_port = free_port()
     llm = context.Process(
-        target=serve_llm, args=(llm_port, options.model_seconds, ready), daemon=True
+        target=serve_llm,
+        args=(llm_port, ready, "It is stated in the passage [1].", options.model_seconds),
+        daemon=True,
     )
     llm.start()
     ready.wait(30)

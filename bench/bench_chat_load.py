@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.support.llm_server import ScriptedLLM, free_port
+from tests.support.llm_server import Reply, ScriptedLLM, free_port
 from tests.support.users import auth_headers
 
 from bench.common import (
@@ -178,10 +178,13 @@ async def scenario(
     ]
 
 
-def serve_llm(port: int, ready: Any) -> None:
-    """The scripted LLM in a process of its own, so it does not share the load generator's GIL."""
+def serve_llm(
+    port: int, ready: Any, content: str = "The ferry leaves at nine [1].", seconds: float = 0.0
+) -> None:
+    """The scripted LLM in a process of its own, so it does not share the load generator's GIL;
+    each answer `content`, after `seconds` (a remote model's time)."""
     llm = ScriptedLLM(port=port)
-    llm.default.content = "The ferry leaves at nine [1]."
+    llm.default = Reply(content=content, delay_seconds=seconds)
     llm.start()
     ready.set()
     while True:

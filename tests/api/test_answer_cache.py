@@ -161,6 +161,20 @@ async def test_a_colleague_with_the_same_scope_reuses_it_and_loses_it_with_acces
     assert "8080" not in revoked["content"]
 
 
+async def test_regenerating_asks_the_model_again(
+    client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await upload_and_process(client, cached, headers, "gateway.txt", GUIDE)
+    fresh_llm.script("Port 8080 [1].")
+    first = await ask(client, headers, QUESTION)
+    chat_id, question = first.json()["chat_id"], first.json()["user_message"]["id"]
+    fresh_llm.script("The admin console listens on 8080 [1].")
+    again = _answer(await ask(client, headers, QUESTION, chat_id=chat_id, replaces=question))
+    assert "cached" not in again["meta"]
+    assert again["content"] == "The admin console listens on 8080 [1]."
+
+
 def test_nearly_the_same_question_keeps_what_it_asks() -> None:
     assert normalised("Which port, the gateway?") == normalised("which  port gateway")
     assert decisive_words("When was it founded?") != decisive_words("Where was it founded?")

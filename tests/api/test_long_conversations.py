@@ -94,6 +94,15 @@ async def test_exchanges_leaving_the_window_are_summarised_in_the_background(
     detail = (await live_client.get(url, headers=headers)).json()
     assert detail["summary"] == "The user asked about ferry times: seven."
     assert detail["summary_updated_at"] is not None
+    # The summary's tokens count toward its owner's quota, beside the answers'.
+    listed = (await live_client.get(f"{url}/messages", headers=headers)).json()["items"]
+    answers = sum(
+        (m["prompt_tokens"] or 0) + (m["completion_tokens"] or 0)
+        for m in listed
+        if m["role"] == "assistant"
+    )
+    usage = (await live_client.get("/api/v1/users/me/usage", headers=headers)).json()
+    assert usage["tokens_today"] > answers
 
     # The next question carries the summary, then the window; the fold after it adds only
     # the exchange that left since, to the summary so far.
@@ -102,7 +111,7 @@ async def test_exchanges_leaving_the_window_are_summarised_in_the_background(
     await summaries.wait()
     answered = fresh_llm.requests[-2]["messages"]
     assert (
-        "Summary of the earlier conversation:\nThe user asked about ferry times: seven."
+        "<summary>\nThe user asked about ferry times: seven.\n</summary>"
         in (answered[0]["content"])
     )
     assert [m["content"] for m in answered[1:]] == [
@@ -155,6 +164,16 @@ async def test_a_failing_model_leaves_the_summary_as_it_was_and_the_answer_unhar
     fresh_llm.script("Two.", Reply(status=500))
     answer = await ask(live_client, headers, "Second?", chat_id=chat_id)
     assert answer.status_code == 200
-    await live_components.message_flow.summaries.wait()
+    summaries = live_components.message_flow.summaries
+    await summaries.wait()
+    assert fresh_llm.requests[-1]["messages"][0]["content"].startswith("You keep a running")
     detail = (await live_client.get(f"/api/v1/chats/{chat_id}", headers=headers)).json()
     assert detail["summary"] is None
+    # The next answer tries again, from the same place.
+    fresh_llm.script("Three.", "Asked: first, second.")
+    await ask(live_client, headers, "Third?", chat_id=chat_id)
+    await summaries.wait()
+    fold = fresh_llm.requests[-1]["messages"][1]["content"]
+    assert "User: First?" in fold and "User: Second?" in fold and "Third" not in fold
+    detail = (await live_client.get(f"/api/v1/chats/{chat_id}", headers=headers)).json()
+    assert detail["summary"] == "Asked: first, second."

@@ -81,3 +81,10 @@ def test_the_demo_digest_keeps_question_and_first_sentence_and_drops_the_oldest(
     longer = summaries.digest(digest, more, limit_chars=300)
     assert len(longer) <= 300 and longer.endswith("question 49 Answer: answer 49.")
     assert "Lindqvist" not in longer
+
+
+def test_no_older_exchange_comes_in_over_one_of_the_last_two_that_did_not_fit() -> None:
+    pairs = [("q0", "short"), ("q1", "short"), ("q2 " + "x" * 2000, "y" * 2000), ("q3", "short")]
+    exchanges = _exchanges(*pairs)
+    chosen = history.choose(exchanges, None, pairs=4, token_budget=300, message_chars=1000)
+    assert _questions(chosen) == ["q3"]

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers.engine import Plan, Question
 from docchat.answers.models import CachedAnswer
-from docchat.config import RAGSettings
+from docchat.config import LLMSettings, RAGSettings
 from docchat.db import utcnow
 from docchat.llm.embeddings import CachedVectors
 from docchat.retrieval.index import DocumentScope, SearchScope
@@ -67,7 +67,7 @@ def _scope_identity(documents: SearchScope) -> Any:
     return [scope.condition.sql, parameters, scope.size, scope.totals]
 
 
-def context_key(question: Question, plan: Plan) -> bytes | None:
+def context_key(question: Question, plan: Plan, llm: LLMSettings) -> bytes | None:
     """The key of everything but the question's words, or None for an answer that is not
     reused: no model call (quoted, fixed), tool mode, documents read inline, file parts."""
     if plan.fixed_answer is not None or plan.tools is not None or question.inline_documents:
@@ -77,7 +77,9 @@ def context_key(question: Question, plan: Plan) -> bytes | None:
     options = question.options
     payload = {
         "prompt": plan.messages[:-1],
-        "model": options.model,
+        # The model as named, where it runs, and how it samples (the server's default unless
+        # the request says).
+        "model": [options.model, llm.base_url, llm.temperature],
         "settings": [
             options.rag_enabled,
             options.top_k,
@@ -103,6 +105,7 @@ class Reused:
 @dataclass
 class AnswerCache:
     rag: RAGSettings
+    llm: LLMSettings
     sessionmaker: async_sessionmaker[AsyncSession]
     vectors: CachedVectors
 
@@ -111,7 +114,7 @@ class AnswerCache:
         return self.rag.answer_cache
 
     def key(self, question: Question, plan: Plan) -> bytes | None:
-        return context_key(question, plan) if self.enabled else None
+        return context_key(question, plan, self.llm) if self.enabled else None
 
     async def find(self, key: bytes, question: str) -> Reused | None:
         """A kept answer for `question` under `key`, still fresh; its use is counted."""

@@ -32,7 +32,7 @@ from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan,
 from docchat.answers.meta import Scope
 from docchat.chats import repository
 from docchat.chats import service as chats_service
-from docchat.chats.history import Relevance
+from docchat.chats.history import KEEP_RECENT, Relevance
 from docchat.chats.models import MessageStatus
 from docchat.chats.progress import ENDED_WITHOUT_TEXT, End, Progress, follow_stored
 from docchat.chats.schemas import (
@@ -211,7 +211,7 @@ class MessageFlow:
         exchanges = turn.exchanges_before + 1
         if exchanges > turn.remembers:
             self.summaries.after_answer(turn.chat_id, turn.question.options.model)
-        if self.relevance is not None and exchanges >= turn.remembers:
+        if self.relevance is not None and exchanges >= turn.remembers > KEEP_RECENT:
             self.relevance.remember(turn.question.text, saved.content)
         logger.info(
             "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
@@ -306,7 +306,13 @@ class MessageFlow:
     async def _generate(self, run: Run) -> Generated:
         turn = run.turn
         plan = run.plan = await self.engine.plan(turn.question)
-        key = self.cache.key(turn.question, plan) if self.cache is not None else None
+        # Regenerating asks for another answer than the one there: never a reused one.
+        regenerating = turn.keeps_answer_id is not None or turn.replaces_from_seq is not None
+        key = (
+            self.cache.key(turn.question, plan)
+            if self.cache is not None and not regenerating
+            else None
+        )
         if key is not None:
             reused = await self._reused(run, plan, key)
             if reused is not None:

@@ -122,7 +122,9 @@ def choose(
         if len(chosen) == pairs:
             break
         cost = _tokens(exchanges[index], message_chars)
-        if spent + cost > token_budget and (chosen or index not in recent[:1]):
+        if spent + cost > token_budget and chosen:
+            if index in recent:
+                break  # no older exchange may come in over a more recent one of the last two
             continue
         chosen.append(index)
         spent += cost

@@ -236,12 +236,18 @@ async def save_summary(
 
 
 async def forget_summary(session: AsyncSession, chat_id: uuid.UUID, *, from_seq: int) -> None:
-    """Start the chat's summary over when messages it covers (from `from_seq` on) are gone;
-    the time changes too, so a fold already under way does not store what it read before."""
+    """Messages from `from_seq` on are gone: the summary starts over if it covers any of them,
+    and its time changes either way, so a fold under way (which may have read them) does not
+    store what it wrote."""
+    covers = Chat.summary_through_seq >= from_seq
     await session.execute(
         update(Chat)
-        .where(Chat.id == chat_id, Chat.summary_through_seq >= from_seq)
-        .values(summary=None, summary_through_seq=0, summary_updated_at=utcnow())
+        .where(Chat.id == chat_id)
+        .values(
+            summary=case((covers, None), else_=Chat.summary),
+            summary_through_seq=case((covers, 0), else_=Chat.summary_through_seq),
+            summary_updated_at=utcnow(),
+        )
         .execution_options(synchronize_session=False)
     )
 

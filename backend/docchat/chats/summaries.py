@@ -28,8 +28,10 @@ from docchat.chats import repository
 from docchat.chats.history import Exchange, exchanges_of, remembered
 from docchat.chats.models import Chat
 from docchat.config import Settings
+from docchat.events import service as events_service
+from docchat.extraction.structure import short
 from docchat.kit.errors import DocchatError
-from docchat.kit.tokens import CHARS_PER_TOKEN
+from docchat.kit.tokens import CHARS_PER_TOKEN, estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM
 
@@ -43,8 +45,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 def history_pairs(chat: Chat, settings: Settings) -> int:
-    """How many earlier exchanges the chat's questions send whole."""
-    return settings.rag.max_history_pairs if chat.history_pairs is None else chat.history_pairs
+    """How many earlier exchanges the chat's questions send whole (its own number, within the
+    server's limit even if that was lowered since)."""
+    rag = settings.rag
+    own = rag.max_history_pairs if chat.history_pairs is None else chat.history_pairs
+    return min(own, rag.history_pairs_limit)
 
 
 def transcript(exchanges: Sequence[Exchange]) -> str:
@@ -56,19 +61,14 @@ def transcript(exchanges: Sequence[Exchange]) -> str:
     return "\n".join(lines)
 
 
-def _cut(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def digest_line(exchange: Exchange) -> str:
     """One exchange as the demo model's digest keeps it."""
-    line = f"- Asked: {_cut(exchange.question.content, 160)}"
+    line = f"- Asked: {short(exchange.question.content, 160)}"
     if exchange.answer is not None:
         answer = remembered(exchange.answer).strip()
         first = _SENTENCE_END.split(answer, maxsplit=1)[0] if answer else ""
         if first:
-            line += f" Answer: {_cut(first, 240)}"
+            line += f" Answer: {short(first, 240)}"
     return line
 
 
@@ -136,7 +136,7 @@ class Summaries:
             window = history_pairs(chat, self.settings)
             if window == 0:
                 return False  # a chat that remembers nothing is not summarised either
-            read = repository.SummaryState.of(chat)
+            read, owner_id = repository.SummaryState.of(chat), chat.owner_id
             messages = await repository.messages_after(
                 session,
                 chat_id,
@@ -144,28 +144,38 @@ class Summaries:
                 limit=2 * (FOLD_EXCHANGES + window) + 1,
             )
             await session.commit()  # nothing held while the model writes
-        exchanges = [e for e in exchanges_of(messages) if e.answer is not None]
+        # Counted as the history counts them: a question whose answer was lost is one too.
+        exchanges = exchanges_of(messages)
         leaving = exchanges[: max(len(exchanges) - window, 0)][:FOLD_EXCHANGES]
         if not leaving:
             return False
-        summary = await self._written(read.summary, leaving, model)
-        if summary is None:
+        written = await self._written(read.summary, leaving, model)
+        if written is None:
             return False
-        last = leaving[-1]
-        assert last.answer is not None
+        summary, tokens = written
+        last = leaving[-1].answer or leaving[-1].question
         async with self.sessionmaker() as session:
             saved = await repository.save_summary(
-                session, chat_id, read, summary=summary, through_seq=last.answer.seq
+                session, chat_id, read, summary=summary, through_seq=last.seq
             )
+            if tokens is not None:
+                await events_service.record(
+                    session,
+                    events_service.SUMMARY_WRITTEN,
+                    owner_id,
+                    {"chat_id": str(chat_id), "model": model, **tokens},
+                )
             await session.commit()
         return saved
 
     async def _written(
         self, previous: str | None, leaving: Sequence[Exchange], model: str
-    ) -> str | None:
+    ) -> tuple[str, dict[str, int] | None] | None:
+        """The new summary, and the model's tokens for it (they count toward the chat owner's
+        quota; None for the demo model's digest); None when the model failed."""
         limit = self.settings.rag.summary_tokens
         if self.settings.llm.builtin:
-            return digest(previous, leaving, limit_chars=limit * CHARS_PER_TOKEN)
+            return digest(previous, leaving, limit_chars=limit * CHARS_PER_TOKEN), None
         messages = prompts.summary_messages(
             previous, transcript(leaving), words=max(limit * 3 // 4, 30)
         )
@@ -174,5 +184,13 @@ class Summaries:
         except DocchatError as exc:
             logger.warning("the model could not summarise a chat (kept as it was): %s", exc)
             return None
-        text = reply.content.strip()
-        return text[: limit * CHARS_PER_TOKEN] or None
+        text = reply.content.strip()[: limit * CHARS_PER_TOKEN]
+        if not text:
+            return None
+        prompt_tokens = reply.prompt_tokens
+        if prompt_tokens is None:
+            prompt_tokens = sum(estimate_tokens(str(m["content"])) for m in messages)
+        completion_tokens = reply.completion_tokens
+        if completion_tokens is None:
+            completion_tokens = estimate_tokens(text)
+        return text, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}

@@ -7,6 +7,7 @@ session closed.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -37,6 +38,8 @@ from docchat.retrieval.index import DocumentScope
 from docchat.retrieval.inline import InlineDocument
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,10 @@ async def _remembered(
     exchanges = history.exchanges_of(earlier)
     scores = None
     if relevance is not None and len(exchanges) > window > history.KEEP_RECENT:
-        scores = await relevance.scores(question, exchanges)
+        try:
+            scores = await relevance.scores(question, exchanges)
+        except Exception:  # the embedder failed: the latest exchanges, as without relevance
+            logger.exception("history relevance failed for chat %s", chat.id)
     chosen = history.choose(
         exchanges,
         scores,
@@ -306,7 +312,8 @@ async def start_turn(
         text=request.content,
         history=remembered,
         summary=summary,
-        follows_grounded_answer=_last_answer_was_grounded(earlier),
+        # A chat that remembers nothing follows up on nothing.
+        follows_grounded_answer=bool(remembered) and _last_answer_was_grounded(earlier),
         documents=documents,
         options=options,
         scope=scope,

@@ -14,6 +14,8 @@ from docchat.kit.schemas import strip_nul
 
 QUERY_SUBMITTED = "query_submitted"
 RESPONSE_GENERATED = "response_generated"
+# A chat's running summary written by the model (`chats.summaries`): its tokens count too.
+SUMMARY_WRITTEN = "summary_written"
 ROUTING_KEYS = {
     QUERY_SUBMITTED: "analytics.query.submitted",
     RESPONSE_GENERATED: "analytics.response.generated",

@@ -221,14 +221,17 @@ class CachedVectors:
     async def of(self, texts: Sequence[str]) -> np.ndarray:
         """One unit-length row per text, in order."""
         keys = [_text_key(text) for text in texts]
-        missing = list(dict.fromkeys(key for key in keys if key not in self._vectors))
+        # Taken before the model runs: another call may evict them meanwhile.
+        found = {key: self._vectors[key] for key in keys if key in self._vectors}
+        missing = list(dict.fromkeys(key for key in keys if key not in found))
         if missing:
             by_key = dict(zip(keys, texts, strict=True))
             made = await asyncio.to_thread(self.embedder.embed, [by_key[k] for k in missing])
             for key, vector in zip(missing, made, strict=True):
-                self._vectors[key] = np.asarray(vector, dtype=np.float32)
-        stacked = np.stack([self._vectors[key] for key in keys])
+                found[key] = self._vectors[key] = np.asarray(vector, dtype=np.float32)
+        stacked = np.stack([found[key] for key in keys])
         for key in keys:
+            self._vectors[key] = found[key]
             self._vectors.move_to_end(key)
         while len(self._vectors) > self.size:
             self._vectors.popitem(last=False)

@@ -104,7 +104,7 @@ class Components:
                 settings=self.settings, sessionmaker=self.sessionmaker, llm=self.llm
             ),
             relevance=Relevance(self.vectors),
-            cache=AnswerCache(rag, self.sessionmaker, self.vectors),
+            cache=AnswerCache(rag, self.settings.llm, self.sessionmaker, self.vectors),
         )
         self.completions = Completions(
             settings=self.settings,

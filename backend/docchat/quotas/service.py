@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.config import QuotaSettings, Settings
 from docchat.db import advisory_xact_lock, utcnow
 from docchat.events.models import Event
-from docchat.events.service import RESPONSE_GENERATED
+from docchat.events.service import RESPONSE_GENERATED, SUMMARY_WRITTEN
 from docchat.kit.errors import TooManyRequests
 from docchat.kit.tokens import estimate_tokens
 from docchat.quotas.models import TokenHold
@@ -71,7 +71,9 @@ async def tokens_since(session: AsyncSession, user_id: uuid.UUID, since: datetim
     prompt = func.coalesce(Event.payload["prompt_tokens"].as_integer(), 0)
     completion = func.coalesce(Event.payload["completion_tokens"].as_integer(), 0)
     statement = select(func.coalesce(func.sum(prompt + completion), 0)).where(
-        Event.user_id == user_id, Event.type == RESPONSE_GENERATED, Event.created_at >= since
+        Event.user_id == user_id,
+        Event.type.in_([RESPONSE_GENERATED, SUMMARY_WRITTEN]),
+        Event.created_at >= since,
     )
     return int((await session.execute(statement)).scalar_one())
 
