@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 
 from playwright.async_api import Page, expect
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.live_server import LiveServer
 
@@ -49,14 +51,20 @@ async def upload(page: Page, files: dict[str, bytes], wait_ms: float = 60_000) -
     await expect(listed.first).to_be_attached()
     first = page.get_by_test_id("document").filter(has_text=next(iter(files)))
     seen = page.get_by_test_id("upload").or_(first)
-    await page.get_by_test_id("file-input").set_input_files(chosen)
-    try:
-        await expect(seen.first).to_be_attached(timeout=5_000)
-    except AssertionError:
-        # Twice in CI (1 in 3 full runs) a file picked right after sign-up left no trace: no
-        # upload row, no request, the documents panel listed. Not reproduced alone or on a
-        # person's pace; picked again, so the tests after it still run. Cause unknown.
+    # In CI (about 1 full run in 3) a file picked right after sign-up sometimes left no trace:
+    # no upload row, no request, the documents panel listed; once even when picked a second
+    # time 5 s later. Not reproduced alone or at a person's pace; cause unknown. The page is
+    # let settle first, and the file picked up to three times, so the tests after it run.
+    with contextlib.suppress(PlaywrightTimeout):  # an open answer stream never idles
+        await page.wait_for_load_state("networkidle", timeout=3_000)
+    for attempt in range(3):
         await page.get_by_test_id("file-input").set_input_files(chosen)
+        try:
+            await expect(seen.first).to_be_attached(timeout=5_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     for name in files:
         document = page.get_by_test_id("document").filter(has_text=name)
         await expect(document).to_have_attribute("data-status", "completed", timeout=wait_ms)
