@@ -83,6 +83,12 @@ def test_the_demo_digest_keeps_question_and_first_sentence_and_drops_the_oldest(
     assert "Lindqvist" not in longer
 
 
+def test_the_demo_digest_keeps_the_answer_sentence_about_the_question() -> None:
+    quoted = "The ferry leaves at 09:15 from pier 4. Tickets cost 12 euros. Bicycles travel free."
+    [exchange] = _exchanges(("How much do tickets cost?", quoted))
+    assert summaries.digest_line(exchange).endswith("Answer: Tickets cost 12 euros.")
+
+
 def test_no_older_exchange_comes_in_over_one_of_the_last_two_that_did_not_fit() -> None:
     pairs = [("q0", "short"), ("q1", "short"), ("q2 " + "x" * 2000, "y" * 2000), ("q3", "short")]
     exchanges = _exchanges(*pairs)

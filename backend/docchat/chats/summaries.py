@@ -8,8 +8,9 @@ new; an edit or regeneration that removes summarised messages starts it over
 (`repository.forget_summary`), and the next fold writes it again from the start.
 
 With a connected model the chat's model rewrites the summary. The built-in demo model is too
-small to summarise, so it keeps a digest instead: each exchange as its question and the first
-sentence of its answer, the latest kept when they no longer fit.
+small to summarise, so it keeps a digest instead: each exchange as its question and the
+sentence of its answer that shares most of the question's words, the latest kept when they no
+longer fit.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.chats import repository
-from docchat.chats.history import Exchange, exchanges_of, remembered
+from docchat.chats.history import Exchange, exchanges_of, remembered, term_share
 from docchat.chats.models import Chat
 from docchat.config import Settings
 from docchat.events import service as events_service
@@ -34,6 +35,7 @@ from docchat.kit.errors import DocchatError
 from docchat.kit.tokens import CHARS_PER_TOKEN, estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM
+from docchat.retrieval.highlight import terms
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +64,17 @@ def transcript(exchanges: Sequence[Exchange]) -> str:
 
 
 def digest_line(exchange: Exchange) -> str:
-    """One exchange as the demo model's digest keeps it."""
-    line = f"- Asked: {short(exchange.question.content, 160)}"
+    """One exchange as the demo model's digest keeps it: the question, and the sentence of the
+    answer that shares most of its terms (the first on a tie: a quoted answer often quotes a
+    whole passage, whose first sentence is not the one asked about)."""
+    question = exchange.question.content
+    line = f"- Asked: {short(question, 160)}"
     if exchange.answer is not None:
-        answer = remembered(exchange.answer).strip()
-        first = _SENTENCE_END.split(answer, maxsplit=1)[0] if answer else ""
-        if first:
-            line += f" Answer: {short(first, 240)}"
+        sentences = [s for s in _SENTENCE_END.split(remembered(exchange.answer).strip()) if s]
+        if sentences:
+            wanted = set(terms(question))
+            best = max(sentences, key=lambda sentence: term_share(wanted, sentence))
+            line += f" Answer: {short(best, 240)}"
     return line
 
 
