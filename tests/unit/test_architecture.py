@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"documents"},
     {"sharing", "answers", "ingestion", "sources"},
     {"chats", "openai_compat", "account"},
-    {"admin"},
+    {"admin", "mcp_server"},
     {"models"},  # every table, for Alembic and worker-only processes
     {"main"},
 ]

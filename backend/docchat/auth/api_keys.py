@@ -121,8 +121,11 @@ async def revoke(
     )
 
 
-async def authenticate(session: AsyncSession, secret: str, needed: Scope | None) -> User:
-    """The user a key acts for, if it is live and its scopes cover `needed`."""
+async def authenticate(
+    session: AsyncSession, secret: str, needed: Scope | frozenset[Scope] | None
+) -> User:
+    """The user a key acts for, if it is live and its scopes cover `needed` (a set: any one
+    of them)."""
     statement = select(ApiKey).where(ApiKey.secret_hash == _digest(secret))
     key = (await session.execute(statement)).scalar_one_or_none()
     now = utcnow()
@@ -137,8 +140,10 @@ async def authenticate(session: AsyncSession, secret: str, needed: Scope | None)
         raise Unauthorized(INVALID_KEY)
     if needed is None:
         raise Forbidden("API keys cannot be used here; log in with your password")
-    if needed not in key.scopes:
-        raise Forbidden(f"This API key lacks the '{needed}' scope")
+    accepted = needed if isinstance(needed, frozenset) else frozenset({needed})
+    if not accepted & set(key.scopes):
+        named = " or ".join(f"'{scope}'" for scope in sorted(accepted))
+        raise Forbidden(f"This API key lacks the {named} scope")
     if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
         key.last_used_at = now
         await session.flush()

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from starlette.routing import Route
 
 from docchat import observability
 from docchat.account.router import router as account_router
@@ -32,6 +33,8 @@ from docchat.kit.heap import freeze_startup_heap
 from docchat.kit.openapi import publish_models
 from docchat.main import docs_pages, health, web_app
 from docchat.main.components import Components, build_components
+from docchat.mcp_server import server as mcp_server
+from docchat.mcp_server.server import MountedEndpoint
 from docchat.openai_compat.router import router as openai_router
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
 from docchat.users import service as users_service
@@ -80,6 +83,7 @@ def attach_components(app: FastAPI, components: Components) -> None:
     app.state.vector_index = components.vector_index
     app.state.message_flow = components.message_flow
     app.state.completions = components.completions
+    app.state.mcp = components.mcp
     app.state.readiness_probes = _readiness_probes(components)
 
 
@@ -113,7 +117,8 @@ def create_app(
             worker_task = asyncio.create_task(worker.run_forever(stop))
         freeze_startup_heap()
         try:
-            yield
+            async with components.mcp.running():
+                yield
         finally:
             stop.set()
             if worker_task is not None:
@@ -182,6 +187,7 @@ def create_app(
     ):
         app.include_router(router, prefix="/api/v1")
     app.include_router(openai_router)
+    app.router.routes.append(Route(mcp_server.PATH, MountedEndpoint(), name="mcp"))
     app.include_router(health.router)
     docs_pages.install(app)
     publish_models(app, STREAM_EVENTS.values())

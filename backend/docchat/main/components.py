@@ -37,6 +37,8 @@ from docchat.llm.embeddings import (
     OpenAIEmbedder,
     local_embedder,
 )
+from docchat.mcp_server.server import McpEndpoint
+from docchat.mcp_server.tools import LibraryTools
 from docchat.openai_compat.service import Completions
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import (
@@ -77,6 +79,7 @@ class Components:
     vectors: CachedVectors = field(init=False)
     message_flow: MessageFlow = field(init=False)
     completions: Completions = field(init=False)
+    mcp: McpEndpoint = field(init=False)
 
     def __post_init__(self) -> None:
         rag = self.settings.rag
@@ -112,6 +115,9 @@ class Components:
             engine=self.engine,
             llm=self.llm,
             publisher=self.publisher,
+        )
+        self.mcp = McpEndpoint(
+            LibraryTools(self.settings, self.sessionmaker, self.retriever, self.completions)
         )
 
     def close(self) -> None:

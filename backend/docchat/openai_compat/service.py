@@ -18,7 +18,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, Question
+from docchat.answers.engine import (
+    AnswerEngine,
+    AnswerOptions,
+    CitedAnswer,
+    Generated,
+    Plan,
+    Question,
+)
 from docchat.categories import repository as categories_repository
 from docchat.config import LLMSettings, Settings
 from docchat.documents.scopes import search_scope
@@ -193,6 +200,7 @@ class Prepared:
     plan: Plan
     index_name: str
     started: float
+    via: str = "openai"
 
 
 def _completion_id() -> str:
@@ -217,13 +225,10 @@ class Completions:
     ) -> Prepared:
         assert request.index_name is not None
         refuse_unknown_fields(request.model_dump(exclude_none=True))
-        started = time.perf_counter()
-        llm_settings = self.settings.llm
-        model = resolve_model(llm_settings, request.model)
         query, history = split_messages(request.messages)
         if not query.strip():
             raise BadRequest(NO_USER_PROMPT)
-        window = llm_settings.context_window
+        window = self.settings.llm.context_window
         prompt_tokens = sum(estimate_tokens(_text(m.get("content"))) for m in request.messages)
         if prompt_tokens > window:
             raise BadRequest(
@@ -231,31 +236,56 @@ class Completions:
                 f"window of {window}"
             )
         documents = await index_documents(session, user, request.index_name)
+        return await self.prepare_question(
+            session,
+            user,
+            query=query,
+            history=history,
+            documents=documents,
+            index_name=request.index_name,
+            model=request.model,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+        )
+
+    async def prepare_question(
+        self,
+        session: AsyncSession,
+        user: User,
+        *,
+        query: str,
+        documents: DocumentScope,
+        index_name: str,
+        history: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        via: str = "openai",
+    ) -> Prepared:
+        """One question over `documents`, outside any chat, planned (searched) and recorded as
+        asked: the entry of every client that is not a chat (`via`: openai, mcp)."""
+        started = time.perf_counter()
+        model = resolve_model(self.settings.llm, model)
         question = Question(
             text=query,
-            history=history,
+            history=history or [],
             documents=documents,
             options=AnswerOptions(
                 rag_enabled=True,
                 top_k=self.settings.rag.top_k,
                 model=model,
                 whole_documents=False,
-                temperature=request.temperature,
-                max_tokens=request.max_tokens,
+                temperature=temperature,
+                max_tokens=max_tokens,
                 answer_mode=self.settings.rag.answer_mode,
             ),
             general_system_prompt=False,
-            label=f"openai:{request.index_name}",
+            label=f"{via}:{index_name}",
         )
-        payload = {
-            "query": query[:1000],
-            "model": model,
-            "via": "openai",
-            "index": request.index_name,
-        }
+        payload = {"query": query[:1000], "model": model, "via": via, "index": index_name}
         await self._record(session, events_service.QUERY_SUBMITTED, user.id, payload)
         plan = await self.engine.plan(question)
-        return Prepared(question, plan, request.index_name, started)
+        return Prepared(question, plan, index_name, started, via)
 
     async def _record(
         self, session: AsyncSession, event_type: str, user_id: uuid.UUID, payload: dict[str, Any]
@@ -269,7 +299,7 @@ class Completions:
         """`response_generated`, as the chat routes record it (in a session of its own)."""
         meta = prepared.plan.meta
         payload = {
-            "via": "openai",
+            "via": prepared.via,
             "index": prepared.index_name,
             "model": generated.model,
             "latency_ms": int((time.perf_counter() - prepared.started) * 1000),
@@ -293,15 +323,20 @@ class Completions:
             if isinstance(item, str | Generated):
                 yield item
 
-    async def complete(self, user_id: uuid.UUID, prepared: Prepared) -> dict[str, Any]:
+    async def answer(self, user_id: uuid.UUID, prepared: Prepared) -> tuple[CitedAnswer, Generated]:
+        """The whole answer, cited, and recorded as generated."""
         generated: Generated | None = None
         async for item in self._generate(prepared, streaming=False):
             if isinstance(item, Generated):
                 generated = item
         assert generated is not None
         cited = self.engine.cite(prepared.question, prepared.plan, generated.content)
+        await self._answered(user_id, prepared, generated, len(cited.sources or []))
+        return cited, generated
+
+    async def complete(self, user_id: uuid.UUID, prepared: Prepared) -> dict[str, Any]:
+        cited, generated = await self.answer(user_id, prepared)
         sources = [source.model_dump(mode="json") for source in cited.sources or []]
-        await self._answered(user_id, prepared, generated, len(sources))
         usage = None
         if generated.prompt_tokens is not None and generated.completion_tokens is not None:
             usage = {

@@ -1,0 +1,1 @@
+"""The MCP server for agents and editors (`/mcp`): the user's documents as tools."""
