@@ -16,12 +16,14 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.config import Settings, WorkerSettings
 from docchat.db import create_sessionmaker
 from docchat.events.models import Event
+from docchat.quotas.models import TokenHold
 from docchat.users import service as users_service
 from docchat.users.models import Role
 from tests.support.live_server import LiveServer, serving
@@ -201,6 +203,11 @@ async def test_ask_answers_with_citations_within_the_quota_and_is_recorded(
         # The chat scope does not read: searching and listing need `read`.
         lacking = await refusal(client, "search_documents", query=QUESTION)
         assert "lacks the 'read' scope" in lacking
+        async with create_sessionmaker(engine)() as session:
+            holds = await session.execute(
+                select(TokenHold).where(TokenHold.user_id == uuid.UUID(user_id))
+            )
+            assert holds.scalars().all() == []  # the answer's hold went with it
 
         # An administrator lowers the quota: the answer just given used it up.
         admin = await _admin(http, engine)
@@ -212,6 +219,9 @@ async def test_ask_answers_with_citations_within_the_quota_and_is_recorded(
         over = await refusal(client, "ask", question="And on Fridays?")
         assert "Daily token quota reached" in over
         assert len(fresh_llm.requests) == requests_before  # nothing refused reached the model
+
+    async with mcp_client(server, await new_key(http, owner, "read")) as client:
+        assert "lacks the 'chat' scope" in await refusal(client, "ask", question=QUESTION)
 
     async with create_sessionmaker(engine)() as session:
         events = (
@@ -266,3 +276,36 @@ async def test_the_endpoint_takes_live_api_keys_only(
     revoked = await http.delete(f"/api/v1/api-keys/{reader['id']}", headers=user)
     assert revoked.status_code == 204
     assert (await status_of({"Authorization": f"Bearer {key}"})).status_code == 401
+
+
+async def test_a_password_set_by_an_administrator_stops_the_keys_until_it_is_changed(
+    server: LiveServer, http: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    user = await auth_headers(http)
+    key = await new_key(http, user, "read")
+    user_id = (await http.get("/api/v1/users/me", headers=user)).json()["id"]
+    async with mcp_client(server, key) as client:
+        await call(client, "list_collections")
+        admin = await _admin(http, engine)
+        reset = await http.post(f"/api/v1/admin/users/{user_id}/reset-password", headers=admin)
+        assert reset.status_code == 200, reset.text
+        # As on the REST API: nothing but a new password until the user chooses one (the
+        # endpoint refuses the request before the tool is reached).
+        with pytest.raises(MCPError):
+            await client.call_tool("list_collections", {})
+    bearer = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    opened = await http.post(
+        "/mcp", headers=bearer, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    )
+    assert opened.status_code == 403 and "choose a new one first" in opened.json()["detail"]
+    rest = await http.get("/api/v1/documents", headers={"Authorization": f"Bearer {key}"})
+    assert rest.status_code == 403
+
+
+async def test_the_endpoint_is_stateless_and_says_so(
+    server: LiveServer, http: httpx.AsyncClient
+) -> None:
+    key = await new_key(http, await auth_headers(http), "read")
+    for method in ("GET", "DELETE"):
+        answer = await http.request(method, "/mcp", headers={"Authorization": f"Bearer {key}"})
+        assert answer.status_code == 405 and answer.headers["allow"] == "POST"

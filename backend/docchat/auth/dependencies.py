@@ -13,10 +13,6 @@ from docchat.kit.routing import SessionDep, SettingsDep
 from docchat.users.models import User
 
 oauth2_scheme = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
-SET_BY_ADMIN = (
-    "Your password was set by an administrator: choose a new one first "
-    "(POST /api/v1/users/me/password)"
-)
 
 
 def get_client_address(request: Request) -> str:
@@ -51,8 +47,7 @@ SignedInUser = Annotated[User, Depends(get_signed_in_user)]
 
 
 async def get_current_user(user: SignedInUser) -> User:
-    if user.must_change_password:
-        raise Forbidden(SET_BY_ADMIN)
+    service.require_free_to_act(user)
     return user
 
 

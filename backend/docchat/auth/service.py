@@ -28,6 +28,10 @@ REUSED_REFRESH = (
 )
 
 
+SET_BY_ADMIN = (
+    "Your password was set by an administrator: choose a new one first "
+    "(POST /api/v1/users/me/password)"
+)
 REGISTRATION_RECEIVED = "Registration received: log in with this email and password"
 
 
@@ -181,3 +185,10 @@ async def authenticate(session: AsyncSession, access_token: str, settings: AuthS
     if user is None or claims is None or user.session_generation != claims.generation:
         raise Unauthorized("Invalid or expired token")
     return user
+
+
+def require_free_to_act(user: User) -> None:
+    """A user whose password an administrator set may only choose a new one: every other
+    request, with a login or a key, on any API, is refused until then."""
+    if user.must_change_password:
+        raise Forbidden(SET_BY_ADMIN)

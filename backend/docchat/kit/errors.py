@@ -46,6 +46,14 @@ class Conflict(DocchatError):
     message = "Conflict"
 
 
+class MethodNotAllowed(DocchatError):
+    status_code = 405
+    message = "Method not allowed"
+
+    def __init__(self, message: str | None = None, *, allow: str = "POST") -> None:
+        super().__init__(message, headers={"Allow": allow})
+
+
 class PayloadTooLarge(DocchatError):
     status_code = 413
     message = "Payload too large"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -24,9 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.types import Receive, Scope, Send
 
 from docchat.auth import api_keys
+from docchat.auth import service as auth_service
 from docchat.auth.scopes import Scope as KeyScope
 from docchat.db import session_scope
-from docchat.kit.errors import DocchatError, ServiceUnavailable, Unauthorized
+from docchat.kit.errors import DocchatError, MethodNotAllowed, ServiceUnavailable, Unauthorized
 from docchat.mcp_server.tools import (
     MAX_PAGE,
     MAX_PASSAGES,
@@ -69,9 +70,11 @@ async def _caller(session: AsyncSession, ctx: Context, needed: KeyScope) -> User
     if token is None:
         raise ToolError(NO_KEY)
     try:
-        return await api_keys.authenticate(session, token, needed)
+        user = await api_keys.authenticate(session, token, needed)
+        auth_service.require_free_to_act(user)
     except DocchatError as exc:
         raise ToolError(exc.message) from exc
+    return user
 
 
 def build_server(tools: LibraryTools) -> MCPServer:
@@ -199,6 +202,9 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._running:
             raise ServiceUnavailable("The MCP server is not running; try again in a moment")
+        if scope.get("method") != "POST":
+            # Stateless: no stream to open (GET) and no session to end (DELETE).
+            raise MethodNotAllowed("The MCP endpoint takes POST requests only")
         headers = {
             name.decode("latin-1").lower(): value.decode("latin-1")
             for name, value in scope.get("headers", [])
@@ -207,7 +213,8 @@ class McpEndpoint:
         if token is None:
             raise Unauthorized(NO_KEY)
         async with session_scope(self.sessionmaker) as session:
-            await api_keys.authenticate(session, token, ENDPOINT_SCOPES)
+            user = await api_keys.authenticate(session, token, ENDPOINT_SCOPES)
+            auth_service.require_free_to_act(user)
         await self._transport(scope, receive, send)
 
 
@@ -215,7 +222,7 @@ class MountedEndpoint:
     """The route's endpoint: the app's `McpEndpoint`, which its lifespan builds later."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        endpoint: Any = getattr(scope["app"].state, "mcp", None)
+        endpoint: McpEndpoint | None = getattr(scope["app"].state, "mcp", None)
         if endpoint is None:
             raise ServiceUnavailable("The MCP server is not running; try again in a moment")
         await endpoint(scope, receive, send)

@@ -9,6 +9,7 @@ is recorded like any other (`via`: mcp).
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from docchat.config import Settings
 from docchat.documents import service as documents_service
 from docchat.documents.models import DocumentStatus
 from docchat.documents.scopes import search_scope
-from docchat.kit.errors import BadRequest
+from docchat.kit.errors import BadRequest, ServiceUnavailable
 from docchat.kit.pagination import PageParams
 from docchat.openai_compat.service import Completions
 from docchat.quotas import service as quotas
@@ -55,7 +56,9 @@ class SearchResults(BaseModel):
 class Answer(BaseModel):
     answer: str = Field(description="The answer; [n] cites sources[n-1]")
     sources: list[Source]
-    grounded: bool = Field(description="False when the documents held nothing on the question")
+    grounded: bool = Field(
+        description="Whether the answer cites the documents (false: none held it)"
+    )
     model: str
 
 
@@ -116,9 +119,18 @@ class LibraryTools:
         top_k: int = 5,
     ) -> SearchResults:
         """The passages that best match `query`, each with its source's location, preview and
-        highlight; none when even the best is below the match floor (as for an answer)."""
+        highlight; none when even the best is below the match floor (as for an answer), unless
+        the caller chose the documents. The session is committed (its connection released)
+        before the search, which reads with sessions of its own."""
         documents = await self._scope(session, user, collection_ids, document_ids)
-        result = await self.retriever.search(query, documents, min(top_k, MAX_PASSAGES))
+        await session.commit()
+        await session.close()
+        chosen = bool(document_ids)
+        result = await self.retriever.search(
+            query, documents, min(top_k, MAX_PASSAGES), require_match=not chosen
+        )
+        if result.unavailable:
+            raise ServiceUnavailable("Document search is unavailable right now; try again soon")
         entries = build_context(result.chunks, TokenBudget(SEARCH_CONTEXT_TOKENS))
         entries = with_highlights(entries, query)
         return SearchResults(
@@ -139,9 +151,10 @@ class LibraryTools:
         document_ids: Sequence[uuid.UUID] = (),
     ) -> Answer:
         """A cited answer from the documents, as the OpenAI-compatible endpoint gives one: the
-        quota is held while it is written, the session is committed (and its connection
-        released) before the model is called."""
-        user_id = user.id  # the session's objects expire when it commits
+        quota is held while it is written; the question is recorded and the session committed
+        (its connection released) before the search and the model."""
+        started = time.perf_counter()
+        user_id = user.id  # `user` is detached once the session closes
         hold = await quotas.hold_tokens(
             session,
             user,
@@ -151,19 +164,26 @@ class LibraryTools:
         )
         try:
             documents = await self._scope(session, user, collection_ids, document_ids)
-            chosen = "chosen" if collection_ids or document_ids else "all"
-            prepared = await self.completions.prepare_question(
-                session, user, query=question, documents=documents, index_name=chosen, via="mcp"
+            asked = await self.completions.ask(
+                session,
+                user,
+                query=question,
+                documents=documents,
+                index_name="chosen" if collection_ids or document_ids else "all",
+                chosen=bool(document_ids),
+                via="mcp",
+                started=started,
             )
             await session.commit()
             await session.close()
+            prepared = await self.completions.plan(asked)
             cited, generated = await self.completions.answer(user_id, prepared)
         finally:
             await hold.release()
         return Answer(
             answer=cited.content,
             sources=cited.sources or [],
-            grounded=cited.meta.grounded,
+            grounded=bool(cited.sources),
             model=generated.model,
         )
 

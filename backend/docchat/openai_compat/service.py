@@ -193,6 +193,16 @@ async def index_documents(session: AsyncSession, user: User, index_name: str) ->
 
 
 @dataclass(frozen=True)
+class Asked:
+    """A question outside a chat, recorded as asked, not yet searched."""
+
+    question: Question
+    index_name: str
+    started: float
+    via: str
+
+
+@dataclass(frozen=True)
 class Prepared:
     """A request over the caller's documents, planned: ready for the model."""
 
@@ -224,7 +234,9 @@ class Completions:
         self, session: AsyncSession, user: User, request: ChatCompletionRequest
     ) -> Prepared:
         assert request.index_name is not None
+        started = time.perf_counter()
         refuse_unknown_fields(request.model_dump(exclude_none=True))
+        model = resolve_model(self.settings.llm, request.model)
         query, history = split_messages(request.messages)
         if not query.strip():
             raise BadRequest(NO_USER_PROMPT)
@@ -236,19 +248,21 @@ class Completions:
                 f"window of {window}"
             )
         documents = await index_documents(session, user, request.index_name)
-        return await self.prepare_question(
+        asked = await self.ask(
             session,
             user,
             query=query,
             history=history,
             documents=documents,
             index_name=request.index_name,
-            model=request.model,
+            model=model,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
+            started=started,
         )
+        return await self.plan(asked)
 
-    async def prepare_question(
+    async def ask(
         self,
         session: AsyncSession,
         user: User,
@@ -260,11 +274,15 @@ class Completions:
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        chosen: bool = False,
         via: str = "openai",
-    ) -> Prepared:
-        """One question over `documents`, outside any chat, planned (searched) and recorded as
-        asked: the entry of every client that is not a chat (`via`: openai, mcp)."""
-        started = time.perf_counter()
+        started: float | None = None,
+    ) -> Asked:
+        """One question over `documents`, outside any chat, recorded in `session` as asked:
+        the entry of every client that is not a chat (`via`: openai, mcp). `chosen`: the
+        caller picked the documents, so a passage need not reach the match floor (as for a
+        chat's chosen documents). `plan` searches, with no session held."""
+        started = time.perf_counter() if started is None else started
         model = resolve_model(self.settings.llm, model)
         question = Question(
             text=query,
@@ -279,13 +297,17 @@ class Completions:
                 max_tokens=max_tokens,
                 answer_mode=self.settings.rag.answer_mode,
             ),
+            scope="message" if chosen else None,
             general_system_prompt=False,
             label=f"{via}:{index_name}",
         )
         payload = {"query": query[:1000], "model": model, "via": via, "index": index_name}
         await self._record(session, events_service.QUERY_SUBMITTED, user.id, payload)
-        plan = await self.engine.plan(question)
-        return Prepared(question, plan, index_name, started, via)
+        return Asked(question, index_name, started, via)
+
+    async def plan(self, asked: Asked) -> Prepared:
+        plan = await self.engine.plan(asked.question)
+        return Prepared(asked.question, plan, asked.index_name, asked.started, asked.via)
 
     async def _record(
         self, session: AsyncSession, event_type: str, user_id: uuid.UUID, payload: dict[str, Any]
