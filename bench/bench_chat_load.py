@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
         [--library CHUNKS] [--chunks-per-document N] [--keep DIR] [--squad-questions]
-        [--code-root DIR]
+        [--code-root DIR] [--tracing off on]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
 LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
@@ -253,6 +253,42 @@ async def prepared_installation(
     return url, keep, False
 
 
+def serve_otlp(port_queue: Any) -> None:
+    """An OTLP/HTTP trace receiver in a process of its own: it takes each batch and answers
+    200 without decoding it, as a collector on another machine costs this one nothing."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    port_queue.put(f"http://127.0.0.1:{server.server_address[1]}")
+    server.serve_forever()
+
+
+async def users_with_notes(base: str, user_count: int) -> list[dict[str, str]]:
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        users = [await make_user(client, i) for i in range(user_count)]
+        # Every user's note is indexed before the first message: the chat is measured, not
+        # the chat beside ingestion ("Responsiveness during ingestion" is that).
+        for _ in range(300):
+            counts = [await unfinished_documents(client, headers) for headers in users]
+            if not any(counts):
+                break
+            await asyncio.sleep(0.5)
+        else:
+            raise RuntimeError("the users' notes were not indexed within 150 s")
+        await asyncio.sleep(2)
+    return users
+
+
 async def main(
     user_count: int,
     messages: int,
@@ -262,6 +298,7 @@ async def main(
     squad: bool = False,
     code_root: Path = ROOT,
     chunks_per_document: int = 100,
+    tracing_modes: tuple[str, ...] = ("off",),
 ) -> None:
     asked = squad_questions() if squad else []
     context = multiprocessing.get_context("spawn")
@@ -270,38 +307,43 @@ async def main(
     llm = context.Process(target=serve_llm, args=(llm_port, ready), daemon=True)
     llm.start()
     ready.wait(30)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    collector = None
+    tracing_env: dict[str, str] = {}
+    if "on" in tracing_modes:
+        urls = context.Queue()
+        collector = context.Process(target=serve_otlp, args=(urls,), daemon=True)
+        collector.start()
+        tracing_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": urls.get(timeout=30)}
+    rows: list[list[object]] = []
     with contextlib.ExitStack() as stack:
         url, folder, temporary = await prepared_installation(
             keep, library, chunks_per_document, stack
         )
-        server = start_server(
-            url, f"http://127.0.0.1:{llm_port}/v1", folder, port, code_root=code_root
-        )
-        try:
-            await wait_ready(base)
-            async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-                users = [await make_user(client, i) for i in range(user_count)]
-                # Every user's note is indexed before the first message: the chat is measured,
-                # not the chat beside ingestion ("Responsiveness during ingestion" is that).
-                for _ in range(300):
-                    counts = [await unfinished_documents(client, headers) for headers in users]
-                    if not any(counts):
-                        break
-                    await asyncio.sleep(0.5)
-                else:
-                    raise RuntimeError("the users' notes were not indexed within 150 s")
-                await asyncio.sleep(2)
-            rows = [
-                await scenario(base, users, messages, stream, pause, asked)
-                for pause in paces
-                for stream in (False, True)
-            ]
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-            llm.terminate()
+        for tracing in tracing_modes:
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            server = start_server(
+                url,
+                f"http://127.0.0.1:{llm_port}/v1",
+                folder,
+                port,
+                code_root=code_root,
+                extra_env=tracing_env if tracing == "on" else None,
+            )
+            try:
+                await wait_ready(base)
+                users = await users_with_notes(base, user_count)
+                rows += [
+                    [tracing, *await scenario(base, users, messages, stream, pause, asked)]
+                    for pause in paces
+                    for stream in (False, True)
+                ]
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+        llm.terminate()
+        if collector is not None:
+            collector.terminate()
         if temporary:
             await drop_database(url)
     scope = (
@@ -313,11 +355,13 @@ async def main(
     scope += "SQuAD questions; " if squad else "one question, numbered; "
     print(
         f"Chat under load, LLM answering at once; {scope}{machine()}; server, LLM and load "
-        f"generator share the machine; code: {code_root}"
+        f"generator share the machine; tracing on: OTLP/HTTP to a receiver on loopback; "
+        f"code: {code_root}"
     )
     print(
         table(
             [
+                "tracing",
                 "mode",
                 "think time",
                 "users",
@@ -368,6 +412,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--code-root", type=Path, default=ROOT, help="run this checkout's server (before a change)"
     )
+    parser.add_argument(
+        "--tracing",
+        nargs="+",
+        choices=["off", "on"],
+        default=["off"],
+        help="run the scenarios with OpenTelemetry traces off and/or on (OTLP to a local receiver)",
+    )
     arguments = parser.parse_args()
     if arguments.keep is not None:
         arguments.keep.mkdir(parents=True, exist_ok=True)
@@ -382,5 +433,6 @@ if __name__ == "__main__":
             arguments.squad_questions,
             arguments.code_root,
             arguments.chunks_per_document,
+            tuple(arguments.tracing),
         )
     )

@@ -492,6 +492,46 @@ class StorageSettings(BaseSettings):
     s3_secret_access_key: SecretStr | None = Field(None, description="Secret of the access key")
 
 
+class TracingSettings(BaseSettings):
+    """OpenTelemetry's own variables (the SDK and its OTLP exporter read the rest of them:
+    `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`...)."""
+
+    model_config = _config("OTEL_")
+
+    traces_exporter: str = Field(
+        "none",
+        description=(
+            "Where traces go: otlp (OTLP over HTTP to OTEL_EXPORTER_OTLP_ENDPOINT), console, or "
+            "none (off). Unset with an OTLP endpoint set: otlp"
+        ),
+    )
+    exporter_otlp_endpoint: str | None = Field(
+        None, description="The collector's base URL, e.g. http://otel-collector:4318"
+    )
+    exporter_otlp_traces_endpoint: str | None = Field(
+        None,
+        description=(
+            "The collector's URL for traces; unset: OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces"
+        ),
+    )
+    service_name: str = Field("docchat", description="The service name traces carry")
+    instrumentation_genai_capture_message_content: bool = Field(
+        False,
+        description=(
+            "Put prompts and answers' text on the model-call spans (off: only models, token "
+            "counts and timings, never a user's words)"
+        ),
+    )
+
+    @property
+    def exporter(self) -> str:
+        configured = self.model_fields_set & {"traces_exporter"}
+        endpoint = self.exporter_otlp_endpoint or self.exporter_otlp_traces_endpoint
+        if not configured and endpoint:
+            return "otlp"
+        return self.traces_exporter.strip().lower()
+
+
 class Settings(BaseSettings):
     model_config = _config()
 
@@ -580,6 +620,7 @@ class Settings(BaseSettings):
     url_fetch: UrlFetchSettings = Field(default_factory=UrlFetchSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @model_validator(mode="after")
     def _refuse_known_or_weak_secrets(self) -> Settings:

@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import uvicorn
+from opentelemetry.sdk.trace import TracerProvider
 
 from docchat.config import Settings
 from docchat.main.app import create_app
@@ -17,11 +18,14 @@ from tests.support.llm_server import free_port
 
 
 class LiveServer:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, *, tracer_provider: TracerProvider | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         options = {**uvicorn_options(settings), "log_level": "warning"}
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, **options)
+        app = create_app(settings, tracer_provider=tracer_provider)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, **options)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -44,9 +48,11 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def serving(settings: Settings) -> Iterator[LiveServer]:
+def serving(
+    settings: Settings, *, tracer_provider: TracerProvider | None = None
+) -> Iterator[LiveServer]:
     """A live server for the block (a module's fixture): started, then stopped."""
-    live = LiveServer(settings).start()
+    live = LiveServer(settings, tracer_provider=tracer_provider).start()
     try:
         yield live
     finally:

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "docchat"
 LAYERS: list[set[str]] = [
     {"config", "db"},
     {"kit"},
-    {"observability"},
+    {"observability", "tracing"},
     {"extraction", "llm", "events", "audit"},
     {"retrieval", "users"},
     {"membership", "quotas", "auth"},

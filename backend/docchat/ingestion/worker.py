@@ -30,6 +30,7 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat import tracing
 from docchat.config import Settings
 from docchat.db import utcnow
 from docchat.documents import jobs as jobs_repository
@@ -209,15 +210,22 @@ class IngestionWorker:
         started = time.perf_counter()
         lost = asyncio.Event()
         beating = asyncio.create_task(self._heartbeats(job, lost))
-        try:
-            outcome = await self._attempt(job, lost)
-        except asyncio.CancelledError:
-            await self._release(job)
-            raise
-        finally:
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating
+        attributes: tracing.Attributes = {
+            "docchat.document.id": str(job.document_id),
+            "docchat.job.attempt": job.attempts,
+        }
+        # A trace of its own, also for a document run in between another's batches.
+        with tracing.span("ingestion.job", attributes, root=True) as span:
+            try:
+                outcome = await self._attempt(job, lost)
+            except asyncio.CancelledError:
+                await self._release(job)
+                raise
+            finally:
+                beating.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await beating
+            tracing.set_attributes(span, {"docchat.job.outcome": outcome})
         if outcome is not None:
             INGESTION_JOBS.labels(outcome).inc()
         if outcome == "completed":
@@ -268,10 +276,14 @@ class IngestionWorker:
     async def _read(self, key: str, kind: FileKind) -> PreparedDocument:
         """The stored file's text, in chunks (read from a local copy where files are remote)."""
         rag = self.settings.rag
-        async with self.storage.local_copy(key) as path:
-            return await self.extractor.prepare(
-                path, kind, chunk_size=rag.chunk_size, chunk_overlap=rag.chunk_overlap
-            )
+        with tracing.span("ingestion.read", {"docchat.document.kind": kind.value}) as span:
+            async with self.storage.local_copy(key) as path:
+                prepared = await self.extractor.prepare(
+                    path, kind, chunk_size=rag.chunk_size, chunk_overlap=rag.chunk_overlap
+                )
+            pages, chunks = prepared.page_count, len(prepared.chunks)
+            tracing.set_attributes(span, {"docchat.pages": pages, "docchat.chunks": chunks})
+            return prepared
 
     async def _ingest(
         self, job: ClaimedJob, document: Document, lost: asyncio.Event
@@ -284,14 +296,15 @@ class IngestionWorker:
         ref = DocumentRef.of(document)
         await self.index.delete_document(ref)
         # The text goes in at once: inline answers read it while the vectors are made.
-        async with self._fenced(job) as session:
-            await lexical.delete_chunks(session, document.id)
-            await lexical.add_chunks(
-                session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
-            )
-            await documents_repository.set_extracted(
-                session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)
-            )
+        with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
+            async with self._fenced(job) as session:
+                await lexical.delete_chunks(session, document.id)
+                await lexical.add_chunks(
+                    session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
+                )
+                await documents_repository.set_extracted(
+                    session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)
+                )
         await self._embed_all(job, chunks, lost)
         await self._complete(job, ref, len(chunks))
         return prepared.page_count, len(chunks)
@@ -351,8 +364,15 @@ class IngestionWorker:
 
     async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
         texts = [self._indexed(chunk) for chunk in batch]
-        vectors = await asyncio.to_thread(self.embedder.embed, texts)
-        await self.index.upsert(batch, vectors)
+        embedding: tracing.Attributes = {
+            "gen_ai.operation.name": "embeddings",
+            "gen_ai.request.model": self.embedder.name,
+            "docchat.chunks": len(batch),
+        }
+        with tracing.span("embedding", embedding):
+            vectors = await asyncio.to_thread(self.embedder.embed, texts)
+        with tracing.span("ingestion.vector_write", {"docchat.chunks": len(batch)}):
+            await self.index.upsert(batch, vectors)
         done = before + len(batch)
         async with self._fenced(job) as session:
             if job.version_id is None:

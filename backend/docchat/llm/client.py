@@ -8,6 +8,8 @@ callers never see SDK exceptions.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -19,6 +21,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from docchat import tracing
 from docchat.config import LLMSettings
 from docchat.kit.errors import BadRequest, UpstreamError, UpstreamTimeout
 from docchat.observability import LLM_LATENCY, record_tokens
@@ -79,6 +82,30 @@ def _translate_forwarded(exc: Exception) -> Exception:
     if isinstance(exc, openai.APIStatusError) and 400 <= exc.status_code < 500:
         return BadRequest(f"The language model refused the request: {exc.message}")
     return _translate(exc)
+
+
+def _call_attributes(
+    options: dict[str, Any], messages: Sequence[ChatMessage]
+) -> tracing.Attributes:
+    """A model call's span: what was asked for, and (only when configured) the prompt."""
+    prompt = json.dumps(list(messages), default=str) if tracing.captures_content() else None
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.system": "openai",
+        "gen_ai.request.model": options["model"],
+        "gen_ai.request.max_tokens": options["max_tokens"],
+        "gen_ai.request.temperature": options["temperature"],
+        "gen_ai.prompt": prompt,
+    }
+
+
+def _result_attributes(result: Completion | StreamEnd, text: str) -> tracing.Attributes:
+    return {
+        "gen_ai.response.model": result.model,
+        "gen_ai.usage.input_tokens": result.prompt_tokens,
+        "gen_ai.usage.output_tokens": result.completion_tokens,
+        "gen_ai.completion": text if tracing.captures_content() else None,
+    }
 
 
 class LLM:
@@ -147,16 +174,16 @@ class LLM:
         tools: Sequence[dict[str, Any]] | None = None,
     ) -> Completion:
         extra: dict[str, Any] = {"tools": list(tools)} if tools else {}
+        options = self._options(model, temperature, max_tokens)
+        with tracing.span(f"chat {options['model']}", _call_attributes(options, messages)) as span:
+            completion = await self._complete({"messages": list(messages), **options, **extra})
+            tracing.set_attributes(span, _result_attributes(completion, completion.content))
+        return completion
+
+    async def _complete(self, body: dict[str, Any]) -> Completion:
         started = time.perf_counter()
         try:
-            response = await self._post_chat(
-                {
-                    "messages": list(messages),
-                    **self._options(model, temperature, max_tokens),
-                    **extra,
-                },
-                stream=False,
-            )
+            response = await self._post_chat(body, stream=False)
         except openai.OpenAIError as exc:
             raise _translate(exc) from exc
         if not response.choices:
@@ -174,7 +201,7 @@ class LLM:
         )
         return Completion(
             content=message.content or "",
-            model=response.model or self._options(model, None, None)["model"],
+            model=response.model or body["model"],
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
             tool_calls=tool_calls,
@@ -189,6 +216,29 @@ class LLM:
         max_tokens: int | None = None,
     ) -> AsyncGenerator[str | StreamEnd, None]:
         options = self._options(model, temperature, max_tokens)
+        span = tracing.start_span(f"chat {options['model']}", _call_attributes(options, messages))
+        answer: list[str] = []
+        try:
+            async for item in self._stream(messages, options):
+                if isinstance(item, StreamEnd):
+                    end = item
+                    tracing.set_attributes(span, _result_attributes(end, "".join(answer)))
+                elif tracing.captures_content():
+                    answer.append(item)
+                yield item
+        except (GeneratorExit, asyncio.CancelledError):
+            # The reader stopped reading (Stop, a time limit): not the model's failure.
+            tracing.set_attributes(span, {"docchat.stopped": True})
+            tracing.end(span)
+            raise
+        except BaseException as exc:
+            tracing.end(span, exc)
+            raise
+        tracing.end(span)
+
+    async def _stream(
+        self, messages: Sequence[ChatMessage], options: dict[str, Any]
+    ) -> AsyncGenerator[str | StreamEnd, None]:
         started = time.perf_counter()
         received = False  # before the call: a model that cannot be reached fails in it
         try:

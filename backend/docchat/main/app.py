@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from opentelemetry.sdk.trace import TracerProvider
 from starlette.routing import Route
 
 from docchat import observability
@@ -31,7 +32,7 @@ from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.heap import freeze_startup_heap
 from docchat.kit.openapi import publish_models
-from docchat.main import docs_pages, health, web_app
+from docchat.main import docs_pages, health, telemetry, web_app
 from docchat.main.components import Components, build_components
 from docchat.mcp_server import server as mcp_server
 from docchat.mcp_server.server import MountedEndpoint
@@ -92,19 +93,25 @@ def create_app(
     *,
     components_factory: ComponentsFactory | None = None,
     run_worker: bool | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> FastAPI:
+    """The app. Traces go to `tracer_provider`, else where the `OTEL_*` settings say (off by
+    default); the app then owns the provider and shuts it down when it stops."""
     settings = with_signing_key(settings or get_settings())
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logging.basicConfig(level=settings.log_level.upper(), format=telemetry.LOG_FORMAT)
+    provider = tracer_provider or telemetry.tracer_provider(settings.tracing)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = None
+        if provider is not None:
+            telemetry.start(provider, settings.tracing)
         if components_factory is not None:
             components = await components_factory(settings)
         else:
             engine = create_engine(settings.database_url)
+            if provider is not None:
+                telemetry.instrument_engine(engine, provider)
             components = await build_components(settings, create_sessionmaker(engine))
         attach_components(app, components)
         await _ensure_admin_from_settings(components)
@@ -131,6 +138,8 @@ def create_app(
                 components.close()
             if engine is not None:
                 await engine.dispose()
+            if provider is not None:
+                telemetry.stop(provider)
 
     app = FastAPI(
         title="docchat",
@@ -153,6 +162,8 @@ def create_app(
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)
     observability.install(app)
+    if provider is not None:
+        telemetry.instrument_app(app, provider)
     security_headers.install(app)
     app.add_middleware(
         BodySizeLimit,

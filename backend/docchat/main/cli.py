@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import logging
 import signal
 import sys
 from typing import Any
@@ -48,10 +49,16 @@ async def _worker() -> None:
     from docchat.db import create_engine, create_sessionmaker
     from docchat.ingestion.worker import IngestionWorker
     from docchat.kit.heap import freeze_startup_heap
+    from docchat.main import telemetry
     from docchat.main.components import build_components
 
     settings = get_settings()
+    logging.basicConfig(level=settings.log_level.upper(), format=telemetry.LOG_FORMAT)
     engine = create_engine(settings.database_url, pool_size=2)
+    provider = telemetry.tracer_provider(settings.tracing)
+    if provider is not None:
+        telemetry.start(provider, settings.tracing)
+        telemetry.instrument_engine(engine, provider)
     components = await build_components(settings, create_sessionmaker(engine))
     freeze_startup_heap()
     stop = asyncio.Event()
@@ -63,6 +70,8 @@ async def _worker() -> None:
     finally:
         components.close()
         await engine.dispose()
+        if provider is not None:
+            telemetry.stop(provider)
 
 
 async def _create_admin(email: str, password: str) -> str:

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
+from docchat import tracing
 from docchat.config import RAGSettings, RerankSettings
 from docchat.kit.registry import Registry
 from docchat.llm.embeddings import Embedder
@@ -267,22 +268,46 @@ class Retriever:
         """The best `top_k` passages over the similarity floor, and the best match score among
         all that passed it (`_judged` decides on the match floor)."""
         started = time.perf_counter()
-        try:
-            # Fusion and reranking choose among more candidates than they keep.
-            widen = self.lexical is not None or self.reranker is not None
-            depth = max(self.fusion.candidates, top_k) if widen else top_k
-            hits = await self._candidates(query, scope, depth)
-            if self.reranker is not None:  # it reads the passages
-                hits = await self.reranker.rerank(query, await self._whole(hits), top_k)
-            passing = self._passing(hits, scope)
-            kept = await self._whole(passing[:top_k])
-        except Exception as exc:
-            logger.warning("retrieval unavailable, answering in general mode: %s", exc)
-            return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
+        attributes = {
+            "docchat.retrieval.mode": self.mode,
+            "docchat.retrieval.top_k": top_k,
+            "docchat.scope.documents": scope.size,
+            "docchat.scope.listed": scope.listed,
+        }
+        with tracing.span("retrieval.search", attributes) as span:
+            try:
+                kept, passing = await self._ranked(query, scope, top_k)
+            except Exception as exc:
+                logger.warning("retrieval unavailable, answering in general mode: %s", exc)
+                tracing.record_error(span, exc)
+                return SearchResult(unavailable=str(exc)[:300] or type(exc).__name__)
+            tracing.set_attributes(span, {"docchat.retrieval.passages": len(kept)})
         elapsed = time.perf_counter() - started
         RETRIEVAL_LATENCY.observe(elapsed)
         best = max((self.match_score(hit) for hit in passing), default=None)
         return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000, best_match=best)
+
+    async def _ranked(
+        self, query: str, scope: DocumentScope, top_k: int
+    ) -> tuple[list[ScoredChunk], list[ScoredChunk]]:
+        """The `top_k` best passages with their text, and every candidate over the floor."""
+        # Fusion and reranking choose among more candidates than they keep.
+        widen = self.lexical is not None or self.reranker is not None
+        depth = max(self.fusion.candidates, top_k) if widen else top_k
+        hits = await self._candidates(query, scope, depth)
+        if self.reranker is not None:  # it reads the passages
+            with tracing.span("retrieval.rerank", {"docchat.retrieval.candidates": len(hits)}):
+                hits = await self.reranker.rerank(query, await self._whole(hits), top_k)
+        passing = self._passing(hits, scope)
+        return await self._whole(passing[:top_k]), passing
+
+    async def _embedding(self, query: str) -> list[float]:
+        attributes = {
+            "gen_ai.operation.name": "embeddings",
+            "gen_ai.request.model": self.embedder.name,
+        }
+        with tracing.span("embedding", attributes):
+            return await embed_query(self.embedder, query)
 
     async def _whole(self, hits: list[ScoredChunk]) -> list[ScoredChunk]:
         """The hits with their text and place in the document (the vector index finds a
@@ -302,14 +327,14 @@ class Retriever:
 
     async def _candidates(self, query: str, scope: DocumentScope, depth: int) -> list[ScoredChunk]:
         if self.lexical is None:
-            vector = await embed_query(self.embedder, query)
+            vector = await self._embedding(query)
             found = await self._nearest(vector, scope, depth)
             return await self._in_scope(vector, scope, found, depth)
         # BM25 needs no vector: it starts with the query's embedding, not after it, and then
         # fetches its passages' cosine similarities while the vector search still runs. Both
         # sides finish before anything is raised: a failed vector search must not leave the
         # lexical query running on behind the request's back.
-        embedding = asyncio.ensure_future(embed_query(self.embedder, query))
+        embedding = asyncio.ensure_future(self._embedding(query))
         vector_result, lexical_result = await asyncio.gather(
             self._vector_side(embedding, scope, depth),
             self._lexical_side(self.lexical, embedding, scope, query, depth),
@@ -322,7 +347,8 @@ class Retriever:
         # A wide scope's nearest chunks are checked against it once BM25 is done with
         # PostgreSQL (one statement after the other, on whatever connection they get).
         vector_hits = await self._in_scope(await embedding, scope, vector_result, depth)
-        return self._fused(vector_hits, *lexical_result)
+        with tracing.span("retrieval.fusion", {"docchat.retrieval.fusion": self.fusion.method}):
+            return self._fused(vector_hits, *lexical_result)
 
     async def _vector_side(
         self, embedding: Awaitable[list[float]], scope: DocumentScope, depth: int
@@ -335,9 +361,10 @@ class Retriever:
         """The nearest chunks by owner: of a listed scope, its `depth` best (exact, under one
         key); of a wide one, each owner's nearest, a few times more than needed and unchecked
         (`_in_scope` keeps those the scope holds)."""
-        if scope.listed:
-            return {_LISTED: await self.index.query(embedding, scope.refs or (), depth)}
-        return await self.index.nearest(embedding, scope.owners, depth * VECTOR_OVERFETCH)
+        with tracing.span("retrieval.vector_search", {"docchat.retrieval.depth": depth}):
+            if scope.listed:
+                return {_LISTED: await self.index.query(embedding, scope.refs or (), depth)}
+            return await self.index.nearest(embedding, scope.owners, depth * VECTOR_OVERFETCH)
 
     async def _in_scope(
         self,
@@ -409,11 +436,15 @@ class Retriever:
     async def _lexical(
         lexical: LexicalIndex, documents: SearchScope, query: str, depth: int
     ) -> list[LexicalHit]:
-        try:
-            return await lexical.search(documents, query, depth)
-        except Exception as exc:  # the vectors alone still answer
-            logger.warning("lexical search failed, using vector search alone: %s", exc)
-            return []
+        with tracing.span("retrieval.bm25", {"docchat.retrieval.depth": depth}) as span:
+            try:
+                hits = await lexical.search(documents, query, depth)
+            except Exception as exc:  # the vectors alone still answer
+                logger.warning("lexical search failed, using vector search alone: %s", exc)
+                tracing.record_error(span, exc)
+                return []
+            tracing.set_attributes(span, {"docchat.retrieval.hits": len(hits)})
+            return hits
 
     def _fused(
         self,

@@ -1,0 +1,198 @@
+"""OpenTelemetry traces (issue 43): one trace per request and per ingestion job, with docchat's
+steps and the database inside; no user's words unless asked for; exported over OTLP/HTTP to a
+collector (here a receiver on loopback). Against the whole app served by uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from docchat import tracing
+from docchat.config import Settings, TracingSettings, WorkerSettings
+from docchat.llm.client import LLM
+from tests.support.chat import ask
+from tests.support.live_server import serving
+from tests.support.llm_server import ScriptedLLM
+from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.users import auth_headers
+
+HANDBOOK = (
+    "The Lyra handbook. Deployments happen on Thursdays after the 14:00 review. "
+    "Badges are collected at the north lobby desk."
+)
+QUESTION = "Where are badges collected?"
+ANSWER = "At the north lobby desk [1]."
+
+pytestmark = pytest.mark.usefixtures("fresh_llm")
+
+
+def _working(settings: Settings, **changes: Any) -> Settings:
+    worker = WorkerSettings(_env_file=None, enabled=True, poll_seconds=0.2)  # type: ignore[call-arg]
+    return settings.model_copy(update={"worker": worker, **changes})
+
+
+async def _upload_and_ask(url: str, llm: ScriptedLLM) -> str:
+    """A user uploads the handbook, waits for it, and asks about it: the document's id."""
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        headers = await auth_headers(client)
+        files = {"file": ("handbook.txt", HANDBOOK.encode(), "text/plain")}
+        uploaded = await client.post("/api/v1/documents", headers=headers, files=files)
+        assert uploaded.status_code == 202, uploaded.text
+        document_id = str(uploaded.json()["id"])
+        for _ in range(600):
+            document = await client.get(f"/api/v1/documents/{document_id}", headers=headers)
+            if document.json()["status"] == "completed":
+                break
+            await asyncio.sleep(0.1)
+        llm.script(ANSWER)
+        answered = await ask(client, headers, QUESTION)
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["assistant_message"]["sources"]
+        return document_id
+
+
+def _attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+@pytest.fixture(scope="module")
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module")
+def traced(settings: Settings, exporter: InMemorySpanExporter) -> Iterator[str]:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with serving(_working(settings), tracer_provider=provider) as live:
+        yield live.url
+
+
+async def test_a_question_is_one_trace_with_retrieval_the_model_and_the_database(
+    traced: str, exporter: InMemorySpanExporter, fresh_llm: ScriptedLLM
+) -> None:
+    exporter.clear()
+    await _upload_and_ask(traced, fresh_llm)
+    spans = exporter.get_finished_spans()
+    request = next(s for s in spans if s.name == "POST /api/v1/messages" and s.parent is None)
+    trace_id = request.context.trace_id
+    mine = [s for s in spans if s.context.trace_id == trace_id]
+    names = {s.name for s in mine}
+    assert {
+        "retrieval.search",
+        "embedding",
+        "retrieval.vector_search",
+        "retrieval.bm25",
+        "retrieval.fusion",
+        "chat scripted-model",
+    } <= names, names
+    search = next(s for s in mine if s.name == "retrieval.search")
+    assert _attributes(search)["docchat.retrieval.passages"] >= 1
+    model = next(s for s in mine if s.name == "chat scripted-model")
+    attributes = _attributes(model)
+    assert attributes["gen_ai.request.model"] == "scripted-model"
+    assert attributes["gen_ai.usage.input_tokens"] > 0
+    assert attributes["gen_ai.usage.output_tokens"] > 0
+    # The database's statements are in the request's trace, under its spans.
+    statements = [s for s in mine if "db.statement" in _attributes(s)]
+    assert statements, names
+    assert any("document_chunks" in str(_attributes(s)["db.statement"]) for s in statements)
+    # No user's words anywhere: not the question, not the answer, not the document.
+    everything = json.dumps([_attributes(s) for s in spans], default=str).lower()
+    for words in ("badges", "north lobby", "thursdays"):
+        assert words not in everything
+
+
+async def test_an_ingestion_job_is_a_trace_of_its_own_with_its_phases(
+    traced: str, exporter: InMemorySpanExporter, fresh_llm: ScriptedLLM
+) -> None:
+    exporter.clear()
+    document_id = await _upload_and_ask(traced, fresh_llm)
+    spans = exporter.get_finished_spans()
+    job = next(
+        s
+        for s in spans
+        if s.name == "ingestion.job" and _attributes(s)["docchat.document.id"] == document_id
+    )
+    assert job.parent is None and _attributes(job)["docchat.job.outcome"] == "completed"
+    phases = [s for s in spans if s.context.trace_id == job.context.trace_id and s is not job]
+    names = {s.name for s in phases}
+    assert {"ingestion.read", "ingestion.lexical", "embedding", "ingestion.vector_write"} <= names
+    read = next(s for s in phases if s.name == "ingestion.read")
+    assert _attributes(read)["docchat.chunks"] == 1
+    assert any("db.statement" in _attributes(s) for s in phases)
+
+
+async def test_prompts_reach_a_span_only_when_asked_for(
+    settings: Settings, fresh_llm: ScriptedLLM
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    llm = LLM(settings.llm)
+    messages = [{"role": "user", "content": "What is the secret word?"}]
+    try:
+        for capture in (False, True):
+            tracing.install(provider, capture_content=capture)
+            fresh_llm.script("Swordfish.", "Swordfish.")
+            await llm.complete(messages)
+            pieces = [piece async for piece in llm.stream(messages)]
+            assert "".join(p for p in pieces if isinstance(p, str)) == "Swordfish."
+    finally:
+        tracing.uninstall()
+        await llm.close()
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["chat scripted-model"] * 4
+    plain, captured = spans[:2], spans[2:]
+    assert all("gen_ai.prompt" not in _attributes(s) for s in plain)
+    assert all("secret word" in _attributes(s)["gen_ai.prompt"] for s in captured)
+    assert all(_attributes(s)["gen_ai.completion"] == "Swordfish." for s in captured)
+
+
+def test_log_lines_carry_the_trace_id() -> None:
+    provider = TracerProvider()
+    tracing.install(provider)
+    record = logging.LogRecord("docchat", logging.INFO, __file__, 1, "hello", None, None)
+    try:
+        with tracing.span("step") as span:
+            tracing.TraceIds().filter(record)
+    finally:
+        tracing.uninstall()
+    assert record.trace_id == format(span.get_span_context().trace_id, "032x")
+    outside = logging.LogRecord("docchat", logging.INFO, __file__, 1, "hello", None, None)
+    tracing.TraceIds().filter(outside)
+    assert outside.trace_id == "-"
+
+
+async def test_traces_are_exported_over_otlp_http_as_configured(
+    settings: Settings, fresh_llm: ScriptedLLM
+) -> None:
+    with OtlpReceiver() as receiver:
+        otel = TracingSettings(  # type: ignore[call-arg]
+            _env_file=None, exporter_otlp_endpoint=receiver.url, service_name="docchat-test"
+        )
+        assert otel.exporter == "otlp"  # an endpoint alone turns tracing on
+        with serving(_working(settings, tracing=otel)) as live:
+            await _upload_and_ask(live.url, fresh_llm)
+        # Stopping the server flushed its batch of spans to the collector.
+        received = receiver.spans()
+    names = {span.name for _, _, span in received}
+    assert {"POST /api/v1/messages", "retrieval.search", "ingestion.job"} <= names, names
+    assert {service for service, _, _ in received} == {"docchat-test"}
+
+
+def test_tracing_is_off_by_default_and_an_unknown_exporter_is_refused() -> None:
+    from docchat.main import telemetry
+
+    assert telemetry.tracer_provider(TracingSettings(_env_file=None)) is None  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="use otlp, console or none"):
+        telemetry.tracer_provider(TracingSettings(_env_file=None, traces_exporter="jaeger"))  # type: ignore[call-arg]
