@@ -498,11 +498,12 @@ class TracingSettings(BaseSettings):
 
     model_config = _config("OTEL_")
 
+    sdk_disabled: bool = Field(False, description="true: no traces, whatever else is set")
     traces_exporter: str = Field(
         "none",
         description=(
-            "Where traces go: otlp (OTLP over HTTP to OTEL_EXPORTER_OTLP_ENDPOINT), console, or "
-            "none (off). Unset with an OTLP endpoint set: otlp"
+            "Where traces go: otlp (OTLP over HTTP to OTEL_EXPORTER_OTLP_ENDPOINT), console, "
+            "both (otlp,console), or none (off). Unset with an OTLP endpoint set: otlp"
         ),
     )
     exporter_otlp_endpoint: str | None = Field(

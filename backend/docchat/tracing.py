@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -22,15 +23,32 @@ _tracer: Tracer | None = None
 _capture_content = False
 
 
-def install(provider: trace.TracerProvider, *, capture_content: bool = False) -> None:
+@dataclass(frozen=True)
+class Installed:
+    """What `span` uses: a tracer (None: off) and whether text may go on spans."""
+
+    tracer: Tracer | None
+    capture_content: bool
+
+
+def installed() -> Installed:
+    return Installed(_tracer, _capture_content)
+
+
+def install(provider: trace.TracerProvider, *, capture_content: bool = False) -> Installed:
+    """docchat's spans go to `provider` from now on; returns what was installed before."""
+    previous = installed()
+    restore(Installed(provider.get_tracer("docchat"), capture_content))
+    return previous
+
+
+def restore(state: Installed) -> None:
     global _tracer, _capture_content
-    _tracer = provider.get_tracer("docchat")
-    _capture_content = capture_content
+    _tracer, _capture_content = state.tracer, state.capture_content
 
 
 def uninstall() -> None:
-    global _tracer, _capture_content
-    _tracer, _capture_content = None, False
+    restore(Installed(None, False))
 
 
 def enabled() -> bool:

@@ -15,14 +15,15 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from docchat import tracing
 from docchat.config import Settings, TracingSettings, WorkerSettings
 from docchat.llm.client import LLM
+from docchat.main.telemetry import StatementsInTraces
 from tests.support.chat import ask
 from tests.support.live_server import serving
 from tests.support.llm_server import ScriptedLLM
-from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.users import auth_headers
 
 HANDBOOK = (
@@ -71,7 +72,7 @@ def exporter() -> InMemorySpanExporter:
 
 @pytest.fixture(scope="module")
 def traced(settings: Settings, exporter: InMemorySpanExporter) -> Iterator[str]:
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=StatementsInTraces(ALWAYS_ON))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     with serving(_working(settings), tracer_provider=provider) as live:
         yield live.url
@@ -112,6 +113,28 @@ async def test_a_question_is_one_trace_with_retrieval_the_model_and_the_database
         assert words not in everything
 
 
+async def test_what_people_type_in_a_url_stays_off_the_spans_and_idle_work_makes_no_traces(
+    traced: str, exporter: InMemorySpanExporter
+) -> None:
+    async with httpx.AsyncClient(base_url=traced, timeout=60) as client:
+        headers = await auth_headers(client)
+        await asyncio.sleep(1.5)  # the worker polls for jobs meanwhile (every 0.2 s here)
+        exporter.clear()
+        found = await client.get("/api/v1/chats", headers=headers, params={"q": "swordfish"})
+        assert found.status_code == 200
+        await client.get("/readyz")
+        await asyncio.sleep(1.0)
+    spans = exporter.get_finished_spans()
+    everything = json.dumps([_attributes(s) for s in spans], default=str)
+    assert "swordfish" not in everything
+    search = next(s for s in spans if s.name == "GET /api/v1/chats" and s.parent is None)
+    assert any(str(value).endswith("?q") for value in _attributes(search).values())
+    # Roots are requests and ingestion jobs only: no trace of a lone statement (the worker's
+    # polls, the probe's database check) and none for the probe itself.
+    roots = {s.name for s in spans if s.parent is None}
+    assert roots == {"GET /api/v1/chats"}, roots
+
+
 async def test_an_ingestion_job_is_a_trace_of_its_own_with_its_phases(
     traced: str, exporter: InMemorySpanExporter, fresh_llm: ScriptedLLM
 ) -> None:
@@ -140,6 +163,7 @@ async def test_prompts_reach_a_span_only_when_asked_for(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     llm = LLM(settings.llm)
     messages = [{"role": "user", "content": "What is the secret word?"}]
+    before = tracing.installed()
     try:
         for capture in (False, True):
             tracing.install(provider, capture_content=capture)
@@ -148,7 +172,7 @@ async def test_prompts_reach_a_span_only_when_asked_for(
             pieces = [piece async for piece in llm.stream(messages)]
             assert "".join(p for p in pieces if isinstance(p, str)) == "Swordfish."
     finally:
-        tracing.uninstall()
+        tracing.restore(before)
         await llm.close()
     spans = exporter.get_finished_spans()
     assert [s.name for s in spans] == ["chat scripted-model"] * 4
@@ -159,35 +183,17 @@ async def test_prompts_reach_a_span_only_when_asked_for(
 
 
 def test_log_lines_carry_the_trace_id() -> None:
-    provider = TracerProvider()
-    tracing.install(provider)
+    before = tracing.install(TracerProvider())
     record = logging.LogRecord("docchat", logging.INFO, __file__, 1, "hello", None, None)
     try:
         with tracing.span("step") as span:
             tracing.TraceIds().filter(record)
     finally:
-        tracing.uninstall()
+        tracing.restore(before)
     assert record.trace_id == format(span.get_span_context().trace_id, "032x")
     outside = logging.LogRecord("docchat", logging.INFO, __file__, 1, "hello", None, None)
     tracing.TraceIds().filter(outside)
     assert outside.trace_id == "-"
-
-
-async def test_traces_are_exported_over_otlp_http_as_configured(
-    settings: Settings, fresh_llm: ScriptedLLM
-) -> None:
-    with OtlpReceiver() as receiver:
-        otel = TracingSettings(  # type: ignore[call-arg]
-            _env_file=None, exporter_otlp_endpoint=receiver.url, service_name="docchat-test"
-        )
-        assert otel.exporter == "otlp"  # an endpoint alone turns tracing on
-        with serving(_working(settings, tracing=otel)) as live:
-            await _upload_and_ask(live.url, fresh_llm)
-        # Stopping the server flushed its batch of spans to the collector.
-        received = receiver.spans()
-    names = {span.name for _, _, span in received}
-    assert {"POST /api/v1/messages", "retrieval.search", "ingestion.job"} <= names, names
-    assert {service for service, _, _ in received} == {"docchat-test"}
 
 
 def test_tracing_is_off_by_default_and_an_unknown_exporter_is_refused() -> None:

@@ -209,13 +209,13 @@ class IngestionWorker:
     async def _process(self, job: ClaimedJob) -> None:
         started = time.perf_counter()
         lost = asyncio.Event()
-        beating = asyncio.create_task(self._heartbeats(job, lost))
         attributes: tracing.Attributes = {
             "docchat.document.id": str(job.document_id),
             "docchat.job.attempt": job.attempts,
         }
         # A trace of its own, also for a document run in between another's batches.
         with tracing.span("ingestion.job", attributes, root=True) as span:
+            beating = asyncio.create_task(self._heartbeats(job, lost))  # in the job's trace
             try:
                 outcome = await self._attempt(job, lost)
             except asyncio.CancelledError:
@@ -423,10 +423,11 @@ class IngestionWorker:
         async with self._fenced(job) as session:
             live = await documents_repository.lock_live(session, document.id)
             if live is not None:
-                await lexical.delete_chunks(session, document.id)
-                await lexical.add_chunks(
-                    session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
-                )
+                with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
+                    await lexical.delete_chunks(session, document.id)
+                    await lexical.add_chunks(
+                        session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
+                    )
                 version.chunk_count = len(chunks)
                 await documents_repository.adopt_version(
                     session, live, version, prepared.page_count

@@ -9,6 +9,7 @@ callers never see SDK exceptions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -219,13 +220,13 @@ class LLM:
         span = tracing.start_span(f"chat {options['model']}", _call_attributes(options, messages))
         answer: list[str] = []
         try:
-            async for item in self._stream(messages, options):
-                if isinstance(item, StreamEnd):
-                    end = item
-                    tracing.set_attributes(span, _result_attributes(end, "".join(answer)))
-                elif tracing.captures_content():
-                    answer.append(item)
-                yield item
+            async with contextlib.aclosing(self._stream(messages, options)) as items:
+                async for item in items:
+                    if isinstance(item, StreamEnd):
+                        tracing.set_attributes(span, _result_attributes(item, "".join(answer)))
+                    elif tracing.captures_content():
+                        answer.append(item)
+                    yield item
         except (GeneratorExit, asyncio.CancelledError):
             # The reader stopped reading (Stop, a time limit): not the model's failure.
             tracing.set_attributes(span, {"docchat.stopped": True})

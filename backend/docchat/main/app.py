@@ -103,15 +103,26 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        traces = None if provider is None else telemetry.Telemetry(provider, settings.tracing)
+        if traces is not None:
+            traces.start()
+        try:
+            async with _serving(app, traces):
+                yield
+        finally:
+            if traces is not None:
+                traces.stop()
+
+    @contextlib.asynccontextmanager
+    async def _serving(app: FastAPI, traces: telemetry.Telemetry | None) -> AsyncIterator[None]:
+        """The components built, the worker running, the MCP transport up; all closed after."""
         engine = None
-        if provider is not None:
-            telemetry.start(provider, settings.tracing)
         if components_factory is not None:
             components = await components_factory(settings)
         else:
             engine = create_engine(settings.database_url)
-            if provider is not None:
-                telemetry.instrument_engine(engine, provider)
+            if traces is not None:
+                traces.instrument_engine(engine)
             components = await build_components(settings, create_sessionmaker(engine))
         attach_components(app, components)
         await _ensure_admin_from_settings(components)
@@ -138,8 +149,6 @@ def create_app(
                 components.close()
             if engine is not None:
                 await engine.dispose()
-            if provider is not None:
-                telemetry.stop(provider)
 
     app = FastAPI(
         title="docchat",

@@ -56,22 +56,25 @@ async def _worker() -> None:
     logging.basicConfig(level=settings.log_level.upper(), format=telemetry.LOG_FORMAT)
     engine = create_engine(settings.database_url, pool_size=2)
     provider = telemetry.tracer_provider(settings.tracing)
-    if provider is not None:
-        telemetry.start(provider, settings.tracing)
-        telemetry.instrument_engine(engine, provider)
-    components = await build_components(settings, create_sessionmaker(engine))
-    freeze_startup_heap()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    traces = None if provider is None else telemetry.Telemetry(provider, settings.tracing)
+    if traces is not None:
+        traces.start()
+        traces.instrument_engine(engine)
     try:
-        await IngestionWorker(components).run_forever(stop)
+        components = await build_components(settings, create_sessionmaker(engine))
+        freeze_startup_heap()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await IngestionWorker(components).run_forever(stop)
+        finally:
+            components.close()
     finally:
-        components.close()
         await engine.dispose()
-        if provider is not None:
-            telemetry.stop(provider)
+        if traces is not None:
+            traces.stop()
 
 
 async def _create_admin(email: str, password: str) -> str:

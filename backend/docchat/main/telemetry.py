@@ -5,33 +5,76 @@ instrumentations, trace ids in the logs. Off (nothing installed) unless an expor
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from fastapi import FastAPI
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import (
+    Decision,
+    Sampler,
+    SamplingResult,
+    _get_from_env_or_default,
+)
+from opentelemetry.trace import Link, Span, SpanKind, get_current_span
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat import tracing
 from docchat.config import TracingSettings
 
-# Probes and scrapes would be most of the traces and say nothing.
-UNTRACED_URLS = "healthz,readyz,metrics"
+# Probes and scrapes would be most of the traces and say nothing (paths, anchored).
+UNTRACED_URLS = "://[^/]+/healthz$,://[^/]+/readyz$,://[^/]+/metrics$"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 TRACED_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [trace=%(trace_id)s] %(message)s"
+# Where a request's URL is kept on its span; the query string holds what people typed
+# (`?q=` of a chat search, an e-mail address in the users' list), so only its keys stay.
+URL_ATTRIBUTES = ("http.url", "url.full", "http.target")
 
 
-def _exporter(settings: TracingSettings) -> SpanExporter | None:
-    kind = settings.exporter
-    if kind in ("", "none"):
-        return None
+class StatementsInTraces(Sampler):
+    """The configured sampler (`OTEL_TRACES_SAMPLER`), for everything but a database call
+    outside any trace (a worker's idle poll, a probe's check, a start-up query): a trace of
+    one statement every second says nothing and costs the collector."""
+
+    def __init__(self, sampler: Sampler) -> None:
+        self.sampler = sampler
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        orphan = not get_current_span(parent_context).get_span_context().is_valid
+        if orphan and kind is SpanKind.CLIENT:
+            return SamplingResult(Decision.DROP)
+        return self.sampler.should_sample(
+            parent_context, trace_id, name, kind, attributes, links, trace_state
+        )
+
+    def get_description(self) -> str:
+        return f"StatementsInTraces{{{self.sampler.get_description()}}}"
+
+
+def _exporter(kind: str, settings: TracingSettings) -> SpanExporter:
     if kind == "console":
         return ConsoleSpanExporter()
     if kind == "otlp":
-        endpoint = settings.exporter_otlp_traces_endpoint
+        endpoint = settings.exporter_otlp_traces_endpoint or None
         if endpoint is None and settings.exporter_otlp_endpoint:
             endpoint = settings.exporter_otlp_endpoint.rstrip("/") + "/v1/traces"
         # Unset, the exporter reads OTEL_EXPORTER_OTLP_* itself (default localhost:4318).
@@ -39,25 +82,92 @@ def _exporter(settings: TracingSettings) -> SpanExporter | None:
     raise ValueError(f"OTEL_TRACES_EXPORTER={kind!r} is not supported: use otlp, console or none")
 
 
+def _resource(settings: TracingSettings) -> Resource:
+    """`OTEL_SERVICE_NAME` (docchat by default) unless only `OTEL_RESOURCE_ATTRIBUTES` names
+    the service; the SDK adds the rest of those attributes."""
+    named_elsewhere = "service.name=" in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    if named_elsewhere and "service_name" not in settings.model_fields_set:
+        return Resource.create()
+    return Resource.create({"service.name": settings.service_name})
+
+
 def tracer_provider(settings: TracingSettings) -> TracerProvider | None:
     """A provider exporting in batches (off the request path), or None when tracing is off."""
-    exporter = _exporter(settings)
-    if exporter is None:
+    kinds = [kind.strip() for kind in settings.exporter.split(",") if kind.strip()]
+    kinds = [kind for kind in kinds if kind != "none"]
+    if settings.sdk_disabled or not kinds:
         return None
-    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    exporters = [_exporter(kind, settings) for kind in kinds]
+    provider = TracerProvider(
+        resource=_resource(settings), sampler=StatementsInTraces(_get_from_env_or_default())
+    )
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
 
-def start(provider: TracerProvider, settings: TracingSettings) -> None:
-    """docchat's own spans go to `provider`; log lines carry their trace id."""
-    tracing.install(
-        provider, capture_content=settings.instrumentation_genai_capture_message_content
-    )
-    formatter = logging.Formatter(TRACED_LOG_FORMAT)
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(tracing.TraceIds())
-        handler.setFormatter(formatter)
+def _query_keys_only(span: Span, scope: dict[str, Any]) -> None:
+    """The request's URL on its span without the query's values."""
+    recorded = getattr(span, "attributes", None) or {}
+    for key in URL_ATTRIBUTES:
+        value = recorded.get(key)
+        if isinstance(value, str) and "?" in value:
+            parts = urlsplit(value)
+            names = "&".join(name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
+            span.set_attribute(key, urlunsplit(parts._replace(query=names)))
+    if "url.query" in recorded:
+        query = scope.get("query_string", b"").decode("latin-1")
+        span.set_attribute("url.query", "&".join(n for n, _ in parse_qsl(query)))
+
+
+class Telemetry:
+    """Tracing for one process: started once its parts exist, stopped when it ends (the SDK's
+    instrumentations and docchat's spans are process-wide: one per process)."""
+
+    def __init__(self, provider: TracerProvider, settings: TracingSettings) -> None:
+        self.provider = provider
+        self.settings = settings
+        self._previous = tracing.installed()
+        self._handlers: list[tuple[logging.Handler, logging.Formatter | None]] = []
+        self._filter = tracing.TraceIds()
+        self._engine = False
+
+    def start(self) -> None:
+        """docchat's own spans go to the provider; log lines carry their trace id."""
+        self._previous = tracing.install(
+            self.provider,
+            capture_content=self.settings.instrumentation_genai_capture_message_content,
+        )
+        formatter = logging.Formatter(TRACED_LOG_FORMAT)
+        for handler in logging.getLogger().handlers:
+            self._handlers.append((handler, handler.formatter))
+            handler.addFilter(self._filter)
+            handler.setFormatter(formatter)
+
+    def instrument_engine(self, engine: AsyncEngine) -> None:
+        """A span per SQL statement (its text, never its parameters). The instrumentation's
+        declared range stops below SQLAlchemy 2.1, whose engine events it uses are unchanged
+        (the tracing tests check its spans)."""
+        instrumentor = SQLAlchemyInstrumentor()
+        if instrumentor.is_instrumented_by_opentelemetry:
+            return  # another app of this process has it (tests); the first one's engine only
+        instrumentor.instrument(
+            engine=engine.sync_engine,
+            tracer_provider=self.provider,
+            enable_commenter=False,
+            skip_dep_check=True,
+        )
+        self._engine = True
+
+    def stop(self) -> None:
+        """Export what is left; put back what `start` changed."""
+        if self._engine:
+            SQLAlchemyInstrumentor().uninstrument()
+        tracing.restore(self._previous)
+        for handler, formatter in self._handlers:
+            handler.removeFilter(self._filter)
+            handler.setFormatter(formatter)
+        self.provider.shutdown()
 
 
 def instrument_app(app: FastAPI, provider: TracerProvider) -> None:
@@ -69,25 +179,5 @@ def instrument_app(app: FastAPI, provider: TracerProvider) -> None:
         tracer_provider=provider,
         excluded_urls=UNTRACED_URLS,
         exclude_spans=["receive", "send"],
+        server_request_hook=_query_keys_only,
     )
-
-
-def instrument_engine(engine: AsyncEngine, provider: TracerProvider) -> None:
-    """A span per SQL statement (its text, never its parameters). The instrumentation's
-    declared range stops below SQLAlchemy 2.1, whose engine events it uses are unchanged (the
-    tracing tests check its spans)."""
-    SQLAlchemyInstrumentor().instrument(
-        engine=engine.sync_engine,
-        tracer_provider=provider,
-        enable_commenter=False,
-        skip_dep_check=True,
-    )
-
-
-def stop(provider: TracerProvider) -> None:
-    """Export what is left, then take docchat's spans and the database's off the provider."""
-    SQLAlchemyInstrumentor().uninstrument()
-    tracing.uninstall()
-    provider.shutdown()
-    for handler in logging.getLogger().handlers:
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
