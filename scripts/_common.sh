@@ -102,6 +102,21 @@ ensure_chromium() {
   (or run only the other tests: bash scripts/test.sh --ignore=tests/e2e)"
 }
 
+# ensure_slapd: Debian's OpenLDAP server, which the tests of directory logins start with a
+# configuration of their own (its packaged service is not used). Installed when this runs as
+# root with apt-get; otherwise the tests stop at once with the line that installs it.
+ensure_slapd() {
+  [ -x /usr/sbin/slapd ] && return 0
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing OpenLDAP's slapd for the directory login tests (apt-get install slapd)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slapd >/dev/null
+    return 0
+  fi
+  die "The directory login tests need OpenLDAP's slapd. Install it with:
+  sudo apt-get install -y slapd"
+}
+
 # ensure_tesseract [optional]: Debian's Tesseract (models included) for OCR of scanned PDFs and
 # images. Installed when this runs as root with apt-get; otherwise, when optional, the service
 # runs without OCR and says so, and the tests stop at once with the line that installs it.

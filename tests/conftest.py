@@ -27,7 +27,9 @@ from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components, build_sandboxes, build_vector_store
+from tests.support import ldap_server
 from tests.support.database import alembic, create_database, drop_database
+from tests.support.ldap_server import LdapServer
 from tests.support.llm_server import ScriptedLLM, start_scripted_llm
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -199,3 +201,12 @@ async def live_client(
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def ldap_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LdapServer]:
+    """A company directory (OpenLDAP's slapd) on loopback, for the tests of directory logins."""
+    if not ldap_server.available():
+        pytest.fail(f"The LDAP tests need OpenLDAP's slapd. Install it with: {ldap_server.INSTALL}")
+    with ldap_server.running_slapd(tmp_path_factory.mktemp("slapd")) as server:
+        yield server

@@ -1,6 +1,7 @@
 """One typed settings object, read from the environment (and `.env`) once at start.
 
-Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`, `OCR_*`.
+Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`, `OCR_*`,
+`LDAP_*`.
 Nothing else in the code base reads `os.environ`; everything takes its values from
 `get_settings()`.
 """
@@ -492,6 +493,89 @@ class StorageSettings(BaseSettings):
     s3_secret_access_key: SecretStr | None = Field(None, description="Secret of the access key")
 
 
+class LdapSettings(BaseSettings):
+    """Logins checked by a company directory (OpenLDAP, Active Directory); off without LDAP_URL."""
+
+    model_config = _config("LDAP_")
+
+    url: str | None = Field(
+        None,
+        description=(
+            "Directory server, ldap://host:389 or ldaps://host:636; set, people log in with "
+            "their directory name or e-mail and password"
+        ),
+    )
+    start_tls: bool = Field(False, description="Upgrade an ldap:// connection with StartTLS")
+    tls_verify: bool = Field(
+        True, description="Check the server's certificate (off only for a test directory)"
+    )
+    ca_cert_file: Path | None = Field(
+        None, description="CA certificates (PEM) the server's certificate is checked against"
+    )
+    timeout_seconds: float = Field(
+        5.0, gt=0, le=60, description="Longest wait for the directory to connect or answer"
+    )
+    bind_dn: str | None = Field(
+        None,
+        description=(
+            "Account that searches for the person logging in (search, then bind as them); "
+            "unset, LDAP_USER_DN_TEMPLATE is bound to directly"
+        ),
+    )
+    bind_password: SecretStr | None = Field(None, description="Password of LDAP_BIND_DN")
+    user_search_base: str = Field("", description="Where people are searched for")
+    user_filter: str = Field(
+        "(&(objectClass=person)(|(uid={username})(mail={username})))",
+        description="Search filter for the name typed at login ({username}, escaped)",
+    )
+    user_dn_template: str | None = Field(
+        None,
+        description="Without LDAP_BIND_DN: the DN bound to, e.g. uid={username},ou=people,dc=x",
+    )
+    email_attribute: str = Field("mail", description="Attribute holding the e-mail address")
+    name_attribute: str = Field("cn", description="Attribute holding the display name")
+    id_attribute: str = Field(
+        "entryUUID",
+        description="Stable identifier of an entry (objectGUID on Active Directory); else the DN",
+    )
+    groups: Literal["member_of", "search", "none"] = Field(
+        "member_of",
+        description=(
+            "Where group membership is read: the entry's memberOf, a search for groups naming "
+            "the person, or not at all"
+        ),
+    )
+    member_of_attribute: str = Field("memberOf", description="Attribute listing a person's groups")
+    group_search_base: str = Field("", description="Where groups are searched for")
+    group_filter: str = Field(
+        "(|(member={dn})(uniqueMember={dn})(memberUid={username}))",
+        description="Search filter for a person's groups ({dn}, {username}, escaped)",
+    )
+    group_name_attribute: str = Field("cn", description="Attribute holding a group's name")
+    create_accounts: bool = Field(
+        True,
+        description=(
+            "Make an account at a person's first login (off: only people with an account, "
+            "matched by e-mail, may log in)"
+        ),
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.url)
+
+    @model_validator(mode="after")
+    def _one_way_to_find_people(self) -> LdapSettings:
+        if self.url and not self.bind_dn and not self.user_dn_template:
+            raise ValueError(
+                "LDAP_URL is set: set LDAP_BIND_DN (search, then bind) or LDAP_USER_DN_TEMPLATE "
+                "(bind directly)"
+            )
+        if self.url and not self.url.startswith(("ldap://", "ldaps://")):
+            raise ValueError("LDAP_URL must start with ldap:// or ldaps://")
+        return self
+
+
 class TracingSettings(BaseSettings):
     """OpenTelemetry's own variables (the SDK and its OTLP exporter read the rest of them:
     `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`...)."""
@@ -622,6 +706,7 @@ class Settings(BaseSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    ldap: LdapSettings = Field(default_factory=LdapSettings)
 
     @model_validator(mode="after")
     def _refuse_known_or_weak_secrets(self) -> Settings:

@@ -8,6 +8,7 @@ from docchat.chats.models import Chat, ChatCollection, ChatDocument, Message, Me
 from docchat.db import Base
 from docchat.documents.models import Document, IngestionJob
 from docchat.events.models import Event
+from docchat.identity.models import ExternalIdentity
 from docchat.membership.models import (
     Collection,
     CollectionDocument,
@@ -34,6 +35,7 @@ __all__ = [
     "Document",
     "DocumentChunk",
     "Event",
+    "ExternalIdentity",
     "Group",
     "GroupMember",
     "IngestionJob",

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"categories"},
     {"documents"},
     {"sharing", "answers", "ingestion", "sources"},
-    {"chats", "openai_compat", "account"},
+    {"chats", "openai_compat", "account", "identity"},
     {"admin", "mcp_server"},
     {"models"},  # every table, for Alembic and worker-only processes
     {"main"},

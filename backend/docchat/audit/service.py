@@ -30,6 +30,7 @@ class AuditAction(StrEnum):
     api_key_created = "api_key.created"
     api_key_revoked = "api_key.revoked"
     user_created = "user.created"
+    user_linked = "user.linked"  # to a directory entry, which logs in as it from then on
     user_deactivated = "user.deactivated"
     user_reactivated = "user.reactivated"
     user_role_changed = "user.role_changed"

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import Depends, Request, status
-from fastapi.security import OAuth2PasswordRequestForm
+from fastapi import Request, status
 
 from docchat.auth import service
 from docchat.auth.dependencies import ClientAddress
@@ -30,23 +27,6 @@ async def register(
     sign-up does not reveal who has an account); too-easy passwords are refused (422)."""
     limiter = request.app.state.signup_limiter
     return await service.register(session, data, settings.auth, limiter, address)
-
-
-@router.post("/login", response_model=TokenPair, operation_id="auth_login")
-async def login(
-    form: Annotated[OAuth2PasswordRequestForm, Depends()],
-    request: Request,
-    address: ClientAddress,
-    session: SessionDep,
-    settings: SettingsDep,
-) -> TokenPair:
-    """OAuth2 password flow: form fields `username` (the email) and `password`.
-
-    Repeated failures are answered with 429 and `Retry-After`."""
-    limiter = request.app.state.login_limiter
-    return await service.login(
-        session, form.username, form.password, settings.auth, limiter, address
-    )
 
 
 @router.post("/refresh", response_model=TokenPair, operation_id="auth_refresh")

@@ -17,7 +17,13 @@ from docchat.kit.errors import Forbidden, Unauthorized, Unprocessable
 from docchat.users import repository as users_repository
 from docchat.users import service as users_service
 from docchat.users.models import User
-from docchat.users.passwords import hash_password, personal_words, verify_password, weakness
+from docchat.users.passwords import (
+    NO_PASSWORD,
+    hash_password,
+    personal_words,
+    verify_password,
+    weakness,
+)
 
 INVALID_CREDENTIALS = "Incorrect email or password"
 DEACTIVATED = "This account has been deactivated: ask an administrator to reactivate it"
@@ -32,6 +38,7 @@ SET_BY_ADMIN = (
     "Your password was set by an administrator: choose a new one first "
     "(POST /api/v1/users/me/password)"
 )
+DIRECTORY_PASSWORD = "Your password is kept by your organisation's directory: change it there"  # noqa: S105
 REGISTRATION_RECEIVED = "Registration received: log in with this email and password"
 
 
@@ -83,31 +90,63 @@ async def login(
     limiter: LoginLimiter,
     address: str,
 ) -> TokenPair:
+    """A login with the account's own password."""
     limiter.check(address, email)
     user = await users_repository.get_by_email(session, email)
     # Same message (and same hashing work) whether the email exists or not.
     password_ok = await verify_password(password, user.password_hash if user else None)
     if user is None or not password_ok or not user.is_active:
-        limiter.failed(address, email)
         reason = "unknown email" if user is None else "inactive" if password_ok else "password"
-        await audit.record(
-            session,
-            audit.AuditAction.login_failed,
-            actor=None,
-            actor_email=email.lower(),  # kept as audit_text, cut to 320
-            target=("user", user.id) if user else None,
-            address=address,
-            reason=reason,
-        )
-        await session.commit()  # the entry must outlive the 401's rollback
+        await refuse_login(session, limiter, address, email, user, reason)
         if user is not None and password_ok:
             # Only someone who knows the password learns the account exists, and why they
             # cannot log in (issue 40: they were told their password was wrong).
             raise Forbidden(DEACTIVATED)
         raise Unauthorized(INVALID_CREDENTIALS)
-    limiter.succeeded(address, email)
+    return await accept_login(session, user, settings, limiter, address, email)
+
+
+async def refuse_login(
+    session: AsyncSession,
+    limiter: LoginLimiter,
+    address: str,
+    name: str,
+    user: User | None,
+    reason: str,
+) -> None:
+    """Count and record a failed login (committed: the entry must outlive the 4xx's rollback);
+    the caller raises the answer."""
+    limiter.failed(address, name)
     await audit.record(
-        session, audit.AuditAction.login, actor=user, target=("user", user.id), address=address
+        session,
+        audit.AuditAction.login_failed,
+        actor=None,
+        actor_email=name.lower(),  # kept as audit_text, cut to 320
+        target=("user", user.id) if user else None,
+        address=address,
+        reason=reason,
+    )
+    await session.commit()
+
+
+async def accept_login(
+    session: AsyncSession,
+    user: User,
+    settings: AuthSettings,
+    limiter: LoginLimiter,
+    address: str,
+    name: str,
+    **detail: str,
+) -> TokenPair:
+    """Record a successful login as `name` and issue its tokens."""
+    limiter.succeeded(address, name)
+    await audit.record(
+        session,
+        audit.AuditAction.login,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+        **detail,
     )
     return await issue_tokens(session, user, settings)
 
@@ -121,6 +160,8 @@ async def change_password(
 ) -> TokenPair:
     """Set a new password. Every session of the account ends (a thief's too) but the caller's,
     which gets a new token pair; API keys are separate credentials and keep working."""
+    if user.password_hash == NO_PASSWORD:
+        raise Forbidden(DIRECTORY_PASSWORD)
     if not await verify_password(data.current_password, user.password_hash):
         raise Forbidden("The current password is not correct")
     problem = weakness(data.new_password, related=personal_words(user.email, user.display_name))

@@ -28,6 +28,8 @@ from docchat.chats.schemas import STREAM_EVENTS
 from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
+from docchat.identity.directory import Directory
+from docchat.identity.router import router as login_router
 from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.heap import freeze_startup_heap
@@ -168,6 +170,7 @@ def create_app(
     app.state.signup_limiter = SignupLimiter(
         auth.register_max_per_address, auth.login_window_seconds
     )
+    app.state.directory = Directory(settings.ldap) if settings.ldap.enabled else None
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)
     observability.install(app)
@@ -190,6 +193,7 @@ def create_app(
         )
 
     for router in (
+        login_router,
         auth_router,
         api_keys_router,
         account_router,

@@ -15,6 +15,8 @@ from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin, utcnow
 # administrators are editors; its documents are those whose `visibility` is `shared`, so it has
 # no rows in collection_documents and no members.
 EVERYONE_ID = uuid.UUID("00000000-0000-0000-0000-00000000e0e0")
+# A group whose members administrators choose (the others mirror a directory's).
+LOCAL = "local"
 
 
 class CollectionRole(StrEnum):
@@ -32,6 +34,9 @@ class Group(IdMixin, TimestampMixin, Base):
 
     name: Mapped[str] = mapped_column(String(100))
     description: Mapped[str] = mapped_column(String(1000), default="")
+    # "local" (administrators decide who is in it) or the directory that does ("ldap"): its
+    # members are then set at each of their logins, and not edited here.
+    source: Mapped[str] = mapped_column(String(16), default=LOCAL, server_default=LOCAL)
 
 
 class GroupMember(Base):

@@ -12,13 +12,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.audit import service as audit
 from docchat.kit.errors import Conflict, NotFound
 from docchat.kit.pagination import PageParams
-from docchat.membership.models import Group
+from docchat.membership.models import LOCAL, Group
 from docchat.sharing import repository
 from docchat.sharing.schemas import GroupCreate, GroupMemberRead, GroupRead, GroupUpdate
 from docchat.users import repository as users_repository
 from docchat.users.models import User
 
 TAKEN = "A group with this name already exists"
+MIRRORED = (
+    "The members of {name} are kept in step with the company directory at each login: change "
+    "them there"
+)
+RENAME_MIRRORED = "{name} takes its name from the company directory: rename it there"
 
 
 async def _record(
@@ -47,6 +52,14 @@ async def get(session: AsyncSession, group_id: uuid.UUID) -> Group:
     return group
 
 
+async def _local(session: AsyncSession, group_id: uuid.UUID) -> Group:
+    """A group whose members administrators choose (not one the directory fills)."""
+    group = await get(session, group_id)
+    if group.source != LOCAL:
+        raise Conflict(MIRRORED.format(name=group.name))
+    return group
+
+
 async def list_groups(session: AsyncSession, page: PageParams) -> tuple[list[GroupRead], int]:
     groups, total = await repository.groups_page(session, page)
     counts = await repository.member_counts(session, [group.id for group in groups])
@@ -55,6 +68,7 @@ async def list_groups(session: AsyncSession, page: PageParams) -> tuple[list[Gro
             id=group.id,
             name=group.name,
             description=group.description,
+            source=group.source,
             member_count=counts.get(group.id, 0),
         )
         for group in groups
@@ -81,6 +95,8 @@ async def create(
 
 async def update(session: AsyncSession, group_id: uuid.UUID, data: GroupUpdate) -> Group:
     group = await get(session, group_id)
+    if data.name is not None and data.name.strip() != group.name and group.source != LOCAL:
+        raise Conflict(RENAME_MIRRORED.format(name=group.name))
     if data.name is not None:
         group.name = data.name.strip()
     if data.description is not None:
@@ -113,7 +129,7 @@ async def members(
 async def add_member(
     session: AsyncSession, admin: User, group_id: uuid.UUID, user_id: uuid.UUID, address: str | None
 ) -> None:
-    group = await get(session, group_id)
+    group = await _local(session, group_id)
     user = await repository.live_user(session, user_id)
     if user is None:
         raise NotFound("User not found")
@@ -126,7 +142,7 @@ async def add_member(
 async def remove_member(
     session: AsyncSession, admin: User, group_id: uuid.UUID, user_id: uuid.UUID, address: str | None
 ) -> None:
-    group = await get(session, group_id)
+    group = await _local(session, group_id)
     if not await repository.take_from_group(session, group.id, user_id):
         raise NotFound("That user is not in this group")
     email = await users_repository.email_of(session, user_id) or "a deleted account"

@@ -90,6 +90,11 @@ class GroupRead(BaseModel):
     id: uuid.UUID
     name: str
     description: str
+    source: str = Field(
+        "local",
+        description="local (administrators choose its members) or ldap (the company directory "
+        "does, at each member's login)",
+    )
     member_count: int = 0
 
 

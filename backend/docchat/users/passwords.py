@@ -28,6 +28,10 @@ MIN_STRENGTH = 2
 # zxcvbn's cost grows with length; the first characters decide whether a password is weak.
 STRENGTH_CHARS = 100
 
+# The stored hash of an account with no password of its own (a directory checks it): it is no
+# argon2 hash, so no password matches it.
+NO_PASSWORD = "!"  # noqa: S105
+
 _hasher = PasswordHasher()
 # Verified against when the email is unknown, so a miss costs the same time as a wrong password.
 _DUMMY_HASH = _hasher.hash("docchat-timing-equaliser")

@@ -19,6 +19,12 @@ async def get_by_email(session: AsyncSession, email: str) -> User | None:
     return (await session.execute(statement)).scalar_one_or_none()
 
 
+async def get_by_id(session: AsyncSession, user_id: uuid.UUID) -> User | None:
+    """The account, deactivated or not, unless it was deleted."""
+    statement = active_users().where(User.id == user_id)
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
 async def get_active(session: AsyncSession, user_id: uuid.UUID) -> User | None:
     statement = active_users().where(User.id == user_id, User.is_active.is_(True))
     return (await session.execute(statement)).scalar_one_or_none()

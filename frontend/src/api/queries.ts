@@ -34,6 +34,8 @@ export const keys = {
   answerDefaults: ["answer-defaults"] as const,
   /** The administrators' views: usage totals, rated answers, users, the audit log. */
   admin: ["admin"] as const,
+  /** How people log in here (a company directory, sign-up open or not). */
+  loginMethods: ["login-methods"] as const,
 };
 
 /** After an answer, a rename, a move or a deletion: lists and details are read again. */

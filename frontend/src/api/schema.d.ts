@@ -281,9 +281,11 @@ export interface paths {
         put?: never;
         /**
          * Login
-         * @description OAuth2 password flow: form fields `username` (the email) and `password`.
+         * @description OAuth2 password flow: form fields `username` (the email, or with a company directory
+         *     also the directory user name) and `password`.
          *
-         *     Repeated failures are answered with 429 and `Retry-After`.
+         *     Repeated failures are answered with 429 and `Retry-After`; 503 when the directory cannot
+         *     be reached to check a password.
          */
         post: operations["auth_login"];
         delete?: never;
@@ -306,6 +308,27 @@ export interface paths {
          * @description End this login: its refresh tokens stop working (access tokens expire on their own).
          */
         post: operations["auth_logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Methods
+         * @description How to log in here (no login needed): whether a company directory checks passwords and
+         *     whether anyone may sign up.
+         */
+        get: operations["auth_methods"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1636,7 +1659,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -2216,6 +2239,12 @@ export interface components {
             member_count: number;
             /** Name */
             name: string;
+            /**
+             * Source
+             * @description local (administrators choose its members) or ldap (the company directory does, at each member's login)
+             * @default local
+             */
+            source: string;
         };
         /** GroupUpdate */
         GroupUpdate: {
@@ -2290,6 +2319,22 @@ export interface components {
              * Format: uuid
              */
             id: string;
+        };
+        /**
+         * LoginMethods
+         * @description How people log in here, for a login page to offer the right fields.
+         */
+        LoginMethods: {
+            /**
+             * Directory
+             * @description A company directory checks names and passwords: the login name may be a directory user name as well as an e-mail
+             */
+            directory: boolean;
+            /**
+             * Registration
+             * @description Anyone may create an account
+             */
+            registration: boolean;
         };
         /**
          * MemberAdd
@@ -3778,6 +3823,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    auth_methods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoginMethods"];
                 };
             };
         };

@@ -16,6 +16,7 @@ const ACTION_NAMES: Record<Action, string> = {
   "api_key.created": "API key created",
   "api_key.revoked": "API key revoked",
   "user.created": "user created",
+  "user.linked": "linked to the directory",
   "user.deactivated": "user deactivated",
   "user.reactivated": "user reactivated",
   "user.role_changed": "role changed",

@@ -1,5 +1,7 @@
+import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { login, register } from "../api/client";
+import { api, login, register } from "../api/client";
+import { keys } from "../api/queries";
 
 export default function AuthPage({ notice = null, onAuthenticated }: { notice?: string | null; onAuthenticated: () => Promise<void> }) {
   const [mode, setMode] = useState<"login" | "register">("login");
@@ -7,6 +9,15 @@ export default function AuthPage({ notice = null, onAuthenticated }: { notice?: 
   const [password, setPassword] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // With a company directory, people log in with their directory name as well as an e-mail;
+  // with sign-up closed, it is not offered. Until the server says, an open e-mail login.
+  const { data: methods } = useQuery({
+    queryKey: keys.loginMethods,
+    queryFn: async () => (await api.GET("/api/v1/auth/methods")).data ?? null,
+    staleTime: Infinity,
+  });
+  const byName = mode === "login" && Boolean(methods?.directory);
+  const canRegister = methods?.registration ?? true;
 
   async function submit(event: FormEvent) {
     event.preventDefault();
@@ -33,8 +44,15 @@ export default function AuthPage({ notice = null, onAuthenticated }: { notice?: 
         )}
         <p className="muted">Chat with your documents, with answers that cite their pages.</p>
         <label>
-          Email
-          <input type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          {byName ? "Email or user name" : "Email"}
+          <input
+            type={byName ? "text" : "email"}
+            autoComplete={byName ? "username" : "email"}
+            autoCapitalize="none"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
         </label>
         <label>
           Password
@@ -55,9 +73,11 @@ export default function AuthPage({ notice = null, onAuthenticated }: { notice?: 
         <button type="submit" className="primary" disabled={busy}>
           {mode === "login" ? "Log in" : "Sign up"}
         </button>
-        <button type="button" className="link" onClick={() => setMode(mode === "login" ? "register" : "login")}>
-          {mode === "login" ? "No account yet? Sign up" : "Have an account? Log in"}
-        </button>
+        {(canRegister || mode === "register") && (
+          <button type="button" className="link" onClick={() => setMode(mode === "login" ? "register" : "login")}>
+            {mode === "login" ? "No account yet? Sign up" : "Have an account? Log in"}
+          </button>
+        )}
       </form>
     </main>
   );

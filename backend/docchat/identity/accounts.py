@@ -1,0 +1,203 @@
+"""The docchat account of a person a directory vouched for: found by its link, else matched
+by e-mail (the directory is the administrator's own, so its addresses are trusted) or made
+at the first login; and their directory groups mirrored into docchat's groups."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit import service as audit
+from docchat.auth.service import DEACTIVATED
+from docchat.db import utcnow
+from docchat.identity.directory import Person
+from docchat.identity.models import ExternalIdentity
+from docchat.kit.errors import Forbidden
+from docchat.membership.models import Group, GroupMember
+from docchat.sharing import repository as sharing
+from docchat.users import repository as users
+from docchat.users.models import User
+from docchat.users.passwords import NO_PASSWORD
+
+logger = logging.getLogger(__name__)
+
+NO_EMAIL = "Your directory entry has no e-mail address: ask your administrator to add one"
+NO_ACCOUNT = "There is no docchat account for {email}: ask an administrator to create one"
+LINKED_ELSEWHERE = (
+    "The docchat account for {email} belongs to another directory entry: ask an administrator"
+)
+
+
+async def account_for(
+    session: AsyncSession, person: Person, provider: str, create_accounts: bool, address: str
+) -> User:
+    """The active account `person` logs in as, its name, e-mail and groups brought up to date."""
+    link = await _link(session, provider, person.subject)
+    user = await users.get_by_id(session, link.user_id) if link else None
+    if link is not None and user is not None:
+        link.last_login_at = utcnow()
+        await _follow_email(session, user, person)
+    else:
+        if link is not None:  # its account was deleted: the person starts again
+            await session.delete(link)
+            await session.flush()
+        user = await _matched_or_new(session, person, provider, create_accounts, address)
+    if not user.is_active:
+        raise Forbidden(DEACTIVATED)
+    if person.name and person.name != user.display_name:
+        user.display_name = person.name
+    await mirror_groups(session, user, person.groups, provider, address)
+    return user
+
+
+async def _link(session: AsyncSession, provider: str, subject: str) -> ExternalIdentity | None:
+    statement = select(ExternalIdentity).where(
+        ExternalIdentity.provider == provider, ExternalIdentity.subject == subject
+    )
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def _matched_or_new(
+    session: AsyncSession, person: Person, provider: str, create_accounts: bool, address: str
+) -> User:
+    if not person.email:
+        raise Forbidden(NO_EMAIL)
+    user = await users.get_by_email(session, person.email)
+    if user is not None:
+        others = select(ExternalIdentity.id).where(
+            ExternalIdentity.user_id == user.id, ExternalIdentity.provider == provider
+        )
+        if (await session.execute(others)).first() is not None:
+            raise Forbidden(LINKED_ELSEWHERE.format(email=person.email))
+    elif not create_accounts:
+        raise Forbidden(NO_ACCOUNT.format(email=person.email))
+    else:
+        user = await _new_account(session, person, address)
+    try:
+        async with session.begin_nested():  # two first logins at once: one link wins
+            session.add(
+                ExternalIdentity(user_id=user.id, provider=provider, subject=person.subject)
+            )
+    except IntegrityError:
+        link = await _link(session, provider, person.subject)
+        existing = await users.get_by_id(session, link.user_id) if link else None
+        if existing is None:
+            raise
+        return existing
+    await audit.record(
+        session,
+        audit.AuditAction.user_linked,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+        provider=provider,
+    )
+    return user
+
+
+async def _new_account(session: AsyncSession, person: Person, address: str) -> User:
+    user = User(email=person.email, password_hash=NO_PASSWORD, display_name=person.name)
+    try:
+        async with session.begin_nested():
+            await users.add(session, user)
+    except IntegrityError:
+        existing = await users.get_by_email(session, person.email or "")
+        if existing is None:
+            raise
+        return existing
+    await audit.record(
+        session,
+        audit.AuditAction.user_created,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+        via="directory",
+    )
+    return user
+
+
+async def _follow_email(session: AsyncSession, user: User, person: Person) -> None:
+    """The directory's new address replaces the account's, unless another account has it."""
+    if not person.email or person.email == user.email:
+        return
+    if await users.get_by_email(session, person.email) is not None:
+        logger.warning(
+            "directory e-mail of user %s is another account's; kept the old one", user.id
+        )
+        return
+    user.email = person.email
+
+
+async def mirror_groups(
+    session: AsyncSession, user: User, names: Iterable[str], source: str, address: str
+) -> None:
+    """The user's membership in `source`'s groups becomes exactly `names`: groups are made on
+    first sight, and a membership removed in the directory is removed here. A local group with
+    one of these names is left alone (its members are the administrators' choice)."""
+    wanted = await _source_groups(session, {name.lower(): name for name in names}, source)
+    current_statement = (
+        select(GroupMember.group_id)
+        .join(Group, Group.id == GroupMember.group_id)
+        .where(GroupMember.user_id == user.id, Group.source == source)
+    )
+    current = set((await session.execute(current_statement)).scalars())
+    for group in wanted.values():
+        if group.id not in current:
+            await sharing.put_in_group(session, group.id, user.id)
+            await _record(session, audit.AuditAction.group_member_added, user, group, address)
+    gone = current - {group.id for group in wanted.values()}
+    if gone:
+        await session.execute(
+            delete(GroupMember).where(
+                GroupMember.user_id == user.id, GroupMember.group_id.in_(gone)
+            )
+        )
+        for group_id in gone:
+            removed = await session.get(Group, group_id)
+            if removed is not None:
+                await _record(
+                    session, audit.AuditAction.group_member_removed, user, removed, address
+                )
+
+
+async def _source_groups(
+    session: AsyncSession, names: dict[str, str], source: str
+) -> dict[str, Group]:
+    if not names:
+        return {}
+    statement = select(Group).where(func.lower(Group.name).in_(list(names)))
+    found = {group.name.lower(): group for group in (await session.execute(statement)).scalars()}
+    for key, name in names.items():
+        if key in found:
+            continue
+        group = Group(name=name, description="Kept in step with the directory", source=source)
+        try:
+            async with session.begin_nested():
+                session.add(group)
+        except IntegrityError:  # made by another login just now
+            again = await session.execute(select(Group).where(func.lower(Group.name) == key))
+            group = again.scalar_one()
+        found[key] = group
+    clashing = [group.name for group in found.values() if group.source != source]
+    if clashing:
+        logger.warning("directory groups named like local groups were not mirrored: %s", clashing)
+    return {key: group for key, group in found.items() if group.source == source}
+
+
+async def _record(
+    session: AsyncSession, action: audit.AuditAction, user: User, group: Group, address: str
+) -> None:
+    await audit.record(
+        session,
+        action,
+        actor=None,
+        actor_email="directory",
+        target=("group", group.id),
+        address=address,
+        group=group.name,
+        email=user.email,
+    )
