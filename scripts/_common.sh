@@ -86,6 +86,17 @@ ensure_frontend() {
   (cd "$ROOT/frontend" && npm run --silent build >/dev/null)
 }
 
+# ensure_test_identity_provider: the OpenID Connect provider the single sign-on tests start
+# (npm oidc-provider, tests/oidc_provider/), installed from its lock file when that changed.
+ensure_test_identity_provider() {
+  local folder="$ROOT/tests/oidc_provider"
+  local stamp="$folder/node_modules/.docchat-installed"
+  if [ ! -f "$stamp" ] || [ "$folder/package-lock.json" -nt "$stamp" ]; then
+    say "installing the test OpenID Connect provider (npm oidc-provider)"
+    (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error) && touch "$stamp"
+  fi
+}
+
 # ensure_chromium: Debian's Chromium for the browser tests (never a browser download). Installed
 # when this runs as root with apt-get; otherwise stop at once with the line that installs it.
 ensure_chromium() {

@@ -14,6 +14,7 @@ ensure_slapd
 
 command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are required for the web app's checks"
 ensure_frontend
+ensure_test_identity_provider
 say "web app: API contract, lint, types, unit tests"
 (
   cd "$ROOT/frontend"

@@ -1,7 +1,7 @@
 """One typed settings object, read from the environment (and `.env`) once at start.
 
 Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`, `OCR_*`,
-`LDAP_*`.
+`LDAP_*`, `OIDC_*`.
 Nothing else in the code base reads `os.environ`; everything takes its values from
 `get_settings()`.
 """
@@ -12,6 +12,7 @@ from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -74,6 +75,29 @@ class AuthSettings(BaseSettings):
     registration_enabled: bool = Field(
         True, description="Let anyone create an account (off: admins create users)"
     )
+    password_login: bool = Field(
+        True,
+        description=(
+            "Let people log in with a docchat password (off: single sign-on or the directory "
+            "only, and sign-up closed; AUTH_BREAK_GLASS_EMAIL still may)"
+        ),
+    )
+    break_glass_email: str | None = Field(
+        None,
+        description=(
+            "The one account whose docchat password works when AUTH_PASSWORD_LOGIN is off (a "
+            "local administrator, for when single sign-on is down)"
+        ),
+    )
+
+    def password_login_for(self, email: str) -> bool:
+        """Whether this account may log in with its docchat password."""
+        if self.password_login:
+            return True
+        return (
+            bool(self.break_glass_email)
+            and email.strip().lower() == (self.break_glass_email or "").strip().lower()
+        )
 
 
 class LLMSettings(BaseSettings):
@@ -576,6 +600,69 @@ class LdapSettings(BaseSettings):
         return self
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class OidcSettings(BaseSettings):
+    """Single sign-on through an OpenID Connect provider (Keycloak, Entra ID, Okta, Google,
+    authentik...); off unless OIDC_ISSUER is set."""
+
+    model_config = _config("OIDC_")
+
+    issuer: str | None = Field(
+        None,
+        description=(
+            "The provider's issuer URL (its /.well-known/openid-configuration is read); set, "
+            "the login page offers 'Sign in with OIDC_NAME'"
+        ),
+    )
+    name: str = Field("single sign-on", description="The provider's name on the login button")
+    client_id: str = Field("", description="docchat's client id at the provider")
+    client_secret: SecretStr | None = Field(
+        None, description="docchat's client secret (a confidential client)"
+    )
+    scopes: str = Field("openid email profile", description="Scopes asked for (openid first)")
+    redirect_uri: str | None = Field(
+        None,
+        description=(
+            "The callback registered at the provider; unset, this server's own "
+            "/api/v1/auth/oidc/callback as the browser reached it"
+        ),
+    )
+    groups_claim: str = Field(
+        "groups",
+        description="Claim listing the person's groups, mirrored at each login (empty: none)",
+    )
+    create_accounts: bool = Field(
+        True,
+        description=(
+            "Make an account at a person's first sign-in (off: only accounts matched by a "
+            "verified e-mail)"
+        ),
+    )
+    timeout_seconds: float = Field(
+        10.0, gt=0, le=60, description="Longest wait for the provider's discovery, keys, token"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.issuer)
+
+    @model_validator(mode="after")
+    def _complete(self) -> OidcSettings:
+        if not self.issuer:
+            return self
+        if not self.client_id:
+            raise ValueError("OIDC_ISSUER is set: set OIDC_CLIENT_ID (and OIDC_CLIENT_SECRET)")
+        parts = urlsplit(self.issuer)
+        loopback = parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+        if parts.scheme != "https" and not loopback:
+            raise ValueError("OIDC_ISSUER must be an https:// URL (http:// only on loopback)")
+        if "openid" not in self.scopes.split():
+            raise ValueError("OIDC_SCOPES must include openid")
+        return self
+
+
 class TracingSettings(BaseSettings):
     """OpenTelemetry's own variables (the SDK and its OTLP exporter read the rest of them:
     `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`...)."""
@@ -707,6 +794,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     ldap: LdapSettings = Field(default_factory=LdapSettings)
+    oidc: OidcSettings = Field(default_factory=OidcSettings)
 
     @model_validator(mode="after")
     def _refuse_known_or_weak_secrets(self) -> Settings:

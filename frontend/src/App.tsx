@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from "react";
-import { api, loadTokens, logout, onSessionEnd, type User } from "./api/client";
+import { api, loadTokens, logout, onSessionEnd, redeemTicket, signInReturn, type User } from "./api/client";
 import { queryClient, useInvitations } from "./api/queries";
 import AuthPage from "./pages/AuthPage";
 import ChatPage from "./pages/ChatPage";
@@ -24,11 +24,15 @@ function CollectionsButton({ open, onClick }: { open: boolean; onClick: () => vo
   );
 }
 
+// Back from single sign-on: the ticket is traded once, whatever renders twice.
+const returned = signInReturn();
+const ticketTraded = returned && "ticket" in returned ? redeemTicket(returned.ticket) : null;
+
 export default function App() {
   const [user, setUser] = useState<User | null>(null);
-  const [checking, setChecking] = useState(Boolean(loadTokens()));
+  const [checking, setChecking] = useState(Boolean(loadTokens()) || (returned !== null && "ticket" in returned));
   const [route, navigate] = useRoute();
-  const [notice, setNotice] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(returned && "error" in returned ? returned.error : null);
 
   const online = useOnline();
   // The server could not be reached to learn who is signed in (offline, or it is down).
@@ -51,7 +55,13 @@ export default function App() {
   }, [online, unreachable, loadUser]);
 
   useEffect(() => {
-    if (loadTokens()) void loadUser();
+    if (ticketTraded) {
+      void ticketTraded.then((ok) => {
+        if (ok) return loadUser();
+        setNotice("That sign-in link was already used or has expired: sign in again.");
+        setChecking(false);
+      });
+    } else if (loadTokens()) void loadUser();
     return onSessionEnd((why) => {
       queryClient.clear(); // nothing of this account is shown to the next one
       setUser(null); // the address stays: after logging in again, the same page opens

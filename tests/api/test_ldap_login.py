@@ -90,7 +90,12 @@ async def test_a_directory_person_logs_in_with_their_groups_and_follows_them(
     client = await connect(search_then_bind(ldap_directory))
 
     methods = await client.get("/api/v1/auth/methods")
-    assert methods.json() == {"directory": True, "registration": True}
+    assert methods.json() == {
+        "password": True,
+        "directory": True,
+        "registration": True,
+        "single_sign_on": None,
+    }
     # By directory name: an account is made, named as in the directory, in its groups.
     headers = bearer(await login(client, uid, ALICE_PASSWORD))
     me = (await client.get("/api/v1/users/me", headers=headers)).json()

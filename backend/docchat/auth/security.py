@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from jose import JWTError, jwt
 
@@ -80,3 +80,31 @@ def decode_token(
         )
     except (JWTError, ValueError, KeyError, TypeError):
         return None
+
+
+def sign_payload(
+    payload: dict[str, Any], purpose: str, settings: AuthSettings, lifetime: timedelta
+) -> str:
+    """A short-lived signed value for the browser to hand back (a sign-in's state cookie):
+    it cannot be altered, nor passed off as a token of another purpose."""
+    now = datetime.now(UTC)
+    claims = payload | {
+        "type": purpose,
+        "iat": int(now.timestamp()),
+        "exp": int((now + lifetime).timestamp()),
+    }
+    return str(jwt.encode(claims, _signing_key(settings), settings.algorithm))
+
+
+def read_payload(value: str, purpose: str, settings: AuthSettings) -> dict[str, Any] | None:
+    """What `sign_payload` signed for `purpose`, or None when altered, expired or another's."""
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            value,
+            _signing_key(settings),
+            algorithms=[settings.algorithm],
+            options={"require_exp": True, "verify_aud": False},
+        )
+    except (JWTError, ValueError, TypeError):
+        return None
+    return claims if claims.get("type") == purpose else None

@@ -50,7 +50,7 @@ async def register(
     address: str,
 ) -> RegistrationReceived:
     """The same answer whether or not the email already had an account (no enumeration)."""
-    if not settings.registration_enabled:
+    if not settings.registration_enabled or not settings.password_login:
         raise Forbidden("Registration is disabled on this server; ask an administrator")
     limiter.check_and_count(address)
     await users_service.register(

@@ -1,11 +1,12 @@
-"""The docchat account of a person a directory vouched for: found by its link, else matched
-by e-mail (the directory is the administrator's own, so its addresses are trusted) or made
-at the first login; and their directory groups mirrored into docchat's groups."""
+"""The docchat account of a person an identity source vouched for (the company directory, a
+single sign-on provider): found by its link, else matched by a verified e-mail or made at the
+first login; and their groups there mirrored into docchat's groups."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Protocol
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -14,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.audit import service as audit
 from docchat.auth.service import DEACTIVATED
 from docchat.db import utcnow
-from docchat.identity.directory import Person
 from docchat.identity.models import ExternalIdentity
 from docchat.kit.errors import Forbidden
 from docchat.membership.models import Group, GroupMember
@@ -25,6 +25,10 @@ from docchat.users.passwords import NO_PASSWORD
 
 logger = logging.getLogger(__name__)
 
+UNVERIFIED = (
+    "Your sign-in provider has not verified your e-mail address, so it cannot be used to find "
+    "or make your docchat account: verify it there, or ask an administrator"
+)
 NO_EMAIL = "Your directory entry has no e-mail address: ask your administrator to add one"
 NO_ACCOUNT = "There is no docchat account for {email}: ask an administrator to create one"
 LINKED_ELSEWHERE = (
@@ -32,10 +36,27 @@ LINKED_ELSEWHERE = (
 )
 
 
+class Vouched(Protocol):
+    """Who an identity source says signed in."""
+
+    @property
+    def subject(self) -> str: ...  # its stable id there
+    @property
+    def email(self) -> str | None: ...
+    @property
+    def email_verified(self) -> bool: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def groups(self) -> frozenset[str]: ...
+
+
 async def account_for(
-    session: AsyncSession, person: Person, provider: str, create_accounts: bool, address: str
+    session: AsyncSession, person: Vouched, provider: str, create_accounts: bool, address: str
 ) -> User:
-    """The active account `person` logs in as, its name, e-mail and groups brought up to date."""
+    """The active account `person` logs in as, its name, e-mail and groups brought up to date.
+    An e-mail the source has not verified neither finds nor makes an account (it would let
+    anyone who can type an address at the provider take over that address's account)."""
     link = await _link(session, provider, person.subject)
     user = await users.get_by_id(session, link.user_id) if link else None
     if link is not None and user is not None:
@@ -62,10 +83,12 @@ async def _link(session: AsyncSession, provider: str, subject: str) -> ExternalI
 
 
 async def _matched_or_new(
-    session: AsyncSession, person: Person, provider: str, create_accounts: bool, address: str
+    session: AsyncSession, person: Vouched, provider: str, create_accounts: bool, address: str
 ) -> User:
     if not person.email:
         raise Forbidden(NO_EMAIL)
+    if not person.email_verified:
+        raise Forbidden(UNVERIFIED)
     user = await users.get_by_email(session, person.email)
     if user is not None:
         others = select(ExternalIdentity.id).where(
@@ -76,7 +99,7 @@ async def _matched_or_new(
     elif not create_accounts:
         raise Forbidden(NO_ACCOUNT.format(email=person.email))
     else:
-        user = await _new_account(session, person, address)
+        user = await _new_account(session, person, provider, address)
     try:
         async with session.begin_nested():  # two first logins at once: one link wins
             session.add(
@@ -99,7 +122,7 @@ async def _matched_or_new(
     return user
 
 
-async def _new_account(session: AsyncSession, person: Person, address: str) -> User:
+async def _new_account(session: AsyncSession, person: Vouched, provider: str, address: str) -> User:
     user = User(email=person.email, password_hash=NO_PASSWORD, display_name=person.name)
     try:
         async with session.begin_nested():
@@ -115,19 +138,18 @@ async def _new_account(session: AsyncSession, person: Person, address: str) -> U
         actor=user,
         target=("user", user.id),
         address=address,
-        via="directory",
+        via=provider,
     )
     return user
 
 
-async def _follow_email(session: AsyncSession, user: User, person: Person) -> None:
-    """The directory's new address replaces the account's, unless another account has it."""
-    if not person.email or person.email == user.email:
+async def _follow_email(session: AsyncSession, user: User, person: Vouched) -> None:
+    """The source's new (verified) address replaces the account's, unless another account
+    has it."""
+    if not person.email or not person.email_verified or person.email == user.email:
         return
     if await users.get_by_email(session, person.email) is not None:
-        logger.warning(
-            "directory e-mail of user %s is another account's; kept the old one", user.id
-        )
+        logger.warning("new e-mail of user %s is another account's; kept the old one", user.id)
         return
     user.email = person.email
 
@@ -174,7 +196,7 @@ async def _source_groups(
     for key, name in names.items():
         if key in found:
             continue
-        group = Group(name=name, description="Kept in step with the directory", source=source)
+        group = Group(name=name, description=f"Kept in step with {source}", source=source)
         try:
             async with session.begin_nested():
                 session.add(group)
@@ -184,7 +206,7 @@ async def _source_groups(
         found[key] = group
     clashing = [group.name for group in found.values() if group.source != source]
     if clashing:
-        logger.warning("directory groups named like local groups were not mirrored: %s", clashing)
+        logger.warning("%s groups named like local groups were not mirrored: %s", source, clashing)
     return {key: group for key, group in found.items() if group.source == source}
 
 
@@ -195,7 +217,7 @@ async def _record(
         session,
         action,
         actor=None,
-        actor_email="directory",
+        actor_email=group.source,
         target=("group", group.id),
         address=address,
         group=group.name,

@@ -1,17 +1,27 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
+from fastapi.responses import RedirectResponse
 from fastapi.security import OAuth2PasswordRequestForm
 
 from docchat.auth.dependencies import ClientAddress
 from docchat.auth.schemas import TokenPair
-from docchat.identity import service
-from docchat.identity.schemas import LoginMethods
+from docchat.config import Settings
+from docchat.identity import service, sso
+from docchat.identity.oidc import OidcProvider, ProviderUnavailable, SignInRefused
+from docchat.identity.schemas import LoginMethods, SingleSignOn
+from docchat.kit.errors import Forbidden, NotFound
 from docchat.kit.routing import SessionDep, SettingsDep, make_router
 
 router = make_router(prefix="/auth", tags=["auth"])
+
+PENDING_COOKIE = "docchat_sso"
+COOKIE_PATH = "/api/v1/auth/oidc"
+START_PATH = "/api/v1/auth/oidc/login"
+UNREACHABLE = "The sign-in provider cannot be reached: try again in a moment"
 
 
 @router.post("/login", response_model=TokenPair, operation_id="auth_login")
@@ -26,7 +36,7 @@ async def login(
     also the directory user name) and `password`.
 
     Repeated failures are answered with 429 and `Retry-After`; 503 when the directory cannot
-    be reached to check a password."""
+    be reached to check a password; 403 when password logins are turned off for the account."""
     return await service.login(
         session,
         form.username,
@@ -40,8 +50,111 @@ async def login(
 
 @router.get("/methods", response_model=LoginMethods, operation_id="auth_methods")
 async def methods(settings: SettingsDep) -> LoginMethods:
-    """How to log in here (no login needed): whether a company directory checks passwords and
-    whether anyone may sign up."""
+    """How to log in here (no login needed): passwords, a company directory, single sign-on,
+    and whether anyone may sign up."""
+    oidc = settings.oidc
     return LoginMethods(
-        directory=settings.ldap.enabled, registration=settings.auth.registration_enabled
+        password=settings.auth.password_login,
+        directory=settings.ldap.enabled,
+        registration=settings.auth.registration_enabled and settings.auth.password_login,
+        single_sign_on=SingleSignOn(name=oidc.name, url=START_PATH) if oidc.enabled else None,
     )
+
+
+def _provider(request: Request) -> OidcProvider:
+    provider: OidcProvider | None = request.app.state.oidc
+    if provider is None:
+        raise NotFound("Single sign-on is not set up on this server (OIDC_ISSUER)")
+    return provider
+
+
+def _redirect_uri(request: Request, settings: Settings) -> str:
+    return settings.oidc.redirect_uri or str(request.url_for("oidc_callback"))
+
+
+def _back_with_error(message: str) -> RedirectResponse:
+    """To the web app's login page, which shows the message (a redirect: this is a page the
+    browser navigated to, not an API call)."""
+    return RedirectResponse(f"/#login_error={quote(message)}", status_code=303)
+
+
+@router.get(
+    "/oidc/login",
+    status_code=302,
+    response_class=RedirectResponse,
+    operation_id="auth_oidc_login",
+    responses={302: {"description": "To the provider's login page"}},
+)
+async def oidc_login(
+    request: Request,
+    settings: SettingsDep,
+    next: Annotated[str, Query(description="The page of this site to return to")] = "/",
+) -> RedirectResponse:
+    """Start a single sign-on: the browser goes to the provider with a fresh state, nonce and
+    PKCE challenge, and keeps what its return must match in an HttpOnly cookie."""
+    provider = _provider(request)
+    try:
+        started = await sso.start(provider, settings, _redirect_uri(request, settings), next)
+    except ProviderUnavailable:
+        return _back_with_error(UNREACHABLE)
+    response = RedirectResponse(started.url, status_code=302)
+    response.set_cookie(
+        PENDING_COOKIE,
+        started.pending,
+        max_age=int(sso.PENDING_LIFETIME.total_seconds()),
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="lax",  # sent on the provider's top-level redirect back, not on embeds
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.get(
+    "/oidc/callback",
+    name="oidc_callback",
+    status_code=303,
+    response_class=RedirectResponse,
+    operation_id="auth_oidc_callback",
+    responses={303: {"description": "To the web app: signed in, or the reason it failed"}},
+)
+async def oidc_callback(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    address: ClientAddress,
+    code: str = "",
+    state: str = "",
+    error: str = "",
+    error_description: str = "",
+) -> RedirectResponse:
+    """Where the provider sends the browser back. Signed in: to the page the sign-in started
+    from, with a one-time ticket in the address's fragment (the web app trades it at once for
+    its tokens with POST /auth/refresh; a second use ends that login)."""
+    provider = _provider(request)
+    try:
+        if error:
+            raise SignInRefused(f"the provider ended the sign-in: {error_description or error}")
+        finished = await sso.finish(
+            session,
+            provider,
+            settings,
+            request.cookies.get(PENDING_COOKIE),
+            code,
+            state,
+            _redirect_uri(request, settings),
+            address,
+        )
+    except (SignInRefused, Forbidden) as exc:
+        await session.rollback()
+        await sso.record_refusal(session, address, str(exc))
+        response = _back_with_error(f"Sign-in failed: {exc}")
+    except ProviderUnavailable:
+        await session.rollback()
+        response = _back_with_error(UNREACHABLE)
+    else:
+        ticket = f"#login_ticket={finished.tokens.refresh_token}"
+        response = RedirectResponse(f"{finished.return_to}{ticket}", status_code=303)
+    response.delete_cookie(PENDING_COOKIE, path=COOKIE_PATH)
+    response.headers["Cache-Control"] = "no-store"
+    return response

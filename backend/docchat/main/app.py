@@ -29,6 +29,7 @@ from docchat.config import Settings, get_settings
 from docchat.db import create_engine, create_sessionmaker, session_scope
 from docchat.documents.router import router as documents_router
 from docchat.identity.directory import Directory
+from docchat.identity.oidc import OidcProvider
 from docchat.identity.router import router as login_router
 from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
@@ -171,6 +172,7 @@ def create_app(
         auth.register_max_per_address, auth.login_window_seconds
     )
     app.state.directory = Directory(settings.ldap) if settings.ldap.enabled else None
+    app.state.oidc = OidcProvider(settings.oidc) if settings.oidc.enabled else None
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)
     observability.install(app)

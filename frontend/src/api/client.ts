@@ -122,6 +122,29 @@ export function errorMessage(error: unknown, fallback = "Something went wrong"):
   return fallback;
 }
 
+/** What a single sign-on left in the address's fragment on its way back: a one-time ticket
+ * (a refresh token, traded at once for this tab's tokens) or why it failed. */
+export function signInReturn(): { ticket: string } | { error: string } | null {
+  const found = /^#(login_ticket|login_error)=(.*)$/.exec(window.location.hash);
+  if (!found) return null;
+  // Out of the address at once: not kept in history, not copied with a link.
+  history.replaceState(history.state, "", window.location.pathname + window.location.search);
+  const value = decodeURIComponent(found[2]);
+  return found[1] === "login_ticket" ? { ticket: value } : { error: value };
+}
+
+/** Trades a sign-in's ticket for this tab's tokens (the ticket then works no more). */
+export async function redeemTicket(ticket: string): Promise<boolean> {
+  const response = await fetch("/api/v1/auth/refresh", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ refresh_token: ticket }),
+  });
+  if (!response.ok) return false;
+  saveTokens((await response.json()) as Tokens);
+  return true;
+}
+
 export async function login(email: string, password: string): Promise<void> {
   const body = new URLSearchParams({ username: email, password });
   const response = await fetch("/api/v1/auth/login", { method: "POST", body });

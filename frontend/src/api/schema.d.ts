@@ -285,7 +285,7 @@ export interface paths {
          *     also the directory user name) and `password`.
          *
          *     Repeated failures are answered with 429 and `Retry-After`; 503 when the directory cannot
-         *     be reached to check a password.
+         *     be reached to check a password; 403 when password logins are turned off for the account.
          */
         post: operations["auth_login"];
         delete?: never;
@@ -323,10 +323,53 @@ export interface paths {
         };
         /**
          * Methods
-         * @description How to log in here (no login needed): whether a company directory checks passwords and
-         *     whether anyone may sign up.
+         * @description How to log in here (no login needed): passwords, a company directory, single sign-on,
+         *     and whether anyone may sign up.
          */
         get: operations["auth_methods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Oidc Callback
+         * @description Where the provider sends the browser back. Signed in: to the page the sign-in started
+         *     from, with a one-time ticket in the address's fragment (the web app trades it at once for
+         *     its tokens with POST /auth/refresh; a second use ends that login).
+         */
+        get: operations["auth_oidc_callback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/oidc/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Oidc Login
+         * @description Start a single sign-on: the browser goes to the provider with a fresh state, nonce and
+         *     PKCE challenge, and keeps what its return must match in an HttpOnly cookie.
+         */
+        get: operations["auth_oidc_login"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2331,10 +2374,17 @@ export interface components {
              */
             directory: boolean;
             /**
+             * Password
+             * @description A docchat password logs in (false: only the break-glass account's does)
+             */
+            password: boolean;
+            /**
              * Registration
              * @description Anyone may create an account
              */
             registration: boolean;
+            /** @description An OpenID Connect provider people sign in with, if one is set up */
+            single_sign_on: components["schemas"]["SingleSignOn"] | null;
         };
         /**
          * MemberAdd
@@ -2832,6 +2882,19 @@ export interface components {
              * @default false
              */
             stopped: boolean;
+        };
+        /** SingleSignOn */
+        SingleSignOn: {
+            /**
+             * Name
+             * @description The provider's name, for 'Sign in with <name>'
+             */
+            name: string;
+            /**
+             * Url
+             * @description Where the browser goes to start (add ?next=/a/page)
+             */
+            url: string;
         };
         /**
          * Source
@@ -3843,6 +3906,68 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LoginMethods"];
+                };
+            };
+        };
+    };
+    auth_oidc_callback: {
+        parameters: {
+            query?: {
+                code?: string;
+                state?: string;
+                error?: string;
+                error_description?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the web app: signed in, or the reason it failed */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    auth_oidc_login: {
+        parameters: {
+            query?: {
+                /** @description The page of this site to return to */
+                next?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the provider's login page */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

@@ -18,6 +18,12 @@ export default function AuthPage({ notice = null, onAuthenticated }: { notice?: 
   });
   const byName = mode === "login" && Boolean(methods?.directory);
   const canRegister = methods?.registration ?? true;
+  const sso = methods?.single_sign_on ?? null;
+  // Passwords off (single sign-on only): the form stays for the break-glass account, folded.
+  const passwords = !methods || methods.password || methods.directory;
+  const [showForm, setShowForm] = useState(false);
+  const formShown = passwords || showForm;
+  const returnTo = window.location.pathname + window.location.search;
 
   async function submit(event: FormEvent) {
     event.preventDefault();
@@ -43,36 +49,51 @@ export default function AuthPage({ notice = null, onAuthenticated }: { notice?: 
           </p>
         )}
         <p className="muted">Chat with your documents, with answers that cite their pages.</p>
-        <label>
-          {byName ? "Email or user name" : "Email"}
-          <input
-            type={byName ? "text" : "email"}
-            autoComplete={byName ? "username" : "email"}
-            autoCapitalize="none"
-            required
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            type="password"
-            autoComplete={mode === "login" ? "current-password" : "new-password"}
-            minLength={mode === "register" ? 8 : undefined}
-            required
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-          />
-        </label>
-        {error && (
-          <p role="alert" className="error">
-            {error}
-          </p>
+        {sso && mode === "login" && (
+          <a className="sso" href={`${sso.url}?next=${encodeURIComponent(returnTo)}`}>
+            Sign in with {sso.name}
+          </a>
         )}
-        <button type="submit" className="primary" disabled={busy}>
-          {mode === "login" ? "Log in" : "Sign up"}
-        </button>
+        {sso && formShown && mode === "login" && <p className="muted or">or</p>}
+        {!formShown && (
+          <button type="button" className="link" onClick={() => setShowForm(true)}>
+            Administrator login
+          </button>
+        )}
+        {formShown && (
+          <>
+            <label>
+              {byName ? "Email or user name" : "Email"}
+              <input
+                type={byName ? "text" : "email"}
+                autoComplete={byName ? "username" : "email"}
+                autoCapitalize="none"
+                required
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+              />
+            </label>
+            <label>
+              Password
+              <input
+                type="password"
+                autoComplete={mode === "login" ? "current-password" : "new-password"}
+                minLength={mode === "register" ? 8 : undefined}
+                required
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+              />
+            </label>
+            {error && (
+              <p role="alert" className="error">
+                {error}
+              </p>
+            )}
+            <button type="submit" className={sso ? "" : "primary"} disabled={busy}>
+              {mode === "login" ? "Log in" : "Sign up"}
+            </button>
+          </>
+        )}
         {(canRegister || mode === "register") && (
           <button type="button" className="link" onClick={() => setMode(mode === "login" ? "register" : "login")}>
             {mode === "login" ? "No account yet? Sign up" : "Have an account? Log in"}

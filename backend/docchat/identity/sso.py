@@ -1,0 +1,103 @@
+"""A single sign-on, from the button to the tokens: what the browser carries between the two
+legs (a signed cookie: state, nonce, PKCE verifier, where to return), and what is done with
+the person the provider vouched for."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit import service as audit
+from docchat.auth import service as auth
+from docchat.auth.schemas import TokenPair
+from docchat.auth.security import read_payload, sign_payload
+from docchat.config import Settings
+from docchat.identity.accounts import account_for
+from docchat.identity.oidc import OidcProvider, SignInRefused
+
+OIDC = "oidc"
+PENDING = "sso-pending"
+PENDING_LIFETIME = timedelta(minutes=10)
+EXPIRED = "This sign-in expired, was already used, or was started in another browser: start again"
+
+
+@dataclass(frozen=True)
+class Started:
+    url: str  # the provider's login page
+    pending: str  # the signed value the browser keeps until it returns
+
+
+async def start(
+    provider: OidcProvider, settings: Settings, redirect_uri: str, return_to: str
+) -> Started:
+    authorization = await provider.authorization(redirect_uri)
+    pending = sign_payload(
+        {
+            "state": authorization.state,
+            "nonce": authorization.nonce,
+            "verifier": authorization.verifier,
+            "next": safe_return_path(return_to),
+        },
+        PENDING,
+        settings.auth,
+        PENDING_LIFETIME,
+    )
+    return Started(authorization.url, pending)
+
+
+@dataclass(frozen=True)
+class Finished:
+    tokens: TokenPair
+    return_to: str
+
+
+async def finish(
+    session: AsyncSession,
+    provider: OidcProvider,
+    settings: Settings,
+    pending: str | None,
+    code: str,
+    state: str,
+    redirect_uri: str,
+    address: str,
+) -> Finished:
+    """The tokens of the person who signed in. Raises SignInRefused (and Forbidden from the
+    account rules) for anything that must not sign anyone in."""
+    kept = read_payload(pending, PENDING, settings.auth) if pending else None
+    # The state must come back to the browser that started the sign-in (its cookie): a link
+    # with someone else's code and state signs no one in here.
+    if kept is None or not hmac.compare_digest(str(kept.get("state", "")), state):
+        raise SignInRefused(EXPIRED)
+    person = await provider.finish(code, redirect_uri, str(kept["verifier"]), str(kept["nonce"]))
+    user = await account_for(session, person, OIDC, settings.oidc.create_accounts, address)
+    await audit.record(
+        session,
+        audit.AuditAction.login,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+        via=OIDC,
+    )
+    tokens = await auth.issue_tokens(session, user, settings.auth)
+    return Finished(tokens, safe_return_path(str(kept.get("next", "/"))))
+
+
+async def record_refusal(session: AsyncSession, address: str, reason: str) -> None:
+    await audit.record(
+        session,
+        audit.AuditAction.login_failed,
+        actor=None,
+        actor_email=OIDC,
+        address=address,
+        reason=reason,
+    )
+
+
+def safe_return_path(path: str) -> str:
+    """A page of this site to return to: a path, never another origin (`//host`, `/\\host`)."""
+    if not path.startswith("/") or path.startswith(("//", "/\\")) or any(c in path for c in "\r\n"):
+        return "/"
+    return path

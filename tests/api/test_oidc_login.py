@@ -1,0 +1,294 @@
+"""Single sign-on through an OpenID Connect provider: a real one (npm oidc-provider) started by
+the tests, its login page driven over HTTP, docchat in front of it as OIDC_* say."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import httpx
+import pytest
+import pytest_asyncio
+from jose import jwt
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit.models import AuditEntry
+from docchat.config import OidcSettings, Settings
+from docchat.identity.models import ExternalIdentity
+from docchat.identity.oidc import OidcProvider, SignInRefused
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
+from docchat.users import repository as users
+from tests.support import oidc_provider
+from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcServer, rsa_jwk
+from tests.support.users import PASSWORD, login, register, unique_email
+
+BASE = "http://docchat.test"
+CALLBACK = f"{BASE}/api/v1/auth/oidc/callback"
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcServer]:
+    if not oidc_provider.available():
+        pytest.fail(f"The single sign-on tests need node and: {oidc_provider.INSTALL}")
+    folder = tmp_path_factory.mktemp("oidc")
+    with oidc_provider.running_provider(folder, [CALLBACK]) as server:
+        yield server
+
+
+def oidc_settings(provider: OidcServer, **changes: Any) -> OidcSettings:
+    values: dict[str, Any] = {
+        "issuer": provider.issuer,
+        "name": "Test IdP",
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "scopes": "openid email profile groups",
+    }
+    return OidcSettings(_env_file=None, **(values | changes))  # type: ignore[call-arg]
+
+
+@pytest_asyncio.fixture
+async def connect(settings: Settings, components: Components) -> AsyncIterator[Any]:
+    """An HTTP client to an app configured with these settings' changes."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def open_client(**changes: Any) -> httpx.AsyncClient:
+        configured = settings.model_copy(update=changes)
+        app = create_app(configured, run_worker=False)
+        attach_components(app, components)
+        app.state.settings = configured
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        client = httpx.AsyncClient(transport=transport, base_url=BASE)
+        clients.append(client)
+        return client
+
+    yield open_client
+    for client in clients:
+        await client.aclose()
+
+
+async def through_provider(
+    client: httpx.AsyncClient, login_name: str, next_page: str = "/"
+) -> httpx.Response:
+    """Click 'Sign in', log in on the provider's page as `login_name`, and come back: the
+    response of docchat's callback."""
+    start = await client.get("/api/v1/auth/oidc/login", params={"next": next_page})
+    assert start.status_code == 302, start.text
+    location = start.headers["location"]
+    async with httpx.AsyncClient() as browser:  # the provider's side: its own cookies
+        for _ in range(10):
+            if location.startswith(CALLBACK):
+                return await client.get(location.removeprefix(BASE))
+            page = await browser.get(location)
+            if page.status_code in (302, 303):
+                location = str(page.url.join(page.headers["location"]))
+                continue
+            action = re.search(r'<form[^>]*action="([^"]+)"', page.text)
+            assert action, page.text[:2000]
+            submitted = await browser.post(
+                page.url.join(action.group(1)),
+                data={"prompt": "login", "login": login_name, "password": "any"},
+            )
+            assert submitted.status_code in (302, 303), submitted.text[:2000]
+            location = str(submitted.url.join(submitted.headers["location"]))
+    raise AssertionError("the provider never sent the browser back")
+
+
+def ticket_of(callback: httpx.Response) -> str:
+    assert callback.status_code == 303, callback.text
+    fragment = urlsplit(callback.headers["location"]).fragment
+    assert fragment.startswith("login_ticket="), callback.headers["location"]
+    return fragment.removeprefix("login_ticket=")
+
+
+def error_of(callback: httpx.Response) -> str:
+    assert callback.status_code == 303, callback.text
+    location = callback.headers["location"]
+    assert location.startswith("/#login_error="), location
+    return unquote(location.removeprefix("/#login_error="))
+
+
+async def tokens_for(client: httpx.AsyncClient, ticket: str) -> dict[str, str]:
+    traded = await client.post("/api/v1/auth/refresh", json={"refresh_token": ticket})
+    assert traded.status_code == 200, traded.text
+    return {"Authorization": f"Bearer {traded.json()['access_token']}"}
+
+
+async def test_sign_in_makes_the_account_with_its_groups_and_the_ticket_works_once(
+    provider: OidcServer, connect: Any, session: AsyncSession
+) -> None:
+    email = unique_email("ada")
+    subject = f"ada-{email[4:12]}"
+    provider.set_account(
+        subject, email=email, email_verified=True, name="Ada Lovelace", groups=["analysts"]
+    )
+    client = await connect(oidc=oidc_settings(provider))
+    methods = (await client.get("/api/v1/auth/methods")).json()
+    assert methods["single_sign_on"] == {"name": "Test IdP", "url": "/api/v1/auth/oidc/login"}
+
+    callback = await through_provider(client, subject, next_page="/collections")
+    assert callback.headers["location"].startswith("/collections#login_ticket=")
+    assert callback.headers["cache-control"] == "no-store"
+    ticket = ticket_of(callback)
+    headers = await tokens_for(client, ticket)
+    me = (await client.get("/api/v1/users/me", headers=headers)).json()
+    assert (me["email"], me["display_name"]) == (email, "Ada Lovelace")
+    groups = (await client.get("/api/v1/groups", params={"limit": 100}, headers=headers)).json()
+    assert {"analysts": "oidc"}.items() <= {g["name"]: g["source"] for g in groups["items"]}.items()
+    # The ticket was spent: used again (a leaked address), it ends that login.
+    again = await client.post("/api/v1/auth/refresh", json={"refresh_token": ticket})
+    assert again.status_code == 401
+
+    # The groups follow the provider at the next sign-in.
+    provider.set_account(subject, email=email, email_verified=True, name="Ada", groups=[])
+    await tokens_for(client, ticket_of(await through_provider(client, subject)))
+    user = await users.get_by_email(session, email)
+    assert user is not None
+    listed = (await client.get("/api/v1/groups", params={"limit": 100}, headers=headers)).json()
+    analysts = next(g for g in listed["items"] if g["name"] == "analysts")
+    assert analysts["member_count"] == 0
+
+
+async def test_an_unverified_email_never_takes_over_an_account(
+    provider: OidcServer, connect: Any, session: AsyncSession
+) -> None:
+    client = await connect(oidc=oidc_settings(provider))
+    victim = await register(client, unique_email("victim"))
+    provider.set_account("mallory", email=victim, email_verified=False, name="Mallory")
+    message = error_of(await through_provider(client, "mallory"))
+    assert "not verified your e-mail" in message
+    user = await users.get_by_email(session, victim)
+    assert user is not None
+    linked = await session.execute(
+        select(ExternalIdentity).where(ExternalIdentity.user_id == user.id)
+    )
+    assert linked.first() is None
+    refused = await session.execute(
+        select(AuditEntry).where(
+            AuditEntry.action == "auth.login_failed", AuditEntry.actor_email == "oidc"
+        )
+    )
+    assert any("verified" in str(entry.detail) for entry in refused.scalars())
+    # Verified, the same address is the same person: the account is linked, not duplicated.
+    provider.set_account("victim-at-idp", email=victim, email_verified=True, name="Victim")
+    headers = await tokens_for(client, ticket_of(await through_provider(client, "victim-at-idp")))
+    assert (await client.get("/api/v1/users/me", headers=headers)).json()["id"] == str(user.id)
+
+
+async def test_a_replayed_or_foreign_state_signs_no_one_in(
+    provider: OidcServer, connect: Any
+) -> None:
+    email = unique_email("bea")
+    provider.set_account("bea", email=email, email_verified=True, name="Bea")
+    client = await connect(oidc=oidc_settings(provider))
+    callback = await through_provider(client, "bea")
+    ticket_of(callback)
+    # The same return address again (the state cookie is gone, the code spent).
+    state_and_code = callback.request.url.query.decode()
+    replayed = await client.get(f"/api/v1/auth/oidc/callback?{state_and_code}")
+    assert "expired, was already used" in error_of(replayed)
+    # A return with another sign-in's state (a link someone sent): refused.
+    await client.get("/api/v1/auth/oidc/login")
+    forged = await client.get("/api/v1/auth/oidc/callback", params={"code": "x", "state": "y"})
+    assert "expired, was already used" in error_of(forged)
+    # The provider's own refusal comes back as a message, not a 500.
+    denied = await client.get(
+        "/api/v1/auth/oidc/callback", params={"error": "access_denied", "state": "y"}
+    )
+    assert "access_denied" in error_of(denied)
+
+
+async def test_the_id_token_must_be_the_providers_for_this_client_and_this_sign_in(
+    provider: OidcServer,
+) -> None:
+    checker = OidcProvider(oidc_settings(provider))
+    good = provider.id_claims("n-1")
+    assert (await checker.verify_id_token(provider.sign(good), "n-1"))["sub"] == "someone"
+    forger = rsa_jwk(provider.key["kid"])  # same key id, another key
+    cases = {
+        "forged": provider.sign(good, key=forger),
+        "wrong audience": provider.sign(provider.id_claims("n-1", aud="another-client")),
+        "expired": provider.sign(provider.id_claims("n-1", exp=1_000_000, iat=999_000)),
+        "another sign-in": provider.sign(provider.id_claims("n-2")),
+        "another issuer": provider.sign(provider.id_claims("n-1", iss="https://evil.example")),
+        "unsigned": _unsigned(good),
+        "keyed with the client secret": str(jwt.encode(good, CLIENT_SECRET, algorithm="HS256")),
+        "another client's": provider.sign(
+            provider.id_claims("n-1", aud=[CLIENT_ID, "other"], azp="other")
+        ),
+    }
+    reasons = {}
+    for case, token in cases.items():
+        with pytest.raises(SignInRefused) as refused:
+            await checker.verify_id_token(token, "n-1")
+        reasons[case] = str(refused.value)
+    assert reasons == {
+        "forged": "the ID token's signature does not check out",
+        "wrong audience": "the ID token is not for this server (Invalid audience)",
+        "expired": "the ID token has expired",
+        "another sign-in": "the ID token belongs to another sign-in (nonce)",
+        "another issuer": "the ID token is not for this server (Invalid issuer)",
+        "unsigned": "the ID token is signed with 'none', which is not allowed",
+        "keyed with the client secret": "the ID token is signed with 'HS256', which is not allowed",
+        "another client's": "the ID token was issued to another client",
+    }
+
+
+def _unsigned(claims: dict[str, Any]) -> str:
+    import base64
+    import json
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+
+
+async def test_password_login_off_but_for_the_break_glass_account(
+    provider: OidcServer, connect: Any, settings: Settings
+) -> None:
+    open_client = await connect()
+    keeper, other = unique_email("breakglass"), unique_email("someone")
+    await register(open_client, keeper)
+    await register(open_client, other)
+    auth = settings.auth.model_copy(
+        update={"password_login": False, "break_glass_email": keeper.upper()}
+    )
+    client = await connect(auth=auth, oidc=oidc_settings(provider))
+    methods = (await client.get("/api/v1/auth/methods")).json()
+    assert (methods["password"], methods["registration"]) == (False, False)
+    assert (await login(client, keeper)).status_code == 200
+    refused = await login(client, other)
+    assert refused.status_code == 403
+    assert "single sign-on" in refused.json()["detail"]
+    signup = await client.post(
+        "/api/v1/auth/register", json={"email": unique_email(), "password": PASSWORD}
+    )
+    assert signup.status_code == 403
+
+
+async def test_start_keeps_to_this_site_and_says_when_the_provider_is_down(
+    provider: OidcServer, connect: Any
+) -> None:
+    client = await connect(oidc=oidc_settings(provider))
+    provider.set_account("cy", email=unique_email("cy"), email_verified=True, name="Cy")
+    for elsewhere in ("//evil.example/x", "https://evil.example", "/\\evil.example"):
+        callback = await through_provider(client, "cy", next_page=elsewhere)
+        assert callback.headers["location"].startswith("/#login_ticket=")
+    down = await connect(oidc=oidc_settings(provider, issuer="http://127.0.0.1:9"))
+    started = await down.get("/api/v1/auth/oidc/login")
+    assert started.status_code == 303
+    assert "cannot be reached" in unquote(started.headers["location"])
+    plain = await connect()
+    assert (await plain.get("/api/v1/auth/oidc/login")).status_code == 404
+    assert (await plain.get("/api/v1/auth/methods")).json()["single_sign_on"] is None
+
+
+def test_settings_refuse_an_insecure_issuer() -> None:
+    with pytest.raises(ValueError, match="https"):
+        OidcSettings(_env_file=None, issuer="http://idp.example", client_id="x")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="OIDC_CLIENT_ID"):
+        OidcSettings(_env_file=None, issuer="https://idp.example")  # type: ignore[call-arg]
