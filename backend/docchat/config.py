@@ -90,14 +90,14 @@ class AuthSettings(BaseSettings):
         ),
     )
 
+    def is_break_glass(self, email: str | None) -> bool:
+        """The local account kept for when single sign-on or the directory fails."""
+        keeper = (self.break_glass_email or "").strip().lower()
+        return bool(keeper) and (email or "").strip().lower() == keeper
+
     def password_login_for(self, email: str) -> bool:
         """Whether this account may log in with its docchat password."""
-        if self.password_login:
-            return True
-        return (
-            bool(self.break_glass_email)
-            and email.strip().lower() == (self.break_glass_email or "").strip().lower()
-        )
+        return self.password_login or self.is_break_glass(email)
 
 
 class LLMSettings(BaseSettings):
@@ -558,6 +558,13 @@ class LdapSettings(BaseSettings):
     )
     email_attribute: str = Field("mail", description="Attribute holding the e-mail address")
     name_attribute: str = Field("cn", description="Attribute holding the display name")
+    username_attribute: str = Field(
+        "uid",
+        description=(
+            "Attribute holding the login name (sAMAccountName on Active Directory); fills "
+            "{username} in LDAP_GROUP_FILTER"
+        ),
+    )
     id_attribute: str = Field(
         "entryUUID",
         description="Stable identifier of an entry (objectGUID on Active Directory); else the DN",
@@ -570,7 +577,12 @@ class LdapSettings(BaseSettings):
         ),
     )
     member_of_attribute: str = Field("memberOf", description="Attribute listing a person's groups")
-    group_search_base: str = Field("", description="Where groups are searched for")
+    group_search_base: str = Field(
+        "",
+        description=(
+            "Where groups are searched for; with memberOf, only groups under it are mirrored"
+        ),
+    )
     group_filter: str = Field(
         "(|(member={dn})(uniqueMember={dn})(memberUid={username}))",
         description="Search filter for a person's groups ({dn}, {username}, escaped)",

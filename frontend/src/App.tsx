@@ -58,7 +58,7 @@ export default function App() {
     if (ticketTraded) {
       void ticketTraded.then((ok) => {
         if (ok) return loadUser();
-        setNotice("That sign-in link was already used or has expired: sign in again.");
+        setNotice("That sign-in could not be completed (already used, expired, or the server could not be reached): sign in again.");
         setChecking(false);
       });
     } else if (loadTokens()) void loadUser();

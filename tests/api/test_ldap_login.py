@@ -19,7 +19,7 @@ from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components
 from docchat.users.models import User
 from docchat.users.passwords import hash_password_now
-from tests.support.ldap_server import GROUPS, PEOPLE, SERVICE_DN, SERVICE_PASSWORD, LdapServer
+from tests.support.ldap_server import APPS, GROUPS, PEOPLE, SERVICE_DN, SERVICE_PASSWORD, LdapServer
 from tests.support.llm_server import free_port
 from tests.support.users import PASSWORD, admin_headers, login, register, unique_email
 
@@ -42,8 +42,8 @@ async def connect(settings: Settings, components: Components) -> AsyncIterator[A
     """An HTTP client to an app whose logins go through the directory as `ldap` says."""
     clients: list[httpx.AsyncClient] = []
 
-    async def open_client(ldap: LdapSettings) -> httpx.AsyncClient:
-        configured = settings.model_copy(update={"ldap": ldap})
+    async def open_client(ldap: LdapSettings, **changes: Any) -> httpx.AsyncClient:
+        configured = settings.model_copy(update={"ldap": ldap, **changes})
         app = create_app(configured, run_worker=False)
         attach_components(app, components)
         app.state.settings = configured
@@ -134,6 +134,21 @@ async def test_a_directory_person_logs_in_with_their_groups_and_follows_them(
     assert (await login(plain, mail, ALICE_PASSWORD)).status_code == 401
 
 
+async def test_member_of_keeps_to_the_group_search_base(
+    ldap_directory: LdapServer, connect: Any, session: AsyncSession
+) -> None:
+    uid = unique_uid("ivy")
+    ldap_directory.add_person(uid, "ivy-directory-pass", f"{uid}@corp.example", "Ivy")
+    ours, theirs = unique_uid("staff"), unique_uid("billing-admins")
+    ldap_directory.add_group(ours, uid)
+    ldap_directory.add_group(theirs, uid, under=APPS)
+    client = await connect(search_then_bind(ldap_directory, group_search_base=GROUPS))
+    headers = bearer(await login(client, uid, "ivy-directory-pass"))
+    names = await group_names(client, headers)
+    assert ours in names
+    assert theirs not in names
+
+
 async def test_a_local_group_of_the_same_name_is_left_alone(
     ldap_directory: LdapServer, connect: Any, session: AsyncSession
 ) -> None:
@@ -177,9 +192,21 @@ async def test_an_existing_account_is_linked_by_email_and_keeps_it_when_the_mail
     uid = unique_uid("carol")
     mail = f"{uid}@corp.example"
     client = await connect(search_then_bind(ldap_directory))
-    await register(client, mail)  # a local account, made before the directory was set up
+    # A local account with this address, made before the directory was set up: by Carol, or
+    # by anyone (sign-up checks no address). Its key and password must not outlive the link.
+    await register(client, mail)
+    local = bearer(await login(client, mail))
+    made = await client.post(
+        "/api/v1/api-keys", json={"name": "k", "scopes": ["read"]}, headers=local
+    )
+    assert made.status_code == 201, made.text
+    key = {"Authorization": f"Bearer {made.json()['secret']}"}
     ldap_directory.add_person(uid, "carol-directory-pass", mail, "Carol")
     headers = bearer(await login(client, uid, "carol-directory-pass"))
+    assert (await client.get("/api/v1/users/me", headers=key)).status_code == 401
+    assert (await client.get("/api/v1/users/me", headers=local)).status_code == 401
+    plain = await connect(LdapSettings(_env_file=None))  # type: ignore[call-arg]
+    assert (await login(plain, mail)).status_code == 401
     me = (await client.get("/api/v1/users/me", headers=headers)).json()
     linked = await session.execute(
         select(AuditEntry).where(
@@ -192,6 +219,33 @@ async def test_an_existing_account_is_linked_by_email_and_keeps_it_when_the_mail
     after = bearer(await login(client, uid, "carol-directory-pass"))
     renamed = (await client.get("/api/v1/users/me", headers=after)).json()
     assert (renamed["id"], renamed["email"]) == (me["id"], f"{uid}.new@corp.example")
+
+
+async def test_the_break_glass_account_stays_local(
+    ldap_directory: LdapServer, connect: Any, settings: Settings
+) -> None:
+    keeper = unique_email("keeper")
+    await register(await connect(LdapSettings(_env_file=None)), keeper)  # type: ignore[call-arg]
+    uid = unique_uid("impostor")
+    ldap_directory.add_person(uid, "impostor-directory-pass", keeper, "Impostor")
+    auth = settings.auth.model_copy(update={"password_login": False, "break_glass_email": keeper})
+    client = await connect(search_then_bind(ldap_directory), auth=auth)
+    # Its own password, not the directory's, though the directory has the address.
+    assert (await login(client, keeper)).status_code == 200
+    assert (await login(client, keeper, "impostor-directory-pass")).status_code == 401
+    refused = await login(client, uid, "impostor-directory-pass")
+    assert refused.status_code == 403
+    assert "break-glass" in refused.json()["detail"]
+
+
+async def test_a_failed_search_is_an_outage_not_a_stranger(
+    ldap_directory: LdapServer, connect: Any
+) -> None:
+    uid = unique_uid("gus")
+    ldap_directory.add_person(uid, "gus-directory-pass", f"{uid}@corp.example", "Gus")
+    nowhere = search_then_bind(ldap_directory, user_search_base="ou=nowhere,dc=example,dc=org")
+    client = await connect(nowhere)
+    assert (await login(client, uid, "gus-directory-pass")).status_code == 503
 
 
 async def test_accounts_are_not_made_when_turned_off_and_need_an_email(
@@ -247,8 +301,9 @@ async def test_direct_bind_with_groups_found_by_search(
     uid = unique_uid("heidi")
     mail = f"{uid}@corp.example"
     ldap_directory.add_person(uid, "heidi-directory-pass", mail, "Heidi")
-    team = unique_uid("support")
+    team, unix = unique_uid("support"), unique_uid("unix")
     ldap_directory.add_group(team, uid)
+    ldap_directory.add_posix_group(unix, uid)  # names her by login name (memberUid)
     client = await connect(
         LdapSettings(  # type: ignore[call-arg]
             _env_file=None,
@@ -263,6 +318,7 @@ async def test_direct_bind_with_groups_found_by_search(
     bearer(await login(client, uid, "heidi-directory-pass"))
     admin = await admin_headers(client, session)
     assert await members(client, admin, team) == {mail}
+    assert await members(client, admin, unix) == {mail}
 
 
 def test_settings_say_what_is_missing(tmp_path: Path) -> None:

@@ -133,6 +133,9 @@ async def test_sign_in_makes_the_account_with_its_groups_and_the_ticket_works_on
     assert callback.headers["location"].startswith("/collections#login_ticket=")
     assert callback.headers["cache-control"] == "no-store"
     ticket = ticket_of(callback)
+    # The ticket lives a minute: a browser that never trades it leaves nothing usable behind.
+    lifetime = jwt.get_unverified_claims(ticket)
+    assert lifetime["exp"] - lifetime["iat"] == 60
     headers = await tokens_for(client, ticket)
     me = (await client.get("/api/v1/users/me", headers=headers)).json()
     assert (me["email"], me["display_name"]) == (email, "Ada Lovelace")
@@ -156,7 +159,14 @@ async def test_an_unverified_email_never_takes_over_an_account(
     provider: OidcServer, connect: Any, session: AsyncSession
 ) -> None:
     client = await connect(oidc=oidc_settings(provider))
+    # The address's account, made before its owner ever signed in: by them, or by anyone
+    # (sign-up checks no address), who keeps its password and an API key.
     victim = await register(client, unique_email("victim"))
+    early = {"Authorization": f"Bearer {(await login(client, victim)).json()['access_token']}"}
+    made = await client.post(
+        "/api/v1/api-keys", json={"name": "left behind", "scopes": ["read"]}, headers=early
+    )
+    key = {"Authorization": f"Bearer {made.json()['secret']}"}
     provider.set_account("mallory", email=victim, email_verified=False, name="Mallory")
     message = error_of(await through_provider(client, "mallory"))
     assert "not verified your e-mail" in message
@@ -173,9 +183,14 @@ async def test_an_unverified_email_never_takes_over_an_account(
     )
     assert any("verified" in str(entry.detail) for entry in refused.scalars())
     # Verified, the same address is the same person: the account is linked, not duplicated.
+    assert (await client.get("/api/v1/users/me", headers=key)).status_code == 200
     provider.set_account("victim-at-idp", email=victim, email_verified=True, name="Victim")
     headers = await tokens_for(client, ticket_of(await through_provider(client, "victim-at-idp")))
     assert (await client.get("/api/v1/users/me", headers=headers)).json()["id"] == str(user.id)
+    # From now on only the provider signs in as it: the earlier password, session and key end.
+    assert (await login(client, victim)).status_code == 401
+    assert (await client.get("/api/v1/users/me", headers=early)).status_code == 401
+    assert (await client.get("/api/v1/users/me", headers=key)).status_code == 401
 
 
 async def test_a_replayed_or_foreign_state_signs_no_one_in(
@@ -194,11 +209,18 @@ async def test_a_replayed_or_foreign_state_signs_no_one_in(
     await client.get("/api/v1/auth/oidc/login")
     forged = await client.get("/api/v1/auth/oidc/callback", params={"code": "x", "state": "y"})
     assert "expired, was already used" in error_of(forged)
-    # The provider's own refusal comes back as a message, not a 500.
+    # Whatever comes back in the address is not a 500, and its text is not repeated.
+    odd = await client.get("/api/v1/auth/oidc/callback", params={"code": "x", "state": "é"})
+    assert "expired, was already used" in error_of(odd)
     denied = await client.get(
         "/api/v1/auth/oidc/callback", params={"error": "access_denied", "state": "y"}
     )
-    assert "access_denied" in error_of(denied)
+    assert error_of(denied) == "Sign-in failed: the provider ended the sign-in (access_denied)"
+    spoofed = await client.get(
+        "/api/v1/auth/oidc/callback",
+        params={"error": "Call 555-0100 to restore your account", "error_description": "x"},
+    )
+    assert error_of(spoofed) == "Sign-in failed: the provider ended the sign-in (error)"
 
 
 async def test_the_id_token_must_be_the_providers_for_this_client_and_this_sign_in(
@@ -270,6 +292,26 @@ async def test_password_login_off_but_for_the_break_glass_account(
     assert signup.status_code == 403
 
 
+async def test_the_break_glass_address_is_never_taken_over(
+    provider: OidcServer, connect: Any, settings: Settings
+) -> None:
+    keeper = unique_email("keeper")
+    await register(await connect(), keeper)
+    auth = settings.auth.model_copy(update={"break_glass_email": keeper})
+    client = await connect(auth=auth, oidc=oidc_settings(provider))
+    provider.set_account("eve", email=keeper, email_verified=True, name="Eve")
+    assert "break-glass" in error_of(await through_provider(client, "eve"))
+    assert (await login(client, keeper)).status_code == 200
+
+
+async def test_a_wrong_client_secret_is_a_setup_problem_not_a_refused_person(
+    provider: OidcServer, connect: Any
+) -> None:
+    provider.set_account("dan", email=unique_email("dan"), email_verified=True, name="Dan")
+    client = await connect(oidc=oidc_settings(provider, client_secret="not-the-secret"))
+    assert "not available right now" in error_of(await through_provider(client, "dan"))
+
+
 async def test_start_keeps_to_this_site_and_says_when_the_provider_is_down(
     provider: OidcServer, connect: Any
 ) -> None:
@@ -281,7 +323,7 @@ async def test_start_keeps_to_this_site_and_says_when_the_provider_is_down(
     down = await connect(oidc=oidc_settings(provider, issuer="http://127.0.0.1:9"))
     started = await down.get("/api/v1/auth/oidc/login")
     assert started.status_code == 303
-    assert "cannot be reached" in unquote(started.headers["location"])
+    assert "not available right now" in unquote(started.headers["location"])
     plain = await connect()
     assert (await plain.get("/api/v1/auth/oidc/login")).status_code == 404
     assert (await plain.get("/api/v1/auth/methods")).json()["single_sign_on"] is None

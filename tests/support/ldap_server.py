@@ -23,6 +23,7 @@ from cryptography.x509.oid import NameOID
 from ldap3 import MODIFY_ADD, MODIFY_DELETE, MODIFY_REPLACE, Connection, Server
 
 from tests.support.llm_server import free_port
+from tests.support.processes import terminate
 
 SLAPD = shutil.which("slapd") or "/usr/sbin/slapd"
 SCHEMAS = Path("/etc/ldap/schema")
@@ -30,6 +31,7 @@ MODULES = Path("/usr/lib/ldap")
 BASE = "dc=example,dc=org"
 PEOPLE = f"ou=people,{BASE}"
 GROUPS = f"ou=groups,{BASE}"
+APPS = f"ou=apps,{BASE}"  # groups of other applications, outside LDAP_GROUP_SEARCH_BASE
 ADMIN_DN = f"cn=admin,{BASE}"
 ADMIN_PASSWORD = "directory-admin-secret"
 SERVICE_DN = f"cn=docchat,{BASE}"
@@ -87,12 +89,18 @@ class LdapServer:
             changes = {"mail": [(MODIFY_REPLACE, [mail])]}
             _ok(connection, connection.modify(self.people[uid].dn, changes))
 
-    def add_group(self, name: str, *uids: str) -> None:
+    def add_group(self, name: str, *uids: str, under: str = GROUPS) -> None:
         # groupOfNames needs a member: the directory's administrator stays in every group.
         members = [ADMIN_DN, *(self.people[uid].dn for uid in uids)]
         with self.admin() as connection:
-            dn = f"cn={name},{GROUPS}"
+            dn = f"cn={name},{under}"
             _ok(connection, connection.add(dn, ["groupOfNames"], {"cn": name, "member": members}))
+
+    def add_posix_group(self, name: str, *uids: str) -> None:
+        """A group that names its members by login name (memberUid), not by DN."""
+        with self.admin() as connection:
+            attributes = {"cn": name, "gidNumber": "5000", "memberUid": list(uids)}
+            _ok(connection, connection.add(f"cn={name},{GROUPS}", ["posixGroup"], attributes))
 
     def join(self, group: str, uid: str) -> None:
         self._membership(group, uid, MODIFY_ADD)
@@ -106,13 +114,7 @@ class LdapServer:
             _ok(connection, connection.modify(f"cn={group},{GROUPS}", changes))
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
 
 def _ok(connection: Connection, done: bool) -> None:
@@ -217,7 +219,7 @@ def running_slapd(folder: Path) -> Iterator[LdapServer]:
                     BASE, ["dcObject", "organization"], {"dc": "example", "o": "Example"}
                 ),
             )
-            for unit in ("people", "groups"):
+            for unit in ("people", "groups", "apps"):
                 _ok(
                     connection,
                     connection.add(f"ou={unit},{BASE}", ["organizationalUnit"], {"ou": unit}),

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jose import jwt
 
 from tests.support.llm_server import free_port
+from tests.support.processes import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "tests" / "oidc_provider"
@@ -97,13 +98,7 @@ class OidcServer:
         return self.log.read_text(errors="replace")[-4000:]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
 
 
 @contextmanager

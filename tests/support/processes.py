@@ -29,16 +29,21 @@ class Process:
     url: str | None = None
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+        terminate(self.popen, timeout=20)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+
+
+def terminate(popen: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds."""
+    if popen.poll() is None:
+        popen.terminate()
+        try:
+            popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait()
 
 
 def _spawn(name: str, command: list[str], env: Mapping[str, str], logs: Path) -> Process:

@@ -44,9 +44,10 @@ def create_token(
     now: datetime | None = None,
     jti: uuid.UUID | None = None,
     generation: int = 0,
+    lifetime: timedelta | None = None,
 ) -> str:
     issued = now or datetime.now(UTC)
-    lifetime = token_lifetime(token_type, settings)
+    lifetime = lifetime or token_lifetime(token_type, settings)
     claims = {
         "sub": str(user_id),
         "type": token_type,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -60,22 +60,34 @@ async def register(
 
 
 async def issue_tokens(
-    session: AsyncSession, user: User, settings: AuthSettings, family_id: uuid.UUID | None = None
+    session: AsyncSession,
+    user: User,
+    settings: AuthSettings,
+    family_id: uuid.UUID | None = None,
+    refresh_lifetime: timedelta | None = None,
 ) -> TokenPair:
-    """An access token and a single-use refresh token (a new family unless one is given)."""
+    """An access token and a single-use refresh token (a new family unless one is given; a
+    shorter life than the usual one for a ticket meant to be traded at once)."""
     now = datetime.now(UTC)
+    lifetime = refresh_lifetime or token_lifetime("refresh", settings)
     record = RefreshToken(
         id=uuid.uuid4(),
         user_id=user.id,
         family_id=family_id or uuid.uuid4(),
-        expires_at=now + token_lifetime("refresh", settings),
+        expires_at=now + lifetime,
     )
     await repository.add_refresh_token(session, record)
     generation = user.session_generation
     return TokenPair(
         access_token=create_token(user.id, "access", settings, now=now, generation=generation),
         refresh_token=create_token(
-            user.id, "refresh", settings, now=now, jti=record.id, generation=generation
+            user.id,
+            "refresh",
+            settings,
+            now=now,
+            jti=record.id,
+            generation=generation,
+            lifetime=lifetime,
         ),
         expires_in=settings.access_token_minutes * 60,
         password_change_required=user.must_change_password,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from sqlalchemy import delete, func, select
@@ -20,6 +21,7 @@ from docchat.kit.errors import Forbidden
 from docchat.membership.models import Group, GroupMember
 from docchat.sharing import repository as sharing
 from docchat.users import repository as users
+from docchat.users import service as users_service
 from docchat.users.models import User
 from docchat.users.passwords import NO_PASSWORD
 
@@ -29,7 +31,10 @@ UNVERIFIED = (
     "Your sign-in provider has not verified your e-mail address, so it cannot be used to find "
     "or make your docchat account: verify it there, or ask an administrator"
 )
-NO_EMAIL = "Your directory entry has no e-mail address: ask your administrator to add one"
+NO_EMAIL = (
+    "Your account at the identity provider has no e-mail address: ask your administrator to add one"
+)
+RESERVED = "{email} is this server's break-glass account, which logs in with its own password only"
 NO_ACCOUNT = "There is no docchat account for {email}: ask an administrator to create one"
 LINKED_ELSEWHERE = (
     "The docchat account for {email} belongs to another directory entry: ask an administrator"
@@ -51,12 +56,21 @@ class Vouched(Protocol):
     def groups(self) -> frozenset[str]: ...
 
 
-async def account_for(
-    session: AsyncSession, person: Vouched, provider: str, create_accounts: bool, address: str
-) -> User:
+@dataclass(frozen=True)
+class Rules:
+    """How a source's people find their accounts."""
+
+    provider: str  # "ldap", "oidc"
+    create_accounts: bool
+    # The break-glass account: never linked, it stays a local password's.
+    reserved_email: str | None = None
+
+
+async def account_for(session: AsyncSession, person: Vouched, rules: Rules, address: str) -> User:
     """The active account `person` logs in as, its name, e-mail and groups brought up to date.
     An e-mail the source has not verified neither finds nor makes an account (it would let
     anyone who can type an address at the provider take over that address's account)."""
+    provider = rules.provider
     link = await _link(session, provider, person.subject)
     user = await users.get_by_id(session, link.user_id) if link else None
     if link is not None and user is not None:
@@ -66,7 +80,7 @@ async def account_for(
         if link is not None:  # its account was deleted: the person starts again
             await session.delete(link)
             await session.flush()
-        user = await _matched_or_new(session, person, provider, create_accounts, address)
+        user = await _matched_or_new(session, person, rules, address)
     if not user.is_active:
         raise Forbidden(DEACTIVATED)
     if person.name and person.name != user.display_name:
@@ -83,12 +97,15 @@ async def _link(session: AsyncSession, provider: str, subject: str) -> ExternalI
 
 
 async def _matched_or_new(
-    session: AsyncSession, person: Vouched, provider: str, create_accounts: bool, address: str
+    session: AsyncSession, person: Vouched, rules: Rules, address: str
 ) -> User:
+    provider = rules.provider
     if not person.email:
         raise Forbidden(NO_EMAIL)
     if not person.email_verified:
         raise Forbidden(UNVERIFIED)
+    if rules.reserved_email and person.email == rules.reserved_email.strip().lower():
+        raise Forbidden(RESERVED.format(email=person.email))
     user = await users.get_by_email(session, person.email)
     if user is not None:
         others = select(ExternalIdentity.id).where(
@@ -96,7 +113,8 @@ async def _matched_or_new(
         )
         if (await session.execute(others)).first() is not None:
             raise Forbidden(LINKED_ELSEWHERE.format(email=person.email))
-    elif not create_accounts:
+        await _hand_over(session, user)
+    elif not rules.create_accounts:
         raise Forbidden(NO_ACCOUNT.format(email=person.email))
     else:
         user = await _new_account(session, person, provider, address)
@@ -120,6 +138,15 @@ async def _matched_or_new(
         provider=provider,
     )
     return user
+
+
+async def _hand_over(session: AsyncSession, user: User) -> None:
+    """An account made before its owner proved who they are (anyone may sign up with any
+    address, an administrator may have set a temporary password): from now on only the source
+    logs in as it. Its password, sessions and API keys end, whoever made them."""
+    user.password_hash = NO_PASSWORD
+    user.must_change_password = False
+    await users_service.end_credentials(session, user)
 
 
 async def _new_account(session: AsyncSession, person: Vouched, provider: str, address: str) -> User:

@@ -148,7 +148,12 @@ class Directory:
 
     def _attributes(self) -> list[str]:
         settings = self._settings
-        wanted = [settings.email_attribute, settings.name_attribute, settings.id_attribute]
+        wanted = [
+            settings.email_attribute,
+            settings.name_attribute,
+            settings.id_attribute,
+            settings.username_attribute,
+        ]
         if settings.groups == "member_of":
             wanted.append(settings.member_of_attribute)
         return wanted
@@ -156,9 +161,7 @@ class Directory:
     def _read(
         self, connection: Connection, base: str, scope: Any, search_filter: str
     ) -> Found | None:
-        connection.search(
-            base, search_filter, scope, attributes=self._attributes(), size_limit=SEARCH_LIMIT
-        )
+        _search(connection, base, search_filter, scope, self._attributes(), SEARCH_LIMIT)
         entries = _entries(connection)
         if len(entries) != 1:
             if len(entries) > 1:
@@ -192,17 +195,26 @@ class Directory:
         if settings.groups == "none":
             return []
         if settings.groups == "member_of":
-            values = attributes.get(settings.member_of_attribute.lower(), [])
-            return [name for name in (_group_name(value.decode()) for value in values) if name]
+            values = [
+                value.decode() for value in attributes.get(settings.member_of_attribute.lower(), [])
+            ]
+            # Only groups under LDAP_GROUP_SEARCH_BASE when set: groups are known here by
+            # their name, and cn=Admins of another application is not these Admins.
+            base = settings.group_search_base.strip().lower()
+            inside = [value for value in values if not base or value.lower().endswith("," + base)]
+            return [name for name in (_group_name(value) for value in inside) if name]
+        # {username}: the entry's own name (memberUid holds it exactly), not what was typed.
+        own_name = _first(attributes.get(settings.username_attribute.lower())) or username
         search_filter = settings.group_filter.format(
-            dn=escape_filter_chars(dn), username=escape_filter_chars(username)
+            dn=escape_filter_chars(dn), username=escape_filter_chars(own_name)
         )
-        connection.search(
+        _search(
+            connection,
             settings.group_search_base,
             search_filter,
             SUBTREE,
-            attributes=[settings.group_name_attribute],
-            size_limit=GROUP_LIMIT,
+            [settings.group_name_attribute],
+            GROUP_LIMIT,
         )
         key = settings.group_name_attribute.lower()
         found = (_first(_lowered(item["raw_attributes"]).get(key)) for item in _entries(connection))
@@ -215,6 +227,27 @@ def _close(connection: Connection) -> None:
         connection.unbind()
     if connection.socket is not None:
         connection.socket.close()
+
+
+# Search results that are answers: success, and "there were more" (the caller's own limit).
+ANSWERED = frozenset({0, 4})
+
+
+def _search(
+    connection: Connection,
+    base: str,
+    search_filter: str,
+    scope: Any,
+    attributes: list[str],
+    limit: int,
+) -> None:
+    """A search whose failure (busy, unavailable, a wrong base) is an outage, never an empty
+    answer: that would turn a known person into a stranger, and empty their groups."""
+    connection.search(base, search_filter, scope, attributes=attributes, size_limit=limit)
+    code = (connection.result or {}).get("result")
+    if code not in ANSWERED:
+        description = (connection.result or {}).get("description", code)
+        raise DirectoryUnavailable(f"the directory's search failed: {description}")
 
 
 def _entries(connection: Connection) -> list[dict[str, Any]]:

@@ -169,9 +169,12 @@ class OidcProvider:
                 )
         except httpx.HTTPError as exc:
             raise ProviderUnavailable(f"token endpoint: {type(exc).__name__}") from exc
+        error = _error_of(response)
+        if error in ("invalid_client", "unauthorized_client"):
+            logger.error("the OIDC provider refused docchat's client credentials: %s", error)
+            raise ProviderUnavailable(f"client refused: {error}")
         if response.status_code in (400, 401):
             # A spent, expired or stolen code, or a verifier that does not match it.
-            error = _error_of(response)
             raise SignInRefused(f"the provider refused the sign-in code ({error})")
         if response.status_code != 200:
             raise ProviderUnavailable(f"token endpoint answered {response.status_code}")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Annotated
 from urllib.parse import quote
 
@@ -21,7 +22,10 @@ router = make_router(prefix="/auth", tags=["auth"])
 PENDING_COOKIE = "docchat_sso"
 COOKIE_PATH = "/api/v1/auth/oidc"
 START_PATH = "/api/v1/auth/oidc/login"
-UNREACHABLE = "The sign-in provider cannot be reached: try again in a moment"
+UNREACHABLE = (
+    "Single sign-on is not available right now (the provider could not be reached, or refused "
+    "this server): try again in a moment, or tell an administrator"
+)
 
 
 @router.post("/login", response_model=TokenPair, operation_id="auth_login")
@@ -105,7 +109,8 @@ async def oidc_login(
         path=COOKIE_PATH,
         httponly=True,
         samesite="lax",  # sent on the provider's top-level redirect back, not on embeds
-        secure=request.url.scheme == "https",
+        # Secure when the site is https, even behind a proxy that speaks http to us.
+        secure=_redirect_uri(request, settings).startswith("https://"),
     )
     return response
 
@@ -134,7 +139,9 @@ async def oidc_callback(
     provider = _provider(request)
     try:
         if error:
-            raise SignInRefused(f"the provider ended the sign-in: {error_description or error}")
+            # Its code only, when it is one (the text of the address is anyone's to write).
+            known = error if re.fullmatch(r"[a-z_]{1,64}", error) else "error"
+            raise SignInRefused(f"the provider ended the sign-in ({known})")
         finished = await sso.finish(
             session,
             provider,

@@ -11,7 +11,7 @@ from docchat.auth import service as auth
 from docchat.auth.ratelimit import LoginLimiter
 from docchat.auth.schemas import TokenPair
 from docchat.config import Settings
-from docchat.identity.accounts import account_for
+from docchat.identity.accounts import Rules, account_for
 from docchat.identity.directory import (
     Directory,
     DirectoryUnavailable,
@@ -49,7 +49,7 @@ async def login(
     limiter: LoginLimiter,
     address: str,
 ) -> TokenPair:
-    if directory is None:
+    if directory is None or settings.auth.is_break_glass(name):
         return await _local(session, name, password, settings, limiter, address)
     limiter.check(address, name)
     try:
@@ -57,7 +57,8 @@ async def login(
     except DirectoryUnavailable:
         outcome = None
     if isinstance(outcome, Person):
-        user = await account_for(session, outcome, LDAP, settings.ldap.create_accounts, address)
+        rules = Rules(LDAP, settings.ldap.create_accounts, settings.auth.break_glass_email)
+        user = await account_for(session, outcome, rules, address)
         return await auth.accept_login(
             session, user, settings.auth, limiter, address, name, via=LDAP
         )

@@ -15,12 +15,13 @@ from docchat.auth import service as auth
 from docchat.auth.schemas import TokenPair
 from docchat.auth.security import read_payload, sign_payload
 from docchat.config import Settings
-from docchat.identity.accounts import account_for
+from docchat.identity.accounts import Rules, account_for
 from docchat.identity.oidc import OidcProvider, SignInRefused
 
 OIDC = "oidc"
 PENDING = "sso-pending"
 PENDING_LIFETIME = timedelta(minutes=10)
+TICKET_LIFETIME = timedelta(seconds=60)
 EXPIRED = "This sign-in expired, was already used, or was started in another browser: start again"
 
 
@@ -69,10 +70,12 @@ async def finish(
     kept = read_payload(pending, PENDING, settings.auth) if pending else None
     # The state must come back to the browser that started the sign-in (its cookie): a link
     # with someone else's code and state signs no one in here.
-    if kept is None or not hmac.compare_digest(str(kept.get("state", "")), state):
+    expected = str(kept.get("state", "")).encode() if kept else b""
+    if kept is None or not hmac.compare_digest(expected, state.encode()):
         raise SignInRefused(EXPIRED)
     person = await provider.finish(code, redirect_uri, str(kept["verifier"]), str(kept["nonce"]))
-    user = await account_for(session, person, OIDC, settings.oidc.create_accounts, address)
+    rules = Rules(OIDC, settings.oidc.create_accounts, settings.auth.break_glass_email)
+    user = await account_for(session, person, rules, address)
     await audit.record(
         session,
         audit.AuditAction.login,
@@ -81,7 +84,8 @@ async def finish(
         address=address,
         via=OIDC,
     )
-    tokens = await auth.issue_tokens(session, user, settings.auth)
+    # The ticket the browser carries back: a refresh token that lives a minute, traded at once.
+    tokens = await auth.issue_tokens(session, user, settings.auth, refresh_lifetime=TICKET_LIFETIME)
     return Finished(tokens, safe_return_path(str(kept.get("next", "/"))))
 
 

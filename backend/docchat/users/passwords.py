@@ -44,8 +44,10 @@ def hash_password_now(password: str) -> str:
 
 
 def _verify(password: str, password_hash: str | None) -> bool:
+    # No hash, or an account without a password of its own: the same work, then no.
+    usable = password_hash if password_hash and password_hash != NO_PASSWORD else None
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and bool(password_hash)
+        return _hasher.verify(usable or _DUMMY_HASH, password) and bool(usable)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 

@@ -129,17 +129,27 @@ export function signInReturn(): { ticket: string } | { error: string } | null {
   if (!found) return null;
   // Out of the address at once: not kept in history, not copied with a link.
   history.replaceState(history.state, "", window.location.pathname + window.location.search);
-  const value = decodeURIComponent(found[2]);
+  let value: string;
+  try {
+    value = decodeURIComponent(found[2]);
+  } catch {
+    return { error: "The sign-in came back damaged: sign in again." };
+  }
   return found[1] === "login_ticket" ? { ticket: value } : { error: value };
 }
 
 /** Trades a sign-in's ticket for this tab's tokens (the ticket then works no more). */
 export async function redeemTicket(ticket: string): Promise<boolean> {
-  const response = await fetch("/api/v1/auth/refresh", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ refresh_token: ticket }),
-  });
+  let response: Response;
+  try {
+    response = await fetch("/api/v1/auth/refresh", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ refresh_token: ticket }),
+    });
+  } catch {
+    return false; // the server could not be reached: the ticket expires unused
+  }
   if (!response.ok) return false;
   saveTokens((await response.json()) as Tokens);
   return true;
