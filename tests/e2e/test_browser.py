@@ -316,7 +316,7 @@ async def test_admin_shares_a_document_with_everyone(
     # The admin's own private file, uploaded in the chat page, is not "shared". (Picked through
     # `upload`, as a file picked the instant the page opens was, about once in three CI runs,
     # left without a trace: see flows.upload.)
-    await upload(admin, {"admin-private.md": b"# Mine only"})
+    await upload(admin, {"admin-private.md": b"# Mine only\n\nA note for the administrator alone."})
     await admin.get_by_role("button", name="Admin", exact=True).click()
     await expect(admin).to_have_url(f"{live_server.url}/admin")
     await expect(admin.get_by_role("heading", name="Usage")).to_be_visible()

@@ -163,6 +163,16 @@ def test_markdown_headings_locate_its_parts_outside_code(tmp_path: Path) -> None
     assert "# not a heading" in document.pages[1].text
 
 
+def test_a_note_that_is_only_headings_is_not_empty(tmp_path: Path) -> None:
+    # Was "The file contains no text": headings waited for a body that never came.
+    title = extract(_write(tmp_path, "mine.md", b"# Mine only"), FileKind.markdown)
+    assert [(part.location, part.text) for part in title.pages] == [("Mine only", "# Mine only")]
+    page = extract(_write(tmp_path, "t.html", b"<h1>Agenda</h1><h2>Monday</h2>"), FileKind.html)
+    assert "Monday" in page.pages[-1].text
+    with pytest.raises(ExtractionError, match="no text"):
+        extract(_write(tmp_path, "empty.md", b"\n\n"), FileKind.markdown)
+
+
 def test_a_zip_bomb_named_docx_is_refused_before_it_is_unpacked(tmp_path: Path) -> None:
     bomb = _write(tmp_path, "bomb.docx", zip_bomb_docx(unpacked_mb=400))
     assert bomb.stat().st_size < 2 * 1024 * 1024

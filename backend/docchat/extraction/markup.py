@@ -206,7 +206,7 @@ class _HtmlSections(HTMLParser):
     def finish(self) -> SectionWriter:
         self.close()
         self._end_line()
-        self.writer.flush()
+        self.writer.finish()
         return self.writer
 
 
@@ -239,8 +239,7 @@ def extract_markdown(path: Path) -> ExtractedDocument:
         else:
             paragraph.append(line)
     end_paragraph()
-    writer.flush()
-    return ExtractedDocument(pages=writer.parts, page_count=1)
+    return ExtractedDocument(pages=writer.finish(), page_count=1)
 
 
 # -- EPUB ----------------------------------------------------------------------------------

@@ -131,8 +131,7 @@ def extract_docx(path: Path) -> ExtractedDocument:
             writer.text(f"- {block.text}")
         else:
             writer.text(block.text)
-    writer.flush()
-    return ExtractedDocument(pages=writer.parts, page_count=1)
+    return ExtractedDocument(pages=writer.finish(), page_count=1)
 
 
 # -- PowerPoint -----------------------------------------------------------------------------
@@ -327,5 +326,4 @@ def extract_odt(path: Path) -> ExtractedDocument:
     body = root.find(f"{ODF_OFFICE}body/{ODF_OFFICE}text")
     if body is not None:
         _odf_blocks(body, writer, [])
-    writer.flush()
-    return ExtractedDocument(pages=writer.parts, page_count=1)
+    return ExtractedDocument(pages=writer.finish(), page_count=1)

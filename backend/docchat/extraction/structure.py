@@ -145,6 +145,16 @@ class SectionWriter:
         """End the current section. Headings with nothing under them yet stay for the next."""
         if not self._has_body:
             return
+        self._emit()
+
+    def finish(self) -> list[PageText]:
+        """The document's parts: headings with nothing under them at its end are its text too
+        (a note that is only a title is not empty)."""
+        if self._lines:
+            self._emit()
+        return self.parts
+
+    def _emit(self) -> None:
         text = "\n\n".join(self._lines).strip()
         self._lines, self._has_body = [], False
         self.parts.append(PageText(page=None, text=text, location=self.location))
