@@ -699,6 +699,13 @@ class TracingSettings(BaseSettings):
         ),
     )
     service_name: str = Field("docchat", description="The service name traces carry")
+    python_disabled_instrumentations: str = Field(
+        "",
+        description=(
+            "Instrumentations left out (comma-separated): sqlalchemy drops the span of each "
+            "SQL statement, most of tracing's cost; fastapi the request spans"
+        ),
+    )
     instrumentation_genai_capture_message_content: bool = Field(
         False,
         description=(
@@ -706,6 +713,11 @@ class TracingSettings(BaseSettings):
             "counts and timings, never a user's words)"
         ),
     )
+
+    def instruments(self, name: str) -> bool:
+        """Whether the instrumentation `name` (sqlalchemy, fastapi) is wanted."""
+        disabled = {part.strip() for part in self.python_disabled_instrumentations.split(",")}
+        return name not in disabled
 
     @property
     def exporter(self) -> str:

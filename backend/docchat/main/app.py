@@ -176,7 +176,7 @@ def create_app(
     app.state.alembic_head = health.alembic_head()
     exception_handlers.install(app)
     observability.install(app)
-    if provider is not None:
+    if provider is not None and settings.tracing.instruments("fastapi"):
         telemetry.instrument_app(app, provider)
     security_headers.install(app)
     app.add_middleware(

@@ -148,6 +148,8 @@ class Telemetry:
         """A span per SQL statement (its text, never its parameters). The instrumentation's
         declared range stops below SQLAlchemy 2.1, whose engine events it uses are unchanged
         (the tracing tests check its spans)."""
+        if not self.settings.instruments("sqlalchemy"):
+            return
         instrumentor = SQLAlchemyInstrumentor()
         if instrumentor.is_instrumented_by_opentelemetry:
             return  # another app of this process has it (tests); the first one's engine only
