@@ -152,6 +152,12 @@ async def accept_login(
 ) -> TokenPair:
     """Record a successful login as `name` and issue its tokens."""
     limiter.succeeded(address, name)
+    await record_login(session, user, address, **detail)
+    return await issue_tokens(session, user, settings)
+
+
+async def record_login(session: AsyncSession, user: User, address: str, **detail: str) -> None:
+    """The audit log's entry for a login, whichever way it came (`via`)."""
     await audit.record(
         session,
         audit.AuditAction.login,
@@ -160,7 +166,6 @@ async def accept_login(
         address=address,
         **detail,
     )
-    return await issue_tokens(session, user, settings)
 
 
 async def change_password(

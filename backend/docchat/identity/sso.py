@@ -76,14 +76,7 @@ async def finish(
     person = await provider.finish(code, redirect_uri, str(kept["verifier"]), str(kept["nonce"]))
     rules = Rules(OIDC, settings.oidc.create_accounts, settings.auth.break_glass_email)
     user = await account_for(session, person, rules, address)
-    await audit.record(
-        session,
-        audit.AuditAction.login,
-        actor=user,
-        target=("user", user.id),
-        address=address,
-        via=OIDC,
-    )
+    await auth.record_login(session, user, address, via=OIDC)
     # The ticket the browser carries back: a refresh token that lives a minute, traded at once.
     tokens = await auth.issue_tokens(session, user, settings.auth, refresh_lifetime=TICKET_LIFETIME)
     return Finished(tokens, safe_return_path(str(kept.get("next", "/"))))
