@@ -5,10 +5,12 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import OAuth2PasswordBearer
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.auth import api_keys, service
 from docchat.auth.scopes import Scope, required_scope
-from docchat.kit.errors import Forbidden, Unauthorized
+from docchat.config import AuthSettings
+from docchat.kit.errors import DocchatError, Forbidden, Unauthorized
 from docchat.kit.routing import SessionDep, SettingsDep
 from docchat.users.models import User
 
@@ -44,6 +46,26 @@ async def get_signed_in_user(
 
 
 SignedInUser = Annotated[User, Depends(get_signed_in_user)]
+
+
+async def administrator_calling(
+    request: Request, sessionmaker: async_sessionmaker[AsyncSession], settings: AuthSettings
+) -> User | None:
+    """The administrator whose access token or admin-scoped key the request carries, else None
+    (never raises: for routes that anyone may call and administrators see more of)."""
+    token = await oauth2_scheme(request)
+    if not token:
+        return None
+    try:
+        async with sessionmaker() as session:
+            if api_keys.looks_like_key(token):
+                user = await api_keys.authenticate(session, token, Scope.admin)
+            else:
+                user = await service.authenticate(session, token, settings)
+            service.require_free_to_act(user)
+    except DocchatError:
+        return None
+    return user if user.is_admin else None
 
 
 async def get_current_user(user: SignedInUser) -> User:

@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import io
 import os
+import secrets
 import tempfile
 import time
 from abc import ABC, abstractmethod
@@ -145,6 +147,26 @@ class FileStorage(ABC):
         many. Run at start; the age spares the files of other processes sharing the folder."""
         return await asyncio.to_thread(_remove_stale, self.staging, older_than)
 
+    async def probe(self) -> None:
+        """Store, find and remove a small file of random bytes (`docchat doctor`): raises
+        when the storage does not take files. Random bytes: the probe's content address is
+        nobody's document."""
+        data = secrets.token_bytes(32)
+        received = await self.receive(FileSource(io.BytesIO(data)), len(data))
+        try:
+            key = await self.place(received)
+        finally:
+            await self.discard(received)
+        try:
+            if not await self.exists(key):
+                raise OSError("a file just stored cannot be found")
+        finally:
+            await self.remove(key)
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the files are, for people (a folder, or a bucket and prefix)."""
+
     @abstractmethod
     async def place(self, received: ReceivedFile) -> str:
         """Put the received file at its content address; returns the storage key. The caller
@@ -177,6 +199,9 @@ class LocalFileStorage(FileStorage):
 
     def path(self, key: str) -> Path:
         return self.root / key
+
+    def describe(self) -> str:
+        return f"folder {self.root}"
 
     def _place(self, received: ReceivedFile) -> None:
         target = self.path(received.key)
@@ -235,6 +260,9 @@ class S3FileStorage(FileStorage):
 
     def _object(self, key: str) -> str:
         return f"{self.prefix}{key}"
+
+    def describe(self) -> str:
+        return f"bucket s3://{self.bucket}/{self.prefix}"
 
     async def place(self, received: ReceivedFile) -> str:
         await asyncio.to_thread(

@@ -40,32 +40,41 @@ class OcrOptions:
     command: str = "tesseract"
 
 
-def find_tesseract(options: OcrOptions) -> OcrOptions | None:
-    """`options` when Tesseract is installed with every language asked for; None (and a
-    warning saying what to install) otherwise."""
+def tesseract_problem(options: OcrOptions) -> tuple[str, str]:
+    """Why OCR cannot run with `options` and what to install, or ("", "") when it can."""
     command = shutil.which(options.command)
     if command is None:
-        logger.warning(
-            "OCR is off: %s was not found (Debian/Ubuntu: apt-get install tesseract-ocr); "
-            "scanned PDFs and images will be refused",
-            options.command,
+        return (
+            f"{options.command} was not found",
+            "install it (Debian/Ubuntu: apt-get install tesseract-ocr)",
         )
-        return None
     try:
         listed = subprocess.run(  # noqa: S603 - the configured OCR program
             [command, "--list-langs"], capture_output=True, text=True, timeout=30, check=True
         ).stdout.split()
     except (OSError, subprocess.SubprocessError) as exc:
-        logger.warning("OCR is off: %s --list-langs failed (%s)", command, exc)
-        return None
+        return f"{command} --list-langs failed ({exc})", "reinstall tesseract-ocr"
     missing = [name for name in options.languages.split("+") if name not in listed]
     if missing:
+        packages = " ".join(f"tesseract-ocr-{name}" for name in missing)
+        return (
+            f"Tesseract has no model for {', '.join(missing)}",
+            f"install it (Debian: apt-get install {packages}) or change OCR_LANGUAGES",
+        )
+    return "", ""
+
+
+def find_tesseract(options: OcrOptions) -> OcrOptions | None:
+    """`options` when Tesseract is installed with every language asked for; None (and a
+    warning saying what to install) otherwise."""
+    problem, advice = tesseract_problem(options)
+    if problem:
         logger.warning(
-            "OCR is off: Tesseract has no model for %s (Debian: apt-get install %s)",
-            ", ".join(missing),
-            " ".join(f"tesseract-ocr-{name}" for name in missing),
+            "OCR is off: %s; %s. Scanned PDFs and images will be refused", problem, advice
         )
         return None
+    command = shutil.which(options.command)
+    assert command is not None
     return OcrOptions(
         languages=options.languages,
         page_seconds=options.page_seconds,

@@ -35,7 +35,7 @@ from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.heap import freeze_startup_heap
 from docchat.kit.openapi import publish_models
-from docchat.main import docs_pages, health, telemetry, web_app
+from docchat.main import docs_pages, doctor, health, telemetry, web_app
 from docchat.main.components import Components, build_components
 from docchat.mcp_server import server as mcp_server
 from docchat.mcp_server.server import MountedEndpoint
@@ -89,6 +89,7 @@ def attach_components(app: FastAPI, components: Components) -> None:
     app.state.completions = components.completions
     app.state.mcp = components.mcp
     app.state.readiness_probes = _readiness_probes(components)
+    app.state.doctor = doctor.subjects_of(components)
 
 
 def create_app(
@@ -173,7 +174,7 @@ def create_app(
     )
     app.state.directory = Directory(settings.ldap) if settings.ldap.enabled else None
     app.state.oidc = OidcProvider(settings.oidc) if settings.oidc.enabled else None
-    app.state.alembic_head = health.alembic_head()
+    app.state.alembic_head = doctor.alembic_head()
     exception_handlers.install(app)
     observability.install(app)
     if provider is not None and settings.tracing.instruments("fastapi"):

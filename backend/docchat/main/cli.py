@@ -1,4 +1,5 @@
-"""`docchat` command line: serve, worker, create-admin, users, migrate, reindex."""
+"""`docchat` command line: serve, worker, create-admin, users, migrate, reindex, doctor,
+backup, restore."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import getpass
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from docchat.config import Settings, get_settings
@@ -134,6 +136,74 @@ async def _reindex(layout_only: bool) -> None:
         await engine.dispose()
 
 
+async def _doctor(as_json: bool) -> int:
+    """Run every check against the installation the settings describe; print the findings."""
+    import json
+
+    from docchat.db import create_engine, create_sessionmaker
+    from docchat.documents.storage import build_storage
+    from docchat.llm.client import LLM
+    from docchat.main import doctor
+    from docchat.main.components import build_embedder, build_vector_store
+
+    settings = get_settings()
+    logging.basicConfig(level=logging.ERROR)  # the findings say it, once
+    engine = create_engine(settings.database_url, pool_size=1)
+    embedder = await asyncio.to_thread(build_embedder, settings)
+    store = await asyncio.to_thread(build_vector_store, settings, embedder)
+    llm = LLM(settings.llm.model_copy(update={"max_retries": 0}))
+    subjects = doctor.Subjects(
+        settings=settings,
+        sessionmaker=create_sessionmaker(engine),
+        embedder=embedder,
+        vector_store=store,
+        storage=build_storage(settings.storage, settings.files_dir),
+        llm=llm,
+    )
+    try:
+        findings = await doctor.examine(subjects)
+    finally:
+        await llm.close()
+        await engine.dispose()
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    print(json.dumps(doctor.as_json(findings), indent=2) if as_json else doctor.report(findings))
+    return doctor.exit_status(findings)
+
+
+async def _backup(target: Path | None) -> None:
+    from datetime import UTC, datetime
+
+    from docchat.main.backup import backup
+
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    path = target or Path(f"docchat-backup-{stamp}.tar")
+    summary = await backup(get_settings(), path)
+    print(
+        f"{summary.path}: {summary.bytes / 1e6:.1f} MB, the database at migration "
+        f"{summary.revision} and {summary.documents_files} stored file(s)"
+    )
+    if summary.missing_files:
+        print(
+            f"{len(summary.missing_files)} file(s) removed while the backup ran were left out "
+            "(their documents were deleted at that moment)"
+        )
+
+
+async def _restore(archive: Path, overwrite: bool) -> None:
+    from docchat.main.backup import restore
+
+    restored = await restore(get_settings(), archive, overwrite=overwrite)
+    print(f"database restored (migration {restored.revision}), {restored.files} stored file(s)")
+    if restored.missing_objects:
+        print(
+            f"{len(restored.missing_objects)} object(s) the archive lists are not in the "
+            f"bucket, e.g. {restored.missing_objects[0]}: their documents cannot be read"
+        )
+    print("signing key restored" if restored.key_restored else "signing key: AUTH_SECRET_KEY")
+
+
 def openapi_json() -> str:
     """The API's OpenAPI schema, as committed to frontend/openapi.json."""
     import json
@@ -171,6 +241,21 @@ def main(argv: list[str] | None = None) -> None:
         help="only move chunks stored by versions with one collection to their owners'",
     )
     commands.add_parser("openapi", help="print the OpenAPI schema (for the generated TS client)")
+    doctor = commands.add_parser(
+        "doctor", help="check the installation and say what to do (exit 1 when a check fails)"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    backup = commands.add_parser(
+        "backup", help="archive the database, stored files and signing key (while it runs)"
+    )
+    backup.add_argument("archive", nargs="?", type=Path, help="default: docchat-backup-<time>.tar")
+    restore = commands.add_parser(
+        "restore", help="restore an archive into an empty installation, then re-index it"
+    )
+    restore.add_argument("archive", type=Path)
+    restore.add_argument(
+        "--overwrite", action="store_true", help="replace an installation that is already there"
+    )
     args = parser.parse_args(argv)
 
     if args.command == "serve":
@@ -201,6 +286,26 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(_reindex(args.layout_only))
     elif args.command == "openapi":
         sys.stdout.write(openapi_json())
+    elif args.command == "doctor":
+        sys.exit(asyncio.run(_doctor(args.json)))
+    elif args.command in ("backup", "restore"):
+        from docchat.main.backup import BackupError, DamagedArchive
+
+        try:
+            if args.command == "backup":
+                asyncio.run(_backup(args.archive))
+                return
+            asyncio.run(_restore(args.archive, args.overwrite))
+        except BackupError as exc:
+            damaged = (
+                "the archive is damaged, nothing was restored: "
+                if isinstance(exc, DamagedArchive)
+                else ""
+            )
+            sys.exit(f"docchat {args.command}: {damaged}{exc}")
+        # The database may be older than this version, and holds no vectors: bring both up.
+        _migrate(args)
+        asyncio.run(_reindex(False))
 
 
 if __name__ == "__main__":

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from docchat.config import PROJECT_ROOT
+from docchat.auth.dependencies import administrator_calling
+from docchat.main import doctor
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
-
-
-def alembic_head() -> str | None:
-    config = Config(str(PROJECT_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(Path(PROJECT_ROOT / "migrations")))
-    return ScriptDirectory.from_config(config).get_current_head()
 
 
 @router.get("/healthz", operation_id="health_live")
@@ -53,7 +45,10 @@ async def readyz(request: Request) -> JSONResponse:
         except Exception as exc:
             checks[name] = {"ok": False, "error": str(exc)[:200]}
     ready = all(check["ok"] for check in checks.values())
-    return JSONResponse(
-        {"status": "ready" if ready else "unavailable", "checks": checks},
-        status_code=200 if ready else 503,
-    )
+    body: dict[str, Any] = {"status": "ready" if ready else "unavailable", "checks": checks}
+    state = request.app.state
+    if await administrator_calling(request, state.sessionmaker, state.settings.auth):
+        # What `docchat doctor` finds, each with what to do: for administrators only (it names
+        # folders, endpoints and versions).
+        body["details"] = doctor.as_json(await doctor.examine(state.doctor))
+    return JSONResponse(body, status_code=200 if ready else 503)
