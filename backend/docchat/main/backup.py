@@ -168,8 +168,16 @@ async def backup(settings: Settings, target: Path) -> Summary:
         engine = create_engine(settings.database_url, pool_size=1)
         try:
             async with engine.connect() as connection:
-                await connection.execute(text("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+                # One repeatable-read transaction: the snapshot it exports is the one every
+                # statement in it reads, the file list's included.
+                await connection.execution_options(
+                    isolation_level="REPEATABLE READ", postgresql_readonly=True
+                )
+                await connection.begin()
                 snapshot = await connection.scalar(text("SELECT pg_export_snapshot()"))
+                isolation = await connection.scalar(text("SHOW transaction_isolation"))
+                if isolation != "repeatable read":
+                    raise BackupError(f"the snapshot is not consistent ({isolation})")
                 revision = await connection.scalar(text("SELECT version_num FROM alembic_version"))
                 keys = sorted(
                     (
@@ -194,7 +202,7 @@ async def backup(settings: Settings, target: Path) -> Summary:
                     ],
                     env,
                 )
-                await connection.execute(text("COMMIT"))
+                await connection.rollback()  # read only: nothing to keep
         finally:
             await engine.dispose()
         manifest = Manifest(
