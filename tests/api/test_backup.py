@@ -4,20 +4,25 @@ filled, backed up while it answers questions, restored elsewhere and asked again
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import io
 import os
 import subprocess
 import sys
+import tarfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import pytest_asyncio
 from sqlalchemy import text
 
 from docchat.config import PROJECT_ROOT, Settings
 from docchat.db import create_engine
+from docchat.main import backup, doctor
 from tests.api.test_collections import invite
 from tests.support.chat import ask
 from tests.support.database import alembic, create_database, drop_database
@@ -221,3 +226,34 @@ async def test_a_damaged_archive_or_a_live_target_is_refused_and_nothing_restore
     over = docchat(source, "restore", str(archive))
     assert over.returncode != 0
     assert "the target is in use" in over.stderr and "--overwrite" in over.stderr
+
+
+def test_an_archive_whose_file_names_climb_out_of_the_folder_is_refused(tmp_path: Path) -> None:
+    """A file member must be named by its content address: `../` never reaches the disk."""
+    body = b"payload"
+    digest = hashlib.sha256(body).hexdigest()
+    dump = b"not really a dump"
+    name = f"files/{digest[:2]}/../../../escaped/{digest}"
+    manifest = backup.Manifest(
+        created_at="2026-11-26T00:00:00+00:00",
+        revision=doctor.alembic_head() or "",
+        embedding_model="all-MiniLM-L6-v2",
+        storage="folder",
+        key_in_archive=False,
+        members={
+            backup.DUMP: {"size": len(dump), "sha256": hashlib.sha256(dump).hexdigest()},
+            name: {"size": len(body)},
+        },
+    )
+    hostile = tmp_path / "hostile.tar"
+    with tarfile.open(hostile, "w") as archive:
+        for member, data in (
+            (backup.MANIFEST, manifest.to_json()),
+            (backup.DUMP, dump),
+            (name, body),
+        ):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    with pytest.raises(backup.DamagedArchive, match="is not the name of a stored file"):
+        backup.verify(hostile)

@@ -17,10 +17,11 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    union,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from docchat.db import advisory_xact_lock, utcnow
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
@@ -309,6 +310,15 @@ async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
         if (await session.execute(statement.limit(1))).first() is not None:
             return True
     return False
+
+
+async def storage_keys_in_use(connection: AsyncConnection) -> list[str]:
+    """Every stored file a live document or an unfinished new version uses (what a backup
+    copies; the same rule as `storage_key_in_use`)."""
+    documents = select(Document.storage_key).where(Document.deleted_at.is_(None))
+    versions = select(DocumentVersion.storage_key).where(DocumentVersion.status.in_(UNFINISHED))
+    found = await connection.execute(union(documents, versions))
+    return sorted(str(key) for key in found.scalars())
 
 
 async def live_copy(

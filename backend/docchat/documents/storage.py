@@ -162,6 +162,11 @@ class FileStorage(ABC):
                 raise OSError("a file just stored cannot be found")
         finally:
             await self.remove(key)
+            await self.tidy(key)
+
+    async def tidy(self, key: str) -> None:
+        """Remove what removing `key` left behind and nothing else uses (a bucket: nothing)."""
+        return None
 
     @abstractmethod
     def describe(self) -> str:
@@ -202,6 +207,11 @@ class LocalFileStorage(FileStorage):
 
     def describe(self) -> str:
         return f"folder {self.root}"
+
+    async def tidy(self, key: str) -> None:
+        """Remove the key's folder if it is empty (the probe's, in a new installation)."""
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(os.rmdir, self.path(key).parent)
 
     def _place(self, received: ReceivedFile) -> None:
         target = self.path(received.key)

@@ -13,15 +13,17 @@ The archive is a tar file:
 
 Consistency while the service runs: the snapshot is exported from a repeatable-read
 transaction, `pg_dump` dumps exactly it, and the file list is read in it too. Stored files are
-content-addressed and never change, so copying them after is safe; one removed in between (its
-document deleted in that second) is listed as missing. Vectors are not archived: the chunk
-text is in PostgreSQL and the originals in the archive, and restore queues every document for
-the worker to embed again (`docchat reindex`).
+content-addressed and never change, so copying them after is safe; if one is removed in
+between (its document deleted in that second), the backup stops and asks to be run again.
+Vectors are not archived: the chunk text is in PostgreSQL and the originals in the archive,
+and restore queues every document for the worker to embed again (`docchat reindex`).
 
 Restore checks the whole archive (every size and checksum, and each file against its content
 address) before it writes anything, refuses a database or folder already in use unless told
-to overwrite it, and restores the database in one transaction: a damaged archive or a failed
-restore leaves the target as it was.
+to overwrite it, and restores the database in one transaction: a damaged archive, or a failure
+while the database is restored, leaves the target as it was. (Files and the key are put in
+place after the database; a failure there is reported, and the restore can be run again with
+`--overwrite`.)
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -46,6 +49,7 @@ from sqlalchemy.engine import make_url
 
 from docchat.config import Settings
 from docchat.db import create_engine
+from docchat.documents import repository as documents_repository
 from docchat.documents.storage import LocalFileStorage, S3FileStorage, build_storage
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.main.doctor import known_revisions
@@ -56,6 +60,8 @@ DUMP = "database.dump"
 KEY = "secret_key"
 FILES = "files/"
 COPY_CHUNK = 1024 * 1024
+# A stored file's member: its content address, `files/ab/ab<62 more hex digits>`.
+_FILE_MEMBER = re.compile(r"files/([0-9a-f]{2})/\1[0-9a-f]{62}")
 
 
 class BackupError(Exception):
@@ -85,6 +91,8 @@ class Manifest:
     def from_json(cls, data: bytes) -> Manifest:
         try:
             fields = json.loads(data)
+            if not isinstance(fields, dict):
+                raise DamagedArchive("its manifest is not a docchat manifest")
             if fields.get("format") != FORMAT:
                 raise DamagedArchive(
                     f"the archive's format is {fields.get('format')!r}; this version reads "
@@ -179,16 +187,7 @@ async def backup(settings: Settings, target: Path) -> Summary:
                 if isolation != "repeatable read":
                     raise BackupError(f"the snapshot is not consistent ({isolation})")
                 revision = await connection.scalar(text("SELECT version_num FROM alembic_version"))
-                keys = sorted(
-                    (
-                        await connection.execute(
-                            text(
-                                "SELECT storage_key FROM documents "
-                                "UNION SELECT storage_key FROM document_versions"
-                            )
-                        )
-                    ).scalars()
-                )
+                keys = await documents_repository.storage_keys_in_use(connection)
                 # The snapshot lives as long as this transaction: pg_dump reads it meanwhile.
                 await _run(
                     [
@@ -234,18 +233,25 @@ async def backup(settings: Settings, target: Path) -> Summary:
             }
         partial = target.with_name(f".{target.name}.partial")
         try:
-            with tarfile.open(partial, "w") as archive:
+            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "wb") as out, tarfile.open(fileobj=out, mode="w") as archive:
                 body = manifest.to_json()
                 _add(archive, MANIFEST, io.BytesIO(body), len(body))
                 with dump.open("rb") as data:
                     _add(archive, DUMP, data, manifest.members[DUMP]["size"])
                 for key, path in files:
-                    with path.open("rb") as data:
+                    try:
+                        data = path.open("rb")
+                    except FileNotFoundError as exc:
+                        raise BackupError(
+                            f"a stored file ({key}) was removed while the backup ran (its "
+                            "document was deleted): run the backup again"
+                        ) from exc
+                    with data:
                         _add(archive, FILES + key, data, manifest.members[FILES + key]["size"])
                 if manifest.key_in_archive:
                     _add(archive, KEY, io.BytesIO(key_bytes), len(key_bytes))
-            partial.chmod(0o600)  # it holds the signing key and everyone's documents
-            partial.replace(target)
+            partial.replace(target)  # 0600: it holds the signing key and everyone's documents
         finally:
             partial.unlink(missing_ok=True)
     size = await asyncio.to_thread(lambda: target.stat().st_size)
@@ -285,6 +291,8 @@ def verify(archive_path: Path) -> Manifest:
             for member in archive:
                 if member is first:
                     continue
+                if member.name.startswith(FILES) and not _FILE_MEMBER.fullmatch(member.name):
+                    raise DamagedArchive(f"{member.name!r} is not the name of a stored file")
                 expected = manifest.members.get(member.name)
                 if expected is None or not member.isfile():
                     raise DamagedArchive(
@@ -295,7 +303,9 @@ def verify(archive_path: Path) -> Manifest:
                 digest, size = _content_address(data)
                 if size != expected["size"]:
                     raise DamagedArchive(f"{member.name} is cut short")
-                wanted = expected.get("sha256") or member.name.rsplit("/", 1)[-1]
+                # A stored file is checked against its own name, its content address.
+                is_file = member.name.startswith(FILES)
+                wanted = member.name.rsplit("/", 1)[-1] if is_file else expected.get("sha256")
                 if digest != wanted:
                     raise DamagedArchive(f"{member.name} does not match its checksum")
                 seen.add(member.name)
@@ -306,6 +316,8 @@ def verify(archive_path: Path) -> Manifest:
     missing = set(manifest.members) - seen
     if missing:
         raise DamagedArchive(f"{len(missing)} member(s) are missing, e.g. {sorted(missing)[0]}")
+    if DUMP not in seen or manifest.key_in_archive != (KEY in seen):
+        raise DamagedArchive("its manifest does not match what it holds")
     return manifest
 
 
@@ -342,7 +354,10 @@ async def _in_use(settings: Settings) -> list[str]:
         reasons.append(f"the database already has {tables} table(s)")
     files = settings.files_dir
     if files.is_dir() and any(
-        not path.name.startswith(".") for path in files.iterdir() if path.name != ".staging"
+        path.is_file() and not path.name.startswith(".")
+        for shard in files.iterdir()
+        if shard.is_dir() and shard.name != ".staging"
+        for path in shard.iterdir()
     ):
         reasons.append(f"{files} already holds files")
     if settings.secret_key_file.exists():
@@ -373,6 +388,12 @@ async def restore(settings: Settings, archive_path: Path, *, overwrite: bool = F
             f"the archive's schema ({manifest.revision}) is newer than this version knows: "
             "restore it with the version that took it (or a newer one)"
         )
+    kind = "bucket" if settings.storage.s3_bucket else "folder"
+    if manifest.storage != kind:
+        raise BackupError(
+            f"the archive's files were in a {manifest.storage}, and this installation keeps "
+            f"them in a {kind}: restore with the same kind of storage, then move the files"
+        )
     reasons = await _in_use(settings)
     if reasons and not overwrite:
         raise BackupError(
@@ -400,8 +421,9 @@ async def restore(settings: Settings, archive_path: Path, *, overwrite: bool = F
         with _extracted(archive_path, KEY) as key_file:
             target = settings.secret_key_file
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(key_file, target)
-            target.chmod(0o600)
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(key_file.read_bytes())
             key_restored = True
     return Restored(
         revision=manifest.revision,

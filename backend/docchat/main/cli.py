@@ -148,9 +148,19 @@ async def _doctor(as_json: bool) -> int:
 
     settings = get_settings()
     logging.basicConfig(level=logging.ERROR)  # the findings say it, once
+    try:
+        embedder = await asyncio.to_thread(build_embedder, settings)
+        store = await asyncio.to_thread(build_vector_store, settings, embedder)
+    except Exception as exc:  # nothing else can be checked without them: say why, and stop
+        finding = doctor.Finding(
+            "vector index",
+            doctor.Status.failed,
+            f"the embedding model or vector store cannot be opened: {exc}",
+            "check EMBEDDING_* and DATA_DIR (or the vector store's settings)",
+        )
+        print(json.dumps(doctor.as_json([finding])) if as_json else doctor.report([finding]))
+        return 1
     engine = create_engine(settings.database_url, pool_size=1)
-    embedder = await asyncio.to_thread(build_embedder, settings)
-    store = await asyncio.to_thread(build_vector_store, settings, embedder)
     llm = LLM(settings.llm.model_copy(update={"max_retries": 0}))
     subjects = doctor.Subjects(
         settings=settings,
@@ -186,8 +196,8 @@ async def _backup(target: Path | None) -> None:
     )
     if summary.missing_files:
         print(
-            f"{len(summary.missing_files)} file(s) removed while the backup ran were left out "
-            "(their documents were deleted at that moment)"
+            f"{len(summary.missing_files)} file(s) of live documents are missing from the "
+            f"storage and could not be archived, e.g. {summary.missing_files[0]}"
         )
 
 
