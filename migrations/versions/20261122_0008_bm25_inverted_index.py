@@ -25,7 +25,17 @@ def upgrade() -> None:
         "SELECT document_id, sum(tokens) AS total FROM document_chunks GROUP BY document_id"
         ") t WHERE t.document_id = d.id"
     )
-    op.create_index("ix_document_chunks_tsv", "document_chunks", ["tsv"], postgresql_using="gin")
+    # The chunk table is the largest: building its index concurrently (outside the upgrade's
+    # transaction, which is committed up to here) lets an installation upgraded from 0007 keep
+    # taking uploads while it builds (minutes at a million chunks) instead of locking writes.
+    with op.get_context().autocommit_block():
+        op.create_index(
+            "ix_document_chunks_tsv",
+            "document_chunks",
+            ["tsv"],
+            postgresql_using="gin",
+            postgresql_concurrently=True,
+        )
     op.execute("ALTER TABLE document_chunks ALTER COLUMN tsv SET STATISTICS 1000")
 
 

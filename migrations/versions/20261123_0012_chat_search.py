@@ -16,10 +16,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.execute(
-        "CREATE INDEX ix_messages_content_search ON messages "
-        "USING gin (to_tsvector('english'::regconfig, content))"
-    )
+    # Every message is read to build it: concurrently, so chats keep being written meanwhile
+    # (see "Writing a migration" in the development docs).
+    with op.get_context().autocommit_block():
+        op.execute(
+            "CREATE INDEX CONCURRENTLY ix_messages_content_search ON messages "
+            "USING gin (to_tsvector('english'::regconfig, content))"
+        )
 
 
 def downgrade() -> None:

@@ -164,9 +164,14 @@ def alembic_head() -> str | None:
     return _migration_scripts().get_current_head()
 
 
+def migration_chain() -> list[str]:
+    """Every migration this version has, the first release's first."""
+    return [script.revision for script in reversed(list(_migration_scripts().walk_revisions()))]
+
+
 def known_revisions() -> set[str]:
     """Every migration this version has."""
-    return {script.revision for script in _migration_scripts().walk_revisions()}
+    return set(migration_chain())
 
 
 async def _vector_index(subjects: Subjects) -> Finding:
