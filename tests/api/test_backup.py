@@ -24,6 +24,7 @@ from docchat.config import PROJECT_ROOT, Settings
 from docchat.db import create_engine
 from docchat.main import backup, doctor
 from tests.api.test_collections import invite
+from tests.api.test_s3_storage import BUCKET, bucket, s3_endpoint, s3_settings  # noqa: F401
 from tests.support.chat import ask
 from tests.support.database import alembic, create_database, drop_database
 from tests.support.files import make_pdf
@@ -257,3 +258,52 @@ def test_an_archive_whose_file_names_climb_out_of_the_folder_is_refused(tmp_path
             archive.addfile(info, io.BytesIO(data))
     with pytest.raises(backup.DamagedArchive, match="is not the name of a stored file"):
         backup.verify(hostile)
+
+
+async def test_a_bucket_installation_is_archived_by_its_object_list(
+    installations: Any,
+    tmp_path: Path,
+    s3_endpoint: str,  # noqa: F811 - the fixture of test_s3_storage
+    bucket: Any,  # noqa: F811
+) -> None:
+    """With an S3 bucket the objects stay where they are: the archive lists them, and restore
+    says which ones are not in the bucket."""
+    storage = s3_settings(s3_endpoint)
+    source: Installation = await installations(True)
+    source.settings = source.settings.model_copy(update={"storage": storage})
+    live = LiveServer(source.settings).start()
+    try:
+        async with httpx.AsyncClient(base_url=live.url, timeout=60) as client:
+            alice = await auth_headers(client)
+            posted = await client.post(
+                "/api/v1/documents",
+                headers=alice,
+                files={"file": ("ferry.txt", DOCUMENTS["ferry.txt"])},
+            )
+            assert posted.status_code == 202, posted.text
+            await completed(client, alice, 1)
+    finally:
+        live.stop()
+    archive = tmp_path / "bucket.tar"
+    summary = await backup.backup(source.settings, archive)
+    manifest = backup.verify(archive)
+    assert manifest.storage == "bucket" and summary.documents_files == 1
+    (key,) = manifest.bucket_objects
+    assert not [name for name in manifest.members if name.startswith(backup.FILES)]
+
+    target: Installation = await installations(False)
+    target.settings = target.settings.model_copy(update={"storage": storage})
+    restored = await backup.restore(target.settings, archive)
+    assert restored.missing_objects == [] and await tables_in(target) > 0
+
+    # The bucket lost the object since: the next restore says so.
+    bucket.delete_object(Bucket=BUCKET, Key=f"{storage.s3_prefix}{key}")
+    again: Installation = await installations(False)
+    again.settings = again.settings.model_copy(update={"storage": storage})
+    assert (await backup.restore(again.settings, archive)).missing_objects == [key]
+
+    # A bucket's archive does not restore into a folder installation.
+    folder: Installation = await installations(False)
+    with pytest.raises(backup.BackupError, match="in a bucket, and this installation keeps"):
+        await backup.restore(folder.settings, archive)
+    assert await tables_in(folder) == 0
