@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import uuid
+import zipfile
 
 import httpx
 from playwright.async_api import Browser, Route, expect
@@ -387,6 +389,20 @@ async def test_admin_adds_a_colleague_who_chooses_a_password_and_makes_an_api_ke
         await expect(page.get_by_role("table", name="Your API keys")).to_contain_text("revoked")
         gone = await http.get("/api/v1/users/me", headers={"Authorization": f"Bearer {secret}"})
         assert gone.status_code == 401
+
+    # Everything of theirs, as one zip file.
+    async with page.expect_download() as saving:
+        await page.get_by_role("button", name="Download everything").click()
+    download = await saving.value
+    assert download.suggested_filename.startswith("docchat-")
+    assert download.suggested_filename.endswith(".zip")
+    archive = zipfile.ZipFile(await download.path())
+    account = json.loads(archive.read("account.json"))
+    assert account["email"] == colleague
+    assert [key["name"] for key in account["api_keys"]] == ["phone script"]
+    await expect(page.get_by_role("button", name="Download everything")).to_be_enabled()
+    await page.get_by_role("heading", name="Your data").scroll_into_view_if_needed()
+    await page.screenshot(path=str(SCREENSHOTS / "account-data-phone.png"))
     await phone.close()
 
 

@@ -26,8 +26,8 @@ LAYERS: list[set[str]] = [
     {"categories"},
     {"documents"},
     {"sharing", "answers", "ingestion", "sources"},
-    {"chats", "openai_compat", "account", "identity"},
-    {"admin", "mcp_server"},
+    {"chats", "openai_compat", "identity"},
+    {"admin", "mcp_server", "account"},  # a person's own data reads their chats too
     {"models"},  # every table, for Alembic and worker-only processes
     {"main"},
 ]

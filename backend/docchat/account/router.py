@@ -1,9 +1,17 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from fastapi.responses import FileResponse
+from starlette.background import BackgroundTask
+
+from docchat.account import export
+from docchat.audit import service as audit
 from docchat.auth import service as auth_service
 from docchat.auth.dependencies import ClientAddress, CurrentUser, SignedInUser
 from docchat.auth.schemas import PasswordChange, TokenPair
 from docchat.documents import repository as documents_repository
+from docchat.documents.dependencies import StorageDep
 from docchat.kit.routing import SessionDep, SettingsDep, make_router
 from docchat.llm.catalog import resolve_model
 from docchat.quotas import service as quotas
@@ -54,4 +62,35 @@ async def my_usage(user: CurrentUser, session: SessionDep, settings: SettingsDep
         settings.quota,
         stored_bytes=stored,
         max_upload_bytes=settings.max_upload_bytes,
+    )
+
+
+@router.get(
+    "/me/export",
+    operation_id="users_export",
+    response_class=FileResponse,
+    responses={
+        200: {
+            "content": {"application/zip": {}},
+            "description": "A zip file (Content-Disposition: attachment)",
+        }
+    },
+)
+async def export_me(
+    user: CurrentUser,
+    session: SessionDep,
+    storage: StorageDep,
+    address: ClientAddress,
+) -> FileResponse:
+    """Everything docchat holds of yours, as one zip file: your account and API keys' names,
+    the documents you uploaded (original files), every chat with its answers' sources, the
+    collections you own, and the audit log's entries about you."""
+    path = await export.archive_of(session, user, storage)
+    await audit.record(session, audit.AuditAction.user_exported, actor=user, address=address)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    return FileResponse(
+        path,
+        media_type="application/zip",
+        filename=f"docchat-{stamp}.zip",
+        background=BackgroundTask(path.unlink, missing_ok=True),
     )

@@ -36,6 +36,7 @@ class AuditAction(StrEnum):
     user_role_changed = "user.role_changed"
     user_password_reset = "user.password_reset"  # noqa: S105
     user_quota_changed = "user.quota_changed"
+    user_exported = "user.exported"  # a person downloaded everything of theirs
     document_deleted = "document.deleted"
     chat_deleted = "chat.deleted"
     chat_restored = "chat.restored"

@@ -312,6 +312,16 @@ async def storage_key_in_use(session: AsyncSession, key: str) -> bool:
     return False
 
 
+async def owned_documents(session: AsyncSession, owner_id: uuid.UUID) -> list[Document]:
+    """The owner's live documents, oldest first (a person's data export)."""
+    statement = (
+        select(Document)
+        .where(Document.owner_id == owner_id, Document.deleted_at.is_(None))
+        .order_by(Document.created_at, Document.id)
+    )
+    return list((await session.execute(statement)).scalars())
+
+
 async def storage_keys_in_use(connection: AsyncConnection) -> list[str]:
     """Every stored file a live document or an unfinished new version uses (what a backup
     copies; the same rule as `storage_key_in_use`)."""

@@ -311,14 +311,15 @@ export async function openDocument(documentId: string, page: number | null): Pro
   else window.location.assign(target);
 }
 
-/** Saves a chat as a file (Markdown or JSON, with sources): the export needs the bearer token,
- * so it is fetched, then handed to the browser as a download under the server's file name. */
-export async function downloadChat(chatId: string, format: "markdown" | "json"): Promise<void> {
-  const response = await authFetch(`/api/v1/chats/${chatId}/export?format=${format}`);
-  if (!response.ok) throw new Error("The chat could not be exported");
+/** Saves what `path` returns as a file under the server's file name: downloads need the bearer
+ * token, so they are fetched, then handed to the browser. */
+async function download(path: string, fallbackName: string, failure: string): Promise<void> {
+  const response = await authFetch(path);
+  if (!response.ok) throw new Error(failure);
   const disposition = response.headers.get("content-disposition") ?? "";
   const encoded = /filename\*=UTF-8''([^;]+)/.exec(disposition)?.[1];
-  const name = encoded ? decodeURIComponent(encoded) : `chat.${format === "json" ? "json" : "md"}`;
+  const plain = /filename="([^"]+)"/.exec(disposition)?.[1];
+  const name = encoded ? decodeURIComponent(encoded) : (plain ?? fallbackName);
   const url = URL.createObjectURL(await response.blob());
   const link = document.createElement("a");
   link.href = url;
@@ -327,4 +328,15 @@ export async function downloadChat(chatId: string, format: "markdown" | "json"):
   link.click();
   link.remove();
   window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** Saves a chat as a file (Markdown or JSON, with sources). */
+export async function downloadChat(chatId: string, format: "markdown" | "json"): Promise<void> {
+  const fallback = `chat.${format === "json" ? "json" : "md"}`;
+  await download(`/api/v1/chats/${chatId}/export?format=${format}`, fallback, "The chat could not be exported");
+}
+
+/** Saves everything of the signed-in person's as one zip file. */
+export async function downloadMyData(): Promise<void> {
+  await download("/api/v1/users/me/export", "docchat.zip", "Your data could not be downloaded");
 }

@@ -22,6 +22,7 @@ const ACTION_NAMES: Record<Action, string> = {
   "user.role_changed": "role changed",
   "user.password_reset": "password reset",
   "user.quota_changed": "quota changed",
+  "user.exported": "downloaded their data",
   "document.deleted": "document deleted",
   "chat.deleted": "chat deleted",
   "chat.restored": "chat restored",

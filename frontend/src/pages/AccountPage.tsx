@@ -1,6 +1,6 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { api, errorMessage, type Schemas, type User } from "../api/client";
+import { api, downloadMyData, errorMessage, type Schemas, type User } from "../api/client";
 import { keys, queryClient, useUsage } from "../api/queries";
 import PasswordForm from "../components/PasswordForm";
 import ThemePicker from "../components/ThemePicker";
@@ -172,6 +172,31 @@ function ApiKeys({ user }: { user: User }) {
   );
 }
 
+function MyData() {
+  const [state, setState] = useState<"idle" | "working" | "failed">("idle");
+  async function fetchAll() {
+    setState("working");
+    try {
+      await downloadMyData();
+      setState("idle");
+    } catch {
+      setState("failed");
+    }
+  }
+  return (
+    <>
+      <p className="muted">
+        One zip file with your documents, every chat with its sources, the collections you own, your API keys' names
+        and what the audit log records about you.
+      </p>
+      <button type="button" onClick={() => void fetchAll()} disabled={state === "working"}>
+        {state === "working" ? "Preparing…" : "Download everything"}
+      </button>
+      {state === "failed" && <p role="alert">Your data could not be downloaded. Try again.</p>}
+    </>
+  );
+}
+
 export default function AccountPage({ user }: { user: User }) {
   return (
     <main className="admin">
@@ -191,6 +216,10 @@ export default function AccountPage({ user }: { user: User }) {
       <section aria-labelledby="password-title" className="card">
         <h2 id="password-title">Password</h2>
         <PasswordForm onChanged={() => undefined} />
+      </section>
+      <section aria-labelledby="data-title" className="card">
+        <h2 id="data-title">Your data</h2>
+        <MyData />
       </section>
     </main>
   );
