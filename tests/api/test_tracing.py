@@ -74,7 +74,10 @@ def exporter() -> InMemorySpanExporter:
 def traced(settings: Settings, exporter: InMemorySpanExporter) -> Iterator[str]:
     provider = TracerProvider(sampler=StatementsInTraces(ALWAYS_ON))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with serving(_working(settings), tracer_provider=provider) as live:
+    # Every statement gets a span here (OTEL_DOCCHAT_STATEMENT_MIN_MS=0, the SQLAlchemy
+    # instrumentation): the default, slow ones only, is test_tracing_options.py's.
+    every = settings.tracing.model_copy(update={"docchat_statement_min_ms": 0.0})
+    with serving(_working(settings, tracing=every), tracer_provider=provider) as live:
         yield live.url
 
 

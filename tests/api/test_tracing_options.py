@@ -1,10 +1,14 @@
-"""Tracing's options: the standard OTEL_PYTHON_DISABLED_INSTRUMENTATIONS (in a module of its
-own: the other tracing tests' server instruments the database process-wide while it runs)."""
+"""Tracing's options: the standard OTEL_PYTHON_DISABLED_INSTRUMENTATIONS and the threshold of a
+statement's span (in a module of its own: the other tracing tests' server instruments the
+database process-wide while it runs)."""
 
 from __future__ import annotations
 
 from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat import tracing
@@ -25,3 +29,35 @@ async def test_statement_spans_can_be_left_out(engine: AsyncEngine) -> None:
         assert tracing.enabled()
     finally:
         traces.stop()
+
+
+async def test_by_default_only_slow_statements_get_a_span(engine: AsyncEngine) -> None:
+    """OTEL_DOCCHAT_STATEMENT_MIN_MS (5 by default): a statement that took longer is in the
+    trace with its text; the many fast ones cost no span; none outside a trace."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    settings = TracingSettings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.docchat_statement_min_ms == 5.0
+    traces = Telemetry(provider, settings)
+    traces.start()
+    try:
+        traces.instrument_engine(engine)
+        assert not SQLAlchemyInstrumentor().is_instrumented_by_opentelemetry
+        tracer = provider.get_tracer("test")
+        async with engine.connect() as connection:
+            with tracer.start_as_current_span("request") as request:
+                await connection.execute(text("SELECT 1"))
+                await connection.execute(text("SELECT pg_sleep(0.02)"))
+            await connection.execute(text("SELECT pg_sleep(0.02) AS outside"))
+    finally:
+        traces.stop()
+    spans = exporter.get_finished_spans()
+    statements = [s for s in spans if s.name != "request"]
+    assert [(s.name, dict(s.attributes or {})["db.statement"]) for s in statements] == [
+        ("SELECT", "SELECT pg_sleep(0.02)")
+    ]
+    (slow,) = statements
+    assert slow.parent is not None and slow.parent.span_id == request.get_span_context().span_id
+    assert slow.end_time is not None and slow.start_time is not None
+    assert slow.end_time - slow.start_time >= 20_000_000

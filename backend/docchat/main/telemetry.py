@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -27,6 +28,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import Link, Span, SpanKind, get_current_span
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
+from sqlalchemy import Engine, event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat import tracing
@@ -120,6 +122,53 @@ def _query_keys_only(span: Span, scope: dict[str, Any]) -> None:
         span.set_attribute("url.query", "&".join(n for n, _ in parse_qsl(query)))
 
 
+class SlowStatements:
+    """A span for each SQL statement that took at least `min_ms`, made once it has run: the
+    dozens of fast statements of a request cost a clock reading each instead of a span each
+    (a span per statement was most of tracing's cost under load). Inside a trace only, named
+    and described as the SQLAlchemy instrumentation's are (`SELECT`, `db.statement`)."""
+
+    def __init__(self, provider: TracerProvider, min_ms: float) -> None:
+        self.tracer = provider.get_tracer("docchat.database")
+        self.min_ns = int(min_ms * 1_000_000)
+        self._engine: Engine | None = None
+
+    def attach(self, engine: Engine) -> None:
+        self._engine = engine
+        event.listen(engine, "before_cursor_execute", self._before)
+        event.listen(engine, "after_cursor_execute", self._after)
+
+    def detach(self) -> None:
+        if self._engine is not None:
+            event.remove(self._engine, "before_cursor_execute", self._before)
+            event.remove(self._engine, "after_cursor_execute", self._after)
+            self._engine = None
+
+    def _before(
+        self, _conn: Any, _cursor: Any, _sql: str, _params: Any, context: Any, _many: bool
+    ) -> None:
+        if context is not None:
+            context._docchat_started_ns = time.time_ns()
+
+    def _after(
+        self, _conn: Any, _cursor: Any, sql: str, _params: Any, context: Any, _many: bool
+    ) -> None:
+        started = getattr(context, "_docchat_started_ns", None)
+        if started is None:
+            return
+        ended = time.time_ns()
+        if ended - started < self.min_ns or not get_current_span().get_span_context().is_valid:
+            return
+        words = sql.lstrip().split(maxsplit=1)
+        span = self.tracer.start_span(
+            words[0].upper() if words else "SQL",
+            kind=SpanKind.CLIENT,
+            start_time=started,
+            attributes={"db.system": "postgresql", "db.statement": sql},
+        )
+        span.end(end_time=ended)
+
+
 class Telemetry:
     """Tracing for one process: started once its parts exist, stopped when it ends (the SDK's
     instrumentations and docchat's spans are process-wide: one per process)."""
@@ -131,6 +180,7 @@ class Telemetry:
         self._handlers: list[tuple[logging.Handler, logging.Formatter | None]] = []
         self._filter = tracing.TraceIds()
         self._engine = False
+        self._slow: SlowStatements | None = None
 
     def start(self) -> None:
         """docchat's own spans go to the provider; log lines carry their trace id."""
@@ -145,10 +195,17 @@ class Telemetry:
             handler.setFormatter(formatter)
 
     def instrument_engine(self, engine: AsyncEngine) -> None:
-        """A span per SQL statement (its text, never its parameters). The instrumentation's
-        declared range stops below SQLAlchemy 2.1, whose engine events it uses are unchanged
-        (the tracing tests check its spans)."""
+        """Spans for SQL statements (their text, never their parameters): those that took at
+        least `OTEL_DOCCHAT_STATEMENT_MIN_MS` (`SlowStatements`), or every one with the
+        SQLAlchemy instrumentation when that is 0. The instrumentation's declared range stops
+        below SQLAlchemy 2.1, whose engine events it uses are unchanged (the tracing tests
+        check its spans)."""
         if not self.settings.instruments("sqlalchemy"):
+            return
+        if self.settings.docchat_statement_min_ms > 0:
+            if self._slow is None:  # one per process, as the instrumentation
+                self._slow = SlowStatements(self.provider, self.settings.docchat_statement_min_ms)
+                self._slow.attach(engine.sync_engine)
             return
         instrumentor = SQLAlchemyInstrumentor()
         if instrumentor.is_instrumented_by_opentelemetry:
@@ -165,6 +222,9 @@ class Telemetry:
         """Export what is left; put back what `start` changed."""
         if self._engine:
             SQLAlchemyInstrumentor().uninstrument()
+        if self._slow is not None:
+            self._slow.detach()
+            self._slow = None
         tracing.restore(self._previous)
         for handler, formatter in self._handlers:
             handler.removeFilter(self._filter)
