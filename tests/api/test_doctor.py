@@ -77,6 +77,14 @@ async def test_each_problem_is_found_with_what_to_do(
     # The endpoint answers but serves another model than the one configured.
     llm = components.settings.llm.model_copy(update={"model": "gpt-9"})
     other = components.settings.model_copy(update={"llm": llm})
+    # No LLM_BASE_URL here, and the built-in model of `scripts/run.sh` answering on its port
+    # (the scripted model stands in for it): fine. With nothing on that port: no model.
+    port = int(str(components.settings.llm.base_url).rsplit(":", 1)[1].split("/")[0])
+    unset = components.settings.llm.model_copy(update={"base_url": None, "local_port": port})
+    builtin = components.settings.model_copy(update={"llm": unset})
+    nothing = components.settings.model_copy(
+        update={"llm": unset.model_copy(update={"local_port": 9})}
+    )
     # A file where the storage folder should be: nothing can be written there.
     (tmp_path / "blocked").write_text("not a folder")
     blocked = LocalFileStorage(tmp_path / "blocked" / "files")
@@ -95,6 +103,8 @@ async def test_each_problem_is_found_with_what_to_do(
     try:
         cases = [
             (subjects_of(components, llm=dead), "model", doctor.Status.failed, "LLM_BASE_URL"),
+            (subjects_of(components, settings=builtin), "model", doctor.Status.ok, "built-in"),
+            (subjects_of(components, settings=nothing), "model", doctor.Status.failed, "run.sh"),
             (subjects_of(components, settings=other), "model", doctor.Status.warning, "scripted"),
             (subjects_of(components, storage=blocked), "storage", doctor.Status.failed, "writable"),
             (
@@ -115,7 +125,7 @@ async def test_each_problem_is_found_with_what_to_do(
         for subjects, name, status, advice in cases:
             (finding,) = await doctor.examine(subjects, {name: doctor.CHECKS[name]})
             assert finding.status is status, finding
-            assert advice in finding.advice, finding
+            assert advice in finding.advice + finding.found, finding
     finally:
         await dead.close()
 

@@ -34,6 +34,7 @@ from docchat.config import (
     PROJECT_ROOT,
     PUBLIC_SECRETS,
     Environment,
+    LLMSettings,
     Settings,
 )
 from docchat.documents.storage import FileStorage
@@ -229,12 +230,7 @@ async def _model(subjects: Subjects) -> Finding:
     settings = subjects.settings.llm
     endpoint = settings.base_url
     if not endpoint:
-        return _failed(
-            "model",
-            "no model is configured: questions get no answer",
-            "set LLM_BASE_URL (and LLM_API_KEY), or start with `bash scripts/run.sh`, which "
-            "runs the built-in demo model",
-        )
+        return await _builtin_model(settings)
     try:
         models = await subjects.llm.list_models()
     except Exception as exc:
@@ -253,6 +249,29 @@ async def _model(subjects: Subjects) -> Finding:
         )
     note = " (the built-in demo model: answers quote the documents)" if settings.builtin else ""
     return _ok("model", f"{settings.model} at {endpoint}{note}")
+
+
+async def _builtin_model(settings: LLMSettings) -> Finding:
+    """No LLM_BASE_URL in this environment: `scripts/run.sh` sets it for the service alone,
+    when it starts the built-in demo model on LLM_LOCAL_PORT. Is that one answering?"""
+    local = f"http://127.0.0.1:{settings.local_port}/v1"
+    builtin = LLM(settings.model_copy(update={"base_url": local, "max_retries": 0}))
+    try:
+        await builtin.list_models()
+    except Exception:
+        return _failed(
+            "model",
+            "no model is configured: questions get no answer",
+            "set LLM_BASE_URL (and LLM_API_KEY), or start with `bash scripts/run.sh`, which "
+            "runs the built-in demo model",
+        )
+    finally:
+        await builtin.close()
+    return _ok(
+        "model",
+        f"the built-in demo model at {local} (started by scripts/run.sh: answers quote the "
+        "documents; set LLM_BASE_URL for a real model)",
+    )
 
 
 async def _ocr(subjects: Subjects) -> Finding:
