@@ -100,6 +100,10 @@ async def test_each_problem_is_found_with_what_to_do(
             "auth": components.settings.auth.model_copy(update={"secret_key": None}),
         }
     )
+    # A running app holds the key it read from that file as if it were configured.
+    loaded = loose.model_copy(
+        update={"auth": loose.auth.model_copy(update={"secret_key": SecretStr("k" * 64)})}
+    )
     try:
         cases = [
             (subjects_of(components, llm=dead), "model", doctor.Status.failed, "LLM_BASE_URL"),
@@ -117,6 +121,12 @@ async def test_each_problem_is_found_with_what_to_do(
             ),
             (
                 subjects_of(components, settings=loose),
+                "signing key",
+                doctor.Status.warning,
+                "chmod 600",
+            ),
+            (
+                subjects_of(components, settings=loaded),
                 "signing key",
                 doctor.Status.warning,
                 "chmod 600",

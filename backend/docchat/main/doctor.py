@@ -288,7 +288,9 @@ async def _ocr(subjects: Subjects) -> Finding:
 def _signing_key(subjects: Subjects) -> Finding:
     settings = subjects.settings
     secret = settings.auth.secret_key
-    if secret is not None:
+    path = settings.secret_key_file
+    # A running app holds the key it read from the file as if configured: judge the file.
+    if secret is not None and not _read_from(path, secret.get_secret_value()):
         value = secret.get_secret_value()
         if value in PUBLIC_SECRETS:
             return _failed(
@@ -304,7 +306,6 @@ def _signing_key(subjects: Subjects) -> Finding:
                 "set a random one: AUTH_SECRET_KEY=$(openssl rand -hex 32)",
             )
         return _ok("signing key", "AUTH_SECRET_KEY is set")
-    path = settings.secret_key_file
     if not path.exists():
         return _ok("signing key", f"none yet: the first start writes one to {path}")
     mode = path.stat().st_mode
@@ -315,6 +316,13 @@ def _signing_key(subjects: Subjects) -> Finding:
             f"chmod 600 {path}",
         )
     return _ok("signing key", f"kept in {path}, readable by its owner only")
+
+
+def _read_from(path: Path, key: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8").strip() == key
+    except OSError:
+        return False
 
 
 async def _clock(subjects: Subjects) -> Finding:
