@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { activityGroup, fileSize, groupedBy } from "./format";
+import { activityGroup, counted, fileSize, groupedBy } from "./format";
 
 describe("fileSize", () => {
   it("says KB below a megabyte (45 KB read as 0.0 MB)", () => {
@@ -43,5 +43,14 @@ describe("groupedBy", () => {
       { heading: "small", items: [1, 2] },
       { heading: "big", items: [5, 6, 9] },
     ]);
+  });
+});
+
+describe("counted", () => {
+  it("names one thing in the singular and others in the plural", () => {
+    expect(counted(1, "chat")).toBe("1 chat");
+    expect(counted(0, "chat")).toBe("0 chats");
+    expect(counted(2, "other member")).toBe("2 other members");
+    expect(counted(3, "person", "people")).toBe("3 people");
   });
 });

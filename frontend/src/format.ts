@@ -47,3 +47,8 @@ export function groupedBy<T>(items: T[], heading: (item: T) => string): { headin
 export function longDate(iso: string): string {
   return new Date(iso).toLocaleDateString("en-GB", { day: "numeric", month: "long", year: "numeric" });
 }
+
+/** "1 chat", "3 chats": a count with its noun. */
+export function counted(count: number, one: string, many = `${one}s`): string {
+  return `${count.toLocaleString()} ${count === 1 ? one : many}`;
+}

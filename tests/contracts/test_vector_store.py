@@ -126,3 +126,35 @@ def test_reset_empties_the_store_and_it_answers_pings(store: BlockingVectorStore
     store.reset_collection()
     assert store.count() == 0
     store.ping()
+
+
+def test_a_moved_document_answers_from_its_new_owner_with_its_vectors(
+    store: BlockingVectorStore,
+) -> None:
+    document, stays = new_document(), new_document()
+    stays = DocumentRef(stays.id, document.owner_id)
+    store.upsert(
+        [chunk(document, 0), chunk(document, 1, version=2), chunk(stays, 0)],
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]],
+    )
+    heir = uuid.uuid4()
+    assert store.move_document(document, heir) == 2
+    assert store.move_document(document, heir) == 0  # again: nothing left to move
+    moved = DocumentRef(document.id, heir)
+    hits = store.query([1.0, 0.0, 0.0], [moved], top_k=5)
+    assert ids(hits) == [chunk(moved, 0).id] and hits[0].similarity > 0.99
+    assert hits[0].chunk.owner_id == heir
+    assert store.count(DocumentRef(document.id, heir, version=2)) == 1
+    assert store.count(document) == 0 and store.count(stays) == 1
+
+
+def test_deleting_an_owner_removes_every_chunk_of_theirs_only(
+    store: BlockingVectorStore,
+) -> None:
+    gone, kept = new_document(), new_document()
+    store.upsert([chunk(gone, 0), chunk(gone, 1), chunk(kept, 0)], [[1.0, 0, 0]] * 3)
+    store.delete_owner(gone.owner_id)
+    store.delete_owner(uuid.uuid4())  # an owner who never stored anything is no error
+    assert store.count(gone) == 0 and store.count(kept) == 1 and store.count() == 1
+    store.upsert([chunk(gone, 0)], [[1.0, 0, 0]])  # the owner's collection comes back on use
+    assert store.count(gone) == 1

@@ -403,7 +403,79 @@ async def test_admin_adds_a_colleague_who_chooses_a_password_and_makes_an_api_ke
     await expect(page.get_by_role("button", name="Download everything")).to_be_enabled()
     await page.get_by_role("heading", name="Your data").scroll_into_view_if_needed()
     await page.screenshot(path=str(SCREENSHOTS / "account-data-phone.png"))
+
+    # Then they leave: nothing of theirs is read by others, so it goes at once.
+    await page.get_by_role("button", name="Delete account…").click()
+    confirm = page.get_by_role("dialog", name="Delete your account?")
+    await confirm.get_by_label("Type your email").fill(colleague)
+    await confirm.get_by_label("Password").fill("wrong password here")
+    await confirm.get_by_role("button", name="Delete my account").click()
+    await expect(confirm.get_by_role("alert")).to_contain_text("password is not correct")
+    await confirm.get_by_label("Password").fill("violet harbour lantern")
+    await page.screenshot(path=str(SCREENSHOTS / "account-delete-phone.png"))
+    await confirm.get_by_role("button", name="Delete my account").click()
+    await expect(page.get_by_role("button", name="Log in")).to_be_visible()
+    await log_in(page, live_server, colleague, "violet harbour lantern")
+    await expect(page.get_by_role("alert")).to_be_visible()
     await phone.close()
+
+
+async def test_an_administrator_hands_a_leavers_shared_documents_to_a_colleague(
+    browser: Browser, live_server: LiveServer
+) -> None:
+    leaver, heir = (f"{name}-{uuid.uuid4().hex[:8]}@example.com" for name in ("leaver", "heir"))
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        tokens = {}
+        for email in (leaver, heir):
+            await http.post("/api/v1/auth/register", json={"email": email, "password": PASSWORD})
+            login = await http.post(
+                "/api/v1/auth/login", data={"username": email, "password": PASSWORD}
+            )
+            tokens[email] = {"Authorization": f"Bearer {login.json()['access_token']}"}
+        files = {"file": ("handbook.md", b"# Handbook\n\nThe office opens at eight.", "")}
+        uploaded = await http.post("/api/v1/documents", headers=tokens[leaver], files=files)
+        document = uploaded.json()["id"]
+        made = await http.post(
+            "/api/v1/collections", headers=tokens[leaver], json={"name": "Office"}
+        )
+        collection = made.json()["id"]
+        await http.put(
+            f"/api/v1/collections/{collection}/documents/{document}", headers=tokens[leaver]
+        )
+        await http.post(
+            f"/api/v1/collections/{collection}/members",
+            headers=tokens[leaver],
+            json={"email": heir, "role": "viewer"},
+        )
+        await http.post(f"/api/v1/collections/{collection}/invitation/accept", headers=tokens[heir])
+        asked = await http.post(
+            "/api/v1/users/me/deletion",
+            headers=tokens[leaver],
+            json={"confirm_email": leaver, "password": PASSWORD},
+        )
+        assert asked.status_code == 202, asked.text
+
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Admin", exact=True).click()
+    await admin.get_by_label("Search users").fill(leaver)
+    users = admin.get_by_role("table", name="Users")
+    await expect(users).to_contain_text("deletion requested")
+    await admin.get_by_role("button", name=f"Delete {leaver}").click()
+    dialog = admin.get_by_role("dialog", name=f"Delete {leaver}?")
+    await expect(dialog).to_contain_text("handbook.md")
+    await dialog.get_by_label("Email of the account that takes them over").fill(heir)
+    await admin.screenshot(path=str(SCREENSHOTS / "admin-delete-user.png"))
+    await dialog.get_by_role("button", name="Delete account").click()
+    await expect(dialog).to_be_hidden()
+    await expect(users).not_to_contain_text(leaver)
+    await context.close()
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        owned = await http.get(f"/api/v1/documents/{document}", headers=tokens[heir])
+        assert owned.status_code == 200 and owned.json()["filename"] == "handbook.md"
+        me = await http.get("/api/v1/users/me", headers=tokens[heir])
+        assert owned.json()["owner_id"] == me.json()["id"]
 
 
 async def test_a_team_shares_a_collection_and_asks_within_it(

@@ -27,7 +27,8 @@ LAYERS: list[set[str]] = [
     {"documents"},
     {"sharing", "answers", "ingestion", "sources"},
     {"chats", "openai_compat", "identity"},
-    {"admin", "mcp_server", "account"},  # a person's own data reads their chats too
+    {"account"},  # a person's own data reads their chats too
+    {"admin", "mcp_server"},  # administrators decide about accounts (deletion)
     {"models"},  # every table, for Alembic and worker-only processes
     {"main"},
 ]

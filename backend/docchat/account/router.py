@@ -1,18 +1,26 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
+from fastapi import Depends, Response, status
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from docchat.account import export
+from docchat.account import deletion, export
+from docchat.account.schemas import (
+    DeletionConfirmation,
+    DeletionOutcome,
+    DeletionPlan,
+    DeletionStatus,
+)
 from docchat.audit import service as audit
 from docchat.auth import service as auth_service
 from docchat.auth.dependencies import ClientAddress, CurrentUser, SignedInUser
 from docchat.auth.schemas import PasswordChange, TokenPair
 from docchat.documents import repository as documents_repository
-from docchat.documents.dependencies import StorageDep
-from docchat.kit.routing import SessionDep, SettingsDep, make_router
+from docchat.documents.dependencies import StorageDep, VectorIndexDep
+from docchat.kit.routing import SessionDep, SessionmakerDep, SettingsDep, make_router
 from docchat.llm.catalog import resolve_model
 from docchat.quotas import service as quotas
 from docchat.quotas.schemas import QuotaUsage
@@ -94,3 +102,67 @@ async def export_me(
         filename=f"docchat-{stamp}.zip",
         background=BackgroundTask(path.unlink, missing_ok=True),
     )
+
+
+def get_places(
+    index: VectorIndexDep, storage: StorageDep, sessionmaker: SessionmakerDep
+) -> deletion.Places:
+    return deletion.Places(index, storage, sessionmaker)
+
+
+PlacesDep = Annotated[deletion.Places, Depends(get_places)]
+
+
+@router.get("/me/deletion", response_model=DeletionPlan, operation_id="users_deletion_plan")
+async def deletion_plan(user: CurrentUser, session: SessionDep) -> DeletionPlan:
+    """What deleting your account would remove, what of it others rely on (an administrator
+    then decides about those), and whether your request is waiting."""
+    return await deletion.plan_of(session, user)
+
+
+@router.post(
+    "/me/deletion",
+    response_model=DeletionOutcome,
+    operation_id="users_delete_me",
+    responses={
+        202: {"model": DeletionOutcome, "description": "Others rely on some of it: it waits"}
+    },
+)
+async def delete_me(
+    confirmation: DeletionConfirmation,
+    user: CurrentUser,
+    session: SessionDep,
+    places: PlacesDep,
+    address: ClientAddress,
+    response: Response,
+) -> DeletionOutcome:
+    """Delete your account: your documents and their files, chats, collections only you use,
+    API keys and sessions go now, and the audit log keeps its entries with your name replaced.
+    Type your email to confirm, and your password (unless you sign in through a directory or
+    single sign-on). When others read some of your documents or collections, the request waits
+    (202) for an administrator, who hands those over or deletes them too; until then your
+    account works as before and you can cancel. Download your data first: it cannot be undone."""
+    plan = await deletion.request(session, user, confirmation, places, address)
+    if plan is None:
+        return DeletionOutcome(
+            status=DeletionStatus.deleted, detail="Your account and everything of it is deleted"
+        )
+    response.status_code = status.HTTP_202_ACCEPTED
+    return DeletionOutcome(
+        status=DeletionStatus.requested,
+        detail=(
+            "Others read some of your documents or collections: an administrator will decide "
+            "what happens to them, then delete your account"
+        ),
+        plan=plan,
+    )
+
+
+@router.delete(
+    "/me/deletion",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="users_cancel_deletion",
+)
+async def cancel_deletion(user: CurrentUser, session: SessionDep, address: ClientAddress) -> None:
+    """Take back a deletion request that waits for an administrator."""
+    await deletion.cancel_request(session, user, address)

@@ -5,6 +5,9 @@ from typing import Annotated
 
 from fastapi import Query, status
 
+from docchat.account import deletion
+from docchat.account.router import PlacesDep
+from docchat.account.schemas import DeletionPlan, OthersDocuments
 from docchat.admin import repository
 from docchat.auth.dependencies import AdminUser, ClientAddress
 from docchat.kit.pagination import Page, PageDep, page_of
@@ -32,9 +35,19 @@ async def list_users(
     ] = None,
     role: Role | None = None,
     active: bool | None = None,
+    deletion_requested: Annotated[
+        bool | None, Query(description="Only accounts whose deletion waits (or does not)")
+    ] = None,
 ) -> Page[AdminUserRead]:
     """Accounts, newest first, with search and filters."""
-    items, total = await administration.search(session, page, query=q, role=role, active=active)
+    items, total = await administration.search(
+        session,
+        page,
+        query=q,
+        role=role,
+        active=active,
+        deletion_requested=deletion_requested,
+    )
     listed = page_of(AdminUserRead, items, total, page)
     active_at = await repository.last_active(session, [user.id for user in listed.items])
     for user in listed.items:
@@ -91,3 +104,40 @@ async def reset_password(
     user = await administration.get(session, user_id)
     password = await administration.reset_password(session, admin, user, address)
     return PasswordResetDone(temporary_password=password)
+
+
+@router.get(
+    "/{user_id}/deletion", response_model=DeletionPlan, operation_id="admin_user_deletion_plan"
+)
+async def deletion_plan(user_id: uuid.UUID, _: AdminUser, session: SessionDep) -> DeletionPlan:
+    """What deleting the account would remove, and the documents and collections others rely
+    on, which the deletion must hand over or delete too."""
+    return await deletion.plan_for_admin(session, user_id)
+
+
+@router.delete(
+    "/{user_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="admin_delete_user"
+)
+async def delete_user(
+    user_id: uuid.UUID,
+    admin: AdminUser,
+    session: SessionDep,
+    places: PlacesDep,
+    address: ClientAddress,
+    others_documents: Annotated[
+        OthersDocuments | None,
+        Query(
+            description="What happens to documents and collections others rely on (needed "
+            "when there are any): `transfer` them to `transfer_to`, or `delete` them too"
+        ),
+    ] = None,
+    transfer_to: Annotated[
+        uuid.UUID | None, Query(description="The account that takes them over")
+    ] = None,
+) -> None:
+    """Delete an account for good (a person's request, or someone who left): its documents
+    and files, chunks and vectors, chats, keys, sessions and memberships go; the audit log keeps
+    its entries with the person's name replaced. 409 says what others rely on when no choice
+    was made; the last active administrator cannot be deleted."""
+    decision = deletion.Decision(others_documents, transfer_to)
+    await deletion.delete_by_admin(session, admin, user_id, decision, places, address)

@@ -7,17 +7,19 @@ before answering 401, since that request's transaction is otherwise rolled back.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, String, cast, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit.models import AuditEntry
 from docchat.audit.text import audit_detail, audit_text
+from docchat.kit.matching import contains
 from docchat.kit.pagination import PageParams, paginate
 
 
@@ -37,6 +39,9 @@ class AuditAction(StrEnum):
     user_password_reset = "user.password_reset"  # noqa: S105
     user_quota_changed = "user.quota_changed"
     user_exported = "user.exported"  # a person downloaded everything of theirs
+    user_deletion_requested = "user.deletion_requested"  # waits for an administrator
+    user_deletion_cancelled = "user.deletion_cancelled"
+    user_deleted = "user.deleted"  # files, chunks, vectors, keys gone; names replaced here
     document_deleted = "document.deleted"
     chat_deleted = "chat.deleted"
     chat_restored = "chat.restored"
@@ -135,3 +140,70 @@ async def search(
 ) -> tuple[Sequence[AuditEntry], int]:
     """Newest first, filtered by whichever of the arguments are given."""
     return await paginate(session, _filtered(action, actor_id, target_id, since, until), page)
+
+
+def erased_name(user_id: uuid.UUID) -> str:
+    """What the audit log calls a person whose account was deleted: stable for one account
+    (its entries still read as one person's), naming no one."""
+    return f"deleted-user-{user_id.hex[:12]}"
+
+
+def _replaced(value: Any, names: re.Pattern[str], alias: str) -> Any:
+    """`value` with every whole occurrence of the names replaced by `alias`."""
+    if isinstance(value, str):
+        return names.sub(alias, value)
+    if isinstance(value, list):
+        return [_replaced(item, names, alias) for item in value]
+    if isinstance(value, dict):
+        return {key: _replaced(item, names, alias) for key, item in value.items()}
+    return value
+
+
+def _names_pattern(email: str, display_name: str) -> re.Pattern[str]:
+    """The address, and the display name when it is long enough to name someone, each as a
+    whole (not `ann@x.org` inside `joann@x.org`), in any case."""
+    names = [email] + ([display_name.strip()] if len(display_name.strip()) >= 3 else [])
+    alternatives = "|".join(re.escape(name) for name in names)
+    return re.compile(rf"(?<![\w.+-])(?:{alternatives})(?![\w.-]*@|[\w-])", re.IGNORECASE)
+
+
+async def erase_person(
+    session: AsyncSession, user_id: uuid.UUID, email: str, display_name: str = ""
+) -> int:
+    """Replace a deleted person's email and display name in every entry that carries them
+    (their own actions, actions on them, failed logins typed with their address, others'
+    invitations naming it) by `erased_name`, and drop the network address of their own
+    actions. What happened, when, and the ids stay. Returns how many entries changed.
+
+    The one change the append-only trigger lets through, and only inside this transaction."""
+    alias = erased_name(user_id)
+    email = email.lower()
+    names = _names_pattern(email, display_name)
+    statement = select(AuditEntry).where(
+        or_(
+            AuditEntry.actor_id == user_id,
+            AuditEntry.target_id == str(user_id),
+            func.lower(AuditEntry.actor_email) == email,
+            contains(cast(AuditEntry.detail, String), email),
+        )
+    )
+    entries = (await session.execute(statement)).scalars().all()
+    if not entries:
+        return 0
+    await session.execute(text("SELECT set_config('docchat.audit_erasure', 'on', true)"))
+    for entry in entries:
+        own = entry.actor_id == user_id or (entry.actor_email or "").lower() == email
+        await session.execute(
+            update(AuditEntry)
+            .where(AuditEntry.id == entry.id)
+            .values(
+                actor_email=alias if own else entry.actor_email,
+                address=None if own else entry.address,
+                detail=_replaced(entry.detail, names, alias),
+            )
+            .execution_options(synchronize_session=False)
+        )
+    await session.execute(text("SELECT set_config('docchat.audit_erasure', 'off', true)"))
+    for entry in entries:
+        session.expire(entry)
+    return len(entries)

@@ -59,6 +59,24 @@ async def cancel_pending(session: AsyncSession, document_id: uuid.UUID, now: dat
     )
 
 
+async def retire_unfinished(
+    session: AsyncSession, document_ids: Sequence[uuid.UUID], now: datetime
+) -> list[tuple[uuid.UUID, uuid.UUID | None]]:
+    """End the documents' queued and running jobs (their owner changes: the work is queued
+    again for the new one); a worker still running one loses its claim at its next step.
+    Returns each retired job's (document id, version id)."""
+    result = await session.execute(
+        update(IngestionJob)
+        .where(
+            IngestionJob.document_id.in_(document_ids),
+            IngestionJob.status.in_((JobStatus.queued, JobStatus.running)),
+        )
+        .values(status=JobStatus.done, finished_at=now, last_error="superseded", claim_token=None)
+        .returning(IngestionJob.document_id, IngestionJob.version_id)
+    )
+    return [(row.document_id, row.version_id) for row in result]
+
+
 # A running job whose worker stopped beating (it died): taken over before anything queued.
 _STALE_JOB = text(
     """

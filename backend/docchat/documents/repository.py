@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from docchat.db import advisory_xact_lock, utcnow
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
+from docchat.kit.matching import contains
 from docchat.membership.access import UserId, shared_document_ids
 from docchat.membership.models import EVERYONE_ID, CollectionDocument
 from docchat.retrieval.models import DocumentChunk
@@ -73,8 +74,7 @@ def _in_collections(
 
 def named_like(fragment: str) -> ColumnElement[bool]:
     """File names containing `fragment`, in any case (`%` and `_` taken literally)."""
-    escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return Document.filename.ilike(f"%{escaped}%", escape="\\")
+    return contains(Document.filename, fragment)
 
 
 async def get_readable(
@@ -320,6 +320,18 @@ async def owned_documents(session: AsyncSession, owner_id: uuid.UUID) -> list[Do
         .order_by(Document.created_at, Document.id)
     )
     return list((await session.execute(statement)).scalars())
+
+
+async def storage_keys_of_owner(session: AsyncSession, owner_id: uuid.UUID) -> list[str]:
+    """Every stored file the owner's documents (live or deleted) and their versions name."""
+    documents = select(Document.storage_key).where(Document.owner_id == owner_id)
+    versions = (
+        select(DocumentVersion.storage_key)
+        .join(Document, Document.id == DocumentVersion.document_id)
+        .where(Document.owner_id == owner_id)
+    )
+    found = await session.execute(union(documents, versions))
+    return sorted(str(key) for key in found.scalars())
 
 
 async def storage_keys_in_use(connection: AsyncConnection) -> list[str]:

@@ -6,6 +6,8 @@ import asyncio
 import uuid
 from typing import Any
 
+from sqlalchemy import Text, literal, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.events.models import Event
@@ -30,6 +32,20 @@ async def record(
     session.add(event)
     await session.flush()
     return event
+
+
+# Payload fields holding what a person wrote (the rest are counts, ids and model names).
+PERSONAL_FIELDS = ("query",)
+
+
+async def forget_words_of(session: AsyncSession, user_id: uuid.UUID) -> None:
+    """Drop what the user wrote from their events (their account is being deleted); the
+    counts and timings stay for the usage figures, belonging to no one once it is gone."""
+    await session.execute(
+        update(Event)
+        .where(Event.user_id == user_id)
+        .values(payload=Event.payload.op("-")(literal(list(PERSONAL_FIELDS), ARRAY(Text))))
+    )
 
 
 _background: set[asyncio.Task[Any]] = set()

@@ -28,7 +28,8 @@ def after_commit(session: AsyncSession, callback: AfterCommit) -> None:
     session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 
-async def _run_after_commit(session: AsyncSession) -> None:
+async def run_after_commit(session: AsyncSession) -> None:
+    """The work `after_commit` left (the request's route runs it; a command line calls it)."""
     for callback in session.info.pop(_AFTER_COMMIT, []):
         try:
             await callback()
@@ -51,7 +52,7 @@ class TransactionalRoute(APIRoute):
                     await session.rollback()
                     raise
                 await session.commit()
-                await _run_after_commit(session)
+                await run_after_commit(session)
                 return response
 
         return run_in_transaction

@@ -136,6 +136,53 @@ async def _reindex(layout_only: bool) -> None:
         await engine.dispose()
 
 
+async def _delete_account(args: argparse.Namespace) -> tuple[bool, str]:
+    """`docchat users delete`: (succeeded, what to print)."""
+    from docchat.account import deletion
+    from docchat.account.schemas import OthersDocuments
+    from docchat.db import create_engine, create_sessionmaker
+    from docchat.documents.storage import build_storage
+    from docchat.kit.errors import DocchatError
+    from docchat.kit.routing import run_after_commit
+    from docchat.main.components import build_embedder, build_vector_store
+    from docchat.retrieval.index import ThreadedIndex
+    from docchat.users import administration
+
+    settings = get_settings()
+    store = build_vector_store(settings, build_embedder(settings))
+    engine = create_engine(settings.database_url, pool_size=1)
+    sessionmaker = create_sessionmaker(engine)
+    places = deletion.Places(
+        ThreadedIndex(store), build_storage(settings.storage, settings.files_dir), sessionmaker
+    )
+    try:
+        async with sessionmaker() as session:
+            user = await administration.get_by_email(session, args.email)
+            heir = args.transfer_to and await administration.get_by_email(session, args.transfer_to)
+            choice = (
+                OthersDocuments.transfer
+                if heir
+                else (OthersDocuments.delete if args.delete_shared else None)
+            )
+            plan = await deletion.plan_of(session, user)
+            decision = deletion.Decision(choice, heir.id if heir else None)
+            await deletion.delete_by_admin(session, None, user.id, decision, places, None)
+            await session.commit()
+            await run_after_commit(session)
+    except deletion.DecisionNeeded as exc:
+        return False, exc.advice("--transfer-to EMAIL", "--delete-shared")
+    except DocchatError as exc:
+        return False, exc.message
+    finally:
+        await engine.dispose()
+    relied_on = len(plan.relied_on_documents) + len(plan.relied_on_collections)
+    handed = f"; {relied_on} document(s) and collection(s) went to {heir.email}" if heir else ""
+    return True, (
+        f"deleted {args.email}: {plan.documents} document(s), {plan.chats} chat(s), "
+        f"{plan.api_keys} API key(s){handed}"
+    )
+
+
 async def _doctor(as_json: bool) -> int:
     """Run every check against the installation the settings describe; print the findings."""
     import json
@@ -240,7 +287,24 @@ def main(argv: list[str] | None = None) -> None:
     admin = commands.add_parser("create-admin", help="create or promote an administrator")
     admin.add_argument("email")
     admin.add_argument("--password", help="read from the terminal when omitted")
-    users_commands.add_parser(commands)
+    user_actions = users_commands.add_parser(commands)
+    remove = user_actions.add_parser(
+        "delete",
+        help="delete an account for good: documents, files, vectors, chats, keys; the audit "
+        "log keeps its entries with the name replaced",
+    )
+    remove.add_argument("email")
+    others = remove.add_mutually_exclusive_group()
+    others.add_argument(
+        "--transfer-to",
+        metavar="EMAIL",
+        help="the account that takes over the documents and collections others rely on",
+    )
+    others.add_argument(
+        "--delete-shared",
+        action="store_true",
+        help="delete the documents and collections others rely on too",
+    )
     commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
     reindex = commands.add_parser(
         "reindex", help="rebuild the vector index for the configured embedder"
@@ -285,6 +349,11 @@ def main(argv: list[str] | None = None) -> None:
                 "given here and every earlier session of the account has ended"
                 + (", and so has every API key made with it" if action == "promoted" else "")
             )
+    elif args.command == "users" and args.action == "delete":
+        succeeded, output = asyncio.run(_delete_account(args))
+        if not succeeded:
+            sys.exit(output)
+        print(output)
     elif args.command == "users":
         succeeded, output = asyncio.run(users_commands.run(args, get_settings().database_url))
         if not succeeded:

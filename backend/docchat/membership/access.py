@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ColumnElement, Select, or_, select
+from sqlalchemy import ColumnElement, Select, SQLColumnExpression, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.membership.models import (
@@ -70,3 +70,41 @@ async def role_in(
     statement = _memberships(user.id).where(CollectionMember.collection_id == collection_id)
     roles = [member.role for member in (await session.execute(statement)).scalars()]
     return max(roles, key=lambda role: ROLE_RANK[CollectionRole(role)], default=None)
+
+
+def others_in(
+    collection_id: SQLColumnExpression[uuid.UUID], user_id: UserId
+) -> ColumnElement[bool]:
+    """Someone besides the user reads the collection: another person (once accepted) or a
+    group (whoever is in it)."""
+    return (
+        select(CollectionMember.id)
+        .where(
+            CollectionMember.collection_id == collection_id,
+            CollectionMember.accepted_at.is_not(None),
+            or_(CollectionMember.group_id.is_not(None), CollectionMember.user_id != user_id),
+        )
+        .exists()
+    )
+
+
+def solely_owned(user_id: UserId) -> Select[Collection]:
+    """Live collections the user owns and no one else does (no other person, no group)."""
+    mine = select(CollectionMember.collection_id).where(
+        CollectionMember.user_id == user_id, CollectionMember.role == CollectionRole.owner
+    )
+    other_owner = (
+        select(CollectionMember.id)
+        .where(
+            CollectionMember.collection_id == Collection.id,
+            CollectionMember.role == CollectionRole.owner,
+            or_(CollectionMember.group_id.is_not(None), CollectionMember.user_id != user_id),
+        )
+        .exists()
+    )
+    return select(Collection).where(
+        Collection.deleted_at.is_(None),
+        Collection.id != EVERYONE_ID,
+        Collection.id.in_(mine),
+        ~other_owner,
+    )

@@ -420,6 +420,57 @@ class ChromaVectorStore:
                 found[key] = float(value)
         return found
 
+    def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
+        """Copy the document's chunks (vectors, metadata, any stored text) into the new owner's
+        collection a batch at a time, each batch removed from the old one once copied: a move
+        cut short leaves every chunk in one place or the other, and running it again ends it."""
+        if owner_id == document.owner_id:
+            return 0
+        moved = 0
+        where = {"document_id": str(document.id)}
+        while True:
+            with self._guard(document.owner_id, "move"):
+                source = self._owner_collection(document.owner_id, create=False)
+                if source is None:
+                    return moved
+                batch = source.get(
+                    where=where,
+                    limit=LEGACY_MOVE_BATCH,
+                    include=["embeddings", "documents", "metadatas"],
+                )
+            if not batch["ids"]:
+                return moved
+            texts = list(batch["documents"] or [])
+            metadatas = [
+                dict(metadata) | {"owner_id": str(owner_id)}
+                for metadata in batch["metadatas"] or []
+            ]
+            vectors = batch["embeddings"]
+            assert vectors is not None
+            with self._guard(owner_id, "write"):
+                target = self._owner_collection(owner_id, create=True)
+                assert target is not None
+                target.upsert(
+                    ids=list(batch["ids"]),
+                    embeddings=[[float(x) for x in vector] for vector in vectors],
+                    documents=[text or "" for text in texts] if any(texts) else None,
+                    metadatas=metadatas,
+                )
+            with self._guard(document.owner_id, "delete"):
+                source.delete(ids=list(batch["ids"]))
+            moved += len(batch["ids"])
+
+    def delete_owner(self, owner_id: uuid.UUID) -> None:
+        """Drop the owner's collection, every chunk of theirs with it."""
+        if self.mismatch:
+            raise VectorStoreUnavailable(self.mismatch)
+        with self._guard(owner_id, "delete"), self._lock:
+            self._owners.pop(owner_id, None)
+            try:
+                self._client.delete_collection(self._owner_collection_name(owner_id))
+            except (NotFoundError, ValueError):  # never written to (older clients: ValueError)
+                return
+
     def count(self, document: DocumentRef | None = None) -> int:
         if document is not None:
             with self._guard(document.owner_id, "count"):

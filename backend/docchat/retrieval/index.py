@@ -17,6 +17,9 @@ Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thr
   where it kept them: chunks written by versions that did), for passages PostgreSQL lacks;
 - `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
   document and chunk index) that exist, keyed by chunk id;
+- `move_document(document, owner_id)` gives every chunk of a document (all versions) to
+  another owner, vectors kept (an account deleted with its shared documents handed over);
+  `delete_owner(owner_id)` removes every chunk of an owner (their account deleted);
 - `count(document)` counts the chunks of a document's version (or all chunks), `ping()` checks
   it can serve;
 - failures raise `VectorStoreUnavailable`.
@@ -257,6 +260,10 @@ class VectorIndex(Protocol):
 
     async def read(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
 
+    async def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int: ...
+
+    async def delete_owner(self, owner_id: uuid.UUID) -> None: ...
+
     async def count(self, document: DocumentRef | None = None) -> int: ...
 
     async def ping(self) -> None: ...
@@ -284,6 +291,12 @@ class BlockingVectorStore(Protocol):
     ) -> dict[str, float]: ...
 
     def read(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
+
+    def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
+        """Give the document's chunks to `owner_id`; returns how many moved."""
+        ...
+
+    def delete_owner(self, owner_id: uuid.UUID) -> None: ...
 
     def count(self, document: DocumentRef | None = None) -> int: ...
 
@@ -384,6 +397,12 @@ class ThreadedIndex:
 
     async def read(self, chunks: Sequence[Chunk]) -> list[Chunk]:
         return await asyncio.to_thread(self.store.read, chunks)
+
+    async def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
+        return await asyncio.to_thread(self.store.move_document, document, owner_id)
+
+    async def delete_owner(self, owner_id: uuid.UUID) -> None:
+        await asyncio.to_thread(self.store.delete_owner, owner_id)
 
     async def count(self, document: DocumentRef | None = None) -> int:
         return await asyncio.to_thread(self.store.count, document)

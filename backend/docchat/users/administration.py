@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit import service as audit
 from docchat.kit.errors import Conflict, NotFound, Unprocessable
+from docchat.kit.matching import contains
 from docchat.kit.pagination import PageParams, paginate
 from docchat.users import repository
 from docchat.users.models import Role, User
@@ -69,21 +70,21 @@ async def search(
     query: str | None = None,
     role: Role | None = None,
     active: bool | None = None,
+    deletion_requested: bool | None = None,
 ) -> tuple[Sequence[User], int]:
     """Newest first; `query` matches part of the email or the display name."""
     statement = repository.active_users()
     if query:
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         statement = statement.where(
-            or_(
-                User.email.ilike(pattern, escape="\\"),
-                User.display_name.ilike(pattern, escape="\\"),
-            )
+            or_(contains(User.email, query), contains(User.display_name, query))
         )
     if role is not None:
         statement = statement.where(User.role == role)
     if active is not None:
         statement = statement.where(User.is_active.is_(active))
+    if deletion_requested is not None:
+        requested = User.deletion_requested_at.is_not(None)
+        statement = statement.where(requested if deletion_requested else ~requested)
     return await paginate(session, statement.order_by(User.created_at.desc(), User.id), page)
 
 
@@ -115,7 +116,7 @@ async def create(
     return user, generated
 
 
-async def _ensure_another_admin(session: AsyncSession, user: User) -> None:
+async def ensure_another_admin(session: AsyncSession, user: User) -> None:
     """Refuse to leave the installation without an active administrator."""
     if not (user.is_admin and user.is_active):
         return
@@ -135,7 +136,7 @@ async def set_active(
     if user.is_active == active:
         return
     if not active:
-        await _ensure_another_admin(session, user)
+        await ensure_another_admin(session, user)
         # Keys too, for good: reactivating an account that was taken over must not bring
         # back the keys made with it; its owner makes new ones.
         await end_credentials(session, user)
@@ -150,7 +151,7 @@ async def set_role(
     if user.role == role:
         return
     if role != Role.admin:
-        await _ensure_another_admin(session, user)
+        await ensure_another_admin(session, user)
     before = user.role
     user.role = role
     action = audit.AuditAction.user_role_changed

@@ -21,8 +21,12 @@ from docchat.users.schemas import AdminUserCreate
 Action = Callable[[AsyncSession, argparse.Namespace], Awaitable[str]]
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    users = commands.add_parser("users", help="create, list, deactivate and reset users")
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The `users` command and its actions (returned: the wiring adds those needing more than
+    the database, such as `delete`)."""
+    users = commands.add_parser("users", help="create, list, deactivate, reset and delete users")
     actions = users.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="list users (newest first)")
     listing.add_argument("--search", help="part of the email or display name")
@@ -42,6 +46,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     role = actions.add_parser("set-role", help="make a user an administrator or a user")
     role.add_argument("email")
     role.add_argument("role", choices=[role.value for role in Role])
+    return actions
 
 
 async def _list(session: AsyncSession, args: argparse.Namespace) -> str:

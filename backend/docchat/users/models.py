@@ -32,6 +32,9 @@ class User(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     # Quotas; None takes the server's default (QUOTA_*), 0 means no limit.
     daily_token_limit: Mapped[int | None] = mapped_column(BigInteger, default=None)
     storage_limit_mb: Mapped[int | None] = mapped_column(default=None)
+    # The person asked to delete the account, which holds documents others read: it waits for
+    # an administrator to decide what happens to them (`account.deletion`).
+    deletion_requested_at: Mapped[datetime | None] = mapped_column(default=None)
 
     @property
     def is_admin(self) -> bool:

@@ -37,6 +37,9 @@ class AdminUserRead(UserRead):
     last_active_at: datetime | None = Field(
         None, description="Latest login, question or other recorded action (null: none yet)"
     )
+    deletion_requested_at: datetime | None = Field(
+        None, description="When the person asked to delete the account (null: they did not)"
+    )
 
 
 class AdminUserCreate(RequestModel):

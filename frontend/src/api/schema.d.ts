@@ -193,7 +193,14 @@ export interface paths {
         get: operations["admin_get_user"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete User
+         * @description Delete an account for good (a person's request, or someone who left): its documents
+         *     and files, chunks and vectors, chats, keys, sessions and memberships go; the audit log keeps
+         *     its entries with the person's name replaced. 409 says what others rely on when no choice
+         *     was made; the last active administrator cannot be deleted.
+         */
+        delete: operations["admin_delete_user"];
         options?: never;
         head?: never;
         /**
@@ -202,6 +209,27 @@ export interface paths {
          *     rename, or set quotas. The last active administrator cannot be demoted or deactivated.
          */
         patch: operations["admin_update_user"];
+        trace?: never;
+    };
+    "/api/v1/admin/users/{user_id}/deletion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deletion Plan
+         * @description What deleting the account would remove, and the documents and collections others rely
+         *     on, which the deletion must hand over or delete too.
+         */
+        get: operations["admin_user_deletion_plan"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/admin/users/{user_id}/reset-password": {
@@ -1220,6 +1248,40 @@ export interface paths {
         patch: operations["users_update_me"];
         trace?: never;
     };
+    "/api/v1/users/me/deletion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deletion Plan
+         * @description What deleting your account would remove, what of it others rely on (an administrator
+         *     then decides about those), and whether your request is waiting.
+         */
+        get: operations["users_deletion_plan"];
+        put?: never;
+        /**
+         * Delete Me
+         * @description Delete your account: your documents and their files, chats, collections only you use,
+         *     API keys and sessions go now, and the audit log keeps its entries with your name replaced.
+         *     Type your email to confirm, and your password (unless you sign in through a directory or
+         *     single sign-on). When others read some of your documents or collections, the request waits
+         *     (202) for an administrator, who hands those over or deletes them too; until then your
+         *     account works as before and you can cancel. Download your data first: it cannot be undone.
+         */
+        post: operations["users_delete_me"];
+        /**
+         * Cancel Deletion
+         * @description Take back a deletion request that waits for an administrator.
+         */
+        delete: operations["users_cancel_deletion"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/me/export": {
         parameters: {
             query?: never;
@@ -1402,6 +1464,11 @@ export interface components {
              * @description Tokens per day (null: the server's default; 0: no limit)
              */
             daily_token_limit: number | null;
+            /**
+             * Deletion Requested At
+             * @description When the person asked to delete the account (null: they did not)
+             */
+            deletion_requested_at?: string | null;
             /** Display Name */
             display_name: string;
             /** Email */
@@ -1446,6 +1513,11 @@ export interface components {
              * @description Tokens per day (null: the server's default; 0: no limit)
              */
             daily_token_limit: number | null;
+            /**
+             * Deletion Requested At
+             * @description When the person asked to delete the account (null: they did not)
+             */
+            deletion_requested_at?: string | null;
             /** Display Name */
             display_name: string;
             /** Email */
@@ -1724,7 +1796,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "user.exported" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "user.exported" | "user.deletion_requested" | "user.deletion_cancelled" | "user.deleted" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -2083,6 +2155,67 @@ export interface components {
             /** Name */
             name?: string | null;
         };
+        /** DeletionConfirmation */
+        DeletionConfirmation: {
+            /**
+             * Confirm Email
+             * @description The account's email, typed again
+             */
+            confirm_email: string;
+            /**
+             * Password
+             * @description The account's password (not needed for one that signs in through a directory or single sign-on)
+             */
+            password?: string | null;
+        };
+        /** DeletionOutcome */
+        DeletionOutcome: {
+            /** Detail */
+            detail: string;
+            /** @description With `requested`: what waits */
+            plan?: components["schemas"]["DeletionPlan"] | null;
+            status: components["schemas"]["DeletionStatus"];
+        };
+        /**
+         * DeletionPlan
+         * @description What deleting the account removes, and what of it others rely on.
+         */
+        DeletionPlan: {
+            /** Api Keys */
+            api_keys: number;
+            /** Chats */
+            chats: number;
+            /**
+             * Collections Owned
+             * @description Collections it alone owns
+             */
+            collections_owned: number;
+            /**
+             * Deletion Requested At
+             * @description When the person asked for the deletion, if they did and it waits
+             */
+            deletion_requested_at: string | null;
+            /**
+             * Documents
+             * @description Documents of the account
+             */
+            documents: number;
+            /**
+             * Relied On Collections
+             * @description Collections it alone owns that others are members of
+             */
+            relied_on_collections: components["schemas"]["ReliedOnCollection"][];
+            /**
+             * Relied On Documents
+             * @description Documents others read (shared with everyone, or in a collection with other members): an administrator decides whether they go to another account or go
+             */
+            relied_on_documents: components["schemas"]["ReliedOnDocument"][];
+        };
+        /**
+         * DeletionStatus
+         * @enum {string}
+         */
+        DeletionStatus: "deleted" | "requested";
         /** DocumentFromUrl */
         DocumentFromUrl: {
             /** Category Id */
@@ -2612,6 +2745,12 @@ export interface components {
              */
             object: string;
         };
+        /**
+         * OthersDocuments
+         * @description What happens to the documents of a deleted account that others read.
+         * @enum {string}
+         */
+        OthersDocuments: "transfer" | "delete";
         /** Page[AdminUserRead] */
         Page_AdminUserRead_: {
             /** Items */
@@ -2844,6 +2983,38 @@ export interface components {
             detail: string;
             /** Email */
             email: string;
+        };
+        /** ReliedOnCollection */
+        ReliedOnCollection: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Members
+             * @description Other members (people and groups)
+             */
+            members: number;
+            /** Name */
+            name: string;
+        };
+        /** ReliedOnDocument */
+        ReliedOnDocument: {
+            /**
+             * Collections
+             * @description Collections others read it through
+             */
+            collections: string[];
+            /** Filename */
+            filename: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Shared With Everyone */
+            shared_with_everyone: boolean;
         };
         /**
          * Role
@@ -3607,6 +3778,8 @@ export interface operations {
                 q?: string | null;
                 role?: components["schemas"]["Role"] | null;
                 active?: boolean | null;
+                /** @description Only accounts whose deletion waits (or does not) */
+                deletion_requested?: boolean | null;
                 skip?: number;
                 limit?: number;
             };
@@ -3700,6 +3873,40 @@ export interface operations {
             };
         };
     };
+    admin_delete_user: {
+        parameters: {
+            query?: {
+                /** @description What happens to documents and collections others rely on (needed when there are any): `transfer` them to `transfer_to`, or `delete` them too */
+                others_documents?: components["schemas"]["OthersDocuments"] | null;
+                /** @description The account that takes them over */
+                transfer_to?: string | null;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     admin_update_user: {
         parameters: {
             query?: never;
@@ -3722,6 +3929,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AdminUserRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    admin_user_deletion_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionPlan"];
                 };
             };
             /** @description Validation Error */
@@ -5860,6 +6098,86 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
+            };
+        };
+    };
+    users_deletion_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionPlan"];
+                };
+            };
+        };
+    };
+    users_delete_me: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeletionConfirmation"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionOutcome"];
+                };
+            };
+            /** @description Others rely on some of it: it waits */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionOutcome"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    users_cancel_deletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

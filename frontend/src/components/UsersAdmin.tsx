@@ -2,6 +2,8 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, errorMessage, type Schemas } from "../api/client";
 import { keys, queryClient } from "../api/queries";
+import { useModalDialog } from "../dialogs";
+import { counted } from "../format";
 import Pager from "./Pager";
 
 type AdminUser = Schemas["AdminUserRead"];
@@ -52,8 +54,116 @@ function QuotaEditor({ user, onSave, onCancel }: { user: AdminUser; onSave(body:
   );
 }
 
+/** Deleting an account: what it holds, and for what others read, a choice between handing
+ * it to another account (by email) and deleting it too. */
+function DeleteUser({ user, onClose, onDeleted }: { user: AdminUser; onClose(): void; onDeleted(): void }) {
+  const dialog = useModalDialog(true);
+  const [choice, setChoice] = useState<"transfer" | "delete">("transfer");
+  const [heir, setHeir] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [working, setWorking] = useState(false);
+  const plan = useQuery({
+    queryKey: [...ADMIN_USERS, user.id, "deletion"],
+    queryFn: async () =>
+      (await api.GET("/api/v1/admin/users/{user_id}/deletion", { params: { path: { user_id: user.id } } })).data ?? null,
+  }).data;
+  const reliedOn = plan ? plan.relied_on_documents.length + plan.relied_on_collections.length : 0;
+
+  async function heirId(): Promise<string | null> {
+    const { data } = await api.GET("/api/v1/admin/users", { params: { query: { q: heir.trim(), active: true, limit: 5 } } });
+    return data?.items.find((candidate) => candidate.email.toLowerCase() === heir.trim().toLowerCase())?.id ?? null;
+  }
+
+  async function remove(event: FormEvent) {
+    event.preventDefault();
+    setError(null);
+    setWorking(true);
+    let query: { others_documents?: "transfer" | "delete"; transfer_to?: string } = {};
+    if (reliedOn > 0 && choice === "transfer") {
+      const id = await heirId();
+      if (!id) {
+        setWorking(false);
+        setError(`No active account has the email ${heir.trim() || "given"}`);
+        return;
+      }
+      query = { others_documents: "transfer", transfer_to: id };
+    } else if (reliedOn > 0) query = { others_documents: "delete" };
+    const { error: failure } = await api.DELETE("/api/v1/admin/users/{user_id}", {
+      params: { path: { user_id: user.id }, query },
+    });
+    setWorking(false);
+    if (failure) setError(errorMessage(failure, "The account could not be deleted"));
+    else onDeleted();
+  }
+
+  return (
+    <dialog ref={dialog} aria-labelledby="delete-user-title" onClose={onClose}>
+      <form className="stack" onSubmit={(event) => void remove(event)}>
+        <h2 id="delete-user-title">Delete {user.email}?</h2>
+        {plan && (
+          <p className="small">
+            {counted(plan.documents, "document")}, {counted(plan.chats, "chat")} and {counted(plan.api_keys, "API key")} go for
+            good, with their files and search index; the audit log keeps its entries under another name.
+          </p>
+        )}
+        {plan && reliedOn > 0 && (
+          <fieldset>
+            <legend>Others read some of it</legend>
+            <ul className="small">
+              {plan.relied_on_documents.slice(0, 5).map((document) => (
+                <li key={document.id}>
+                  {document.filename}{" "}
+                  <span className="muted">
+                    ({document.shared_with_everyone ? "shared with everyone" : `in ${document.collections.join(", ")}`})
+                  </span>
+                </li>
+              ))}
+              {plan.relied_on_documents.length > 5 && <li className="muted">and {plan.relied_on_documents.length - 5} more</li>}
+              {plan.relied_on_collections.map((collection) => (
+                <li key={collection.id}>
+                  collection {collection.name} <span className="muted">({counted(collection.members, "other member")})</span>
+                </li>
+              ))}
+            </ul>
+            <label className="choice">
+              <input type="radio" name="others" checked={choice === "transfer"} onChange={() => setChoice("transfer")} />
+              Give them to
+              <input
+                type="email"
+                aria-label="Email of the account that takes them over"
+                placeholder="colleague@example.com"
+                value={heir}
+                required={choice === "transfer"}
+                disabled={choice !== "transfer"}
+                onChange={(e) => setHeir(e.target.value)}
+              />
+            </label>
+            <label className="choice">
+              <input type="radio" name="others" checked={choice === "delete"} onChange={() => setChoice("delete")} />
+              Delete them too
+            </label>
+          </fieldset>
+        )}
+        {error && (
+          <p role="alert" className="error small">
+            {error}
+          </p>
+        )}
+        <div className="row">
+          <button type="submit" className="danger" disabled={!plan || working}>
+            Delete account
+          </button>
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </dialog>
+  );
+}
+
 /** Accounts: search, add (with a temporary password), role, quotas, last activity,
- * deactivate/reactivate, reset password. */
+ * deactivate/reactivate, reset password, delete (a person's request waits here). */
 export default function UsersAdmin({ currentUserId }: { currentUserId: string }) {
   const [skip, setSkip] = useState(0);
   const [query, setQuery] = useState("");
@@ -62,6 +172,7 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
   const [handover, setHandover] = useState<{ email: string; password: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<AdminUser | null>(null);
 
   // One cached page per search and offset: a late reply for what was typed before fills its
   // own entry, never the page on screen (a plain effect showed whichever reply came last).
@@ -171,7 +282,15 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
                     <option value="admin">admin</option>
                   </select>
                 </td>
-                <td>{user.is_active ? "active" : "deactivated"}</td>
+                <td>
+                  {user.is_active ? "active" : "deactivated"}
+                  {user.deletion_requested_at && (
+                    <span className="badge" title={`Asked on ${new Date(user.deletion_requested_at).toLocaleString()}`}>
+                      {" "}
+                      deletion requested
+                    </span>
+                  )}
+                </td>
                 <td>{user.last_active_at ? new Date(user.last_active_at).toLocaleString() : <span className="muted">never</span>}</td>
                 <td>
                   {editing === user.id ? (
@@ -201,6 +320,11 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
                   <button type="button" onClick={() => void resetPassword(user)}>
                     Reset password
                   </button>
+                  {user.id !== currentUserId && (
+                    <button type="button" className="danger-text" onClick={() => setDeleting(user)} aria-label={`Delete ${user.email}`}>
+                      Delete…
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
@@ -208,6 +332,16 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
         </table>
       </div>
       <Pager skip={skip} limit={PAGE} total={total} onSkip={setSkip} label="User pages" empty="No users" />
+      {deleting && (
+        <DeleteUser
+          user={deleting}
+          onClose={() => setDeleting(null)}
+          onDeleted={() => {
+            setDeleting(null);
+            void load();
+          }}
+        />
+      )}
     </>
   );
 }

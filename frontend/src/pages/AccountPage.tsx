@@ -1,10 +1,11 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { api, downloadMyData, errorMessage, type Schemas, type User } from "../api/client";
+import { api, downloadMyData, errorMessage, logout, type Schemas, type User } from "../api/client";
 import { keys, queryClient, useUsage } from "../api/queries";
 import PasswordForm from "../components/PasswordForm";
 import ThemePicker from "../components/ThemePicker";
-import { fileSize } from "../format";
+import { useModalDialog } from "../dialogs";
+import { counted, fileSize } from "../format";
 
 type ApiKey = Schemas["ApiKeyRead"];
 type Scope = Schemas["Scope"];
@@ -197,6 +198,116 @@ function MyData() {
   );
 }
 
+const DELETION_PLAN = ["account", "deletion"] as const;
+
+/** Deleting the account: what goes, what others rely on (an administrator decides about
+ * that), a confirmation with the email and password, and a waiting request to take back. */
+function DeleteAccount({ user }: { user: User }) {
+  const [open, setOpen] = useState(false);
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [working, setWorking] = useState(false);
+  const dialog = useModalDialog(open);
+  const plan = useQuery({
+    queryKey: DELETION_PLAN,
+    queryFn: async () => (await api.GET("/api/v1/users/me/deletion")).data ?? null,
+  }).data;
+  if (!plan) return null;
+  const reliedOn = plan.relied_on_documents.length + plan.relied_on_collections.length;
+  const refresh = () => queryClient.invalidateQueries({ queryKey: DELETION_PLAN });
+
+  async function confirm(event: FormEvent) {
+    event.preventDefault();
+    setError(null);
+    setWorking(true);
+    const { data, error: failure } = await api.POST("/api/v1/users/me/deletion", {
+      body: { confirm_email: email, password: password || null },
+    });
+    setWorking(false);
+    if (!data) {
+      setError(errorMessage(failure, "Your account could not be deleted"));
+      return;
+    }
+    if (data.status === "deleted") {
+      logout();
+      return;
+    }
+    setOpen(false);
+    await refresh();
+  }
+
+  async function cancel() {
+    await api.DELETE("/api/v1/users/me/deletion");
+    await refresh();
+  }
+
+  if (plan.deletion_requested_at) {
+    return (
+      <div className="notice" role="status">
+        <p>
+          You asked on {new Date(plan.deletion_requested_at).toLocaleDateString()} to delete your account. Others read{" "}
+          {reliedOn.toLocaleString()} of your documents or collections, so an administrator decides what happens to them,
+          then deletes it. Until then everything works as before.
+        </p>
+        <button type="button" onClick={() => void cancel()}>
+          Keep my account
+        </button>
+      </div>
+    );
+  }
+  return (
+    <>
+      <p className="muted">
+        Deleting your account removes {counted(plan.documents, "document")} and their files, {counted(plan.chats, "chat")},{" "}
+        {counted(plan.api_keys, "API key")} and {counted(plan.collections_owned, "collection")} only you own. It cannot be
+        undone: download your data first.
+      </p>
+      {reliedOn > 0 && (
+        <p className="muted">
+          Others read {plan.relied_on_documents.length.toLocaleString()} of your documents
+          {plan.relied_on_collections.length > 0 && ` and ${counted(plan.relied_on_collections.length, "collection")} you own`}
+          : an administrator will decide whether a colleague takes them over, and your account stays until then.
+        </p>
+      )}
+      <button type="button" className="danger" onClick={() => { setError(null); setOpen(true); }}>
+        Delete account…
+      </button>
+      <dialog ref={dialog} aria-labelledby="delete-account-title" onClose={() => setOpen(false)}>
+        <form onSubmit={(event) => void confirm(event)} className="stack">
+          <h2 id="delete-account-title">Delete your account?</h2>
+          <p className="small">
+            {reliedOn > 0
+              ? "Your request goes to an administrator, who decides about what others read; the rest is deleted with your account."
+              : "Everything of yours is deleted now, and you are signed out."}
+          </p>
+          <label>
+            Type your email ({user.email}) to confirm
+            <input type="email" required autoComplete="off" value={email} onChange={(e) => setEmail(e.target.value)} />
+          </label>
+          <label>
+            Password <span className="muted small">(none if you sign in through your organisation)</span>
+            <input type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} />
+          </label>
+          {error && (
+            <p role="alert" className="error small">
+              {error}
+            </p>
+          )}
+          <div className="row">
+            <button type="submit" className="danger" disabled={working}>
+              {reliedOn > 0 ? "Ask to delete my account" : "Delete my account"}
+            </button>
+            <button type="button" onClick={() => setOpen(false)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      </dialog>
+    </>
+  );
+}
+
 export default function AccountPage({ user }: { user: User }) {
   return (
     <main className="admin">
@@ -220,6 +331,10 @@ export default function AccountPage({ user }: { user: User }) {
       <section aria-labelledby="data-title" className="card">
         <h2 id="data-title">Your data</h2>
         <MyData />
+      </section>
+      <section aria-labelledby="delete-title" className="card">
+        <h2 id="delete-title">Delete account</h2>
+        <DeleteAccount user={user} />
       </section>
     </main>
   );

@@ -1,0 +1,402 @@
+"""Deleting an account: everything of the person's goes, but what others rely on is decided.
+
+A person may delete their own account. When nothing of theirs is read by anyone else, it goes
+at once; when documents of theirs are (shared with everyone, or in a collection with other
+members), or they alone own a collection others are in, the request waits for an
+administrator, who either hands those documents and collections to another account or deletes
+them too. An administrator may also delete any account directly (a colleague who left), with
+the same choice.
+
+Deletion removes the account's row, and with it (foreign keys, ON DELETE CASCADE) its documents
+and their chunks, chats and messages, API keys, sessions, memberships, categories and links to
+directories; the stored files are released once that has committed (a file another document
+shares stays), the vectors go with the owner's vector collection, and the audit log keeps its
+entries with the person's email and name replaced (`audit.erase_person`). Collections only they
+used go with them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from functools import partial
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from docchat.account.schemas import (
+    DeletionConfirmation,
+    DeletionPlan,
+    OthersDocuments,
+    ReliedOnCollection,
+    ReliedOnDocument,
+)
+from docchat.audit import service as audit
+from docchat.auth.models import ApiKey
+from docchat.chats.models import Chat
+from docchat.db import utcnow
+from docchat.documents import handover
+from docchat.documents import repository as documents_repository
+from docchat.documents.models import Document, Visibility
+from docchat.documents.service import release_file
+from docchat.documents.storage import FileStorage
+from docchat.events import service as events
+from docchat.kit.errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unprocessable
+from docchat.kit.routing import after_commit
+from docchat.membership.access import others_in, solely_owned
+from docchat.membership.models import (
+    Collection,
+    CollectionDocument,
+    CollectionMember,
+    CollectionRole,
+)
+from docchat.retrieval.index import VectorIndex, VectorStoreUnavailable
+from docchat.users import administration
+from docchat.users.models import User
+from docchat.users.passwords import NO_PASSWORD, verify_password
+
+RELIED_ON_LISTED = 200  # the plan names this many documents; its counts are exact
+WRONG_EMAIL = "Type the account's email to confirm the deletion"
+WRONG_PASSWORD = "The password is not correct"  # noqa: S105
+NEEDS_DECISION = (
+    "{documents} document(s) and {collections} collection(s) of this account are read by "
+    "others: choose {transfer} (the account that takes them over), or {delete}"
+)
+
+
+class DecisionNeeded(Conflict):
+    """Others rely on some of the account and no one said what happens to it."""
+
+    def __init__(self, documents: int, collections: int) -> None:
+        self.documents, self.collections = documents, collections
+        super().__init__(
+            self.advice("others_documents=transfer with transfer_to", "others_documents=delete")
+        )
+
+    def advice(self, transfer: str, delete: str) -> str:
+        return NEEDS_DECISION.format(
+            documents=self.documents, collections=self.collections, transfer=transfer, delete=delete
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What an administrator chose for what others rely on (None: nothing was chosen)."""
+
+    others_documents: OthersDocuments | None = None
+    transfer_to: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where the deleted account's data lives outside PostgreSQL."""
+
+    vector_index: VectorIndex
+    storage: FileStorage
+    sessionmaker: async_sessionmaker[AsyncSession]
+
+
+async def relied_on_documents(
+    session: AsyncSession, user_id: uuid.UUID
+) -> list[tuple[Document, list[str]]]:
+    """The user's live documents others read, each with the collections they read it
+    through (none for one shared with everyone alone), oldest first."""
+    through = (
+        select(CollectionDocument.document_id, func.array_agg(Collection.name).label("names"))
+        .join(Collection, Collection.id == CollectionDocument.collection_id)
+        .where(
+            CollectionDocument.owner_id == user_id,
+            Collection.deleted_at.is_(None),
+            others_in(Collection.id, user_id),
+        )
+        .group_by(CollectionDocument.document_id)
+        .subquery()
+    )
+    statement = (
+        select(Document, through.c.names)
+        .outerjoin(through, through.c.document_id == Document.id)
+        .where(
+            Document.owner_id == user_id,
+            Document.deleted_at.is_(None),
+            or_(Document.visibility == Visibility.shared, through.c.document_id.is_not(None)),
+        )
+        .order_by(Document.created_at, Document.id)
+    )
+    return [(row[0], sorted(row[1] or [])) for row in await session.execute(statement)]
+
+
+async def relied_on_collections(
+    session: AsyncSession, user_id: uuid.UUID
+) -> list[tuple[Collection, int]]:
+    """Collections the user alone owns that others are in, with how many others."""
+    others = (
+        select(func.count(CollectionMember.id))
+        .where(
+            CollectionMember.collection_id == Collection.id,
+            CollectionMember.accepted_at.is_not(None),
+            (CollectionMember.group_id.is_not(None)) | (CollectionMember.user_id != user_id),
+        )
+        .scalar_subquery()
+    )
+    statement = (
+        solely_owned(user_id)
+        .add_columns(others)
+        .where(others_in(Collection.id, user_id))
+        .order_by(Collection.created_at, Collection.id)
+    )
+    return [(row[0], int(row[1])) for row in await session.execute(statement)]
+
+
+async def _count(session: AsyncSession, statement: object) -> int:
+    return int((await session.execute(statement)).scalar_one())  # type: ignore[call-overload]
+
+
+async def plan_of(session: AsyncSession, user: User) -> DeletionPlan:
+    documents = await relied_on_documents(session, user.id)
+    collections = await relied_on_collections(session, user.id)
+    owned = select(func.count()).select_from(solely_owned(user.id).subquery())
+    return DeletionPlan(
+        documents=await _count(
+            session,
+            select(func.count(Document.id)).where(
+                Document.owner_id == user.id, Document.deleted_at.is_(None)
+            ),
+        ),
+        chats=await _count(
+            session,
+            select(func.count(Chat.id)).where(Chat.owner_id == user.id, Chat.deleted_at.is_(None)),
+        ),
+        api_keys=await _count(
+            session,
+            select(func.count(ApiKey.id)).where(
+                ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None)
+            ),
+        ),
+        collections_owned=await _count(session, owned),
+        relied_on_documents=[
+            ReliedOnDocument(
+                id=document.id,
+                filename=document.filename,
+                shared_with_everyone=document.visibility == Visibility.shared,
+                collections=names,
+            )
+            for document, names in documents[:RELIED_ON_LISTED]
+        ],
+        relied_on_collections=[
+            ReliedOnCollection(id=collection.id, name=collection.name, members=members)
+            for collection, members in collections
+        ],
+        deletion_requested_at=user.deletion_requested_at,
+    )
+
+
+async def _confirm(user: User, confirmation: DeletionConfirmation) -> None:
+    if confirmation.confirm_email.strip().lower() != user.email.lower():
+        raise Unprocessable(WRONG_EMAIL)
+    if user.password_hash == NO_PASSWORD:
+        return  # a directory or single sign-on checks who this is; the session proves it
+    if not confirmation.password or not await verify_password(
+        confirmation.password, user.password_hash
+    ):
+        raise Forbidden(WRONG_PASSWORD)
+
+
+async def _lock(session: AsyncSession, user_id: uuid.UUID) -> User:
+    """The account's row, locked until the transaction ends: two deletions (or a deletion and
+    a request) of one account take turns, and the second finds it gone."""
+    statement = select(User).where(User.id == user_id, User.deleted_at.is_(None)).with_for_update()
+    user = (await session.execute(statement)).scalar_one_or_none()
+    if user is None:
+        raise NotFound("User not found")
+    await session.refresh(user)
+    return user
+
+
+async def request(
+    session: AsyncSession,
+    user: User,
+    confirmation: DeletionConfirmation,
+    places: Places,
+    address: str | None,
+) -> DeletionPlan | None:
+    """The person's own request: None when the account was deleted at once, else the plan
+    that waits for an administrator."""
+    await _confirm(user, confirmation)
+    user = await _lock(session, user.id)
+    plan = await plan_of(session, user)
+    if not plan.relied_on_documents and not plan.relied_on_collections:
+        await delete_account(session, user, user, Decision(), places, address)
+        return None
+    if user.deletion_requested_at is None:
+        user.deletion_requested_at = utcnow()
+        await audit.record(
+            session,
+            audit.AuditAction.user_deletion_requested,
+            actor=user,
+            target=("user", user.id),
+            address=address,
+            relied_on_documents=len(plan.relied_on_documents),
+            relied_on_collections=len(plan.relied_on_collections),
+        )
+        await session.flush()
+    return plan.model_copy(update={"deletion_requested_at": user.deletion_requested_at})
+
+
+async def cancel_request(session: AsyncSession, user: User, address: str | None) -> None:
+    user = await _lock(session, user.id)
+    if user.deletion_requested_at is None:
+        raise NotFound("There is no deletion request to cancel")
+    user.deletion_requested_at = None
+    await audit.record(
+        session,
+        audit.AuditAction.user_deletion_cancelled,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+    )
+    await session.flush()
+
+
+async def _heir(session: AsyncSession, user: User, decision: Decision) -> User | None:
+    if decision.others_documents != OthersDocuments.transfer:
+        return None
+    if decision.transfer_to is None:
+        raise Unprocessable("Name the account that takes the documents over (transfer_to)")
+    if decision.transfer_to == user.id:
+        raise Unprocessable("The documents cannot be transferred to the account being deleted")
+    heir = await session.get(User, decision.transfer_to)
+    if heir is None or heir.deleted_at is not None or not heir.is_active:
+        raise Unprocessable("transfer_to must be an active account")
+    return heir
+
+
+async def _hand_over_collections(
+    session: AsyncSession, collections: list[Collection], heir: User, user: User
+) -> None:
+    """The heir becomes an owner of each collection (a member already, or added as one)."""
+    for collection in collections:
+        member = (
+            await session.execute(
+                select(CollectionMember).where(
+                    CollectionMember.collection_id == collection.id,
+                    CollectionMember.user_id == heir.id,
+                )
+            )
+        ).scalar_one_or_none()
+        if member is None:
+            member = CollectionMember(collection_id=collection.id, user_id=heir.id)
+            session.add(member)
+        member.role = CollectionRole.owner
+        member.accepted_at = member.accepted_at or utcnow()
+        member.added_by = None
+        if collection.created_by == user.id:
+            collection.created_by = heir.id
+    await session.flush()
+
+
+async def _record_deletion(
+    session: AsyncSession,
+    actor: User | None,
+    user: User,
+    address: str | None,
+    heir: User | None,
+    counts: tuple[int, int, int],
+) -> None:
+    """The audit entry of the deletion itself, naming the person only by `erased_name`."""
+    documents, collections, erased = counts
+    by_admin = actor is not None and actor.id != user.id
+    alias = audit.erased_name(user.id)
+    await audit.record(
+        session,
+        audit.AuditAction.user_deleted,
+        actor=actor if by_admin else None,
+        actor_email=None if by_admin else (alias if actor is not None else audit.COMMAND_LINE),
+        target=("user", user.id),
+        address=address if by_admin else None,
+        name=alias,
+        by="administrator" if by_admin else ("themselves" if actor else "command line"),
+        documents_transferred=documents if heir is not None else 0,
+        collections_transferred=collections if heir is not None else 0,
+        transferred_to=str(heir.id) if heir is not None else None,
+        audit_entries_erased=erased,
+    )
+
+
+async def _delete_own_collections(session: AsyncSession, user_id: uuid.UUID) -> None:
+    """The collections only the user used, and those they owned and deleted before (no one
+    sees a deleted collection; its name and members go now)."""
+    alone = solely_owned(user_id).where(~others_in(Collection.id, user_id))
+    owned = select(CollectionMember.collection_id).where(
+        CollectionMember.user_id == user_id, CollectionMember.role == CollectionRole.owner
+    )
+    await session.execute(
+        delete(Collection).where(
+            Collection.id.in_(alone.with_only_columns(Collection.id))
+            | (Collection.deleted_at.is_not(None) & Collection.id.in_(owned))
+        )
+    )
+
+
+async def delete_account(
+    session: AsyncSession,
+    actor: User | None,
+    user: User,
+    decision: Decision,
+    places: Places,
+    address: str | None,
+) -> None:
+    """Delete the account (call with its row locked by `_lock`, or through `delete_by_admin`).
+
+    Refused, with nothing changed, when others rely on some of it and `decision` says nothing,
+    when it is the last active administrator, or when the vector store cannot take part."""
+    documents = [document for document, _ in await relied_on_documents(session, user.id)]
+    collections = [collection for collection, _ in await relied_on_collections(session, user.id)]
+    if (documents or collections) and decision.others_documents is None:
+        raise DecisionNeeded(len(documents), len(collections))
+    await administration.ensure_another_admin(session, user)
+    heir = await _heir(session, user, decision)
+    if heir is not None:
+        await handover.hand_over(session, places.vector_index, documents, heir.id)
+        await _hand_over_collections(session, collections, heir, user)
+    else:
+        for collection in collections:
+            collection.deleted_at = utcnow()
+    await _delete_own_collections(session, user.id)
+    await session.execute(
+        delete(CollectionMember).where(
+            func.lower(CollectionMember.invited_email) == user.email.lower()
+        )
+    )
+    keys = await documents_repository.storage_keys_of_owner(session, user.id)
+    try:  # before the rows go: if the store cannot, nothing is deleted and it can be retried
+        await places.vector_index.delete_owner(user.id)
+    except VectorStoreUnavailable as exc:
+        raise ServiceUnavailable(
+            "The vector store is unavailable, so the account cannot be deleted; try again"
+        ) from exc
+    await events.forget_words_of(session, user.id)
+    erased = await audit.erase_person(session, user.id, user.email, user.display_name)
+    await _record_deletion(
+        session, actor, user, address, heir, (len(documents), len(collections), erased)
+    )
+    await session.execute(delete(User).where(User.id == user.id))
+    session.expunge(user)
+    for key in keys:
+        after_commit(session, partial(release_file, places.sessionmaker, places.storage, key))
+
+
+async def delete_by_admin(
+    session: AsyncSession,
+    admin: User | None,
+    user_id: uuid.UUID,
+    decision: Decision,
+    places: Places,
+    address: str | None,
+) -> None:
+    """An administrator's (or the command line's, `admin` None) deletion of any account."""
+    user = await _lock(session, user_id)
+    await delete_account(session, admin, user, decision, places, address)
+
+
+async def plan_for_admin(session: AsyncSession, user_id: uuid.UUID) -> DeletionPlan:
+    return await plan_of(session, await administration.get(session, user_id))

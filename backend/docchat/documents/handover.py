@@ -1,0 +1,64 @@
+"""Giving documents to another owner, when the account that owns them is deleted and others
+still read them (shared with everyone, or in collections with other members).
+
+A document's owner is written in three places besides its row: its vectors live in the owner's
+vector collection, `collection_documents` repeats the owner (to find a collection's owners in
+one index step), and its ingestion jobs take turns by owner. The vectors move first, with the
+store's own copy (nothing is embedded again); if the store cannot, nothing changes here. Work
+still to do on a document (reading it, or a new version of it) is queued again for the new
+owner, since a worker already at it writes under the old one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.db import utcnow
+from docchat.documents import jobs
+from docchat.documents.models import Document, DocumentStatus, DocumentVersion
+from docchat.kit.errors import ServiceUnavailable
+from docchat.membership.models import CollectionDocument
+from docchat.retrieval.index import DocumentRef, VectorIndex, VectorStoreUnavailable
+
+
+async def hand_over(
+    session: AsyncSession,
+    vector_index: VectorIndex,
+    documents: Sequence[Document],
+    heir: uuid.UUID,
+) -> None:
+    """Make `heir` the owner of the documents, vectors and all."""
+    if not documents:
+        return
+    for document in documents:
+        try:
+            await vector_index.move_document(DocumentRef.of(document), heir)
+        except VectorStoreUnavailable as exc:
+            raise ServiceUnavailable(
+                "The vector store is unavailable, so the documents cannot change hands; try again"
+            ) from exc
+    ids = [document.id for document in documents]
+    await session.execute(
+        update(CollectionDocument)
+        .where(CollectionDocument.document_id.in_(ids))
+        .values(owner_id=heir)
+    )
+    unfinished = await jobs.retire_unfinished(session, ids, utcnow())
+    for document in documents:
+        document.owner_id = heir
+        document.category_id = None  # the categories were the old owner's
+    await session.flush()
+    by_id = {document.id: document for document in documents}
+    for document_id, version_id in dict.fromkeys(unfinished):
+        document = by_id[document_id]
+        if version_id is None:
+            document.pages_done = document.chunks_done = 0
+            await jobs.enqueue(session, document)
+            continue
+        version = await session.get(DocumentVersion, version_id)
+        if version is not None and version.status != DocumentStatus.failed:
+            await jobs.enqueue_version(session, document, version)
