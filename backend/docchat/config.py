@@ -376,6 +376,35 @@ class UrlFetchSettings(BaseSettings):
     max_redirects: int = Field(5, ge=0, description="Redirects followed when fetching a URL")
 
 
+class SourceSettings(BaseSettings):
+    model_config = _config("SOURCES_")
+
+    folder_roots: list[Path] = Field(
+        [],
+        description=(
+            "Server folders (JSON list) under which administrators may add folder sources; "
+            "none: folder sources are refused"
+        ),
+    )
+    default_interval_minutes: int = Field(
+        60, ge=1, description="Minutes between syncs of a new source unless its owner sets others"
+    )
+    min_interval_minutes: int = Field(
+        5, ge=1, description="Shortest interval between scheduled syncs a source may ask for"
+    )
+    max_items: int = Field(
+        50_000, ge=1, description="Most files one source may hold; a larger one fails its sync"
+    )
+    poll_seconds: float = Field(
+        10.0, gt=0, description="How often a worker looks for sources that are due"
+    )
+    max_backoff_minutes: int = Field(
+        24 * 60,
+        ge=1,
+        description="Longest wait before a source that could not be read is tried again",
+    )
+
+
 class OcrSettings(BaseSettings):
     model_config = _config("OCR_")
 
@@ -822,6 +851,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     url_fetch: UrlFetchSettings = Field(default_factory=UrlFetchSettings)
+    sources: SourceSettings = Field(default_factory=SourceSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)

@@ -18,6 +18,7 @@ from docchat.membership.models import (
 )
 from docchat.quotas.models import TokenHold
 from docchat.retrieval.models import DocumentChunk
+from docchat.sources.models import Source, SourceItem
 from docchat.users.models import User
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "Message",
     "MessageDocument",
     "RefreshToken",
+    "Source",
+    "SourceItem",
     "TokenHold",
     "User",
 ]

@@ -139,7 +139,7 @@ export default function App() {
       ) : page === "account" ? (
         <AccountPage user={user} />
       ) : page === "collections" ? (
-        <CollectionsPage userId={user.id} />
+        <CollectionsPage userId={user.id} isAdmin={user.role === "admin"} />
       ) : route.page === "shared" ? (
         <SharedChatPage shareId={route.shareId} />
       ) : (

@@ -14,11 +14,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 import pytest_asyncio
-from moto.server import ThreadedMotoServer
 
 from docchat.config import StorageSettings
 from docchat.documents.storage import LocalFileStorage, S3FileStorage, build_storage
@@ -27,7 +25,14 @@ from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components
 from tests.support.chat import ask
 from tests.support.documents import upload, upload_and_process
-from tests.support.llm_server import ScriptedLLM, free_port
+from tests.support.llm_server import ScriptedLLM
+from tests.support.s3_server import (
+    ACCESS_KEY_ID,
+    SECRET_ACCESS_KEY,
+    bucket_client,
+    empty_and_remove,
+    s3_server,
+)
 from tests.support.users import auth_headers
 
 BUCKET = "docchat-files"
@@ -36,12 +41,8 @@ NOTE = b"The Northwind ferry leaves the harbour at seven and returns at noon."
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    yield endpoint
-    server.stop()
+    with s3_server() as endpoint:
+        yield endpoint
 
 
 def s3_settings(endpoint: str) -> StorageSettings:
@@ -49,25 +50,17 @@ def s3_settings(endpoint: str) -> StorageSettings:
         _env_file=None,  # type: ignore[call-arg]
         s3_bucket=BUCKET,
         s3_endpoint_url=endpoint,
-        s3_access_key_id="docchat-test",
-        s3_secret_access_key="docchat-test-secret",  # type: ignore[arg-type]
+        s3_access_key_id=ACCESS_KEY_ID,
+        s3_secret_access_key=SECRET_ACCESS_KEY,  # type: ignore[arg-type]
     )
 
 
 @pytest.fixture
 def bucket(s3_endpoint: str) -> Any:
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="docchat-test",
-        aws_secret_access_key="docchat-test-secret",
-    )
+    client = bucket_client(s3_endpoint)
     client.create_bucket(Bucket=BUCKET)
     yield client
-    for found in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
-        client.delete_object(Bucket=BUCKET, Key=found["Key"])
-    client.delete_bucket(Bucket=BUCKET)
+    empty_and_remove(client, BUCKET)
 
 
 @pytest.fixture

@@ -5,32 +5,83 @@ promises, run over each one. A kind registered without a maker here fails
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import docchat.main.components  # noqa: F401  (registers the implementations)
 from docchat.sources.port import SOURCES, Source, SourceError, SourceItem
+from tests.support.s3_server import (
+    ACCESS_KEY_ID,
+    SECRET_ACCESS_KEY,
+    bucket_client,
+    empty_and_remove,
+    s3_server,
+)
 
-# A maker gets a folder of files (name -> bytes written there) and returns the source over
-# them, and a function that changes one item's content in the source as its kind would.
-Maker = Callable[[Path], tuple[Source, Callable[[str, bytes], None]]]
+# A maker gets a folder of files (name -> bytes written there, below `docs`) and returns the
+# source over them, and functions that change and remove one item in the source as its kind
+# would; it may ask for fixtures (a server) through `request`.
+Made = tuple[Source, Callable[[str, bytes], None], Callable[[str], None]]
+Maker = Callable[[Path, pytest.FixtureRequest], Made]
+BUCKET = "docchat-source"
 
 
-def _folder(root: Path) -> tuple[Source, Callable[[str, bytes], None]]:
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    with s3_server() as endpoint:
+        yield endpoint
+
+
+def _folder(root: Path, _: pytest.FixtureRequest) -> Made:
     source = SOURCES.get("folder")({"path": str(root / "docs"), "allowed_roots": str(root)})
 
     def change(name: str, content: bytes) -> None:
         path = root / "docs" / name
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content)
+        if not existed:
+            return
         later = path.stat().st_mtime_ns + 2_000_000_000
         os.utime(path, ns=(later, later))
 
-    return source, change
+    def remove(name: str) -> None:
+        (root / "docs" / name).unlink()
+
+    return source, change, remove
 
 
-MAKERS: dict[str, Maker] = {"folder": _folder}
+def _s3(root: Path, request: pytest.FixtureRequest) -> Made:
+    """The same files as objects below the prefix `team/docs` (an object beside it, under
+    `team/docs-old`, and a "folder" object are not the source's files)."""
+    endpoint = request.getfixturevalue("s3_endpoint")
+    client = bucket_client(endpoint)
+    client.create_bucket(Bucket=BUCKET)
+    request.addfinalizer(lambda: empty_and_remove(client, BUCKET))
+    client.put_object(Bucket=BUCKET, Key="team/docs-old/stale.md", Body=b"old")
+    client.put_object(Bucket=BUCKET, Key="team/docs/folder/", Body=b"")
+
+    def put(name: str, content: bytes) -> None:
+        client.put_object(Bucket=BUCKET, Key=f"team/docs/{name}", Body=content)
+
+    def remove(name: str) -> None:
+        client.delete_object(Bucket=BUCKET, Key=f"team/docs/{name}")
+
+    for name, content in FILES.items():
+        put(name, content)
+    settings = {
+        "bucket": BUCKET,
+        "prefix": "team/docs",
+        "endpoint_url": endpoint,
+        "access_key_id": ACCESS_KEY_ID,
+        "secret_access_key": SECRET_ACCESS_KEY,
+    }
+    return SOURCES.get("s3")(settings), put, remove
+
+
+MAKERS: dict[str, Maker] = {"folder": _folder, "s3": _s3}
 FILES = {"handbook.md": b"# Handbook\n\nHolidays: 25 days.", "notes/ferry.txt": b"Nine o'clock."}
 
 
@@ -39,13 +90,11 @@ def test_every_registered_source_is_tested() -> None:
 
 
 @pytest.fixture(params=sorted(MAKERS))
-def made(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> tuple[Source, Callable[[str, bytes], None]]:
+def made(request: pytest.FixtureRequest, tmp_path: Path) -> Made:
     for name, content in FILES.items():
         (tmp_path / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "docs" / name).write_bytes(content)
-    return MAKERS[request.param](tmp_path)
+    return MAKERS[request.param](tmp_path, request)
 
 
 async def _listed(source: Source) -> dict[str, SourceItem]:
@@ -53,9 +102,9 @@ async def _listed(source: Source) -> dict[str, SourceItem]:
 
 
 async def test_items_are_listed_and_open_to_their_bytes(
-    made: tuple[Source, Callable[[str, bytes], None]],
+    made: Made,
 ) -> None:
-    source, _ = made
+    source, _, _ = made
     listed = await _listed(source)
     assert sorted(listed) == sorted(FILES)
     assert listed["notes/ferry.txt"].name == "ferry.txt"
@@ -65,9 +114,9 @@ async def test_items_are_listed_and_open_to_their_bytes(
 
 
 async def test_a_version_changes_with_the_content_and_only_then(
-    made: tuple[Source, Callable[[str, bytes], None]],
+    made: Made,
 ) -> None:
-    source, change = made
+    source, change, _ = made
     before = await _listed(source)
     assert await _listed(source) == before, "nothing changed: the same versions"
     change("handbook.md", b"# Handbook\n\nHolidays: 30 days.")
@@ -77,11 +126,11 @@ async def test_a_version_changes_with_the_content_and_only_then(
 
 
 async def test_an_item_gone_since_the_listing_is_a_source_error(
-    made: tuple[Source, Callable[[str, bytes], None]], tmp_path: Path
+    made: Made,
 ) -> None:
-    source, _ = made
+    source, _, remove = made
     item = (await _listed(source))["handbook.md"]
-    (tmp_path / "docs" / "handbook.md").unlink()
+    remove("handbook.md")
     with pytest.raises(SourceError):
         async with source.open(item):
             pass
@@ -95,3 +144,11 @@ def test_a_folder_outside_the_allowed_roots_is_refused(tmp_path: Path) -> None:
     for path in (tmp_path / "outside", tmp_path / "inside" / "escape", tmp_path / "inside" / ".."):
         with pytest.raises(SourceError):
             factory({"path": str(path), "allowed_roots": str(tmp_path / "inside")})
+
+
+async def test_a_file_that_comes_and_goes_is_listed_then_not(made: Made) -> None:
+    source, change, remove = made
+    change("new/agenda.md", b"# Agenda")
+    assert "new/agenda.md" in await _listed(source)
+    remove("new/agenda.md")
+    assert "new/agenda.md" not in await _listed(source)

@@ -12,7 +12,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 from pydantic import SecretStr
 
-from docchat.config import Settings, UrlFetchSettings, WorkerSettings
+from docchat.config import Settings, SourceSettings, UrlFetchSettings, WorkerSettings
 from tests.e2e.flows import SignIn, sign_up
 from tests.support.database import alembic, create_database, drop_database
 from tests.support.live_server import LiveServer
@@ -49,8 +49,17 @@ async def e2e_database_url() -> AsyncIterator[str]:
 
 
 @pytest.fixture(scope="session")
+def shared_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the live server's administrators may add folder sources."""
+    return tmp_path_factory.mktemp("shared-folders")
+
+
+@pytest.fixture(scope="session")
 def live_server(
-    settings: Settings, tmp_path_factory: pytest.TempPathFactory, e2e_database_url: str
+    settings: Settings,
+    tmp_path_factory: pytest.TempPathFactory,
+    e2e_database_url: str,
+    shared_folders: Path,
 ) -> Iterator[LiveServer]:
     if not (DIST / "index.html").is_file():
         pytest.fail(
@@ -66,6 +75,9 @@ def live_server(
             "auth": settings.auth.model_copy(update={"register_max_per_address": 1000}),
             # The pages a test fetches by URL come from a server on loopback.
             "url_fetch": UrlFetchSettings(_env_file=None, allowed_hosts=["127.0.0.1"]),  # type: ignore[call-arg]
+            "sources": SourceSettings(  # type: ignore[call-arg]
+                _env_file=None, folder_roots=[shared_folders], poll_seconds=0.3
+            ),
             "admin_email": ADMIN_EMAIL,
             "admin_password": SecretStr(ADMIN_PASSWORD),
         }

@@ -7,6 +7,7 @@ import json
 import re
 import uuid
 import zipfile
+from pathlib import Path
 
 import httpx
 from playwright.async_api import Browser, Route, expect
@@ -600,4 +601,44 @@ async def test_admin_edits_a_users_quotas_and_sees_when_they_were_last_active(
     await editor.get_by_role("button", name="Save").click()
     await expect(row).to_contain_text("5,000 tokens/day · no limit")
     await admin.screenshot(path=str(SCREENSHOTS / "admin-quotas.png"), full_page=True)
+    await context.close()
+
+
+async def test_an_administrator_feeds_a_collection_from_a_server_folder(
+    browser: Browser, live_server: LiveServer, shared_folders: Path
+) -> None:
+    folder = shared_folders / f"handbooks-{uuid.uuid4().hex[:6]}"
+    (folder / "travel").mkdir(parents=True)
+    (folder / "handbook.md").write_bytes(b"# Handbook\n\nEvery employee has 25 days of holiday.")
+    (folder / "travel" / "ferry.txt").write_bytes(b"The island ferry leaves at nine.")
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    admin = await context.new_page()
+    await log_in(admin, live_server, ADMIN_EMAIL, ADMIN_PASSWORD)
+    await admin.get_by_role("button", name="Collections", exact=True).click()
+    name = f"Handbooks {uuid.uuid4().hex[:4]}"
+    await admin.get_by_label("Name of the new collection").fill(name)
+    await admin.get_by_role("button", name="Create").click()
+    await expect(admin.get_by_role("heading", name=name)).to_be_visible()
+
+    await admin.get_by_role("button", name="Add a source…").click()
+    form = admin.get_by_role("form", name="Add a source")
+    await form.get_by_label("Kind").select_option("folder")
+    await form.get_by_role("textbox", name="Name").fill("HR share")
+    await form.get_by_role("textbox", name="Folder").fill(str(folder))
+    await form.get_by_role("button", name="Add source").click()
+    sources = admin.get_by_role("list", name="Sources")
+    await expect(sources).to_contain_text("2 added", timeout=60_000)
+    documents = admin.get_by_role("list", name="Documents in the collection")
+    await expect(documents).to_contain_text("ferry.txt")
+    await expect(documents).to_contain_text("handbook.md")
+    await admin.screenshot(path=str(SCREENSHOTS / "collection-sources.png"), full_page=True)
+
+    # A file gone from the folder leaves the collection at the next sync.
+    (folder / "travel" / "ferry.txt").unlink()
+    await sources.get_by_role("button", name="Sync now").click()
+    await expect(sources).to_contain_text("1 removed", timeout=60_000)
+    await expect(documents).not_to_contain_text("ferry.txt")
+    await admin.set_viewport_size({"width": 390, "height": 844})
+    await sources.scroll_into_view_if_needed()
+    await admin.screenshot(path=str(SCREENSHOTS / "collection-sources-phone.png"))
     await context.close()

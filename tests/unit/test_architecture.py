@@ -25,8 +25,8 @@ LAYERS: list[set[str]] = [
     {"membership", "quotas", "auth"},
     {"categories"},
     {"documents"},
-    {"sharing", "answers", "ingestion", "sources"},
-    {"chats", "openai_compat", "identity"},
+    {"sharing", "answers", "ingestion"},
+    {"chats", "openai_compat", "identity", "sources"},
     {"account"},  # a person's own data reads their chats too
     {"admin", "mcp_server"},  # administrators decide about accounts (deletion)
     {"models"},  # every table, for Alembic and worker-only processes

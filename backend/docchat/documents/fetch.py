@@ -191,3 +191,10 @@ async def fetch(raw_url: str, settings: UrlFetchSettings, max_bytes: int) -> Fet
         ) from exc
     except httpx.HTTPError as exc:
         raise UpstreamError(f"The URL could not be fetched ({type(exc).__name__})") from exc
+
+
+async def check_reachable_address(raw_url: str, settings: UrlFetchSettings) -> None:
+    """Refuse (400) an http(s) address that the server must not be sent to by a user (a
+    private network, unless its host is in URL_FETCH_ALLOWED_HOSTS): for services a source
+    talks to with its own client, such as an S3 endpoint."""
+    await _check_host(_parsed(raw_url.strip()), set(settings.allowed_hosts))

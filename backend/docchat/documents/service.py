@@ -129,17 +129,21 @@ async def add_file(
     quota: QuotaSettings,
     category_id: uuid.UUID | None = None,
     visibility: Visibility = Visibility.private,
+    deduplicate: bool = True,
 ) -> Upload:
     """A new document of `user` from `file`, however it came (an upload form, a fetched URL,
     a connector): stored, checked against the quota and queued for processing; the job is
     visible once the session commits. No HTTP in it.
 
     The same bytes added again by the same owner (and visibility) give back the document
-    they already made, and store nothing."""
+    they already made, and store nothing; unless `deduplicate` is off (a source's items each
+    have a document of their own, which its sync may replace or remove)."""
     if category_id is not None:
         await categories_service.get_owned(session, user, category_id)
 
     async def copy_of(sha256: str) -> Document | None:
+        if not deduplicate:
+            return None
         return await repository.live_copy(session, user.id, sha256, visibility)
 
     stored = await _store_file(

@@ -41,6 +41,7 @@ from docchat.mcp_server import server as mcp_server
 from docchat.mcp_server.server import MountedEndpoint
 from docchat.openai_compat.router import router as openai_router
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
+from docchat.sources.router import router as sources_router
 from docchat.users import service as users_service
 
 logger = logging.getLogger("docchat")
@@ -134,9 +135,12 @@ def create_app(
         worker_task = None
         if settings.worker.enabled if run_worker is None else run_worker:
             from docchat.ingestion.worker import IngestionWorker
+            from docchat.sources.sync import SourceSyncer
 
             worker = IngestionWorker(components)
-            worker_task = asyncio.create_task(worker.run_forever(stop))
+            worker_task = asyncio.gather(
+                worker.run_forever(stop), SourceSyncer(components).run_forever(stop)
+            )
         freeze_startup_heap()
         try:
             async with components.mcp.running():
@@ -211,6 +215,7 @@ def create_app(
         admin_router,
         audit_router,
         groups_admin_router,
+        sources_router,
     ):
         app.include_router(router, prefix="/api/v1")
     app.include_router(openai_router)

@@ -48,13 +48,15 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 async def _worker() -> None:
+    from docchat.auth.keys import with_signing_key
     from docchat.db import create_engine, create_sessionmaker
     from docchat.ingestion.worker import IngestionWorker
     from docchat.kit.heap import freeze_startup_heap
     from docchat.main import telemetry
     from docchat.main.components import build_components
+    from docchat.sources.sync import SourceSyncer
 
-    settings = get_settings()
+    settings = with_signing_key(get_settings())
     logging.basicConfig(level=settings.log_level.upper(), format=telemetry.LOG_FORMAT)
     engine = create_engine(settings.database_url, pool_size=2)
     provider = telemetry.tracer_provider(settings.tracing)
@@ -70,7 +72,10 @@ async def _worker() -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         try:
-            await IngestionWorker(components).run_forever(stop)
+            await asyncio.gather(
+                IngestionWorker(components).run_forever(stop),
+                SourceSyncer(components).run_forever(stop),
+            )
         finally:
             components.close()
     finally:

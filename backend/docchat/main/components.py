@@ -54,6 +54,7 @@ from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
 from docchat.sources.folder import FolderSource
 from docchat.sources.port import SOURCES
+from docchat.sources.s3 import S3PrefixSource
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +195,7 @@ EMBEDDERS.register("local", local_embedder)
 EMBEDDERS.register("openai", OpenAIEmbedder)
 RERANKERS.register("http", HttpReranker.from_settings)
 SOURCES.register("folder", FolderSource.from_settings)
+SOURCES.register("s3", S3PrefixSource.from_settings)
 
 
 def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVectorStore:

@@ -906,6 +906,32 @@ export interface paths {
         patch: operations["collections_change_member"];
         trace?: never;
     };
+    "/api/v1/collections/{collection_id}/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Sources
+         * @description The collection's sources, each with its state, schedule and last sync's counts.
+         */
+        get: operations["sources_list"];
+        put?: never;
+        /**
+         * Create Source
+         * @description Feed the collection from a folder on the server (administrators) or an S3-compatible
+         *     bucket prefix; its first sync starts at once, then every `interval_minutes`. Owners of the
+         *     collection only; its files become your documents (your storage quota).
+         */
+        post: operations["sources_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/documents": {
         parameters: {
             query?: never;
@@ -1218,6 +1244,73 @@ export interface paths {
         get: operations["shared_chats_list_messages"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/{source_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Source */
+        get: operations["sources_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Source
+         * @description Delete the source. Its documents go with it (202: a worker removes them, then the
+         *     source), or stay in the collection as ordinary documents with `keep_documents=true`.
+         */
+        delete: operations["sources_delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Source
+         * @description Rename, change settings, credentials or schedule, pause (a sync under way stops at its
+         *     next file) or resume.
+         */
+        patch: operations["sources_update"];
+        trace?: never;
+    };
+    "/api/v1/sources/{source_id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Items
+         * @description The files the source has brought in, by key; each failed one with its reason.
+         */
+        get: operations["sources_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/{source_id}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sync Now
+         * @description Sync as soon as a worker is free (within SOURCES_POLL_SECONDS), not at the schedule.
+         */
+        post: operations["sources_sync_now"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1796,7 +1889,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "user.exported" | "user.deletion_requested" | "user.deletion_cancelled" | "user.deleted" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "user.exported" | "user.deletion_requested" | "user.deletion_cancelled" | "user.deleted" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "source.created" | "source.changed" | "source.deleted" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -2883,6 +2976,17 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** Page[SourceItemRead] */
+        Page_SourceItemRead_: {
+            /** Items */
+            items: components["schemas"]["SourceItemRead"][];
+            /** Limit */
+            limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
         /**
          * PassageRead
          * @description A chunk of a document's text, as searches find and answers cite it.
@@ -3125,6 +3229,135 @@ export interface components {
              * @description Cosine similarity to the query; null for text read directly (inline mode)
              */
             similarity: number | null;
+        };
+        /** SourceCreate */
+        SourceCreate: {
+            /**
+             * Interval Minutes
+             * @description Minutes between syncs (omitted: SOURCES_DEFAULT_INTERVAL_MINUTES; null: only when asked)
+             */
+            interval_minutes?: number | null;
+            kind: components["schemas"]["SourceKind"];
+            /** Name */
+            name: string;
+            /**
+             * Secrets
+             * @description s3: `access_key_id`, `secret_access_key`; stored encrypted, never returned
+             */
+            secrets?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Settings
+             * @description folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`
+             */
+            settings?: {
+                [key: string]: string;
+            };
+        };
+        /** SourceItemRead */
+        SourceItemRead: {
+            /** Document Id */
+            document_id: string | null;
+            /**
+             * Error
+             * @description Why the last sync could not bring it in
+             */
+            error: string | null;
+            /**
+             * Key
+             * @description Where the file is in the source (a path, an object key)
+             */
+            key: string;
+            /** Synced At */
+            synced_at: string | null;
+        };
+        /**
+         * SourceKind
+         * @enum {string}
+         */
+        SourceKind: "folder" | "s3";
+        /** SourceRead */
+        SourceRead: {
+            /**
+             * Collection Id
+             * Format: uuid
+             */
+            collection_id: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Has Secrets
+             * @description Credentials are stored (they are never returned)
+             */
+            has_secrets: boolean;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Interval Minutes */
+            interval_minutes: number | null;
+            kind: components["schemas"]["SourceKind"];
+            /** Last Error */
+            last_error: string | null;
+            /** Last Finished At */
+            last_finished_at: string | null;
+            /** Last Started At */
+            last_started_at: string | null;
+            /** Name */
+            name: string;
+            /** Next Sync At */
+            next_sync_at: string | null;
+            /**
+             * Owner Id
+             * Format: uuid
+             * @description Whose documents its files become (and quota)
+             */
+            owner_id: string;
+            /**
+             * Progress
+             * @description The running or last sync: listed, added, changed, removed, unchanged, failed, done of to_do
+             */
+            progress: {
+                [key: string]: unknown;
+            };
+            /** Settings */
+            settings: {
+                [key: string]: string;
+            };
+            state: components["schemas"]["SourceState"];
+        };
+        /**
+         * SourceState
+         * @enum {string}
+         */
+        SourceState: "idle" | "syncing" | "failing" | "paused" | "removing";
+        /** SourceUpdate */
+        SourceUpdate: {
+            /** Interval Minutes */
+            interval_minutes?: number | null;
+            /** Name */
+            name?: string | null;
+            /**
+             * Paused
+             * @description Pause (a running sync stops) or resume
+             */
+            paused?: boolean | null;
+            /**
+             * Secrets
+             * @description Replaces the stored ones
+             */
+            secrets?: {
+                [key: string]: string;
+            } | null;
+            /** Settings */
+            settings?: {
+                [key: string]: string;
+            } | null;
         };
         /**
          * StreamDelta
@@ -5462,6 +5695,72 @@ export interface operations {
             };
         };
     };
+    sources_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceRead"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                collection_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourceCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     documents_list: {
         parameters: {
             query?: {
@@ -6035,6 +6334,178 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Page_SharedMessage_"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                source_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_delete: {
+        parameters: {
+            query?: {
+                /** @description Keep its documents in the collection (else they go too) */
+                keep_documents?: boolean;
+            };
+            header?: never;
+            path: {
+                source_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its documents are being removed */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                source_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourceUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceRead"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_items: {
+        parameters: {
+            query?: {
+                /** @description Only the files the last sync could not bring in */
+                failed?: boolean | null;
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                source_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_SourceItemRead_"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_sync_now: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                source_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceRead"];
                 };
             };
             /** @description Validation Error */

@@ -2,6 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
 import { keys, queryClient, refreshDocuments, useCollections, useInvitations } from "../api/queries";
+import CollectionSources from "../components/CollectionSources";
 
 type Collection = Schemas["CollectionRead"];
 type Member = Schemas["MemberRead"];
@@ -48,7 +49,7 @@ function AddDocuments({ documents, onAdd }: { documents: DocumentInfo[]; onAdd(i
   );
 }
 
-function CollectionDetail({ collection, onChanged, userId }: { collection: Collection; onChanged: () => void; userId: string }) {
+function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collection: Collection; onChanged: () => void; userId: string; isAdmin: boolean }) {
   const [who, setWho] = useState("");
   const [role, setRole] = useState<Role>("viewer");
   const [error, setError] = useState<string | null>(null);
@@ -150,6 +151,15 @@ function CollectionDetail({ collection, onChanged, userId }: { collection: Colle
       )}
       {!collection.builtin && (
         <>
+          <CollectionSources
+            collectionId={collection.id}
+            isOwner={isOwner}
+            isAdmin={isAdmin}
+            onChanged={() => {
+              void load();
+              onChanged();
+            }}
+          />
           <h3>Members ({members.length})</h3>
           <ul className="plain" aria-label="Members">
             {members.map((member) => (
@@ -276,7 +286,7 @@ function Invitations({ invitations, onAnswered }: { invitations: Invitation[]; o
 }
 
 /** Collections: shared sets of documents (a team's knowledge base), with members and roles. */
-export default function CollectionsPage({ userId }: { userId: string }) {
+export default function CollectionsPage({ userId, isAdmin }: { userId: string; isAdmin: boolean }) {
   const collections = useCollections();
   const invitations = useInvitations();
   const [openId, setOpenId] = useState<string | null>(null);
@@ -335,7 +345,7 @@ export default function CollectionsPage({ userId }: { userId: string }) {
           </p>
         )}
       </section>
-      {open && <CollectionDetail key={open.id} collection={open} userId={userId} onChanged={() => void load()} />}
+      {open && <CollectionDetail key={open.id} collection={open} userId={userId} isAdmin={isAdmin} onChanged={() => void load()} />}
     </main>
   );
 }

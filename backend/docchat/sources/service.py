@@ -1,0 +1,286 @@
+"""Managing sources: who may add, change and delete them, and what each kind needs.
+
+A collection's owners manage its sources; whoever reads the collection sees them (and reads
+what they bring, as any document of the collection). A folder on the server is for
+administrators alone, and only under SOURCES_FOLDER_ROOTS. Credentials are sealed with the
+installation's key (`kit.secretbox`) and never shown again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.audit import service as audit
+from docchat.config import Settings
+from docchat.db import utcnow
+from docchat.documents.fetch import check_reachable_address
+from docchat.kit.errors import Conflict, Forbidden, NotFound, Unprocessable
+from docchat.kit.pagination import PageParams, paginate
+from docchat.kit.secretbox import seal
+from docchat.membership.models import EVERYONE_ID, CollectionRole
+from docchat.sharing.collections import require_role
+from docchat.sources.models import Source as SourceRow
+from docchat.sources.models import SourceItem as ItemRow
+from docchat.sources.models import SourceState
+from docchat.sources.port import SourceError
+from docchat.sources.schemas import SourceCreate, SourceKind, SourceRead, SourceUpdate
+from docchat.sources.sync import next_sync, open_connector
+from docchat.users.models import User
+
+NOT_FOUND = "Source not found"
+
+
+@dataclass(frozen=True)
+class KindRules:
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    administrators_only: bool = False
+
+
+KINDS: dict[SourceKind, KindRules] = {
+    SourceKind.folder: KindRules(("path",), administrators_only=True),
+    SourceKind.s3: KindRules(
+        ("bucket",),
+        ("prefix", "endpoint_url", "region"),
+        ("access_key_id", "secret_access_key"),
+    ),
+}
+
+
+def as_read(row: SourceRow) -> SourceRead:
+    return SourceRead.model_validate(row)
+
+
+def _checked_fields(
+    kind: SourceKind, settings: dict[str, str], secrets: dict[str, str] | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    rules = KINDS[kind]
+    unknown = sorted(set(settings) - set(rules.required) - set(rules.optional))
+    if unknown:
+        raise Unprocessable(f"A {kind} source has no setting {unknown[0]!r}")
+    missing = [name for name in rules.required if not settings.get(name, "").strip()]
+    if missing:
+        raise Unprocessable(f"A {kind} source needs the setting {missing[0]!r}")
+    secrets = secrets or {}
+    unknown = sorted(set(secrets) - set(rules.secrets))
+    if unknown:
+        raise Unprocessable(f"A {kind} source has no secret {unknown[0]!r}")
+    cleaned = {name: value.strip() for name, value in settings.items() if value.strip()}
+    return cleaned, {name: value for name, value in secrets.items() if value}
+
+
+async def _check_reachable(row: SourceRow, settings: Settings) -> None:
+    """The connector can be made as configured, and talks to no address users may not reach."""
+    endpoint = row.settings.get("endpoint_url")
+    if endpoint:
+        await check_reachable_address(endpoint, settings.url_fetch)
+    try:
+        open_connector(row, settings)
+    except SourceError as exc:
+        raise Unprocessable(f"The source cannot be used: {exc}") from exc
+
+
+def _interval(minutes: int | None, settings: Settings) -> int | None:
+    if minutes is not None and minutes < settings.sources.min_interval_minutes:
+        raise Unprocessable(
+            f"Sources sync at most every {settings.sources.min_interval_minutes} minutes "
+            "(SOURCES_MIN_INTERVAL_MINUTES)"
+        )
+    return minutes
+
+
+def _seal(secrets: dict[str, str], settings: Settings) -> str | None:
+    if not secrets:
+        return None
+    assert settings.auth.secret_key is not None, "the signing key is set when the app starts"
+    return seal(secrets, settings.auth.secret_key.get_secret_value())
+
+
+async def _record(
+    session: AsyncSession,
+    action: audit.AuditAction,
+    user: User,
+    row: SourceRow,
+    address: str | None,
+    **detail: Any,
+) -> None:
+    await audit.record(
+        session,
+        action,
+        actor=user,
+        target=("source", row.id),
+        address=address,
+        source=row.name,
+        kind=row.kind,
+        collection_id=str(row.collection_id),
+        **detail,
+    )
+
+
+async def create(
+    session: AsyncSession,
+    user: User,
+    collection_id: uuid.UUID,
+    data: SourceCreate,
+    settings: Settings,
+    address: str | None,
+) -> SourceRow:
+    if collection_id == EVERYONE_ID:
+        raise Unprocessable("Sources feed collections of your own, not Everyone")
+    await require_role(session, user, collection_id, CollectionRole.owner)
+    if KINDS[data.kind].administrators_only and not user.is_admin:
+        raise Forbidden(f"Only administrators can add {data.kind} sources")
+    fields, secrets = _checked_fields(data.kind, data.settings, data.secrets)
+    interval = (
+        data.interval_minutes
+        if "interval_minutes" in data.model_fields_set
+        else settings.sources.default_interval_minutes
+    )
+    row = SourceRow(
+        collection_id=collection_id,
+        owner_id=user.id,
+        kind=data.kind,
+        name=data.name.strip(),
+        settings=fields,
+        secrets=_seal(secrets, settings),
+        interval_minutes=_interval(interval, settings),
+        state=SourceState.idle,
+        next_sync_at=utcnow(),  # the first sync right away
+        progress={},
+    )
+    await _check_reachable(row, settings)
+    session.add(row)
+    await session.flush()
+    await _record(session, audit.AuditAction.source_created, user, row, address)
+    return row
+
+
+async def get_readable(session: AsyncSession, user: User, source_id: uuid.UUID) -> SourceRow:
+    """A source of a collection the user reads; a 404 for any other."""
+    row = await session.get(SourceRow, source_id)
+    if row is None or row.state == SourceState.removing:
+        raise NotFound(NOT_FOUND)
+    try:
+        await require_role(session, user, row.collection_id, CollectionRole.viewer)
+    except NotFound as exc:
+        raise NotFound(NOT_FOUND) from exc
+    return row
+
+
+async def get_managed(session: AsyncSession, user: User, source_id: uuid.UUID) -> SourceRow:
+    """A source the user may change: an owner of its collection (folders: administrators)."""
+    row = await get_readable(session, user, source_id)
+    await require_role(session, user, row.collection_id, CollectionRole.owner)
+    if KINDS[SourceKind(row.kind)].administrators_only and not user.is_admin:
+        raise Forbidden(f"Only administrators can change {row.kind} sources")
+    return row
+
+
+async def list_for_collection(
+    session: AsyncSession, user: User, collection_id: uuid.UUID
+) -> Sequence[SourceRow]:
+    await require_role(session, user, collection_id, CollectionRole.viewer)
+    statement = (
+        select(SourceRow)
+        .where(SourceRow.collection_id == collection_id, SourceRow.state != SourceState.removing)
+        .order_by(SourceRow.created_at, SourceRow.id)
+    )
+    return (await session.execute(statement)).scalars().all()
+
+
+async def update(
+    session: AsyncSession,
+    user: User,
+    source_id: uuid.UUID,
+    changes: SourceUpdate,
+    settings: Settings,
+    address: str | None,
+) -> SourceRow:
+    row = await _locked(session, await get_managed(session, user, source_id))
+    given = changes.model_fields_set
+    if changes.name is not None:
+        row.name = changes.name.strip()
+    if changes.settings is not None or changes.secrets is not None:
+        fields, secrets = _checked_fields(
+            SourceKind(row.kind), changes.settings or dict(row.settings), changes.secrets
+        )
+        row.settings = fields
+        if changes.secrets is not None:
+            row.secrets = _seal(secrets, settings)
+        await _check_reachable(row, settings)
+    if "interval_minutes" in given:
+        row.interval_minutes = _interval(changes.interval_minutes, settings)
+        if row.state in (SourceState.idle, SourceState.failing):
+            row.next_sync_at = next_sync(row, row.last_finished_at or utcnow())
+    if changes.paused is True and row.state != SourceState.paused:
+        # A running sync loses its claim and stops at its next item.
+        row.state, row.claim_token, row.next_sync_at = SourceState.paused, None, None
+    elif changes.paused is False and row.state == SourceState.paused:
+        row.state, row.next_sync_at = SourceState.idle, utcnow()
+    await session.flush()
+    await _record(
+        session, audit.AuditAction.source_changed, user, row, address, changed=sorted(given)
+    )
+    return row
+
+
+async def _locked(session: AsyncSession, row: SourceRow) -> SourceRow:
+    """The row locked against a worker's step (each holds it while it writes an item)."""
+    await session.refresh(row, with_for_update=True)
+    return row
+
+
+async def sync_now(session: AsyncSession, user: User, source_id: uuid.UUID) -> SourceRow:
+    row = await _locked(session, await get_managed(session, user, source_id))
+    if row.state == SourceState.paused:
+        raise Conflict("The source is paused: resume it first")
+    if row.state != SourceState.syncing:
+        row.next_sync_at = utcnow()
+        await session.flush()
+    return row
+
+
+async def delete(
+    session: AsyncSession,
+    user: User,
+    source_id: uuid.UUID,
+    keep_documents: bool,
+    address: str | None,
+) -> bool:
+    """Delete the source; its documents stay in the collection as they are, or go with it
+    (a worker removes them one by one: True then, the deletion is under way)."""
+    row = await _locked(session, await get_managed(session, user, source_id))
+    await _record(
+        session, audit.AuditAction.source_deleted, user, row, address, kept=keep_documents
+    )
+    if keep_documents:
+        await session.delete(row)
+        await session.flush()
+        return False
+    row.state, row.claim_token, row.next_sync_at = SourceState.removing, None, utcnow()
+    await session.flush()
+    return True
+
+
+async def items(
+    session: AsyncSession,
+    user: User,
+    source_id: uuid.UUID,
+    page: PageParams,
+    *,
+    failed: bool | None,
+) -> tuple[Sequence[ItemRow], int]:
+    row = await get_readable(session, user, source_id)
+    statement = select(ItemRow).where(ItemRow.source_id == row.id)
+    if failed is not None:
+        statement = statement.where(
+            ItemRow.error.is_not(None) if failed else ItemRow.error.is_(None)
+        )
+    return await paginate(session, statement.order_by(ItemRow.key), page)

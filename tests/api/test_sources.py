@@ -1,0 +1,403 @@
+"""Sources that keep a collection in step: a folder on the server and an S3 bucket prefix
+(moto's S3 server on loopback), synced incrementally by the real worker path."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from docchat.config import SourceSettings, UrlFetchSettings
+from docchat.db import utcnow
+from docchat.documents.models import Document, IngestionJob
+from docchat.ingestion.worker import IngestionWorker
+from docchat.main.app import attach_components, create_app
+from docchat.main.components import Components
+from docchat.sources.models import Source
+from docchat.sources.sync import LostClaim, Progress, SourceSyncer
+from tests.api.test_collections import invite
+from tests.support.chat import ask
+from tests.support.llm_server import ScriptedLLM
+from tests.support.s3_server import (
+    ACCESS_KEY_ID,
+    SECRET_ACCESS_KEY,
+    bucket_client,
+    empty_and_remove,
+    s3_server,
+)
+from tests.support.users import admin_headers, auth_headers
+
+HANDBOOK = b"# Handbook\n\nEvery employee has 25 days of holiday a year."
+FERRY = b"The island ferry leaves the harbour at nine and returns at six."
+BUCKET = "team-knowledge"
+
+Client = tuple[httpx.AsyncClient, Components]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    with s3_server() as endpoint:
+        yield endpoint
+
+
+@pytest_asyncio.fixture
+async def served(components: Components, tmp_path: Path) -> AsyncIterator[Client]:
+    """An app whose administrators may add folders under `tmp_path/shared`, and whose sources
+    may reach the S3 server on 127.0.0.1."""
+    (tmp_path / "shared").mkdir()
+    settings = components.settings.model_copy(
+        update={
+            "sources": SourceSettings(  # type: ignore[call-arg]
+                _env_file=None, folder_roots=[tmp_path / "shared"]
+            ),
+            "url_fetch": UrlFetchSettings(  # type: ignore[call-arg]
+                _env_file=None, allowed_hosts=["127.0.0.1"]
+            ),
+        }
+    )
+    parts = dataclasses.replace(components, settings=settings)
+    app = create_app(settings, run_worker=False)
+    attach_components(app, parts)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
+        yield client, parts
+
+
+async def _collection(client: httpx.AsyncClient, headers: dict[str, str], name: str) -> str:
+    created = await client.post("/api/v1/collections", headers=headers, json={"name": name})
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+async def _add_folder(
+    client: httpx.AsyncClient, headers: dict[str, str], collection: str, name: str, folder: Path
+) -> httpx.Response:
+    body = {"name": name, "kind": "folder", "settings": {"path": str(folder)}}
+    return await client.post(
+        f"/api/v1/collections/{collection}/sources", headers=headers, json=body
+    )
+
+
+async def _sync(parts: Components) -> None:
+    """What the worker does: sync what is due, then read what the sync queued."""
+    await SourceSyncer(parts).run_until_idle()
+    await IngestionWorker(parts).run_until_idle()
+
+
+async def _source(client: httpx.AsyncClient, headers: dict[str, str], source: str) -> Any:
+    response = await client.get(f"/api/v1/sources/{source}", headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def _names(client: httpx.AsyncClient, headers: dict[str, str], collection: str) -> list[str]:
+    listed = await client.get(f"/api/v1/collections/{collection}/documents", headers=headers)
+    assert listed.status_code == 200, listed.text
+    return sorted(document["filename"] for document in listed.json()["items"])
+
+
+async def _jobs(session: AsyncSession) -> int:
+    return int((await session.execute(select(func.count(IngestionJob.id)))).scalar_one())
+
+
+def _write(folder: Path, name: str, content: bytes) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.exists()
+    path.write_bytes(content)
+    if existed:  # a later modification time, as an editor saving it would leave
+        later = path.stat().st_mtime_ns + 2_000_000_000
+        os.utime(path, ns=(later, later))
+
+
+async def test_a_folder_source_keeps_its_collection_in_step(
+    served: Client, session: AsyncSession, tmp_path: Path, fresh_llm: ScriptedLLM
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    reader, outsider = await auth_headers(client), await auth_headers(client)
+    collection = await _collection(client, admin, "Handbooks")
+    await invite(client, admin, collection, reader)
+    folder = tmp_path / "shared" / "handbooks"
+    _write(folder, "handbook.md", HANDBOOK)
+    _write(folder, "travel/ferry.txt", FERRY)
+
+    created = await _add_folder(client, admin, collection, "HR share", folder)
+    assert created.status_code == 201, created.text
+    source = created.json()["id"]
+    assert created.json()["interval_minutes"] == 60 and created.json()["state"] == "idle"
+    await _sync(parts)
+
+    synced = await _source(client, admin, source)
+    assert synced["state"] == "idle" and synced["last_error"] is None
+    assert synced["progress"]["added"] == 2 and synced["progress"]["done"] == 2
+    assert await _names(client, reader, collection) == ["ferry.txt", "handbook.md"]
+    fresh_llm.default.content = "At nine [1]."
+    answer = await ask(client, reader, "When does the island ferry leave the harbour?")
+    sources = answer.json()["assistant_message"]["sources"]
+    assert sources and sources[0]["document_name"] == "ferry.txt", answer.text
+    # The source and what it brought are the collection's: others see neither.
+    assert (await client.get(f"/api/v1/sources/{source}", headers=outsider)).status_code == 404
+    first = (await client.get(f"/api/v1/collections/{collection}/documents", headers=admin)).json()
+    ferry_id = next(d["id"] for d in first["items"] if d["filename"] == "ferry.txt")
+    assert (await client.get(f"/api/v1/documents/{ferry_id}", headers=outsider)).status_code == 404
+
+    # Nothing changed: nothing is read or embedded again.
+    jobs_before = await _jobs(session)
+    assert (await client.post(f"/api/v1/sources/{source}/sync", headers=admin)).status_code == 202
+    await _sync(parts)
+    again = await _source(client, admin, source)
+    assert again["progress"]["unchanged"] == 2 and again["progress"]["added"] == 0
+    assert await _jobs(session) == jobs_before
+
+    # One changed, one removed, one added, one that cannot be read.
+    _write(folder, "handbook.md", HANDBOOK.replace(b"25", b"30"))
+    (folder / "travel" / "ferry.txt").unlink()
+    _write(folder, "rota.md", b"# Rota\n\nThe on-call rota changes hands on Mondays.")
+    _write(folder, "broken.pdf", b"%PDF-1.7 this is not a PDF at all")
+    await client.post(f"/api/v1/sources/{source}/sync", headers=admin)
+    await _sync(parts)
+    after = await _source(client, admin, source)
+    progress = after["progress"]
+    assert (progress["added"], progress["changed"], progress["removed"]) == (2, 1, 0 + 1)
+    assert await _names(client, reader, collection) == ["broken.pdf", "handbook.md", "rota.md"]
+    assert (await client.get(f"/api/v1/documents/{ferry_id}", headers=admin)).status_code == 404
+    handbook = next(
+        d
+        for d in (
+            await client.get(f"/api/v1/collections/{collection}/documents", headers=admin)
+        ).json()["items"]
+        if d["filename"] == "handbook.md"
+    )
+    assert handbook["version"] == 2
+    assert await _jobs(session) == jobs_before + 3  # the new version and the two new files
+
+
+async def test_a_file_that_cannot_be_brought_in_is_listed_with_its_reason(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Mixed")
+    folder = tmp_path / "shared" / "mixed"
+    _write(folder, "fine.md", HANDBOOK)
+    _write(folder, "huge.txt", b"x" * (parts.settings.max_upload_bytes + 1))
+    created = await _add_folder(client, admin, collection, "Mixed", folder)
+    source = created.json()["id"]
+    await _sync(parts)
+    state = await _source(client, admin, source)
+    assert state["progress"]["failed"] == 1 and state["progress"]["added"] == 1
+    assert "1 item(s)" in state["last_error"]
+    failed = await client.get(
+        f"/api/v1/sources/{source}/items", headers=admin, params={"failed": True}
+    )
+    (item,) = failed.json()["items"]
+    assert item["key"] == "huge.txt" and item["document_id"] is None
+    assert "MB" in item["error"], item
+    # Fixed at the source: the next sync brings it in.
+    _write(folder, "huge.txt", b"small now")
+    await client.post(f"/api/v1/sources/{source}/sync", headers=admin)
+    await _sync(parts)
+    assert (await _source(client, admin, source))["progress"]["added"] == 1
+    assert await _names(client, admin, collection) == ["fine.md", "huge.txt"]
+
+
+async def test_who_may_add_and_change_sources(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, _ = served
+    admin = await admin_headers(client, session)
+    owner, viewer = await auth_headers(client), await auth_headers(client)
+    collection = await _collection(client, owner, "Team")
+    await invite(client, owner, collection, viewer)
+    url = f"/api/v1/collections/{collection}/sources"
+    folder = {"name": "F", "kind": "folder", "settings": {"path": str(tmp_path / "shared")}}
+    assert (await client.post(url, headers=owner, json=folder)).status_code == 403
+    s3 = {
+        "name": "B",
+        "kind": "s3",
+        "settings": {"bucket": "b", "endpoint_url": "http://127.0.0.1:9"},
+    }
+    assert (await client.post(url, headers=viewer, json=s3)).status_code == 403
+    made = await client.post(url, headers=owner, json=s3)
+    assert made.status_code == 201, made.text
+    assert (await client.get(url, headers=viewer)).json()[0]["name"] == "B"
+    source = made.json()["id"]
+    renamed = await client.patch(f"/api/v1/sources/{source}", headers=viewer, json={"name": "X"})
+    assert renamed.status_code == 403
+    # Refused with what to do: a folder outside the roots, a private address, a short interval.
+    outside = {**folder, "settings": {"path": "/etc"}}
+    refused = await client.post(url, headers=admin, json=outside)
+    assert refused.status_code in (404, 422)
+    admin_collection = await _collection(client, admin, "Admin's")
+    refused = await client.post(
+        f"/api/v1/collections/{admin_collection}/sources", headers=admin, json=outside
+    )
+    assert refused.status_code == 422 and "not inside" in refused.json()["detail"]
+    private = {**s3, "settings": {"bucket": "b", "endpoint_url": "http://10.1.2.3:9000"}}
+    refused = await client.post(url, headers=owner, json=private)
+    assert refused.status_code == 400 and "URL_FETCH_ALLOWED_HOSTS" in refused.json()["detail"]
+    often = await client.post(url, headers=owner, json={**s3, "interval_minutes": 1})
+    assert often.status_code == 422 and "SOURCES_MIN_INTERVAL_MINUTES" in often.json()["detail"]
+    unknown = {**s3, "settings": {"bucket": "b", "path": "/"}}
+    assert (await client.post(url, headers=owner, json=unknown)).status_code == 422
+
+
+async def test_a_bucket_prefix_with_credentials(
+    served: Client, session: AsyncSession, s3_endpoint: str
+) -> None:
+    client, parts = served
+    bucket = bucket_client(s3_endpoint)
+    bucket.create_bucket(Bucket=BUCKET)
+    try:
+        bucket.put_object(Bucket=BUCKET, Key="wiki/handbook.md", Body=HANDBOOK)
+        bucket.put_object(Bucket=BUCKET, Key="wiki/travel/ferry.txt", Body=FERRY)
+        bucket.put_object(Bucket=BUCKET, Key="other/secret.txt", Body=b"not the source's")
+        owner = await auth_headers(client)
+        collection = await _collection(client, owner, "Wiki")
+        body = {
+            "name": "Wiki bucket",
+            "kind": "s3",
+            "settings": {"bucket": "no-such-bucket", "prefix": "wiki", "endpoint_url": s3_endpoint},
+            "secrets": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
+        }
+        made = await client.post(
+            f"/api/v1/collections/{collection}/sources", headers=owner, json=body
+        )
+        assert made.status_code == 201, made.text
+        assert made.json()["has_secrets"] is True and SECRET_ACCESS_KEY not in made.text
+        source = made.json()["id"]
+        stored = await session.get(Source, uuid.UUID(source))
+        assert stored is not None and stored.secrets and SECRET_ACCESS_KEY not in stored.secrets
+
+        # A bucket that is not there: the sync fails, says why, and backs off.
+        await _sync(parts)
+        failing = await _source(client, owner, source)
+        assert failing["state"] == "failing" and "NoSuchBucket" in failing["last_error"]
+        assert failing["next_sync_at"] is not None
+
+        fixed = await client.patch(
+            f"/api/v1/sources/{source}",
+            headers=owner,
+            json={"settings": {"bucket": BUCKET, "prefix": "wiki", "endpoint_url": s3_endpoint}},
+        )
+        assert fixed.status_code == 200, fixed.text
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await _sync(parts)
+        synced = await _source(client, owner, source)
+        assert synced["state"] == "idle", synced
+        assert await _names(client, owner, collection) == ["ferry.txt", "handbook.md"]
+        items = (await client.get(f"/api/v1/sources/{source}/items", headers=owner)).json()
+        assert [item["key"] for item in items["items"]] == ["handbook.md", "travel/ferry.txt"]
+    finally:
+        empty_and_remove(bucket, BUCKET)
+
+
+async def test_a_sync_cut_short_is_finished_by_another_worker_without_duplicates(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Resumed")
+    folder = tmp_path / "shared" / "resumed"
+    for number in range(3):
+        _write(folder, f"note-{number}.md", f"# Note {number}\n\nRoom {number} is free.".encode())
+    created = await _add_folder(client, admin, collection, "Notes", folder)
+    source_id = uuid.UUID(created.json()["id"])
+
+    # The first worker brings one file in, then dies (no heartbeat from then on).
+    first = SourceSyncer(parts)
+    claim = await first._claim()
+    assert claim is not None and claim.source_id == source_id
+    from docchat.sources.sync import open_connector
+
+    row = await session.get(Source, source_id)
+    assert row is not None
+    connector = open_connector(row, parts.settings)
+    listed = await first._listing(connector)
+    plan = await first._plan(claim, listed, Progress(listed=len(listed)))
+    item, known = plan.bring[0]
+    await first._bring(claim, connector, item, known, Progress())
+    # Another worker sees the claim go stale and takes the source over.
+    stale = utcnow() - timedelta(seconds=parts.settings.worker.stale_after_seconds + 1)
+    await session.execute(update(Source).where(Source.id == source_id).values(heartbeat_at=stale))
+    await session.commit()
+    assert await SourceSyncer(parts).run_until_idle() == 1
+    with pytest.raises(LostClaim):  # the first one, back, can write nothing more
+        await first._bring(claim, connector, plan.bring[1][0], None, Progress())
+
+    documents = await session.execute(
+        select(Document.filename).where(
+            Document.deleted_at.is_(None), Document.owner_id == row.owner_id
+        )
+    )
+    assert sorted(documents.scalars()) == ["note-0.md", "note-1.md", "note-2.md"]
+    state = await _source(client, admin, str(source_id))
+    assert state["state"] == "idle"
+    assert state["progress"]["unchanged"] == 1 and state["progress"]["added"] == 2
+
+
+async def test_pausing_stops_a_sync_and_deleting_takes_the_documents_or_leaves_them(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Paused")
+    folder = tmp_path / "shared" / "paused"
+    _write(folder, "a.md", HANDBOOK)
+    _write(folder, "b.md", FERRY)
+    url = f"/api/v1/collections/{collection}/sources"
+    body = {"name": "P", "kind": "folder", "settings": {"path": str(folder)}}
+    source = (await client.post(url, headers=admin, json=body)).json()["id"]
+
+    syncer = SourceSyncer(parts)
+    claim = await syncer._claim()
+    assert claim is not None
+    paused = await client.patch(f"/api/v1/sources/{source}", headers=admin, json={"paused": True})
+    assert paused.status_code == 200 and paused.json()["state"] == "paused"
+    with pytest.raises(LostClaim):
+        await syncer._sync(claim)
+    assert await SourceSyncer(parts).run_until_idle() == 0, "a paused source is not synced"
+    assert (await client.post(f"/api/v1/sources/{source}/sync", headers=admin)).status_code == 409
+    resumed = await client.patch(f"/api/v1/sources/{source}", headers=admin, json={"paused": False})
+    assert resumed.json()["state"] == "idle"
+    await _sync(parts)
+    assert await _names(client, admin, collection) == ["a.md", "b.md"]
+
+    # Deleted, keeping its documents: they stay in the collection.
+    kept = await client.delete(
+        f"/api/v1/sources/{source}", headers=admin, params={"keep_documents": True}
+    )
+    assert kept.status_code == 204
+    assert await _names(client, admin, collection) == ["a.md", "b.md"]
+    assert (await client.get(url, headers=admin)).json() == []
+
+    # Another, deleted with its documents: a worker removes them, then the source.
+    other = tmp_path / "shared" / "other"
+    _write(other, "c.md", b"# C\n\nThe car park closes at ten.")
+    second = (
+        await client.post(
+            url, headers=admin, json={**body, "name": "Q", "settings": {"path": str(other)}}
+        )
+    ).json()["id"]
+    await _sync(parts)
+    assert "c.md" in await _names(client, admin, collection)
+    gone = await client.delete(f"/api/v1/sources/{second}", headers=admin)
+    assert gone.status_code == 202
+    assert (await client.get(f"/api/v1/sources/{second}", headers=admin)).status_code == 404
+    await SourceSyncer(parts).run_until_idle()
+    assert await _names(client, admin, collection) == ["a.md", "b.md"]
+    assert await session.get(Source, uuid.UUID(second)) is None
+    audit = await client.get("/api/v1/admin/audit", headers=admin, params={"target_id": second})
+    actions = {entry["action"] for entry in audit.json()["items"]}
+    assert {"source.created", "source.deleted"} <= actions
