@@ -35,10 +35,20 @@ class EventPublisher:
         if self._exchange is not None and not self._connection.is_closed:
             return self._exchange
         import aio_pika
+        from aio_pika.connection import Connection, make_url
 
-        self._connection = await aio_pika.connect_robust(
-            self.amqp_url, timeout=PUBLISH_TIMEOUT_SECONDS
-        )
+        await self._drop_connection()
+        # A plain connection, made here so that a failed one is closed here: this class does
+        # its own reconnecting (`_down_until`), and a connection left for the garbage collector
+        # schedules its own close, which outside a running loop is a coroutine never awaited.
+        connection = Connection(make_url(self.amqp_url))
+        try:
+            await connection.connect(timeout=PUBLISH_TIMEOUT_SECONDS)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await connection.close()
+            raise
+        self._connection = connection
         channel = await self._connection.channel()
         self._exchange = await channel.declare_exchange(
             self.exchange_name, aio_pika.ExchangeType.TOPIC, durable=True
@@ -68,7 +78,11 @@ class EventPublisher:
             self._exchange = None
             return False
 
-    async def close(self) -> None:
-        if self._connection is not None:
+    async def _drop_connection(self) -> None:
+        connection, self._connection, self._exchange = self._connection, None, None
+        if connection is not None:
             with contextlib.suppress(Exception):
-                await self._connection.close()
+                await connection.close()
+
+    async def close(self) -> None:
+        await self._drop_connection()
