@@ -27,6 +27,7 @@ from docchat.sources.models import Source
 from docchat.sources.sync import LostClaim, Progress, SourceSyncer
 from tests.api.test_collections import invite
 from tests.support.chat import ask
+from tests.support.git_server import git_server
 from tests.support.llm_server import ScriptedLLM
 from tests.support.s3_server import (
     ACCESS_KEY_ID,
@@ -401,3 +402,52 @@ async def test_pausing_stops_a_sync_and_deleting_takes_the_documents_or_leaves_t
     audit = await client.get("/api/v1/admin/audit", headers=admin, params={"target_id": second})
     actions = {entry["action"] for entry in audit.json()["items"]}
     assert {"source.created", "source.deleted"} <= actions
+
+
+async def test_a_git_branch_as_a_source(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    owner = await auth_headers(client)
+    collection = await _collection(client, owner, "Docs site")
+    with git_server(tmp_path / "site.git") as (url, repository):
+        files = {"docs/index.md": HANDBOOK, "docs/ferry.txt": FERRY, "app/main.py": b"print()"}
+        repository.commit(files)
+        body = {
+            "name": "Docs",
+            "kind": "git",
+            "settings": {"url": url, "ref": "release", "folder": "docs"},
+            "secrets": {"token": "glpat-not-needed-here"},
+        }
+        made = await client.post(
+            f"/api/v1/collections/{collection}/sources", headers=owner, json=body
+        )
+        assert made.status_code == 201, made.text
+        source = made.json()["id"]
+        await _sync(parts)
+        failing = await _source(client, owner, source)
+        assert failing["state"] == "failing" and "'release'" in failing["last_error"]
+
+        await client.patch(
+            f"/api/v1/sources/{source}",
+            headers=owner,
+            json={"settings": {"url": url, "ref": "main", "folder": "docs"}},
+        )
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await _sync(parts)
+        assert await _names(client, owner, collection) == ["ferry.txt", "index.md"]
+
+        # A push: one file changed, one gone; the next sync follows it.
+        repository.commit({"docs/index.md": HANDBOOK.replace(b"25", b"30")})
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await _sync(parts)
+        progress = (await _source(client, owner, source))["progress"]
+        assert (progress["changed"], progress["removed"]) == (1, 1), progress
+        assert await _names(client, owner, collection) == ["index.md"]
+    cache = parts.settings.data_dir / "sources" / uuid.UUID(source).hex
+    assert cache.is_dir(), "the fetched repository is kept for the next sync"
+    removed = await client.delete(
+        f"/api/v1/sources/{source}", headers=owner, params={"keep_documents": True}
+    )
+    assert removed.status_code == 204
+    assert not cache.exists()

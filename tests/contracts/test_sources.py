@@ -4,6 +4,7 @@ promises, run over each one. A kind registered without a maker here fails
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import docchat.main.components  # noqa: F401  (registers the implementations)
-from docchat.sources.port import SOURCES, Source, SourceError, SourceItem
+from docchat.sources.port import SOURCES, Source, SourceError, SourceItem, close_source
+from tests.support.git_server import git_server
 from tests.support.s3_server import (
     ACCESS_KEY_ID,
     SECRET_ACCESS_KEY,
@@ -81,7 +83,33 @@ def _s3(root: Path, request: pytest.FixtureRequest) -> Made:
     return SOURCES.get("s3")(settings), put, remove
 
 
-MAKERS: dict[str, Maker] = {"folder": _folder, "s3": _s3}
+def _git(root: Path, request: pytest.FixtureRequest) -> Made:
+    """The same files below `docs/` of branch `main` of a repository served over smart HTTP
+    (beside them a source file, which is no document, and a file outside the folder)."""
+    stack = contextlib.ExitStack()
+    request.addfinalizer(stack.close)
+    url, repository = stack.enter_context(git_server(root / "served.git"))
+    files = {f"docs/{name}": content for name, content in FILES.items()}
+    files |= {"docs/build.py": b"print('not a document')", "README.md": b"# Outside"}
+    repository.commit(files)
+
+    def change(name: str, content: bytes) -> None:
+        files[f"docs/{name}"] = content
+        repository.commit(files)
+
+    def remove(name: str) -> None:
+        del files[f"docs/{name}"]
+        repository.commit(files)
+
+    settings = {"url": url, "ref": "main", "folder": "docs", "cache_dir": str(root / "cache")}
+    source = SOURCES.get("git")(settings)
+    request.addfinalizer(lambda: close_source(source))
+    return source, change, remove
+
+
+MAKERS: dict[str, Maker] = {"folder": _folder, "s3": _s3, "git": _git}
+# Kinds that list a snapshot (a commit) and read items as that snapshot has them.
+SNAPSHOTS = {"git"}
 FILES = {"handbook.md": b"# Handbook\n\nHolidays: 25 days.", "notes/ferry.txt": b"Nine o'clock."}
 
 
@@ -90,11 +118,16 @@ def test_every_registered_source_is_tested() -> None:
 
 
 @pytest.fixture(params=sorted(MAKERS))
-def made(request: pytest.FixtureRequest, tmp_path: Path) -> Made:
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def made(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Made:
     for name, content in FILES.items():
         (tmp_path / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "docs" / name).write_bytes(content)
-    return MAKERS[request.param](tmp_path, request)
+    return MAKERS[kind](tmp_path, request)
 
 
 async def _listed(source: Source) -> dict[str, SourceItem]:
@@ -125,12 +158,16 @@ async def test_a_version_changes_with_the_content_and_only_then(
     assert after["notes/ferry.txt"] == before["notes/ferry.txt"]
 
 
-async def test_an_item_gone_since_the_listing_is_a_source_error(
-    made: Made,
+async def test_an_item_gone_since_the_listing_is_a_source_error_or_read_as_listed(
+    made: Made, kind: str
 ) -> None:
     source, _, remove = made
     item = (await _listed(source))["handbook.md"]
     remove("handbook.md")
+    if kind in SNAPSHOTS:
+        async with source.open(item) as stream:
+            assert await stream.read(-1) == FILES["handbook.md"]
+        return
     with pytest.raises(SourceError):
         async with source.open(item):
             pass

@@ -53,6 +53,7 @@ from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
 from docchat.sources.folder import FolderSource
+from docchat.sources.git import GitSource
 from docchat.sources.port import SOURCES
 from docchat.sources.s3 import S3PrefixSource
 
@@ -196,6 +197,7 @@ EMBEDDERS.register("openai", OpenAIEmbedder)
 RERANKERS.register("http", HttpReranker.from_settings)
 SOURCES.register("folder", FolderSource.from_settings)
 SOURCES.register("s3", S3PrefixSource.from_settings)
+SOURCES.register("git", GitSource.from_settings)
 
 
 def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVectorStore:

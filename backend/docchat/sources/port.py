@@ -36,8 +36,16 @@ class Source(Protocol):
         ...
 
     def open(self, item: SourceItem) -> AbstractAsyncContextManager[ByteSource]:
-        """The item's bytes; `SourceError` when it is gone or unreadable."""
+        """The item's bytes; `SourceError` when it is gone or unreadable. A source that fetches
+        a snapshot to list (a Git commit) may read the item as that snapshot had it."""
         ...
+
+
+def close_source(source: Source) -> None:
+    """Let go of what a source holds open (a kind may have a `close()`; most have nothing)."""
+    close = getattr(source, "close", None)
+    if callable(close):
+        close()
 
 
 # Source kinds by name ("folder", ...), each made from its settings (a mapping of strings).

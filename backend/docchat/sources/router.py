@@ -42,9 +42,10 @@ async def create_source(
     settings: SettingsDep,
     address: ClientAddress,
 ) -> SourceRead:
-    """Feed the collection from a folder on the server (administrators) or an S3-compatible
-    bucket prefix; its first sync starts at once, then every `interval_minutes`. Owners of the
-    collection only; its files become your documents (your storage quota)."""
+    """Feed the collection from a folder on the server (administrators), an S3-compatible
+    bucket prefix or a Git repository's branch or tag; its first sync starts at once, then
+    every `interval_minutes`. Owners of the collection only; its files become your documents
+    (your storage quota)."""
     row = await service.create(session, user, collection_id, data, settings, address)
     return service.as_read(row)
 
@@ -90,6 +91,7 @@ async def delete_source(
     source_id: uuid.UUID,
     user: CurrentUser,
     session: SessionDep,
+    settings: SettingsDep,
     address: ClientAddress,
     response: Response,
     keep_documents: Annotated[
@@ -98,7 +100,7 @@ async def delete_source(
 ) -> None:
     """Delete the source. Its documents go with it (202: a worker removes them, then the
     source), or stay in the collection as ordinary documents with `keep_documents=true`."""
-    if await service.delete(session, user, source_id, keep_documents, address):
+    if await service.delete(session, user, source_id, keep_documents, settings, address):
         response.status_code = status.HTTP_202_ACCEPTED
 
 

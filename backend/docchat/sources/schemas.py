@@ -16,6 +16,7 @@ MAX_SETTING = 2000
 class SourceKind(StrEnum):
     folder = "folder"  # a folder on the server (administrators only, under SOURCES_FOLDER_ROOTS)
     s3 = "s3"  # an S3-compatible bucket prefix
+    git = "git"  # a Git repository's branch or tag (http or https)
 
 
 def _short_values(values: dict[str, str] | None) -> dict[str, str] | None:
@@ -34,11 +35,13 @@ class SourceCreate(RequestModel):
     kind: SourceKind
     settings: dict[str, str] = Field(
         default_factory=dict,
-        description="folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`",
+        description="folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, "
+        "`region`; git: `url`, optional `ref` (branch or tag, default main), `folder`",
     )
     secrets: dict[str, str] | None = Field(
         None,
-        description="s3: `access_key_id`, `secret_access_key`; stored encrypted, never returned",
+        description="s3: `access_key_id`, `secret_access_key`; git: `token` (and `username` "
+        "when the server wants one); stored encrypted, never returned",
     )
     interval_minutes: int | None = Field(
         None,

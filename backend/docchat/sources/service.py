@@ -8,9 +8,11 @@ installation's key (`kit.secretbox`) and never shown again.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from sqlalchemy import select
@@ -22,6 +24,7 @@ from docchat.db import utcnow
 from docchat.documents.fetch import check_reachable_address
 from docchat.kit.errors import Conflict, Forbidden, NotFound, Unprocessable
 from docchat.kit.pagination import PageParams, paginate
+from docchat.kit.routing import after_commit
 from docchat.kit.secretbox import seal
 from docchat.membership.models import EVERYONE_ID, CollectionRole
 from docchat.sharing.collections import require_role
@@ -30,7 +33,7 @@ from docchat.sources.models import SourceItem as ItemRow
 from docchat.sources.models import SourceState
 from docchat.sources.port import SourceError
 from docchat.sources.schemas import SourceCreate, SourceKind, SourceRead, SourceUpdate
-from docchat.sources.sync import next_sync, open_connector
+from docchat.sources.sync import forget_cache, next_sync, open_connector
 from docchat.users.models import User
 
 NOT_FOUND = "Source not found"
@@ -51,6 +54,7 @@ KINDS: dict[SourceKind, KindRules] = {
         ("prefix", "endpoint_url", "region"),
         ("access_key_id", "secret_access_key"),
     ),
+    SourceKind.git: KindRules(("url",), ("ref", "folder"), ("username", "token")),
 }
 
 
@@ -78,9 +82,9 @@ def _checked_fields(
 
 async def _check_reachable(row: SourceRow, settings: Settings) -> None:
     """The connector can be made as configured, and talks to no address users may not reach."""
-    endpoint = row.settings.get("endpoint_url")
-    if endpoint:
-        await check_reachable_address(endpoint, settings.url_fetch)
+    for address in (row.settings.get("endpoint_url"), row.settings.get("url")):
+        if address:
+            await check_reachable_address(address, settings.url_fetch)
     try:
         open_connector(row, settings)
     except SourceError as exc:
@@ -252,6 +256,7 @@ async def delete(
     user: User,
     source_id: uuid.UUID,
     keep_documents: bool,
+    settings: Settings,
     address: str | None,
 ) -> bool:
     """Delete the source; its documents stay in the collection as they are, or go with it
@@ -263,6 +268,7 @@ async def delete(
     if keep_documents:
         await session.delete(row)
         await session.flush()
+        after_commit(session, partial(asyncio.to_thread, forget_cache, row, settings))
         return False
     row.state, row.claim_token, row.next_sync_at = SourceState.removing, None, utcnow()
     await session.flush()

@@ -24,11 +24,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import delete, select, text, update
@@ -48,7 +50,7 @@ from docchat.retrieval.index import VectorIndex
 from docchat.sources.models import Source as SourceRow
 from docchat.sources.models import SourceItem as ItemRow
 from docchat.sources.models import SourceState
-from docchat.sources.port import SOURCES, Source, SourceError, SourceItem
+from docchat.sources.port import SOURCES, Source, SourceError, SourceItem, close_source
 from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
@@ -129,7 +131,17 @@ def connector_settings(row: SourceRow, settings: Settings) -> dict[str, str]:
         assert secret_key is not None, "the signing key is set when the app starts"
         values |= unseal(row.secrets, secret_key.get_secret_value())
     values["allowed_roots"] = ":".join(str(root) for root in settings.sources.folder_roots)
+    values["cache_dir"] = str(cache_dir(row, settings))
     return values
+
+
+def cache_dir(row: SourceRow, settings: Settings) -> Path:
+    """Where a kind may keep what it fetched between syncs (a Git source's repository)."""
+    return settings.data_dir / "sources" / (row.id.hex if row.id else "new")
+
+
+def forget_cache(row: SourceRow, settings: Settings) -> None:
+    shutil.rmtree(cache_dir(row, settings), ignore_errors=True)
 
 
 def open_connector(row: SourceRow, settings: Settings) -> Source:
@@ -260,6 +272,12 @@ class SourceSyncer:
                 await self._finish_failing(claim, str(exc))
                 return
             await session.rollback()
+        try:
+            await self._sync_with(claim, connector)
+        finally:
+            await asyncio.to_thread(close_source, connector)
+
+    async def _sync_with(self, claim: Claim, connector: Source) -> None:
         try:
             listed = await self._listing(connector)
         except SourceError as exc:
@@ -503,6 +521,9 @@ class SourceSyncer:
                 )
             ).first()
             if left is None:
+                row = await session.get(SourceRow, claim.source_id)
+                assert row is not None
+                await asyncio.to_thread(forget_cache, row, self.settings)
                 await session.execute(delete(SourceRow).where(SourceRow.id == claim.source_id))
             else:  # some could not be removed (the vector store was down): again later
                 await session.execute(

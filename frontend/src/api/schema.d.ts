@@ -921,9 +921,10 @@ export interface paths {
         put?: never;
         /**
          * Create Source
-         * @description Feed the collection from a folder on the server (administrators) or an S3-compatible
-         *     bucket prefix; its first sync starts at once, then every `interval_minutes`. Owners of the
-         *     collection only; its files become your documents (your storage quota).
+         * @description Feed the collection from a folder on the server (administrators), an S3-compatible
+         *     bucket prefix or a Git repository's branch or tag; its first sync starts at once, then
+         *     every `interval_minutes`. Owners of the collection only; its files become your documents
+         *     (your storage quota).
          */
         post: operations["sources_create"];
         delete?: never;
@@ -3242,14 +3243,14 @@ export interface components {
             name: string;
             /**
              * Secrets
-             * @description s3: `access_key_id`, `secret_access_key`; stored encrypted, never returned
+             * @description s3: `access_key_id`, `secret_access_key`; git: `token` (and `username` when the server wants one); stored encrypted, never returned
              */
             secrets?: {
                 [key: string]: string;
             } | null;
             /**
              * Settings
-             * @description folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`
+             * @description folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`; git: `url`, optional `ref` (branch or tag, default main), `folder`
              */
             settings?: {
                 [key: string]: string;
@@ -3276,7 +3277,7 @@ export interface components {
          * SourceKind
          * @enum {string}
          */
-        SourceKind: "folder" | "s3";
+        SourceKind: "folder" | "s3" | "git";
         /** SourceRead */
         SourceRead: {
             /**

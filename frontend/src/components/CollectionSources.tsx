@@ -14,6 +14,25 @@ const INTERVALS: { minutes: number | null; label: string }[] = [
   { minutes: null, label: "only when I ask" },
 ];
 
+const SETTINGS: Record<Kind, string[]> = {
+  folder: ["path"],
+  s3: ["bucket", "prefix", "endpoint_url", "region"],
+  git: ["url", "ref", "folder"],
+};
+const SECRETS: Record<Kind, string[]> = {
+  folder: [],
+  s3: ["access_key_id", "secret_access_key"],
+  git: ["username", "token"],
+};
+
+/** Where a source's files come from, in a line. */
+function place(source: Source): string {
+  const settings = source.settings;
+  if (source.kind === "s3") return `s3://${settings.bucket}/${settings.prefix ?? ""}`;
+  if (source.kind === "git") return `${settings.url} @ ${settings.ref ?? "main"}${settings.folder ? ` /${settings.folder}` : ""}`;
+  return settings.path ?? "";
+}
+
 function sourcesKey(collectionId: string) {
   return ["collection", collectionId, "sources"] as const;
 }
@@ -68,12 +87,10 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
   async function add(event: FormEvent) {
     event.preventDefault();
     setError(null);
-    const settingNames = kind === "folder" ? ["path"] : ["bucket", "prefix", "endpoint_url", "region"];
+    const settingNames = SETTINGS[kind];
     const settings = Object.fromEntries(settingNames.filter((key) => fields[key]?.trim()).map((key) => [key, fields[key].trim()]));
-    const secrets =
-      kind === "s3" && fields.access_key_id
-        ? { access_key_id: fields.access_key_id, secret_access_key: fields.secret_access_key ?? "" }
-        : null;
+    const given = SECRETS[kind].filter((key) => fields[key]);
+    const secrets = given.length ? Object.fromEntries(given.map((key) => [key, fields[key]])) : null;
     const { error: failure } = await api.POST("/api/v1/collections/{collection_id}/sources", {
       params: { path: { collection_id: collectionId } },
       body: { name, kind, settings, secrets, interval_minutes: minutes },
@@ -94,6 +111,7 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
           Kind
           <select value={kind} onChange={(e) => setKind(e.target.value as Kind)}>
             <option value="s3">S3 bucket</option>
+            <option value="git">Git repository</option>
             {isAdmin && <option value="folder">Folder on the server</option>}
           </select>
         </label>
@@ -112,12 +130,41 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
           </select>
         </label>
       </div>
-      {kind === "folder" ? (
+      {kind === "folder" && (
         <label>
           Folder
           <input required placeholder="/srv/shared/handbooks" {...field("path")} />
         </label>
-      ) : (
+      )}
+      {kind === "git" && (
+        <>
+          <div className="row wrap">
+            <label className="grow">
+              Repository address
+              <input type="url" required placeholder="https://git.example.com/team/handbook.git" {...field("url")} />
+            </label>
+            <label>
+              Branch or tag
+              <input placeholder="main" {...field("ref")} />
+            </label>
+            <label>
+              Folder in it <span className="muted small">(optional)</span>
+              <input placeholder="docs" {...field("folder")} />
+            </label>
+          </div>
+          <div className="row wrap">
+            <label>
+              User name <span className="muted small">(if the server wants one)</span>
+              <input autoComplete="off" {...field("username")} />
+            </label>
+            <label className="grow">
+              Access token <span className="muted small">(private repositories; stored encrypted, never shown again)</span>
+              <input type="password" autoComplete="new-password" {...field("token")} />
+            </label>
+          </div>
+        </>
+      )}
+      {kind === "s3" && (
         <>
           <div className="row wrap">
             <label className="grow">
@@ -230,9 +277,7 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
               <div className="row wrap">
                 <span className="grow">
                   <strong>{source.name}</strong>{" "}
-                  <span className="muted small">
-                    {source.kind === "s3" ? `s3://${source.settings.bucket}/${source.settings.prefix ?? ""}` : source.settings.path}
-                  </span>
+                  <span className="muted small">{place(source)}</span>
                 </span>
                 <span className={`badge ${source.state}`}>{source.state}</span>
               </div>

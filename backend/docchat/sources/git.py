@@ -1,0 +1,154 @@
+"""A Git repository as a source: the document files (by their extension: Markdown, text, PDF,
+Office, HTML, ...) at a branch or tag, optionally below one folder of it.
+
+dulwich (pure Python, no `git` program needed) fetches the branch or tag with depth 1 into a
+bare repository kept in the data folder, so each sync downloads only what changed since the
+last; a file's version is its blob id, which changes exactly when its content does. Only
+http(s) remotes; a token (GitHub, GitLab, Gitea) goes in the credentials, never in the URL.
+Everything blocks: it runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import posixpath
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from docchat.documents.storage import ByteSource, FileSource
+from docchat.extraction.kinds import FORMATS
+from docchat.sources.port import SourceError, SourceItem
+
+DOCUMENT_SUFFIXES = frozenset(
+    suffix.lower() for entry in FORMATS.values() for suffix in entry.suffixes if suffix
+)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return f"the repository could not be read: {text}"
+
+
+class GitSource:
+    def __init__(
+        self,
+        url: str,
+        ref: str,
+        cache: Path,
+        *,
+        folder: str = "",
+        username: str | None = None,
+        token: str | None = None,
+    ) -> None:
+        if not url.startswith(("https://", "http://")):
+            raise SourceError("a Git source needs an http:// or https:// address")
+        if not ref:
+            raise SourceError("a Git source needs a branch or tag (ref)")
+        self.url = url
+        self.ref = ref
+        self.cache = cache
+        self.folder = folder.strip("/")
+        self.username = username or ("x-access-token" if token else None)
+        self.token = token
+        self._store: Any = None  # the object store of the last listing, to read blobs from
+        self._repository_open: Any = None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> GitSource:
+        return cls(
+            settings.get("url", ""),
+            settings.get("ref", "main"),
+            Path(settings.get("cache_dir", "")),
+            folder=settings.get("folder", ""),
+            username=settings.get("username"),
+            token=settings.get("token"),
+        )
+
+    def close(self) -> None:
+        """Let go of the fetched repository's open pack files (the sync calls it at its end)."""
+        if self._repository_open is not None:
+            self._repository_open.close()
+            self._repository_open = self._store = None
+
+    def _repository(self) -> Any:
+        from dulwich.repo import Repo
+
+        self.close()
+
+        if (self.cache / "objects").is_dir():
+            self._repository_open = Repo(str(self.cache))
+        else:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            self._repository_open = Repo.init_bare(str(self.cache))
+        return self._repository_open
+
+    def _fetch(self) -> tuple[Any, bytes]:
+        """The repository, with the ref's commit fetched (depth 1); the commit's tree id."""
+        from dulwich.client import get_transport_and_path
+        from dulwich.objects import ObjectID
+        from dulwich.refs import Ref
+
+        repository = self._repository()
+        client, path = get_transport_and_path(self.url, username=self.username, password=self.token)
+        wanted = [Ref(f"refs/heads/{self.ref}".encode()), Ref(f"refs/tags/{self.ref}".encode())]
+
+        def determine_wants(
+            refs: Mapping[Ref, ObjectID], depth: int | None = None
+        ) -> list[ObjectID]:
+            found = [refs[name] for name in wanted if name in refs]
+            if not found:
+                raise SourceError(f"the repository has no branch or tag named {self.ref!r}")
+            return found[:1]
+
+        result = client.fetch(path, repository, determine_wants=determine_wants, depth=1)
+        head = next((result.refs[name] for name in wanted if name in result.refs), None)
+        if head is None:
+            raise SourceError(f"the repository has no branch or tag named {self.ref!r}")
+        commit = repository[head]
+        while commit.type_name == b"tag":  # an annotated tag: the commit it names
+            commit = repository[commit.object[1]]
+        return repository, commit.tree
+
+    def _listing(self) -> list[SourceItem]:
+        try:
+            repository, tree = self._fetch()
+            entries = list(repository.object_store.iter_tree_contents(tree))
+        except SourceError:
+            raise
+        except Exception as exc:
+            raise SourceError(_reason(exc)) from exc
+        prefix = f"{self.folder}/" if self.folder else ""
+        items = []
+        for entry in entries:
+            path = entry.path.decode("utf-8", "replace")
+            if not path.startswith(prefix) or entry.mode & 0o170000 != 0o100000:
+                continue  # outside the folder, or a link or submodule rather than a file
+            if posixpath.splitext(path)[1].lower() not in DOCUMENT_SUFFIXES:
+                continue
+            key = path[len(prefix) :]
+            items.append(SourceItem(key, posixpath.basename(key), entry.sha.decode()))
+        self._store = repository.object_store
+        return items
+
+    async def items(self) -> AsyncIterator[SourceItem]:
+        for item in await asyncio.to_thread(self._listing):
+            yield item
+
+    def _read(self, item: SourceItem) -> bytes:
+        """The blob as the listing saw it: a sync reads the commit it listed, whatever was
+        pushed since (the next sync sees that)."""
+        if self._store is None:
+            raise SourceError("the repository has not been listed yet")
+        try:
+            blob = self._store[item.version.encode()]
+        except KeyError as exc:
+            raise SourceError(f"{item.key} is not in the fetched repository") from exc
+        data: bytes = blob.as_raw_string()
+        return data
+
+    @contextlib.asynccontextmanager
+    async def open(self, item: SourceItem) -> AsyncIterator[ByteSource]:
+        yield FileSource(io.BytesIO(await asyncio.to_thread(self._read, item)))
