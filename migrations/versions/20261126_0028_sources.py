@@ -70,9 +70,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["document_id"], ["documents.id"], ondelete="SET NULL"),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.create_index(
-        "uq_source_items_source_key", "source_items", ["source_id", "key"], unique=True
-    )
+    op.create_index("uq_source_items_source_key", "source_items", ["source_id", "key"], unique=True)
     op.create_index("ix_source_items_document_id", "source_items", ["document_id"])
 
 

@@ -27,6 +27,7 @@ from docchat.sources.models import Source
 from docchat.sources.sync import LostClaim, Progress, SourceSyncer
 from tests.api.test_collections import invite
 from tests.support.chat import ask
+from tests.support.files import make_pdf
 from tests.support.git_server import git_server
 from tests.support.llm_server import ScriptedLLM
 from tests.support.s3_server import (
@@ -37,6 +38,7 @@ from tests.support.s3_server import (
     s3_server,
 )
 from tests.support.users import admin_headers, auth_headers
+from tests.support.web_site import DocsSite
 
 HANDBOOK = b"# Handbook\n\nEvery employee has 25 days of holiday a year."
 FERRY = b"The island ferry leaves the harbour at nine and returns at six."
@@ -451,3 +453,52 @@ async def test_a_git_branch_as_a_source(
     )
     assert removed.status_code == 204
     assert not cache.exists()
+
+
+async def test_a_website_crawled_below_its_folder_honouring_robots_txt(
+    served: Client, session: AsyncSession
+) -> None:
+    client, parts = served
+    owner = await auth_headers(client)
+    collection = await _collection(client, owner, "Intranet")
+    site = DocsSite(robots="User-agent: *\nDisallow: /docs/private/\n")
+    try:
+        site.pages["/docs/ferry.html"] = (
+            b"<html><body><h1>Ferry</h1><p>The island ferry leaves at nine.</p></body></html>",
+            "text/html",
+        )
+        site.pages["/docs/report.pdf"] = (
+            make_pdf(["The ferry carried 1.2 million passengers last year."]),
+            "application/pdf",
+        )
+        site.pages["/docs/private/salaries.html"] = (b"<p>secret</p>", "text/html")
+        site.pages["/elsewhere.html"] = (b"<p>outside the folder</p>", "text/html")
+        site.broken.add("/docs/flaky.html")
+        body = {"name": "Intranet", "kind": "website", "settings": {"url": f"{site.base}/docs/"}}
+        made = await client.post(
+            f"/api/v1/collections/{collection}/sources", headers=owner, json=body
+        )
+        assert made.status_code == 201, made.text
+        source = made.json()["id"]
+        await _sync(parts)
+        state = await _source(client, owner, source)
+        assert state["progress"]["added"] == 3 and state["progress"]["failed"] == 1, state
+        items = (await client.get(f"/api/v1/sources/{source}/items", headers=owner)).json()
+        keys = {item["key"]: item["error"] for item in items["items"]}
+        assert set(keys) == {"./", "ferry.html", "report.pdf", "flaky.html"}
+        assert "500" in (keys["flaky.html"] or ""), keys
+        names = await _names(client, owner, collection)
+        assert "salaries.html" not in names and "elsewhere.html" not in names
+
+        # The PDF is taken down, the flaky page recovers: the next sync follows.
+        del site.pages["/docs/report.pdf"]
+        site.broken.discard("/docs/flaky.html")
+        site.pages["/docs/flaky.html"] = (b"<p>Back again.</p>", "text/html")
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await _sync(parts)
+        progress = (await _source(client, owner, source))["progress"]
+        assert progress["removed"] == 1 and progress["failed"] == 0, progress
+        names = await _names(client, owner, collection)
+        assert "report.pdf" not in names and "flaky.html" in names
+    finally:
+        site.stop()

@@ -21,6 +21,7 @@ from tests.support.s3_server import (
     empty_and_remove,
     s3_server,
 )
+from tests.support.web_site import DocsSite
 
 # A maker gets a folder of files (name -> bytes written there, below `docs`) and returns the
 # source over them, and functions that change and remove one item in the source as its kind
@@ -107,9 +108,34 @@ def _git(root: Path, request: pytest.FixtureRequest) -> Made:
     return source, change, remove
 
 
-MAKERS: dict[str, Maker] = {"folder": _folder, "s3": _s3, "git": _git}
-# Kinds that list a snapshot (a commit) and read items as that snapshot has them.
-SNAPSHOTS = {"git"}
+def _website(root: Path, request: pytest.FixtureRequest) -> Made:
+    """The same files under /docs/ of a site on loopback, found in its sitemap (no lastmod:
+    each is fetched and hashed); a page outside /docs/ is not the source's."""
+    site = DocsSite()
+    request.addfinalizer(site.stop)
+    site.pages["/elsewhere.md"] = (b"# Not in the folder", "text/markdown")
+
+    def put(name: str, content: bytes) -> None:
+        site.pages[f"/docs/{name}"] = (content, "text/plain")
+
+    def remove(name: str) -> None:
+        del site.pages[f"/docs/{name}"]
+
+    for name, content in FILES.items():
+        put(name, content)
+    settings = {
+        "url": f"{site.base}/docs/sitemap.xml",
+        "fetch_allowed_hosts": "127.0.0.1",
+        "max_bytes": str(1024 * 1024),
+    }
+    source = SOURCES.get("website")(settings)
+    request.addfinalizer(lambda: close_source(source))
+    return source, put, remove
+
+
+MAKERS: dict[str, Maker] = {"folder": _folder, "s3": _s3, "git": _git, "website": _website}
+# Kinds that fetch a snapshot to list (a commit, a site's pages) and read items as it had them.
+SNAPSHOTS = {"git", "website"}
 FILES = {"handbook.md": b"# Handbook\n\nHolidays: 25 days.", "notes/ferry.txt": b"Nine o'clock."}
 
 

@@ -68,3 +68,55 @@ class Site:
 
     def stop(self) -> None:
         self._server.stop()
+
+
+class DocsSite:
+    """A site whose pages the test edits (`pages`: path -> (body, media type)), with a
+    robots.txt, an index of /docs/ linking every page under it, and a sitemap of them."""
+
+    def __init__(self, robots: str = "") -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.robots = robots
+        self.pages: dict[str, tuple[bytes, str]] = {}
+        self.broken: set[str] = set()  # paths answered with 500
+        routes = [Route("/{path:path}", self._serve)]
+        self._server = LoopbackServer(Starlette(routes=routes), self.port, "the docs site")
+
+    def _index(self) -> bytes:
+        links = "".join(
+            f'<li><a href="{path.removeprefix("/docs/")}">{path}</a></li>'
+            for path in sorted([*self.pages, *self.broken])
+            if path.startswith("/docs/")
+        )
+        outside = '<a href="/elsewhere.html">out</a> <a href="http://example.com/x">far</a>'
+        return f"<html><body><h1>Docs</h1><ul>{links}</ul>{outside}</body></html>".encode()
+
+    def _sitemap(self) -> bytes:
+        urls = "".join(
+            f"<url><loc>{self.base}{path}</loc></url>"
+            for path in sorted(self.pages)
+            if path.startswith("/docs/")
+        )
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+        ).encode()
+
+    async def _serve(self, request: Request) -> Response:
+        path = request.url.path
+        if path == "/robots.txt":
+            return Response(self.robots, media_type="text/plain")
+        if path == "/docs/":
+            return HTMLResponse(self._index())
+        if path == "/docs/sitemap.xml":
+            return Response(self._sitemap(), media_type="application/xml")
+        if path in self.broken:
+            return Response("down", status_code=500)
+        if path not in self.pages:
+            return Response("not here", status_code=404)
+        body, media_type = self.pages[path]
+        return Response(body, media_type=media_type)
+
+    def stop(self) -> None:
+        self._server.stop()

@@ -50,6 +50,12 @@ DISPOSITION_NAME = re.compile(r"""filename\*?=(?:UTF-8'')?["']?([^"';]+)""", re.
 class Fetched:
     filename: str
     body: BinaryIO  # positioned at the start
+    url: str = ""  # where it was found, after redirects
+    media_type: str = ""  # as the server declared it (no parameters)
+
+
+class NotThere(BadRequest):
+    """The server says the page is not there (404 or 410)."""
 
 
 def _public(address: str) -> bool:
@@ -166,9 +172,13 @@ async def _follow(
             if response.is_redirect and "location" in response.headers:
                 url = _redirect_target(url, response.headers["location"])
                 continue
+            if response.status_code in (404, 410):
+                raise NotThere(f"The server answered {response.status_code} for that URL")
             if response.status_code >= 400:
                 raise BadRequest(f"The server answered {response.status_code} for that URL")
-            return Fetched(_filename(url, response), await _read_body(response, max_bytes))
+            media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            body = await _read_body(response, max_bytes)
+            return Fetched(_filename(url, response), body, str(url), media_type)
         finally:
             await response.aclose()
     raise BadRequest(f"The URL redirected more than {settings.max_redirects} times")

@@ -56,6 +56,7 @@ from docchat.sources.folder import FolderSource
 from docchat.sources.git import GitSource
 from docchat.sources.port import SOURCES
 from docchat.sources.s3 import S3PrefixSource
+from docchat.sources.website import WebsiteSource
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +199,7 @@ RERANKERS.register("http", HttpReranker.from_settings)
 SOURCES.register("folder", FolderSource.from_settings)
 SOURCES.register("s3", S3PrefixSource.from_settings)
 SOURCES.register("git", GitSource.from_settings)
+SOURCES.register("website", WebsiteSource.from_settings)
 
 
 def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVectorStore:

@@ -17,6 +17,7 @@ class SourceKind(StrEnum):
     folder = "folder"  # a folder on the server (administrators only, under SOURCES_FOLDER_ROOTS)
     s3 = "s3"  # an S3-compatible bucket prefix
     git = "git"  # a Git repository's branch or tag (http or https)
+    website = "website"  # a site's pages below a folder: its sitemap, or links from a page
 
 
 def _short_values(values: dict[str, str] | None) -> dict[str, str] | None:
@@ -36,7 +37,9 @@ class SourceCreate(RequestModel):
     settings: dict[str, str] = Field(
         default_factory=dict,
         description="folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, "
-        "`region`; git: `url`, optional `ref` (branch or tag, default main), `folder`",
+        "`region`; git: `url`, optional `ref` (branch or tag, default main), `folder`; "
+        "website: `url` (a start page, or a sitemap ending in .xml), optional `max_pages` "
+        "(200), `path_prefix`",
     )
     secrets: dict[str, str] | None = Field(
         None,

@@ -55,6 +55,7 @@ KINDS: dict[SourceKind, KindRules] = {
         ("access_key_id", "secret_access_key"),
     ),
     SourceKind.git: KindRules(("url",), ("ref", "folder"), ("username", "token")),
+    SourceKind.website: KindRules(("url",), ("max_pages", "path_prefix")),
 }
 
 

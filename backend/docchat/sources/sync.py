@@ -130,8 +130,14 @@ def connector_settings(row: SourceRow, settings: Settings) -> dict[str, str]:
         secret_key = settings.auth.secret_key
         assert secret_key is not None, "the signing key is set when the app starts"
         values |= unseal(row.secrets, secret_key.get_secret_value())
+    # The installation's limits, which the kinds apply: folder roots, fetch rules, sizes.
     values["allowed_roots"] = ":".join(str(root) for root in settings.sources.folder_roots)
     values["cache_dir"] = str(cache_dir(row, settings))
+    values["fetch_allowed_hosts"] = ",".join(settings.url_fetch.allowed_hosts)
+    values["fetch_timeout_seconds"] = str(settings.url_fetch.timeout_seconds)
+    values["fetch_max_redirects"] = str(settings.url_fetch.max_redirects)
+    values["max_bytes"] = str(settings.max_upload_bytes)
+    values["max_items"] = str(settings.sources.max_items)
     return values
 
 

@@ -3250,7 +3250,7 @@ export interface components {
             } | null;
             /**
              * Settings
-             * @description folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`; git: `url`, optional `ref` (branch or tag, default main), `folder`
+             * @description folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`; git: `url`, optional `ref` (branch or tag, default main), `folder`; website: `url` (a start page, or a sitemap ending in .xml), optional `max_pages` (200), `path_prefix`
              */
             settings?: {
                 [key: string]: string;
@@ -3277,7 +3277,7 @@ export interface components {
          * SourceKind
          * @enum {string}
          */
-        SourceKind: "folder" | "s3" | "git";
+        SourceKind: "folder" | "s3" | "git" | "website";
         /** SourceRead */
         SourceRead: {
             /**

@@ -18,17 +18,20 @@ const SETTINGS: Record<Kind, string[]> = {
   folder: ["path"],
   s3: ["bucket", "prefix", "endpoint_url", "region"],
   git: ["url", "ref", "folder"],
+  website: ["url", "max_pages", "path_prefix"],
 };
 const SECRETS: Record<Kind, string[]> = {
   folder: [],
   s3: ["access_key_id", "secret_access_key"],
   git: ["username", "token"],
+  website: [],
 };
 
 /** Where a source's files come from, in a line. */
 function place(source: Source): string {
   const settings = source.settings;
   if (source.kind === "s3") return `s3://${settings.bucket}/${settings.prefix ?? ""}`;
+  if (source.kind === "website") return settings.url ?? "";
   if (source.kind === "git") return `${settings.url} @ ${settings.ref ?? "main"}${settings.folder ? ` /${settings.folder}` : ""}`;
   return settings.path ?? "";
 }
@@ -112,6 +115,7 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
           <select value={kind} onChange={(e) => setKind(e.target.value as Kind)}>
             <option value="s3">S3 bucket</option>
             <option value="git">Git repository</option>
+            <option value="website">Website</option>
             {isAdmin && <option value="folder">Folder on the server</option>}
           </select>
         </label>
@@ -163,6 +167,18 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
             </label>
           </div>
         </>
+      )}
+      {kind === "website" && (
+        <div className="row wrap">
+          <label className="grow">
+            Start page or sitemap <span className="muted small">(the pages below its folder are taken)</span>
+            <input type="url" required placeholder="https://intranet.example.com/handbook/" {...field("url")} />
+          </label>
+          <label>
+            At most pages
+            <input type="number" min={1} placeholder="200" {...field("max_pages")} />
+          </label>
+        </div>
       )}
       {kind === "s3" && (
         <>
