@@ -333,6 +333,8 @@ async def test_the_audit_log_lets_a_deletion_replace_names_and_nothing_else(
         "UPDATE audit_log SET action = 'x'",
         "UPDATE audit_log SET actor_id = gen_random_uuid()",
         "UPDATE audit_log SET created_at = now() - interval '1 year'",
+        "UPDATE audit_log SET actor_email = 'someone-else@example.com'",
+        "UPDATE audit_log SET address = '10.9.8.7'",
         "DELETE FROM audit_log",
     ):
         async with session.begin_nested() as attempt:

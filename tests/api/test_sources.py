@@ -292,7 +292,11 @@ async def test_a_bucket_prefix_with_credentials(
         fixed = await client.patch(
             f"/api/v1/sources/{source}",
             headers=owner,
-            json={"settings": {"bucket": BUCKET, "prefix": "wiki", "endpoint_url": s3_endpoint}},
+            json={
+                "settings": {"bucket": BUCKET, "prefix": "wiki", "endpoint_url": s3_endpoint},
+                # Another bucket: the credentials are asked for again.
+                "secrets": body["secrets"],
+            },
         )
         assert fixed.status_code == 200, fixed.text
         await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
@@ -502,3 +506,176 @@ async def test_a_website_crawled_below_its_folder_honouring_robots_txt(
         assert "report.pdf" not in names and "flaky.html" in names
     finally:
         site.stop()
+
+
+def test_an_s3_source_without_keys_never_signs_with_the_servers_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from botocore import UNSIGNED
+
+    from docchat.sources.port import SOURCES
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "the-servers-own-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-servers-own-secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9/the-servers-bucket-host")
+    anonymous: Any = SOURCES.get("s3")({"bucket": "public-data"})
+    assert anonymous._client.meta.config.signature_version is UNSIGNED
+    assert "127.0.0.1:9" not in anonymous._client.meta.endpoint_url
+    keyed: Any = SOURCES.get("s3")(
+        {"bucket": "b", "access_key_id": "given", "secret_access_key": "given-secret"}
+    )
+    credentials = keyed._client._request_signer._credentials
+    assert credentials.access_key == "given"
+
+
+async def test_only_the_sources_author_retargets_it_and_its_credentials_stay_behind(
+    served: Client, session: AsyncSession, s3_endpoint: str
+) -> None:
+    client, _ = served
+    author, co_owner = await auth_headers(client), await auth_headers(client)
+    collection = await _collection(client, author, "Shared bucket")
+    await invite(client, author, collection, co_owner, role="owner")
+    body = {
+        "name": "B",
+        "kind": "s3",
+        "settings": {"bucket": "one", "endpoint_url": s3_endpoint},
+        "secrets": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
+    }
+    made = await client.post(f"/api/v1/collections/{collection}/sources", headers=author, json=body)
+    source = made.json()["id"]
+    other = {"settings": {"bucket": "another", "endpoint_url": s3_endpoint}}
+    refused = await client.patch(f"/api/v1/sources/{source}", headers=co_owner, json=other)
+    assert refused.status_code == 403
+    renamed = await client.patch(f"/api/v1/sources/{source}", headers=co_owner, json={"name": "C"})
+    assert renamed.status_code == 200 and renamed.json()["has_secrets"] is True
+    moved = await client.patch(f"/api/v1/sources/{source}", headers=author, json=other)
+    assert moved.status_code == 200 and moved.json()["has_secrets"] is False
+    bad_region = {"settings": {"bucket": "b", "region": "not a region!"}}
+    refused = await client.patch(f"/api/v1/sources/{source}", headers=author, json=bad_region)
+    assert refused.status_code == 422, refused.text
+
+
+async def test_a_source_that_suddenly_lists_nothing_removes_nothing(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Share")
+    folder = tmp_path / "shared" / "share"
+    _write(folder, "a.md", HANDBOOK)
+    source = (await _add_folder(client, admin, collection, "Share", folder)).json()["id"]
+    await _sync(parts)
+    (folder / "a.md").unlink()  # the share unmounted, say
+    await client.post(f"/api/v1/sources/{source}/sync", headers=admin)
+    await _sync(parts)
+    state = await _source(client, admin, source)
+    assert state["state"] == "failing" and "nothing was removed" in state["last_error"]
+    assert await _names(client, admin, collection) == ["a.md"]
+
+
+async def test_a_source_is_not_synced_for_someone_no_longer_an_owner_nor_claimed_twice(
+    served: Client, session: AsyncSession, s3_endpoint: str
+) -> None:
+    client, parts = served
+    owner, author = await auth_headers(client), await auth_headers(client)
+    collection = await _collection(client, owner, "Team")
+    await invite(client, owner, collection, author, role="owner")
+    members = await client.get(f"/api/v1/collections/{collection}/members", headers=owner)
+    author_email = (await client.get("/api/v1/users/me", headers=author)).json()["email"]
+    member = next(m for m in members.json() if m["email"] == author_email)
+    body = {"name": "B", "kind": "s3", "settings": {"bucket": "x", "endpoint_url": s3_endpoint}}
+    made = await client.post(f"/api/v1/collections/{collection}/sources", headers=author, json=body)
+    assert made.status_code == 201, made.text
+    first = SourceSyncer(parts)
+    claim = await first._claim()
+    assert claim is not None
+    assert await SourceSyncer(parts).run_once() is False, "held by the first worker"
+    await first._finish_failing(claim, "test")
+    demoted = await client.patch(
+        f"/api/v1/collections/{collection}/members/{member['id']}",
+        headers=owner,
+        json={"role": "viewer"},
+    )
+    assert demoted.status_code == 200, demoted.text
+    await session.execute(
+        update(Source)
+        .where(Source.id == uuid.UUID(made.json()["id"]))
+        .values(next_sync_at=utcnow())
+    )
+    await session.commit()
+    assert await SourceSyncer(parts).run_once() is False
+
+
+async def test_an_accounts_deletion_hands_its_sources_over_paused_or_removes_their_caches(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    leaver, heir = await auth_headers(client), await auth_headers(client)
+    shared = await _collection(client, leaver, "Shared docs")
+    await invite(client, leaver, shared, heir)
+    alone = await _collection(client, leaver, "Mine")
+    with git_server(tmp_path / "docs.git") as (url, repository):
+        repository.commit({"docs/a.md": HANDBOOK})
+        sources = {}
+        for collection in (shared, alone):
+            body = {"name": "Docs", "kind": "git", "settings": {"url": url, "folder": "docs"}}
+            made = await client.post(
+                f"/api/v1/collections/{collection}/sources", headers=leaver, json=body
+            )
+            assert made.status_code == 201, made.text
+            sources[collection] = made.json()["id"]
+        await _sync(parts)
+    caches = {
+        collection: parts.settings.data_dir / "sources" / uuid.UUID(source).hex
+        for collection, source in sources.items()
+    }
+    assert all(cache.is_dir() for cache in caches.values())
+    leaver_id = (await client.get("/api/v1/users/me", headers=leaver)).json()["id"]
+    heir_id = (await client.get("/api/v1/users/me", headers=heir)).json()["id"]
+    deleted = await client.delete(
+        f"/api/v1/admin/users/{leaver_id}",
+        headers=admin,
+        params={"others_documents": "transfer", "transfer_to": heir_id},
+    )
+    assert deleted.status_code == 204, deleted.text
+    handed = await _source(client, heir, sources[shared])
+    assert handed["owner_id"] == heir_id and handed["state"] == "paused"
+    assert "check its settings" in handed["last_error"]
+    assert caches[shared].is_dir()
+    assert await session.get(Source, uuid.UUID(sources[alone])) is None
+    assert not caches[alone].exists()
+
+
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        (PermissionError(13, "Permission denied"), "Permission denied"),
+        (RuntimeError("bug"), "unexpectedly"),
+    ],
+)
+async def test_a_sync_that_breaks_says_so_and_backs_off_instead_of_hanging(
+    served: Client,
+    session: AsyncSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+    said: str,
+) -> None:
+    from docchat.sources.folder import FolderSource
+
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Locked")
+    folder = tmp_path / "shared" / "locked"
+    _write(folder, "a.md", HANDBOOK)
+    source = (await _add_folder(client, admin, collection, "Locked", folder)).json()["id"]
+
+    def broken(self: FolderSource) -> list[Any]:
+        raise failure
+
+    monkeypatch.setattr(FolderSource, "_listing", broken)
+    await _sync(parts)
+    state = await _source(client, admin, source)
+    assert state["state"] == "failing" and said in state["last_error"], state
+    assert state["next_sync_at"] is not None

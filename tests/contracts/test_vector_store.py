@@ -128,7 +128,7 @@ def test_reset_empties_the_store_and_it_answers_pings(store: BlockingVectorStore
     store.ping()
 
 
-def test_a_moved_document_answers_from_its_new_owner_with_its_vectors(
+def test_a_copied_document_answers_from_its_new_owner_with_its_vectors(
     store: BlockingVectorStore,
 ) -> None:
     document, stays = new_document(), new_document()
@@ -138,14 +138,17 @@ def test_a_moved_document_answers_from_its_new_owner_with_its_vectors(
         [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]],
     )
     heir = uuid.uuid4()
-    assert store.move_document(document, heir) == 2
-    assert store.move_document(document, heir) == 0  # again: nothing left to move
+    assert store.copy_document(document, heir) == 2
+    assert store.copy_document(document, heir) == 2  # again: the same chunks, not more
     moved = DocumentRef(document.id, heir)
     hits = store.query([1.0, 0.0, 0.0], [moved], top_k=5)
     assert ids(hits) == [chunk(moved, 0).id] and hits[0].similarity > 0.99
     assert hits[0].chunk.owner_id == heir
     assert store.count(DocumentRef(document.id, heir, version=2)) == 1
-    assert store.count(document) == 0 and store.count(stays) == 1
+    assert store.count(document) == 1, "the old owner's copy stays until its collection goes"
+    store.delete_owner(document.owner_id)
+    assert store.count(document) == 0 and store.count(stays) == 0
+    assert store.count(moved) == 1
 
 
 def test_deleting_an_owner_removes_every_chunk_of_theirs_only(

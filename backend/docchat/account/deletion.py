@@ -17,11 +17,15 @@ used go with them.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import shutil
 import uuid
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.account.schemas import (
@@ -34,6 +38,7 @@ from docchat.account.schemas import (
 from docchat.audit import service as audit
 from docchat.auth.models import ApiKey
 from docchat.chats.models import Chat
+from docchat.config import Settings
 from docchat.db import utcnow
 from docchat.documents import handover
 from docchat.documents import repository as documents_repository
@@ -41,7 +46,7 @@ from docchat.documents.models import Document, Visibility
 from docchat.documents.service import release_file
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events
-from docchat.kit.errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unprocessable
+from docchat.kit.errors import Conflict, Forbidden, NotFound, Unprocessable
 from docchat.kit.routing import after_commit
 from docchat.membership.access import others_in, solely_owned
 from docchat.membership.models import (
@@ -51,9 +56,14 @@ from docchat.membership.models import (
     CollectionRole,
 )
 from docchat.retrieval.index import VectorIndex, VectorStoreUnavailable
+from docchat.sources.models import Source as SourceRow
+from docchat.sources.models import SourceState
+from docchat.sources.sync import cache_dir
 from docchat.users import administration
 from docchat.users.models import User
 from docchat.users.passwords import NO_PASSWORD, verify_password
+
+logger = logging.getLogger(__name__)
 
 RELIED_ON_LISTED = 200  # the plan names this many documents; its counts are exact
 WRONG_EMAIL = "Type the account's email to confirm the deletion"
@@ -94,6 +104,7 @@ class Places:
     vector_index: VectorIndex
     storage: FileStorage
     sessionmaker: async_sessionmaker[AsyncSession]
+    settings: Settings  # where sources keep what they fetched
 
 
 async def relied_on_documents(
@@ -203,7 +214,14 @@ async def _confirm(user: User, confirmation: DeletionConfirmation) -> None:
 
 async def _lock(session: AsyncSession, user_id: uuid.UUID) -> User:
     """The account's row, locked until the transaction ends: two deletions (or a deletion and
-    a request) of one account take turns, and the second finds it gone."""
+    a request) of one account take turns, and the second finds it gone.
+
+    Its sources' rows are locked first, the order a sync takes them in (a worker writing a
+    file holds its source, then adds a document that names the account): the other order
+    would deadlock with it."""
+    await session.execute(
+        select(SourceRow.id).where(SourceRow.owner_id == user_id).with_for_update()
+    )
     statement = select(User).where(User.id == user_id, User.deleted_at.is_(None)).with_for_update()
     user = (await session.execute(statement)).scalar_one_or_none()
     if user is None:
@@ -348,7 +366,8 @@ async def delete_account(
     """Delete the account (call with its row locked by `_lock`, or through `delete_by_admin`).
 
     Refused, with nothing changed, when others rely on some of it and `decision` says nothing,
-    when it is the last active administrator, or when the vector store cannot take part."""
+    when it is the last active administrator, or when the vector store cannot copy what goes
+    to an heir. Its vectors and files go once the deletion has committed."""
     documents = [document for document, _ in await relied_on_documents(session, user.id)]
     collections = [collection for collection, _ in await relied_on_collections(session, user.id)]
     if (documents or collections) and decision.others_documents is None:
@@ -358,9 +377,11 @@ async def delete_account(
     if heir is not None:
         await handover.hand_over(session, places.vector_index, documents, heir.id)
         await _hand_over_collections(session, collections, heir, user)
+        await _hand_over_sources(session, user, heir, [c.id for c in collections])
     else:
         for collection in collections:
             collection.deleted_at = utcnow()
+    caches = await _forget_sources(session, user.id, places.settings)
     await _delete_own_collections(session, user.id)
     await session.execute(
         delete(CollectionMember).where(
@@ -368,12 +389,6 @@ async def delete_account(
         )
     )
     keys = await documents_repository.storage_keys_of_owner(session, user.id)
-    try:  # before the rows go: if the store cannot, nothing is deleted and it can be retried
-        await places.vector_index.delete_owner(user.id)
-    except VectorStoreUnavailable as exc:
-        raise ServiceUnavailable(
-            "The vector store is unavailable, so the account cannot be deleted; try again"
-        ) from exc
     await events.forget_words_of(session, user.id)
     erased = await audit.erase_person(session, user.id, user.email, user.display_name)
     await _record_deletion(
@@ -381,8 +396,58 @@ async def delete_account(
     )
     await session.execute(delete(User).where(User.id == user.id))
     session.expunge(user)
+    # Once committed (never before: a rollback would leave live documents without vectors).
+    after_commit(session, partial(_drop_vectors, places.vector_index, user.id))
     for key in keys:
         after_commit(session, partial(release_file, places.sessionmaker, places.storage, key))
+    for folder in caches:
+        after_commit(session, partial(asyncio.to_thread, shutil.rmtree, folder, True))
+
+
+async def _drop_vectors(vector_index: VectorIndex, user_id: uuid.UUID) -> None:
+    """The deleted account's vector collection (its documents' rows are gone: nothing can
+    find them). If the store cannot, they stay unreachable until `docchat reindex`."""
+    try:
+        await vector_index.delete_owner(user_id)
+    except VectorStoreUnavailable:
+        logger.error(
+            "the vectors of deleted account %s could not be removed (the vector store was "
+            "unavailable); no search reaches them, and `docchat reindex` clears them",
+            user_id,
+        )
+
+
+async def _hand_over_sources(
+    session: AsyncSession, user: User, heir: User, collection_ids: list[uuid.UUID]
+) -> None:
+    """The account's sources in the collections handed to the heir go to the heir too,
+    paused: they sync with the deleted person's credentials, which the heir should check
+    before resuming. Its other sources go with the account (their documents stay as decided)."""
+    await session.execute(
+        update(SourceRow)
+        .where(SourceRow.owner_id == user.id, SourceRow.collection_id.in_(collection_ids))
+        .values(
+            owner_id=heir.id,
+            state=SourceState.paused,
+            claim_token=None,
+            next_sync_at=None,
+            last_error="Paused: the account that added it was deleted and it was handed over; "
+            "check its settings and credentials, then resume it",
+        )
+    )
+
+
+async def _forget_sources(
+    session: AsyncSession, user_id: uuid.UUID, settings: Settings
+) -> list[Path]:
+    """Fence out any sync of the account's sources (they go with the account); the folders
+    of what they fetched, to remove once committed."""
+    rows = (await session.execute(select(SourceRow).where(SourceRow.owner_id == user_id))).scalars()
+    sources = list(rows)
+    for row in sources:
+        row.claim_token = None
+    await session.flush()
+    return [cache_dir(row, settings) for row in sources]
 
 
 async def delete_by_admin(

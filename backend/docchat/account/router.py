@@ -105,9 +105,9 @@ async def export_me(
 
 
 def get_places(
-    index: VectorIndexDep, storage: StorageDep, sessionmaker: SessionmakerDep
+    index: VectorIndexDep, storage: StorageDep, sessionmaker: SessionmakerDep, settings: SettingsDep
 ) -> deletion.Places:
-    return deletion.Places(index, storage, sessionmaker)
+    return deletion.Places(index, storage, sessionmaker, settings)
 
 
 PlacesDep = Annotated[deletion.Places, Depends(get_places)]

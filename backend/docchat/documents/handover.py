@@ -3,10 +3,12 @@ still read them (shared with everyone, or in collections with other members).
 
 A document's owner is written in three places besides its row: its vectors live in the owner's
 vector collection, `collection_documents` repeats the owner (to find a collection's owners in
-one index step), and its ingestion jobs take turns by owner. The vectors move first, with the
-store's own copy (nothing is embedded again); if the store cannot, nothing changes here. Work
-still to do on a document (reading it, or a new version of it) is queued again for the new
-owner, since a worker already at it writes under the old one.
+one index step), and its ingestion jobs take turns by owner. The vectors are copied first,
+with the store's own copy (nothing is embedded again); the old owner's copies stay until the
+caller drops that owner's collection once the database has committed, so a failure anywhere
+before leaves everything answering as it did. Work still to do on a document (reading it, or
+a new version of it) is queued again for the new owner, since a worker already at it writes
+under the old one.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ async def hand_over(
         return
     for document in documents:
         try:
-            await vector_index.move_document(DocumentRef.of(document), heir)
+            await vector_index.copy_document(DocumentRef.of(document), heir)
         except VectorStoreUnavailable as exc:
             raise ServiceUnavailable(
                 "The vector store is unavailable, so the documents cannot change hands; try again"

@@ -158,7 +158,10 @@ async def _delete_account(args: argparse.Namespace) -> tuple[bool, str]:
     engine = create_engine(settings.database_url, pool_size=1)
     sessionmaker = create_sessionmaker(engine)
     places = deletion.Places(
-        ThreadedIndex(store), build_storage(settings.storage, settings.files_dir), sessionmaker
+        ThreadedIndex(store),
+        build_storage(settings.storage, settings.files_dir),
+        sessionmaker,
+        settings,
     )
     try:
         async with sessionmaker() as session:

@@ -420,26 +420,28 @@ class ChromaVectorStore:
                 found[key] = float(value)
         return found
 
-    def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
-        """Copy the document's chunks (vectors, metadata, any stored text) into the new owner's
-        collection a batch at a time, each batch removed from the old one once copied: a move
-        cut short leaves every chunk in one place or the other, and running it again ends it."""
+    def copy_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
+        """Copy the document's chunks (vectors, metadata, any stored text) into another owner's
+        collection a batch at a time; the old owner's stay until that collection is dropped
+        (`delete_owner`), so a copy cut short changes nothing that answers, and running it
+        again finishes it (the ids are the same: an upsert)."""
         if owner_id == document.owner_id:
             return 0
-        moved = 0
+        copied = 0
         where = {"document_id": str(document.id)}
         while True:
-            with self._guard(document.owner_id, "move"):
+            with self._guard(document.owner_id, "copy"):
                 source = self._owner_collection(document.owner_id, create=False)
                 if source is None:
-                    return moved
+                    return copied
                 batch = source.get(
                     where=where,
                     limit=LEGACY_MOVE_BATCH,
+                    offset=copied,
                     include=["embeddings", "documents", "metadatas"],
                 )
             if not batch["ids"]:
-                return moved
+                return copied
             texts = list(batch["documents"] or [])
             metadatas = [
                 dict(metadata) | {"owner_id": str(owner_id)}
@@ -456,9 +458,7 @@ class ChromaVectorStore:
                     documents=[text or "" for text in texts] if any(texts) else None,
                     metadatas=metadatas,
                 )
-            with self._guard(document.owner_id, "delete"):
-                source.delete(ids=list(batch["ids"]))
-            moved += len(batch["ids"])
+            copied += len(batch["ids"])
 
     def delete_owner(self, owner_id: uuid.UUID) -> None:
         """Drop the owner's collection, every chunk of theirs with it."""

@@ -17,9 +17,10 @@ Contract of `VectorIndex` (async; every caller awaits it, none wraps it in a thr
   where it kept them: chunks written by versions that did), for passages PostgreSQL lacks;
 - `similarities(embedding, chunks)` gives the cosine similarity of the named chunks (by
   document and chunk index) that exist, keyed by chunk id;
-- `move_document(document, owner_id)` gives every chunk of a document (all versions) to
-  another owner, vectors kept (an account deleted with its shared documents handed over);
-  `delete_owner(owner_id)` removes every chunk of an owner (their account deleted);
+- `copy_document(document, owner_id)` copies every chunk of a document (all versions) to
+  another owner, vectors kept (an account deleted with its shared documents handed over; the
+  old owner's copies go with `delete_owner`); `delete_owner(owner_id)` removes every chunk of
+  an owner (their account deleted);
 - `count(document)` counts the chunks of a document's version (or all chunks), `ping()` checks
   it can serve;
 - failures raise `VectorStoreUnavailable`.
@@ -260,7 +261,7 @@ class VectorIndex(Protocol):
 
     async def read(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
 
-    async def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int: ...
+    async def copy_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int: ...
 
     async def delete_owner(self, owner_id: uuid.UUID) -> None: ...
 
@@ -292,8 +293,8 @@ class BlockingVectorStore(Protocol):
 
     def read(self, chunks: Sequence[Chunk]) -> list[Chunk]: ...
 
-    def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
-        """Give the document's chunks to `owner_id`; returns how many moved."""
+    def copy_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
+        """Copy the document's chunks to `owner_id`'s; returns how many."""
         ...
 
     def delete_owner(self, owner_id: uuid.UUID) -> None: ...
@@ -398,8 +399,8 @@ class ThreadedIndex:
     async def read(self, chunks: Sequence[Chunk]) -> list[Chunk]:
         return await asyncio.to_thread(self.store.read, chunks)
 
-    async def move_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
-        return await asyncio.to_thread(self.store.move_document, document, owner_id)
+    async def copy_document(self, document: DocumentRef, owner_id: uuid.UUID) -> int:
+        return await asyncio.to_thread(self.store.copy_document, document, owner_id)
 
     async def delete_owner(self, owner_id: uuid.UUID) -> None:
         await asyncio.to_thread(self.store.delete_owner, owner_id)

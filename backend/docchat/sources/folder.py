@@ -47,8 +47,14 @@ class FolderSource:
             )
         return found
 
+    def _listing_or_error(self) -> list[SourceItem]:
+        try:
+            return self._listing()
+        except OSError as exc:  # unreadable, unmounted, a file gone while listing
+            raise SourceError(f"the folder could not be read ({exc.strerror or exc})") from exc
+
     async def items(self) -> AsyncIterator[SourceItem]:
-        for item in await asyncio.to_thread(self._listing):
+        for item in await asyncio.to_thread(self._listing_or_error):
             yield item
 
     @contextlib.asynccontextmanager

@@ -28,8 +28,31 @@ DOCUMENT_SUFFIXES = frozenset(
 
 
 def _reason(exc: Exception) -> str:
-    text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return f"the repository could not be read: {text}"
+    """What went wrong, for the source's owner: never the server's own words, which could
+    tell a user what answers where on a network (a refused port, a redirect's target)."""
+    from dulwich.client import HTTPUnauthorized
+    from dulwich.errors import GitProtocolError, NotGitRepository
+
+    if isinstance(exc, HTTPUnauthorized):
+        return "the server refused the credentials (check the token)"
+    if isinstance(exc, NotGitRepository):
+        return "there is no Git repository at that address"
+    if isinstance(exc, GitProtocolError) and "unexpected http resp" in str(exc):
+        status = str(exc).split("unexpected http resp ", 1)[1].split(" ", 1)[0]
+        moved = " (give the address it moves to: redirects are not followed)"
+        return f"the server answered {status}" + (moved if status.startswith("3") else "")
+    return "the repository could not be reached or read"
+
+
+def _pool_manager() -> Any:
+    """HTTP without redirects (each would need the same address checks as the first) and
+    with time limits."""
+    import urllib3
+
+    return urllib3.PoolManager(
+        retries=urllib3.util.Retry(total=2, redirect=0, raise_on_redirect=False),
+        timeout=urllib3.Timeout(connect=10, read=120),
+    )
 
 
 class GitSource:
@@ -42,6 +65,7 @@ class GitSource:
         folder: str = "",
         username: str | None = None,
         token: str | None = None,
+        max_bytes: int = 50 * 1024 * 1024,
     ) -> None:
         if not url.startswith(("https://", "http://")):
             raise SourceError("a Git source needs an http:// or https:// address")
@@ -53,6 +77,7 @@ class GitSource:
         self.folder = folder.strip("/")
         self.username = username or ("x-access-token" if token else None)
         self.token = token
+        self.max_bytes = max_bytes
         self._store: Any = None  # the object store of the last listing, to read blobs from
         self._repository_open: Any = None
 
@@ -65,6 +90,7 @@ class GitSource:
             folder=settings.get("folder", ""),
             username=settings.get("username"),
             token=settings.get("token"),
+            max_bytes=int(settings.get("max_bytes", str(50 * 1024 * 1024))),
         )
 
     def close(self) -> None:
@@ -92,7 +118,9 @@ class GitSource:
         from dulwich.refs import Ref
 
         repository = self._repository()
-        client, path = get_transport_and_path(self.url, username=self.username, password=self.token)
+        client, path = get_transport_and_path(
+            self.url, username=self.username, password=self.token, pool_manager=_pool_manager()
+        )
         wanted = [Ref(f"refs/heads/{self.ref}".encode()), Ref(f"refs/tags/{self.ref}".encode())]
 
         def determine_wants(
@@ -147,6 +175,9 @@ class GitSource:
         except KeyError as exc:
             raise SourceError(f"{item.key} is not in the fetched repository") from exc
         data: bytes = blob.as_raw_string()
+        if len(data) > self.max_bytes:
+            limit = self.max_bytes // (1024 * 1024)
+            raise SourceError(f"it is larger than the limit of {limit} MB")
         return data
 
     @contextlib.asynccontextmanager

@@ -38,7 +38,7 @@ def _reason(exc: Exception) -> str:
             f"the bucket refused: {error.get('Code', 'error')} {error.get('Message', '')}".strip()
         )
     if isinstance(exc, BotoCoreError):
-        return f"the bucket could not be reached ({type(exc).__name__})"
+        return "the bucket could not be reached"
     return f"the bucket could not be read ({type(exc).__name__})"
 
 
@@ -54,6 +54,7 @@ class S3PrefixSource:
         secret_access_key: str | None = None,
     ) -> None:
         import boto3
+        from botocore import UNSIGNED
         from botocore.config import Config
 
         if not bucket:
@@ -62,18 +63,30 @@ class S3PrefixSource:
         # A prefix names a folder of the bucket ("docs" lists "docs/..." and not "docs-old/").
         folder = prefix.strip("/")
         self.prefix = f"{folder}/" if folder else ""
-        self._client: Any = boto3.client(
-            "s3",
-            endpoint_url=endpoint_url or None,
-            region_name=region or "us-east-1",
-            aws_access_key_id=access_key_id or None,
-            aws_secret_access_key=secret_access_key or None,
-            config=Config(
-                retries={"mode": "standard", "max_attempts": 3},
-                connect_timeout=10,
-                read_timeout=60,
-            ),
-        )
+        signed = bool(access_key_id and secret_access_key)
+        try:
+            # A session of its own, from nothing but these settings: never the server's own
+            # credentials (environment, profile, instance role) nor its configured endpoints,
+            # which could read the installation's own bucket. Without keys: unsigned requests,
+            # for public buckets.
+            session = boto3.session.Session(
+                aws_access_key_id=access_key_id if signed else None,
+                aws_secret_access_key=secret_access_key if signed else None,
+                region_name=region or "us-east-1",
+            )
+            self._client: Any = session.client(
+                "s3",
+                endpoint_url=endpoint_url or None,
+                config=Config(
+                    retries={"mode": "standard", "max_attempts": 3},
+                    connect_timeout=10,
+                    read_timeout=60,
+                    signature_version=None if signed else UNSIGNED,
+                    ignore_configured_endpoint_urls=True,
+                ),
+            )
+        except Exception as exc:  # a malformed region or endpoint
+            raise SourceError(f"its settings cannot be used: {exc}") from exc
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> S3PrefixSource:

@@ -21,7 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.audit import service as audit
 from docchat.config import Settings
 from docchat.db import utcnow
-from docchat.documents.fetch import check_reachable_address
 from docchat.kit.errors import Conflict, Forbidden, NotFound, Unprocessable
 from docchat.kit.pagination import PageParams, paginate
 from docchat.kit.routing import after_commit
@@ -33,10 +32,12 @@ from docchat.sources.models import SourceItem as ItemRow
 from docchat.sources.models import SourceState
 from docchat.sources.port import SourceError
 from docchat.sources.schemas import SourceCreate, SourceKind, SourceRead, SourceUpdate
-from docchat.sources.sync import forget_cache, next_sync, open_connector
+from docchat.sources.sync import check_addresses, forget_cache, next_sync, open_connector
 from docchat.users.models import User
 
 NOT_FOUND = "Source not found"
+# The settings that say where a source reads from: its credentials were given for them.
+TARGET_FIELDS = ("url", "endpoint_url", "bucket", "region", "path")
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,7 @@ def _checked_fields(
 
 async def _check_reachable(row: SourceRow, settings: Settings) -> None:
     """The connector can be made as configured, and talks to no address users may not reach."""
-    for address in (row.settings.get("endpoint_url"), row.settings.get("url")):
-        if address:
-            await check_reachable_address(address, settings.url_fetch)
+    await check_addresses(row, settings)
     try:
         open_connector(row, settings)
     except SourceError as exc:
@@ -213,12 +212,21 @@ async def update(
     if changes.name is not None:
         row.name = changes.name.strip()
     if changes.settings is not None or changes.secrets is not None:
+        if row.owner_id != user.id and not user.is_admin:
+            raise Forbidden(
+                "Only the person who added the source (or an administrator) can change where "
+                "it reads from or its credentials"
+            )
         fields, secrets = _checked_fields(
             SourceKind(row.kind), changes.settings or dict(row.settings), changes.secrets
         )
+        retargeted = any(fields.get(name) != row.settings.get(name) for name in TARGET_FIELDS)
         row.settings = fields
         if changes.secrets is not None:
             row.secrets = _seal(secrets, settings)
+        elif retargeted:
+            # Credentials go only where they were given for: asked for again.
+            row.secrets = None
         await _check_reachable(row, settings)
     if "interval_minutes" in given:
         row.interval_minutes = _interval(changes.interval_minutes, settings)
@@ -236,9 +244,11 @@ async def update(
     return row
 
 
-async def _locked(session: AsyncSession, row: SourceRow) -> SourceRow:
-    """The row locked against a worker's step (each holds it while it writes an item)."""
-    await session.refresh(row, with_for_update=True)
+async def _locked(session: AsyncSession, row: SourceRow, *, deleting: bool = False) -> SourceRow:
+    """The row locked for a change. A worker writing a file holds it FOR KEY SHARE: a change
+    (FOR NO KEY UPDATE) goes ahead at once and the worker sees it at its next step; a deletion
+    (FOR UPDATE) waits for that one file."""
+    await session.refresh(row, with_for_update={"key_share": not deleting})
     return row
 
 
@@ -262,7 +272,7 @@ async def delete(
 ) -> bool:
     """Delete the source; its documents stay in the collection as they are, or go with it
     (a worker removes them one by one: True then, the deletion is under way)."""
-    row = await _locked(session, await get_managed(session, user, source_id))
+    row = await _locked(session, await get_managed(session, user, source_id), deleting=True)
     await _record(
         session, audit.AuditAction.source_deleted, user, row, address, kept=keep_documents
     )

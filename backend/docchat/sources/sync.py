@@ -40,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.config import Settings
 from docchat.db import utcnow
 from docchat.documents import service as documents_service
+from docchat.documents.fetch import check_reachable_address
 from docchat.documents.models import Document
 from docchat.documents.storage import FileStorage
 from docchat.kit.errors import DocchatError
@@ -66,9 +67,18 @@ WHERE s.id = (
     SELECT c.id FROM sources c
     JOIN collections col ON col.id = c.collection_id AND col.deleted_at IS NULL
     JOIN users u ON u.id = c.owner_id AND u.is_active
-    WHERE (c.state IN ('idle', 'failing', 'removing') AND c.next_sync_at <= :now)
-       OR (c.state = 'syncing' AND c.heartbeat_at < :stale_before)
-       OR (c.state = 'removing' AND c.heartbeat_at < :stale_before)
+    WHERE ((c.state IN ('idle', 'failing', 'removing') AND c.next_sync_at <= :now
+            AND c.claim_token IS NULL)
+        OR (c.state IN ('syncing', 'removing') AND c.claim_token IS NOT NULL
+            AND c.heartbeat_at < :stale_before))
+      -- Its owner still owns the collection (directly or through a group), or it is
+      -- being removed: nobody brings files into a collection they no longer own.
+      AND (c.state = 'removing' OR EXISTS (
+        SELECT 1 FROM collection_members m
+        WHERE m.collection_id = c.collection_id AND m.role = 'owner'
+          AND m.accepted_at IS NOT NULL
+          AND (m.user_id = c.owner_id OR m.group_id IN (
+                SELECT g.group_id FROM group_members g WHERE g.user_id = c.owner_id))))
     ORDER BY c.next_sync_at NULLS FIRST
     LIMIT 1
     FOR UPDATE OF c SKIP LOCKED
@@ -148,6 +158,14 @@ def cache_dir(row: SourceRow, settings: Settings) -> Path:
 
 def forget_cache(row: SourceRow, settings: Settings) -> None:
     shutil.rmtree(cache_dir(row, settings), ignore_errors=True)
+
+
+async def check_addresses(row: SourceRow, settings: Settings) -> None:
+    """Refuse (BadRequest) an address of the source on a network users may not reach, as URL
+    fetches do: at creation, and before every sync (a name may resolve elsewhere by then)."""
+    for address in (row.settings.get("endpoint_url"), row.settings.get("url")):
+        if address:
+            await check_reachable_address(address, settings.url_fetch)
 
 
 def open_connector(row: SourceRow, settings: Settings) -> Source:
@@ -245,10 +263,13 @@ class SourceSyncer:
 
     async def _hold(self, session: AsyncSession, claim: Claim) -> SourceRow:
         """The source's row, locked, if this claim still holds it; else `LostClaim`."""
+        # FOR KEY SHARE: the row cannot be deleted (nor the account that owns it) while a file
+        # is written, but pausing or "Sync now" need not wait for the file: they take the
+        # claim away, and the next step sees that.
         statement = (
             select(SourceRow)
             .where(SourceRow.id == claim.source_id, SourceRow.claim_token == claim.token)
-            .with_for_update()
+            .with_for_update(read=True, key_share=True)
         )
         row = (await session.execute(statement)).scalar_one_or_none()
         if row is None:
@@ -272,14 +293,20 @@ class SourceSyncer:
         async with self.sessionmaker() as session:
             row = await self._hold(session, claim)
             try:
+                await check_addresses(row, self.settings)  # again: DNS answers change
                 connector = open_connector(row, self.settings)
-            except SourceError as exc:
+            except (SourceError, DocchatError) as exc:
                 await session.rollback()
-                await self._finish_failing(claim, str(exc))
+                await self._finish_failing(claim, _reason(exc))
                 return
             await session.rollback()
         try:
             await self._sync_with(claim, connector)
+        except LostClaim:
+            raise
+        except Exception:  # a bug or a surprise: the source says so and backs off
+            logger.exception("source %s: sync failed", claim.source_id)
+            await self._finish_failing(claim, "the sync failed unexpectedly; it is tried again")
         finally:
             await asyncio.to_thread(close_source, connector)
 
@@ -290,12 +317,25 @@ class SourceSyncer:
             await self._finish_failing(claim, str(exc))
             return
         progress = Progress(listed=len(listed))
+        if not listed and await self._known_items(claim):
+            # A mistyped prefix or folder, an unmounted share: never a reason to delete all.
+            await self._finish_failing(
+                claim,
+                "it lists no files now, where the last sync found some: nothing was removed "
+                "(check its settings; delete the source to remove its documents)",
+            )
+            return
         plan = await self._plan(claim, listed, progress)
         for item, known in plan.bring:
             await self._bring(claim, connector, item, known, progress)
         for known in plan.remove:
             await self._remove_item(claim, known, progress)
         await self._finish(claim, progress)
+
+    async def _known_items(self, claim: Claim) -> bool:
+        async with self.sessionmaker() as session:
+            statement = select(ItemRow.id).where(ItemRow.source_id == claim.source_id).limit(1)
+            return (await session.execute(statement)).first() is not None
 
     async def _listing(self, connector: Source) -> dict[str, SourceItem]:
         limit = self.settings.sources.max_items
