@@ -186,6 +186,29 @@ async def test_a_folder_source_keeps_its_collection_in_step(
     assert await _jobs(session) == jobs_before + 3  # the new version and the two new files
 
 
+async def test_a_synced_document_taken_out_by_hand_comes_back_at_the_next_sync(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Mirror")
+    folder = tmp_path / "shared" / "mirror"
+    _write(folder, "a.md", HANDBOOK)
+    source = (await _add_folder(client, admin, collection, "Mirror", folder)).json()["id"]
+    await _sync(parts)
+    listed = await client.get(f"/api/v1/collections/{collection}/documents", headers=admin)
+    document = listed.json()["items"][0]["id"]
+    taken = await client.delete(
+        f"/api/v1/collections/{collection}/documents/{document}", headers=admin
+    )
+    assert taken.status_code < 300 and await _names(client, admin, collection) == []
+    jobs = await _jobs(session)
+    await client.post(f"/api/v1/sources/{source}/sync", headers=admin)
+    await _sync(parts)
+    assert await _names(client, admin, collection) == ["a.md"]
+    assert await _jobs(session) == jobs, "put back as it was: nothing read again"
+
+
 async def test_a_file_that_cannot_be_brought_in_is_listed_with_its_reason(
     served: Client, session: AsyncSession, tmp_path: Path
 ) -> None:

@@ -26,6 +26,8 @@ from docchat.kit.errors import ServiceUnavailable
 from docchat.membership.models import CollectionDocument
 from docchat.retrieval.index import DocumentRef, VectorIndex, VectorStoreUnavailable
 
+BATCH = 5000
+
 
 async def hand_over(
     session: AsyncSession,
@@ -44,12 +46,15 @@ async def hand_over(
                 "The vector store is unavailable, so the documents cannot change hands; try again"
             ) from exc
     ids = [document.id for document in documents]
-    await session.execute(
-        update(CollectionDocument)
-        .where(CollectionDocument.document_id.in_(ids))
-        .values(owner_id=heir)
-    )
-    unfinished = await jobs.retire_unfinished(session, ids, utcnow())
+    unfinished: list[tuple[uuid.UUID, uuid.UUID | None]] = []
+    for start in range(0, len(ids), BATCH):  # a statement takes at most 32,767 parameters
+        batch = ids[start : start + BATCH]
+        await session.execute(
+            update(CollectionDocument)
+            .where(CollectionDocument.document_id.in_(batch))
+            .values(owner_id=heir)
+        )
+        unfinished += await jobs.retire_unfinished(session, batch, utcnow())
     for document in documents:
         document.owner_id = heir
         document.category_id = None  # the categories were the old owner's

@@ -55,6 +55,8 @@ from docchat.sources.port import SOURCES, Source, SourceError, SourceItem, close
 from docchat.users.models import User
 
 logger = logging.getLogger(__name__)
+# Rows a statement writes at once (a statement takes at most 32,767 parameters).
+BATCH = 5000
 
 # A due source, or one whose worker stopped beating (it died): claimed by one worker alone.
 _CLAIM = text(
@@ -123,6 +125,8 @@ class Claim:
 class _Plan:
     bring: list[tuple[SourceItem, ItemRow | None]] = field(default_factory=list)
     remove: list[ItemRow] = field(default_factory=list)
+    # Unchanged documents no longer in the collection (taken out by hand): put back.
+    relink: list[uuid.UUID] = field(default_factory=list)
 
 
 class SyncParts(Protocol):
@@ -326,6 +330,8 @@ class SourceSyncer:
             )
             return
         plan = await self._plan(claim, listed, progress)
+        if plan.relink:
+            await self._relink(claim, plan.relink)
         for item, known in plan.bring:
             await self._bring(claim, connector, item, known, progress)
         for known in plan.remove:
@@ -358,7 +364,8 @@ class SourceSyncer:
                 await session.execute(select(ItemRow).where(ItemRow.source_id == claim.source_id))
             ).scalars()
             known = {row.key: row for row in rows}
-            live = await _live_documents(session, [r.document_id for r in known.values()])
+            live = await _live_documents(session, claim.source_id)
+            linked = await _linked_documents(session, claim.source_id, claim.collection_id)
         plan = _Plan()
         for key, item in listed.items():
             row = known.get(key)
@@ -370,6 +377,9 @@ class SourceSyncer:
             )
             if current:
                 progress.unchanged += 1
+                if row is not None and row.document_id not in linked:
+                    assert row.document_id is not None
+                    plan.relink.append(row.document_id)
             else:
                 plan.bring.append((item, row))
         plan.remove = [row for key, row in known.items() if key not in listed]
@@ -377,6 +387,25 @@ class SourceSyncer:
         progress.to_do = len(listed) + len(plan.remove)
         await self._report(claim, progress)
         return plan
+
+    async def _relink(self, claim: Claim, document_ids: list[uuid.UUID]) -> None:
+        """The collection holds what its source holds: documents taken out of it by hand
+        while still in the source come back (the source is where they are managed)."""
+        async with self.sessionmaker() as session:
+            await self._hold(session, claim)
+            for start in range(0, len(document_ids), BATCH):
+                rows = [
+                    {
+                        "collection_id": claim.collection_id,
+                        "document_id": document_id,
+                        "owner_id": claim.owner_id,
+                    }
+                    for document_id in document_ids[start : start + BATCH]
+                ]
+                await session.execute(
+                    insert(CollectionDocument).values(rows).on_conflict_do_nothing()
+                )
+            await session.commit()
 
     async def _bring(
         self,
@@ -593,13 +622,30 @@ def _kept(known: ItemRow | None) -> uuid.UUID | None:
     return known.document_id if known is not None else None
 
 
-async def _live_documents(
-    session: AsyncSession, ids: list[uuid.UUID | None]
+async def _live_documents(session: AsyncSession, source_id: uuid.UUID) -> set[uuid.UUID | None]:
+    """The source's items' documents that are not deleted (a join: a source may hold tens of
+    thousands, more than a statement's parameters)."""
+    statement = (
+        select(ItemRow.document_id)
+        .join(Document, Document.id == ItemRow.document_id)
+        .where(ItemRow.source_id == source_id, Document.deleted_at.is_(None))
+    )
+    return set((await session.execute(statement)).scalars())
+
+
+async def _linked_documents(
+    session: AsyncSession, source_id: uuid.UUID, collection_id: uuid.UUID
 ) -> set[uuid.UUID | None]:
-    wanted = [document_id for document_id in ids if document_id is not None]
-    if not wanted:
-        return set()
-    statement = select(Document.id).where(Document.id.in_(wanted), Document.deleted_at.is_(None))
+    """The source's items' documents that its collection holds."""
+    statement = (
+        select(ItemRow.document_id)
+        .join(
+            CollectionDocument,
+            (CollectionDocument.document_id == ItemRow.document_id)
+            & (CollectionDocument.collection_id == collection_id),
+        )
+        .where(ItemRow.source_id == source_id)
+    )
     return set((await session.execute(statement)).scalars())
 
 
