@@ -194,18 +194,19 @@ async def erase_person(
     if not entries:
         return 0
     await session.execute(text("SELECT set_config('docchat.audit_erasure', 'on', true)"))
+    rows = []
     for entry in entries:
         own = entry.actor_id == user_id or (entry.actor_email or "").lower() == email
-        await session.execute(
-            update(AuditEntry)
-            .where(AuditEntry.id == entry.id)
-            .values(
-                actor_email=alias if own else entry.actor_email,
-                address=None if own else entry.address,
-                detail=_replaced(entry.detail, names, alias),
-            )
-            .execution_options(synchronize_session=False)
+        rows.append(
+            {
+                "id": entry.id,
+                "actor_email": alias if own else entry.actor_email,
+                "address": None if own else entry.address,
+                "detail": _replaced(entry.detail, names, alias),
+            }
         )
+    # One statement for them all (by primary key, executemany), not one round trip each.
+    await session.execute(update(AuditEntry).execution_options(synchronize_session=False), rows)
     await session.execute(text("SELECT set_config('docchat.audit_erasure', 'off', true)"))
     for entry in entries:
         session.expire(entry)

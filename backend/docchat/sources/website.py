@@ -61,6 +61,15 @@ def _links(body: bytes, base: str) -> list[str]:
     return [urldefrag(urljoin(base, href))[0] for href in parser.hrefs]
 
 
+def _digest(fetched: Fetched, html: bool) -> tuple[int, str, list[str]]:
+    """The body's size and SHA-256, and its links when it is a page; the body is left at its
+    start, to be read again."""
+    data = fetched.body.read()
+    fetched.body.seek(0)
+    links = _links(data, fetched.url) if html else []
+    return len(data), hashlib.sha256(data).hexdigest(), links
+
+
 @dataclass
 class _Page:
     item: SourceItem
@@ -166,12 +175,11 @@ class WebsiteSource:
         if fetched.url != url and not self._inside(fetched.url):
             fetched.body.close()
             return None, []  # redirected off the site or out of its folder
-        data = fetched.body.read()
-        fetched.body.seek(0)
-        version = hashlib.sha256(data).hexdigest()
+        html = fetched.media_type in HTML_TYPES
+        # Reading (the body may be on disk), hashing and parsing: off the event loop.
+        size, version, links = await asyncio.to_thread(_digest, fetched, html)
         key = self._key(url)
-        page = _Page(SourceItem(key, fetched.filename, version, len(data)), fetched.body)
-        links = _links(data, fetched.url) if fetched.media_type in HTML_TYPES else []
+        page = _Page(SourceItem(key, fetched.filename, version, size), fetched.body)
         return page, links
 
     async def _pause(self) -> None:
