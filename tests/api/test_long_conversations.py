@@ -177,3 +177,34 @@ async def test_a_failing_model_leaves_the_summary_as_it_was_and_the_answer_unhar
     assert "User: First?" in fold and "User: Second?" in fold and "Third" not in fold
     detail = (await live_client.get(f"/api/v1/chats/{chat_id}", headers=headers)).json()
     assert detail["summary"] == "Asked: first, second."
+
+
+async def test_a_summary_is_written_once_half_the_window_has_left_it(
+    live_client: httpx.AsyncClient, live_components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """A model writes a long chat's summary every few answers, not after each one (it did: one
+    more model call per question once a chat was past its window)."""
+    headers = await auth_headers(live_client)
+    summaries = live_components.message_flow.summaries
+    chat_id = (await ask(live_client, headers, "Question 1?")).json()["chat_id"]
+    await live_client.patch(f"/api/v1/chats/{chat_id}", headers=headers, json={"history_pairs": 4})
+
+    def folds() -> list[str]:
+        system = prompts.SUMMARY_SYSTEM.split("{")[0]
+        return [
+            request["messages"][1]["content"]
+            for request in fresh_llm.requests
+            if request["messages"][0]["content"].startswith(system)
+        ]
+
+    for number in range(2, 10):
+        fresh_llm.script(f"Answer {number}.")  # a fold gets the default reply
+        await ask(live_client, headers, f"Question {number}?", chat_id=chat_id)
+        await summaries.wait()
+        # A window of 4 is folded two exchanges at a time: after the 6th and the 8th answer.
+        assert len(folds()) == {6: 1, 7: 1, 8: 2, 9: 2}.get(number, 0), number
+    first, second = folds()
+    assert "User: Question 1?" in first and "User: Question 2?" in first
+    assert "Question 3?" not in first
+    assert "User: Question 3?" in second and "User: Question 4?" in second
+    assert "Question 5?" not in second

@@ -3,10 +3,14 @@ of the rest (`chats.summaries.digest`)."""
 
 from __future__ import annotations
 
+import math
 import uuid
 
 from docchat.chats import history, summaries
 from docchat.chats.models import Message, MessageRole, MessageStatus
+from docchat.llm.embeddings import CachedVectors, Embedder
+from docchat.retrieval.query_embedding import QueryBatcher
+from tests.support.embedding import CountingEmbedder
 
 CHAT = uuid.uuid4()
 
@@ -94,3 +98,37 @@ def test_no_older_exchange_comes_in_over_one_of_the_last_two_that_did_not_fit() 
     exchanges = _exchanges(*pairs)
     chosen = history.choose(exchanges, None, pairs=4, token_budget=300, message_chars=1000)
     assert _questions(chosen) == ["q3"]
+
+
+async def test_a_long_chats_question_is_embedded_once_for_its_search_and_its_history(
+    embedder: Embedder,
+) -> None:
+    """Relevance compares the question by the vector its search embeds (it was embedded twice,
+    once by each, on every question past a chat's window)."""
+    counting = CountingEmbedder(embedder)
+    batcher = QueryBatcher(counting)
+    vectors = CachedVectors(counting)
+    relevance = history.Relevance(vectors, question_vector=batcher.shared)
+    exchanges = _exchanges(
+        ("Who designed the Varn bridge?", "Ingrid Lindqvist designed it."),
+        ("How do tides work?", "The moon pulls the sea."),
+    )
+    await vectors.of([exchange.text() for exchange in exchanges])  # embedded as they were saved
+    question = "When was the Varn bridge opened?"
+    for search_first in (False, True):
+        asked = f"{question} ({search_first})"
+        counting.texts.clear()
+        if search_first:
+            batcher.anticipate(asked)
+        scores = await relevance.scores(asked, exchanges)
+        searched = await batcher.embed(asked)
+        assert counting.texts == [[asked]]
+        assert scores[0] > scores[1]
+        alone = embedder.embed([asked])[0]
+        assert math.isclose(
+            sum(a * b for a, b in zip(searched, alone, strict=True)), 1.0, abs_tol=1e-4
+        )
+
+
+def test_half_a_window_leaves_before_the_summary_is_written_again() -> None:
+    assert [summaries.fold_batch(window) for window in (0, 1, 2, 3, 10, 50)] == [1, 1, 1, 1, 5, 25]

@@ -44,7 +44,7 @@ from docchat.chats.schemas import (
     StreamMeta,
     StreamSources,
 )
-from docchat.chats.summaries import Summaries
+from docchat.chats.summaries import Summaries, fold_batch
 from docchat.chats.turns import ScopeRead, Turn, searches_as_worded, start_turn
 from docchat.config import Settings
 from docchat.documents.storage import FileStorage
@@ -207,9 +207,11 @@ class MessageFlow:
             self.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload
         )
         # A chat within its window has nothing to summarise and no exchange to choose among:
-        # no read and no embedding for it (most chats are short).
+        # no read and no embedding for it (most chats are short). Past it, the summary is
+        # brought up to date once enough exchanges have left the window (`fold_batch`).
         exchanges = turn.exchanges_before + 1
-        if exchanges > turn.remembers:
+        leaving = turn.unsummarised_before + 1 - turn.remembers
+        if leaving > 0 and leaving >= fold_batch(turn.remembers):
             self.summaries.after_answer(turn.chat_id, turn.question.options.model)
         if self.relevance is not None and exchanges >= turn.remembers > KEEP_RECENT:
             self.relevance.remember(turn.question.text, saved.content)

@@ -10,8 +10,11 @@ summary (`chats.summaries`), which the prompt carries in front of the kept excha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from docchat.answers import extractive
 from docchat.chats.models import Message, MessageRole
@@ -131,22 +134,40 @@ def choose(
     return [exchanges[index] for index in sorted(chosen)]
 
 
+# A question's vector, shared with its search (`retrieval.query_embedding.shared_query`).
+QuestionVector = Callable[[str], Awaitable[list[float]]]
+
+
+@lru_cache(maxsize=20_000)
+def _exchange_terms(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
+
+
 class Relevance:
     """How related each earlier exchange is to a new question: cosine similarity of their
     embeddings plus `TERM_WEIGHT` times the share of the question's terms the exchange holds.
     Exchanges are embedded once per process (`CachedVectors`), and each new one as its answer
-    is saved (`remember`), so a long chat's question costs one embedding: its own."""
+    is saved (`remember`); the question's vector is its search's (`question_vector`), so a long
+    chat's question costs no embedding of its own. An exchange's terms are read once too: a
+    question past the window compares itself with up to a hundred exchanges."""
 
-    def __init__(self, vectors: CachedVectors) -> None:
+    def __init__(self, vectors: CachedVectors, question_vector: QuestionVector | None = None):
         self.vectors = vectors
+        self.question_vector = question_vector
 
     async def scores(self, question: str, exchanges: Sequence[Exchange]) -> list[float]:
         texts = [exchange.text() for exchange in exchanges]
-        vectors = await self.vectors.of([question, *texts])
-        similarity = vectors[1:] @ vectors[0]
+        if self.question_vector is None:
+            vectors = await self.vectors.of([question, *texts])
+            similarity = vectors[1:] @ vectors[0]
+        else:
+            asked = np.asarray(await self.question_vector(question), dtype=np.float32)
+            similarity = (await self.vectors.of(texts)) @ asked
         wanted = set(terms(question))
+        if not wanted:
+            return [float(cosine) for cosine in similarity]
         return [
-            float(cosine) + TERM_WEIGHT * term_share(wanted, text)
+            float(cosine) + TERM_WEIGHT * len(wanted & _exchange_terms(text)) / len(wanted)
             for cosine, text in zip(similarity, texts, strict=True)
         ]
 

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import aliased, defer
 
 from docchat.chats.models import (
     SEARCH_CONFIG,
@@ -163,15 +163,34 @@ async def message_count(session: AsyncSession, chat_id: uuid.UUID) -> int:
     return int((await session.execute(statement)).scalar_one())
 
 
+class RecentHistory(NamedTuple):
+    """A chat's last exchanges as the history reads them: their text, not their sources."""
+
+    messages: list[Message]
+    # Whether the latest of those answers cited documents (a follow-up may go back to them).
+    last_answer_grounded: bool
+
+
+# A message as history and summaries read it: its words, not its passages or metadata (a long
+# chat's hundred earlier answers hold about a megabyte of them, decoded for nothing).
+_TEXT_ONLY = (defer(Message.sources, raiseload=True), defer(Message.meta, raiseload=True))
+_CITES = case(
+    (func.jsonb_typeof(Message.sources) == "array", func.jsonb_array_length(Message.sources) > 0),
+    else_=False,
+)
+
+
 async def recent_history(
     session: AsyncSession, chat_id: uuid.UUID, *, pairs: int, before_seq: int
-) -> list[Message]:
+) -> RecentHistory:
     """The last `pairs` user/assistant exchanges before `before_seq`, oldest first; an answer
     still being written is not history yet."""
     if pairs <= 0:
-        return []
+        return RecentHistory([], last_answer_grounded=False)
     statement = (
         messages_of(chat_id)
+        .add_columns(_CITES)
+        .options(*_TEXT_ONLY)
         .where(
             Message.seq < before_seq,
             Message.role.in_([MessageRole.user, MessageRole.assistant]),
@@ -180,7 +199,11 @@ async def recent_history(
         .order_by(Message.seq.desc())
         .limit(pairs * 2)
     )
-    return list(reversed((await session.execute(statement)).scalars().all()))
+    rows = (await session.execute(statement)).all()
+    grounded = next(
+        (bool(cites) for message, cites in rows if message.role == MessageRole.assistant), False
+    )
+    return RecentHistory([message for message, _ in reversed(rows)], grounded)
 
 
 async def messages_after(
@@ -189,6 +212,7 @@ async def messages_after(
     """The chat's first `limit` finished questions and answers after `after_seq`, oldest first."""
     statement = (
         messages_of(chat_id)
+        .options(*_TEXT_ONLY)
         .where(
             Message.seq > after_seq,
             Message.role.in_([MessageRole.user, MessageRole.assistant]),

@@ -1,7 +1,8 @@
 """The running summary of a chat: the exchanges its questions no longer send whole, folded in.
 
-After an answer is saved, the exchanges that have left the chat's history window (all but its
-last `history_pairs`) and are not yet in the summary are folded into it, in the background:
+After an answer is saved, once `fold_batch` exchanges have left the chat's history window (all
+but its last `history_pairs`) without being in the summary, they are folded into it, in the
+background:
 never on a question's path, and with no database connection held while the model writes.
 `chats.summary_through_seq` marks how far the summary goes, so each fold reads only what is
 new; an edit or regeneration that removes summarised messages starts it over
@@ -44,6 +45,14 @@ FOLD_EXCHANGES = 30
 # Each message as the summariser reads it.
 TRANSCRIPT_MESSAGE_CHARS = 1500
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def fold_batch(window: int) -> int:
+    """How many exchanges must have left a chat's window before its summary is written again:
+    half the window, so that a model writes a long chat's summary once every few answers,
+    not after each. Those waiting stay within reach of the question's relevance
+    (`history.Relevance` reads a hundred earlier exchanges)."""
+    return max(1, window // 2)
 
 
 def history_pairs(chat: Chat, settings: Settings) -> int:

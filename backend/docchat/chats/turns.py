@@ -60,6 +60,8 @@ class Turn:
     # how many came before this question (as far as they were read, at least that many).
     remembers: int = 10
     exchanges_before: int = 0
+    # Of those, the ones the chat's summary does not cover yet.
+    unsummarised_before: int = 0
     # A regeneration of the last question: its answer, kept as an earlier version of the new.
     keeps_answer_id: uuid.UUID | None = None
     # An edit of the first question renames a chat named after it: (old title, new title).
@@ -214,15 +216,16 @@ async def _remembered(
     question: str,
     before_seq: int,
     relevance: history.Relevance | None,
-) -> tuple[list[Message], list[dict[str, str]], str | None]:
+) -> tuple[repository.RecentHistory, list[dict[str, str]], str | None]:
     """The messages before the question (as far as relevance reads), the history the prompt
     gets (`chats.history`), and the chat's summary when it covers only what came before."""
     rag = settings.rag
     window = summaries.history_pairs(chat, settings)
     searched = max(window, rag.history_search_pairs) if relevance is not None else window
-    earlier = await repository.recent_history(
+    recent = await repository.recent_history(
         session, chat.id, pairs=searched, before_seq=before_seq
     )
+    earlier = recent.messages
     exchanges = history.exchanges_of(earlier)
     scores = None
     if relevance is not None and len(exchanges) > window > history.KEEP_RECENT:
@@ -244,7 +247,7 @@ async def _remembered(
         if window > 0 and rag.summarise_history and chat.summary_through_seq < before_seq
         else None
     )
-    return earlier, history.as_history(chosen, rag.history_message_chars), summary
+    return recent, history.as_history(chosen, rag.history_message_chars), summary
 
 
 def _retitle(
@@ -256,11 +259,6 @@ def _retitle(
     if chat.title != chats_service.title_from(replaced.content):
         return None  # the user named it
     return chat.title, chats_service.title_from(content)
-
-
-def _last_answer_was_grounded(messages: list[Message]) -> bool:
-    answers = [message for message in messages if message.role == MessageRole.assistant]
-    return bool(answers and answers[-1].sources)
 
 
 # Told the message's scope as soon as it is read, before the turn is saved.
@@ -305,7 +303,7 @@ async def start_turn(
     )
     # An edited question's history is what came before the question it replaces.
     history_end = replaced.seq if replaced is not None else message.seq
-    earlier, remembered, summary = await _remembered(
+    recent, remembered, summary = await _remembered(
         session, settings, chat, request.content, history_end, relevance
     )
     question = Question(
@@ -313,7 +311,7 @@ async def start_turn(
         history=remembered,
         summary=summary,
         # A chat that remembers nothing follows up on nothing.
-        follows_grounded_answer=bool(remembered) and _last_answer_was_grounded(earlier),
+        follows_grounded_answer=bool(remembered) and recent.last_answer_grounded,
         documents=documents,
         options=options,
         scope=scope,
@@ -329,9 +327,14 @@ async def start_turn(
         replaces_from_seq=replaced.seq if replaced is not None else None,
         question_seq=message.seq,
         remembers=summaries.history_pairs(chat, settings),
-        exchanges_before=len(history.exchanges_of(earlier)),
+        exchanges_before=len(history.exchanges_of(recent.messages)),
+        unsummarised_before=sum(
+            1
+            for m in recent.messages
+            if m.role == MessageRole.user and m.seq > chat.summary_through_seq
+        ),
         keeps_answer_id=regenerated.id if regenerated is not None else None,
-        retitle=_retitle(chat, replaced, earlier, request.content),
+        retitle=_retitle(chat, replaced, recent.messages, request.content),
     )
     await session.commit()
     return turn

@@ -11,6 +11,7 @@ dependencies of their own package (each reads its one part of `app.state`, set b
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -50,6 +51,7 @@ from docchat.retrieval.index import (
 )
 from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.query_embedding import shared_query
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
 from docchat.sources.folder import FolderSource
@@ -109,7 +111,9 @@ class Components:
             summaries=Summaries(
                 settings=self.settings, sessionmaker=self.sessionmaker, llm=self.llm
             ),
-            relevance=Relevance(self.vectors),
+            relevance=Relevance(
+                self.vectors, question_vector=functools.partial(shared_query, self.embedder)
+            ),
             cache=AnswerCache(rag, self.settings.llm, self.sessionmaker, self.vectors),
         )
         self.completions = Completions(

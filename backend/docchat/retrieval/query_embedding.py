@@ -8,7 +8,9 @@ a call runs go together in the next call.
 
 A query can also be embedded ahead of its search (`anticipate_query`): the message flow starts
 embedding a question's words when the message arrives, so the model runs while the turn is
-saved and the scope read, and the search finds the vector ready.
+saved and the scope read, and the search finds the vector ready. Others that compare the same
+question (a long chat choosing its earlier exchanges) share that vector (`shared_query`): the
+question is embedded once, whichever asks first.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class QueryBatcher:
     _pending: list[tuple[str, asyncio.Future[list[float]]]] = field(default_factory=list)
     _drainer: asyncio.Task[None] | None = None
     _anticipated: OrderedDict[str, asyncio.Future[list[float]]] = field(default_factory=OrderedDict)
+    # The latest queries embedded, searched or not, for `shared`.
+    _recent: OrderedDict[str, asyncio.Future[list[float]]] = field(default_factory=OrderedDict)
 
     async def embed(self, text: str) -> list[float]:
         """The vector of `text`: one embedded ahead for it if there is one (used once), else
@@ -52,6 +56,22 @@ class QueryBatcher:
         elif future.done() and future.exception() is not None:
             future = self._submit(text)  # the model failed then; it may not now
         return await future
+
+    async def shared(self, text: str) -> list[float]:
+        """The vector of `text` for a comparison beside its search: the one its search made or
+        is making if there is one, else embedded now and kept for the search to find."""
+        future = self._recent.get(text)
+        usable = (
+            future is not None
+            and future.get_loop() is asyncio.get_running_loop()
+            and not future.cancelled()
+            and not (future.done() and future.exception() is not None)
+        )
+        if not usable:
+            self.anticipate(text)
+            future = self._anticipated[text]
+        assert future is not None
+        return await asyncio.shield(future)
 
     def anticipate(self, text: str) -> None:
         """Start embedding `text` now for a search expected shortly (`embed` picks it up)."""
@@ -67,11 +87,18 @@ class QueryBatcher:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[float]] = loop.create_future()
         self._pending.append((text, future))
+        self._recent[text] = future
+        self._recent.move_to_end(text)
+        while len(self._recent) > self.max_anticipated:
+            self._recent.popitem(last=False)
         if self._drainer is None or self._drainer.done() or self._drainer.get_loop() is not loop:
             # Waiters of a loop that is gone (a finished test, say) can never be answered.
             self._pending = [item for item in self._pending if item[1].get_loop() is loop]
             self._anticipated = OrderedDict(
                 (key, item) for key, item in self._anticipated.items() if item.get_loop() is loop
+            )
+            self._recent = OrderedDict(
+                (key, item) for key, item in self._recent.items() if item.get_loop() is loop
             )
             self._drainer = loop.create_task(self._drain())
         return future
@@ -107,6 +134,11 @@ def _batcher(embedder: Embedder) -> QueryBatcher:
 async def embed_query(embedder: Embedder, text: str) -> list[float]:
     """The embedding of one query, batched with the others waiting for the same model."""
     return await _batcher(embedder).embed(text)
+
+
+async def shared_query(embedder: Embedder, text: str) -> list[float]:
+    """The vector of a query, made once for its search and any comparison (see `shared`)."""
+    return await _batcher(embedder).shared(text)
 
 
 def anticipate_query(embedder: Embedder, text: str) -> None:
