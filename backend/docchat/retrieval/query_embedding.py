@@ -49,25 +49,17 @@ class QueryBatcher:
     async def embed(self, text: str) -> list[float]:
         """The vector of `text`: one embedded ahead for it if there is one (used once), else
         embedded now, in the next batch."""
-        loop = asyncio.get_running_loop()
         future = self._anticipated.pop(text, None)
-        if future is None or future.get_loop() is not loop or future.cancelled():
-            future = self._submit(text)
-        elif future.done() and future.exception() is not None:
-            future = self._submit(text)  # the model failed then; it may not now
+        if not _usable(future):
+            future = self._submit(text)  # none, or the model failed then: it may not now
+        assert future is not None
         return await future
 
     async def shared(self, text: str) -> list[float]:
         """The vector of `text` for a comparison beside its search: the one its search made or
         is making if there is one, else embedded now and kept for the search to find."""
         future = self._recent.get(text)
-        usable = (
-            future is not None
-            and future.get_loop() is asyncio.get_running_loop()
-            and not future.cancelled()
-            and not (future.done() and future.exception() is not None)
-        )
-        if not usable:
+        if not _usable(future):
             self.anticipate(text)
             future = self._anticipated[text]
         assert future is not None
@@ -75,7 +67,7 @@ class QueryBatcher:
 
     def anticipate(self, text: str) -> None:
         """Start embedding `text` now for a search expected shortly (`embed` picks it up)."""
-        if text in self._anticipated:
+        if _usable(self._anticipated.get(text)):
             return
         future = self._submit(text)
         future.add_done_callback(_observe_failure)
@@ -119,6 +111,17 @@ class QueryBatcher:
             for (_, future), vector in zip(batch, vectors, strict=True):
                 if not future.done():
                     future.set_result(vector)
+
+
+def _usable(future: asyncio.Future[list[float]] | None) -> bool:
+    """Whether a query's embedding, made or under way, can still be awaited here: of this event
+    loop, not cancelled, not failed."""
+    return (
+        future is not None
+        and future.get_loop() is asyncio.get_running_loop()
+        and not future.cancelled()
+        and not (future.done() and future.exception() is not None)
+    )
 
 
 _batchers: weakref.WeakKeyDictionary[Embedder, QueryBatcher] = weakref.WeakKeyDictionary()
