@@ -4,8 +4,10 @@ relevance, and the running summary written after answers in the background."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from docchat.chats.models import Chat
+from docchat.chats.summaries import Summaries
 from docchat.llm import prompts
 from docchat.main.components import Components
 from tests.support.chat import ask
@@ -179,13 +181,30 @@ async def test_a_failing_model_leaves_the_summary_as_it_was_and_the_answer_unhar
     assert detail["summary"] == "Asked: first, second."
 
 
+@pytest.mark.parametrize("relevance", [True, False], ids=["relevance", "latest-only"])
 async def test_a_summary_is_written_once_half_the_window_has_left_it(
-    live_client: httpx.AsyncClient, live_components: Components, fresh_llm: ScriptedLLM
+    live_client: httpx.AsyncClient,
+    live_components: Components,
+    fresh_llm: ScriptedLLM,
+    relevance: bool,
 ) -> None:
     """A model writes a long chat's summary every few answers, not after each one (it did: one
-    more model call per question once a chat was past its window)."""
+    more model call per question once a chat was past its window), with or without history
+    chosen by relevance (without, the turn read only the window and never saw enough leave)."""
+    flow = live_components.message_flow
+    kept = flow.relevance
+    if not relevance:
+        object.__setattr__(flow, "relevance", None)  # a frozen dataclass, as components build it
+    try:
+        await _folds_two_exchanges_at_a_time(live_client, flow.summaries, fresh_llm)
+    finally:
+        object.__setattr__(flow, "relevance", kept)
+
+
+async def _folds_two_exchanges_at_a_time(
+    live_client: httpx.AsyncClient, summaries: Summaries, fresh_llm: ScriptedLLM
+) -> None:
     headers = await auth_headers(live_client)
-    summaries = live_components.message_flow.summaries
     chat_id = (await ask(live_client, headers, "Question 1?")).json()["chat_id"]
     await live_client.patch(f"/api/v1/chats/{chat_id}", headers=headers, json={"history_pairs": 4})
 

@@ -221,7 +221,12 @@ async def _remembered(
     gets (`chats.history`), and the chat's summary when it covers only what came before."""
     rag = settings.rag
     window = summaries.history_pairs(chat, settings)
-    searched = max(window, rag.history_search_pairs) if relevance is not None else window
+    # Enough to see when half a window has left it unsummarised (`summaries.fold_batch`), and
+    # what relevance compares.
+    searched = max(
+        window + summaries.fold_batch(window) if window > 0 else 0,
+        rag.history_search_pairs if relevance is not None else 0,
+    )
     recent = await repository.recent_history(
         session, chat.id, pairs=searched, before_seq=before_seq
     )
