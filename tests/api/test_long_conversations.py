@@ -3,6 +3,8 @@ relevance, and the running summary written after answers in the background."""
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import pytest
 
@@ -227,3 +229,41 @@ async def _folds_two_exchanges_at_a_time(
     assert "Question 3?" not in first
     assert "User: Question 3?" in second and "User: Question 4?" in second
     assert "Question 5?" not in second
+
+
+async def test_an_edit_that_takes_the_summary_back_has_it_written_again_at_once(
+    live_client: httpx.AsyncClient, live_components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Editing a question the summary covers starts the summary over; if the edited chat is
+    still past its window, the edit's answer folds it again (it waited for half a window of new
+    exchanges)."""
+    headers = await auth_headers(live_client)
+    summaries = live_components.message_flow.summaries
+    chat_id = (await ask(live_client, headers, "Question 1?")).json()["chat_id"]
+    url = f"/api/v1/chats/{chat_id}"
+    await live_client.patch(url, headers=headers, json={"history_pairs": 2})
+    for number in range(2, 6):  # a window of 2 is folded one exchange at a time
+        await ask(live_client, headers, f"Question {number}?", chat_id=chat_id)
+        await summaries.wait()
+    messages = (await live_client.get(f"{url}/messages", headers=headers)).json()["items"]
+    third = messages[4]
+    assert third["content"] == "Question 3?"
+    async with live_components.sessionmaker() as session:
+        chat = await session.get(Chat, uuid.UUID(chat_id))
+        assert chat is not None and chat.summary is not None  # Q1-Q3 have left the window
+    requests = len(fresh_llm.requests)
+    fresh_llm.script("Edited answer.", "Question 1, summarised again.")
+    edited = await ask(
+        live_client, headers, "Question 3, edited?", chat_id=chat_id, replaces=third["id"]
+    )
+    assert edited.status_code == 200, edited.text
+    await summaries.wait()
+    # The edited chat: Q1, Q2 and the edited Q3; Q1 is past a window of 2 and its summary,
+    # which covered Q3, starts over with it.
+    folds = fresh_llm.requests[requests + 1 :]
+    assert len(folds) == 1
+    transcript = folds[0]["messages"][1]["content"]
+    assert "(none yet)" in transcript and "User: Question 1?" in transcript
+    assert "Question 2?" not in transcript
+    detail = (await live_client.get(url, headers=headers)).json()
+    assert detail["summary"] == "Question 1, summarised again."

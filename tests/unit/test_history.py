@@ -3,6 +3,7 @@ of the rest (`chats.summaries.digest`)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
 
@@ -115,14 +116,19 @@ async def test_a_long_chats_question_is_embedded_once_for_its_search_and_its_his
     )
     await vectors.of([exchange.text() for exchange in exchanges])  # embedded as they were saved
     question = "When was the Varn bridge opened?"
-    for search_first in (False, True):
-        asked = f"{question} ({search_first})"
+    # Relevance first; the search anticipated; the search under way (search ahead).
+    for order in ("relevance first", "anticipated", "searching"):
+        asked = f"{question} ({order})"
         counting.texts.clear()
-        if search_first:
+        search = None
+        if order != "relevance first":
             batcher.anticipate(asked)
+        if order == "searching":
+            search = asyncio.create_task(batcher.embed(asked))
+            await asyncio.sleep(0)
         scores = await relevance.scores(asked, exchanges)
-        searched = await batcher.embed(asked)
-        assert counting.texts == [[asked]]
+        searched = await (search if search is not None else batcher.embed(asked))
+        assert counting.texts == [[asked]], order
         assert scores[0] > scores[1]
         alone = embedder.embed([asked])[0]
         assert math.isclose(

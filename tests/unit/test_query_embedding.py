@@ -101,3 +101,26 @@ async def test_embeddings_ahead_whose_search_never_came_are_forgotten(embedder: 
     await batcher.embed(QUESTIONS[0])  # the oldest was forgotten: embedded again
     await batcher.embed(QUESTIONS[2])  # still kept: no call
     assert sum(counting.calls) == 4
+
+
+async def test_a_comparison_keeps_its_vector_when_the_search_it_shared_one_with_is_stopped(
+    embedder: Embedder,
+) -> None:
+    """Another request's search embedding the same words is stopped while a long chat's
+    history compares its question with that embedding: the comparison gets a vector of its own
+    (it got the search's CancelledError, which failed its whole turn)."""
+    counting = CountingEmbedder(embedder)
+    batcher = QueryBatcher(counting)
+    busy = asyncio.create_task(batcher.embed(QUESTIONS[0]))  # the model is busy with this one
+    await asyncio.sleep(0)
+    stopped = asyncio.create_task(batcher.embed(QUESTIONS[1]))
+    await asyncio.sleep(0)
+    compared = asyncio.create_task(batcher.shared(QUESTIONS[1]))
+    await asyncio.sleep(0)
+    stopped.cancel()
+    vector = await compared
+    await busy
+    alone = embedder.embed([QUESTIONS[1]])[0]
+    assert math.isclose(sum(a * b for a, b in zip(vector, alone, strict=True)), 1.0, abs_tol=1e-4)
+    with pytest.raises(asyncio.CancelledError):
+        await stopped

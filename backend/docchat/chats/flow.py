@@ -209,9 +209,11 @@ class MessageFlow:
         # A chat within its window has nothing to summarise and no exchange to choose among:
         # no read and no embedding for it (most chats are short). Past it, the summary is
         # brought up to date once enough exchanges have left the window (`fold_batch`).
+        # An edit or regeneration that took the summary back is folded again at once.
         exchanges = turn.exchanges_before + 1
         leaving = turn.unsummarised_before + 1 - turn.remembers
-        if leaving > 0 and leaving >= fold_batch(turn.remembers):
+        restarted = turn.replaces_from_seq is not None and exchanges > turn.remembers
+        if turn.remembers > 0 and (restarted or leaving >= fold_batch(turn.remembers)):
             self.summaries.after_answer(turn.chat_id, turn.question.options.model)
         if self.relevance is not None and exchanges >= turn.remembers > KEEP_RECENT:
             self.relevance.remember(turn.question.text, saved.content)

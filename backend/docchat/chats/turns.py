@@ -223,9 +223,11 @@ async def _remembered(
     window = summaries.history_pairs(chat, settings)
     # Enough to see when half a window has left it unsummarised (`summaries.fold_batch`), and
     # what relevance compares.
+    summarised = window > 0 and rag.summarise_history
+    compared = relevance is not None and window > history.KEEP_RECENT
     searched = max(
-        window + summaries.fold_batch(window) if window > 0 else 0,
-        rag.history_search_pairs if relevance is not None else 0,
+        window + summaries.fold_batch(window) if summarised else window,
+        rag.history_search_pairs if compared else 0,
     )
     recent = await repository.recent_history(
         session, chat.id, pairs=searched, before_seq=before_seq

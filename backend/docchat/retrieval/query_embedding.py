@@ -28,6 +28,14 @@ MAX_BATCH = 16
 MAX_ANTICIPATED = 64
 
 
+# How often `shared` makes the vector again when the search it shared one with was stopped.
+SHARED_ATTEMPTS = 3
+
+
+class EmbeddingCancelled(Exception):
+    """Every embedding of a query that a comparison waited for was cancelled by its search."""
+
+
 def _observe_failure(future: asyncio.Future[list[float]]) -> None:
     """An anticipated embedding may fail with nobody waiting: its search reports the failure
     when it asks again, so it is not logged as "never retrieved" here."""
@@ -58,12 +66,19 @@ class QueryBatcher:
     async def shared(self, text: str) -> list[float]:
         """The vector of `text` for a comparison beside its search: the one its search made or
         is making if there is one, else embedded now and kept for the search to find."""
-        future = self._recent.get(text)
-        if not _usable(future):
-            self.anticipate(text)
-            future = self._anticipated[text]
-        assert future is not None
-        return await asyncio.shield(future)
+        for _ in range(SHARED_ATTEMPTS):
+            future = self._recent.get(text)
+            if not _usable(future):
+                self.anticipate(text)
+                future = self._anticipated[text]
+            assert future is not None
+            try:
+                return await asyncio.shield(future)
+            except asyncio.CancelledError:
+                if not future.cancelled():
+                    raise  # this caller is being cancelled
+                # The search it belonged to was stopped, taking its embedding along: make one.
+        raise EmbeddingCancelled(f"the embedding of a query was cancelled {SHARED_ATTEMPTS} times")
 
     def anticipate(self, text: str) -> None:
         """Start embedding `text` now for a search expected shortly (`embed` picks it up)."""
