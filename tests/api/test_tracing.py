@@ -133,8 +133,9 @@ async def test_what_people_type_in_a_url_stays_off_the_spans_and_idle_work_makes
     search = next(s for s in spans if s.name == "GET /api/v1/chats" and s.parent is None)
     assert any(str(value).endswith("?q") for value in _attributes(search).values())
     # Roots are requests and ingestion jobs only: no trace of a lone statement (the worker's
-    # polls, the probe's database check) and none for the probe itself.
-    roots = {s.name for s in spans if s.parent is None}
+    # polls, the probe's database check) and none for the probe itself. (A document another
+    # test left queued may be read meanwhile: a job is work, not idling.)
+    roots = {s.name for s in spans if s.parent is None} - {"ingestion.job"}
     assert roots == {"GET /api/v1/chats"}, roots
 
 
@@ -177,7 +178,10 @@ async def test_prompts_reach_a_span_only_when_asked_for(
     finally:
         tracing.restore(before)
         await llm.close()
-    spans = exporter.get_finished_spans()
+    # Tracing is installed for the whole process: a worker of another test's app reading a
+    # document meanwhile adds its ingestion spans (seen in CI on a slow machine).
+    spans = [s for s in exporter.get_finished_spans() if not s.name.startswith("ingestion")]
+    spans = [s for s in spans if s.name != "embedding" and "db.statement" not in _attributes(s)]
     assert [s.name for s in spans] == ["chat scripted-model"] * 4
     plain, captured = spans[:2], spans[2:]
     assert all("gen_ai.prompt" not in _attributes(s) for s in plain)
