@@ -10,7 +10,7 @@ summary (`chats.summaries`), which the prompt carries in front of the kept excha
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -93,9 +93,13 @@ def _tokens(exchange: Exchange, message_chars: int) -> int:
 
 def term_share(question_terms: set[str], text: str) -> float:
     """The share of the question's terms that the text holds (0 when the question has none)."""
+    return _share(question_terms, set(terms(text)))
+
+
+def _share(question_terms: set[str], found: Set[str]) -> float:
     if not question_terms:
         return 0.0
-    return len(question_terms & set(terms(text))) / len(question_terms)
+    return len(question_terms & found) / len(question_terms)
 
 
 def choose(
@@ -167,10 +171,8 @@ class Relevance:
             asked = np.asarray(await self.question_vector(question), dtype=np.float32)
             similarity = (await self.vectors.of(texts)) @ asked
         wanted = set(terms(question))
-        if not wanted:
-            return [float(cosine) for cosine in similarity]
         return [
-            float(cosine) + TERM_WEIGHT * len(wanted & _exchange_terms(text)) / len(wanted)
+            float(cosine) + TERM_WEIGHT * _share(wanted, _exchange_terms(text) if wanted else set())
             for cosine, text in zip(similarity, texts, strict=True)
         ]
 
