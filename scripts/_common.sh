@@ -128,6 +128,35 @@ ensure_slapd() {
   sudo apt-get install -y slapd"
 }
 
+# ensure_translation [optional]: what translates a question in another language into English
+# when no model does: Apertium's Spanish-English and French-Spanish pairs (rule-based machine
+# translation) and FreeDict's German, French and Spanish dictionaries. Installed when this runs
+# as root with apt-get; otherwise, when optional, such questions are searched as asked, and the
+# tests stop with the line that installs them.
+TRANSLATION_PACKAGES="apertium apertium-eng-spa apertium-fr-es dict-freedict-deu-eng dict-freedict-fra-eng dict-freedict-spa-eng"
+ensure_translation() {
+  local dictd=/usr/share/dictd modes=/usr/share/apertium/modes
+  [ -f $dictd/freedict-deu-eng.index ] && [ -f $dictd/freedict-fra-eng.index ] \
+    && [ -f $dictd/freedict-spa-eng.index ] && [ -f $modes/spa-eng.mode ] \
+    && [ -f $modes/fr-es.mode ] && command -v apertium >/dev/null 2>&1 && return 0
+  local install="apt-get install -y $TRANSLATION_PACKAGES"
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing what translates questions in other languages ($install)"
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $TRANSLATION_PACKAGES >/dev/null
+    return 0
+  fi
+  if [ "${1:-}" = "optional" ]; then
+    say "Apertium or FreeDict's dictionaries not found: German, French and Spanish questions are
+searched as asked (names and numbers only) unless a connected model translates them. Install:
+  sudo $install"
+    return 0
+  fi
+  die "The tests of questions in other languages need Apertium and FreeDict. Install them with:
+  sudo $install"
+}
+
 # ensure_tesseract [optional]: Debian's Tesseract (models included) for OCR of scanned PDFs and
 # images. Installed when this runs as root with apt-get; otherwise, when optional, the service
 # runs without OCR and says so, and the tests stop at once with the line that installs it.

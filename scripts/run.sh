@@ -29,6 +29,7 @@ asyncio.run(main())
 PYEOF
 fi
 ensure_tesseract optional
+ensure_translation optional
 ensure_frontend || say "npm not found: serving the API only (install Node.js 20+ for the web app)"
 say "applying database migrations"
 "$VENV/bin/alembic" -c "$ROOT/alembic.ini" upgrade head

@@ -10,6 +10,7 @@ case " $* " in
   *) ensure_chromium ;;
 esac
 ensure_tesseract
+ensure_translation
 ensure_slapd
 
 command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are required for the web app's checks"

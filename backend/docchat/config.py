@@ -272,8 +272,18 @@ class RAGSettings(BaseSettings):
     translate_questions: bool = Field(
         True,
         description=(
-            "With a connected model (not the built-in demo model), a question in another "
-            "language than RAG_LEXICAL_LANGUAGE's is also searched as the model translates it"
+            "A question in another language than RAG_LEXICAL_LANGUAGE's is also searched as "
+            "the connected model translates it, or with the built-in demo model (or when that "
+            "call fails) as this machine translates it into English: Apertium for Spanish and "
+            "French, the installed dictionaries word by word for German and Chinese"
+        ),
+    )
+    dictionary_folder: Path = Field(
+        Path("/usr/share/dictd"),
+        description=(
+            "Where FreeDict's dictionaries into English are installed (Debian: "
+            "dict-freedict-deu-eng, -fra-eng, -spa-eng); compiled once into "
+            "DATA_DIR/glossary.sqlite for the question translation"
         ),
     )
     retrieval: Literal["auto", "tool"] = Field(
@@ -890,6 +900,10 @@ class Settings(BaseSettings):
     @property
     def chroma_dir(self) -> Path:
         return self.data_dir / "chroma"
+
+    @property
+    def glossary_file(self) -> Path:
+        return self.data_dir / "glossary.sqlite"
 
     @property
     def secret_key_file(self) -> Path:

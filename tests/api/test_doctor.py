@@ -36,11 +36,15 @@ def by_check(findings: list[doctor.Finding]) -> dict[str, doctor.Finding]:
 async def test_a_healthy_installation_passes_every_check(components: Components) -> None:
     findings = by_check(await doctor.examine(subjects_of(components)))
     assert list(findings) == list(doctor.CHECKS)
-    for name in ("database", "vector index", "embedding", "storage", "model", "clock", "disk"):
+    healthy = ("database", "vector index", "embedding", "storage", "model", "translation")
+    for name in (*healthy, "clock", "disk"):
         assert findings[name].status is doctor.Status.ok, findings[name]
     assert "migrations current" in findings["database"].found
     assert "a file written, read and removed" in findings["storage"].found
     assert findings["model"].found.startswith("scripted-model at ")
+    assert findings["translation"].found.startswith(
+        "Apertium for es, fr, dictionaries for de, es, fr, zh"
+    )
     assert doctor.exit_status(list(findings.values())) == 0
     # The storage probe leaves nothing behind: no file, and no folder it made for one.
     before = sorted(components.settings.files_dir.rglob("*"))

@@ -44,6 +44,13 @@ def _translating(components: Components, on: bool) -> Components:
     )
 
 
+def _built_in_model(components: Components) -> Components:
+    llm = components.settings.llm.model_copy(update={"builtin": True})
+    return dataclasses.replace(
+        components, settings=components.settings.model_copy(update={"llm": llm})
+    )
+
+
 async def _library(client: httpx.AsyncClient, components: Components) -> dict[str, Any]:
     headers = await auth_headers(client)
     comet = await upload_and_process(client, components, headers, "comet.txt", COMET.encode())
@@ -100,6 +107,49 @@ async def test_a_connected_model_translates_the_question_for_the_search(
     english = await ask(client, library["headers"], "How long do sourdough loaves proof?")
     assert "translated_query" not in english.json()["assistant_message"]["meta"]
     assert len(fresh_llm.requests) == calls + 1  # an English question is not translated
+
+
+async def test_without_a_translating_model_the_dictionaries_translate_the_question(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Reported: with the built-in demo model (no translation), a German question about an
+    English document found it only through the names it shared with it; these have none."""
+    built_in = _built_in_model(components)
+    attach_components(app, built_in)
+    assert built_in.translator.glossary.wait_ready(120), "the FreeDict dictionaries are installed"
+    library = await _library(client, components)
+    response = await ask(client, library["headers"], "Wie lange gehen die Sauerteigbrote?")
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["translated_by"] == "dictionary"
+    assert "sourdough" in answer["meta"]["translated_query"]
+    assert [source["document_name"] for source in answer["sources"]] == ["bakery.txt"]
+    assert "fourteen hours" in answer["content"]  # quoted, with the built-in model
+    # Spanish and French go through Apertium's machine translation (French through Spanish).
+    # Searched as asked, the Spanish question matched nothing.
+    for question, translated, document in (
+        (
+            "¿Cuánto tiempo fermentan los panes de masa madre?",
+            "How long they ferment the breads of mass mother?",
+            "bakery.txt",
+        ),
+        (
+            "Quel observatoire a confirmé l'observation de la comète ?",
+            "Which observatory has confirmed the observation of the comète ?",
+            "comet.txt",
+        ),
+    ):
+        response = await ask(client, library["headers"], question)
+        answer = response.json()["assistant_message"]
+        assert answer["meta"]["translated_by"] == "apertium"
+        assert answer["meta"]["translated_query"] == translated
+        assert [source["document_name"] for source in answer["sources"]] == [document]
+    assert fresh_llm.requests == []
+
+    fresh_llm.script("Die Hauptstadt ist Paris.")
+    absent = await ask(client, library["headers"], "Was ist die Hauptstadt von Frankreich?")
+    general = absent.json()["assistant_message"]  # glossed too, and still nothing there
+    assert general["meta"]["grounded"] is False
+    assert not general["sources"]
 
 
 async def test_documents_in_german_and_chinese_are_indexed_in_their_language(

@@ -54,8 +54,12 @@ from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.schemas import Source
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
+from docchat.retrieval.translation import OfflineTranslator
 
 logger = logging.getLogger(__name__)
+
+# Apertium's pairs and the dictionaries installed translate into English.
+OFFLINE_TRANSLATION_INTO = "en"
 MAX_TOOL_ROUNDS = 3
 
 
@@ -160,6 +164,7 @@ class AnswerEngine:
         inline_reader: InlineReader,
         rag: RAGSettings,
         llm_settings: LLMSettings,
+        translator: OfflineTranslator | None = None,
     ) -> None:
         self.llm = llm
         self.retriever = retriever
@@ -167,6 +172,7 @@ class AnswerEngine:
         self.inline_reader = inline_reader
         self.rag = rag
         self.llm_settings = llm_settings
+        self.translator = translator
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -330,23 +336,43 @@ class AnswerEngine:
         self, query: str, question: Question, llm: MeteredLLM, meta: AnswerMeta
     ) -> str | None:
         """The query in the documents' language (the installation's, `RAG_LEXICAL_LANGUAGE`)
-        when the question is written in another one and a connected model can translate it:
-        the bundled embedding model reads English only, and a German question shares little
-        but its names with an English passage. None when there is nothing to translate."""
-        if not self.rag.translate_questions or self.llm_settings.builtin:
+        when the question is written in another one: the bundled embedding model reads English
+        only, and a German question shares little but its names with an English passage. A
+        connected model translates it; without one (the built-in demo model), or when its call
+        fails, Apertium or the installed dictionaries do (`translation`). None when there is
+        nothing to translate."""
+        if not self.rag.translate_questions:
             return None
         target = languages.language_code(self.rag.lexical_language)
         asked = languages.language_of(question.text)
         if target is None or asked is None or asked == target:
             return None
-        messages = prompts.translation_messages(query, self.rag.lexical_language.capitalize())
-        translated, meta.translation_ms = await self._model_query(
-            llm, messages, question, max_tokens=200, purpose="question translation"
-        )
+        translated = None
+        if not self.llm_settings.builtin:
+            messages = prompts.translation_messages(query, self.rag.lexical_language.capitalize())
+            translated, meta.translation_ms = await self._model_query(
+                llm, messages, question, max_tokens=200, purpose="question translation"
+            )
+            meta.translated_by = "model" if translated and translated != query else None
+        if meta.translated_by is None:
+            translated = await self._translated_offline(query, asked, target, meta)
         if not translated or translated == query:
             return None
         meta.translated_query = translated[:500]
         return translated
+
+    async def _translated_offline(
+        self, query: str, asked: str, target: str, meta: AnswerMeta
+    ) -> str | None:
+        if self.translator is None or target != OFFLINE_TRANSLATION_INTO:
+            return None
+        started = time.perf_counter()
+        translation = await self.translator.translate(query, asked)
+        if translation is None:
+            return None
+        meta.translated_by = translation.by
+        meta.translation_ms = round((time.perf_counter() - started) * 1000, 1)
+        return translation.text
 
     @staticmethod
     async def _model_query(

@@ -52,7 +52,11 @@ class AnswerMeta(BaseModel):
     reformulation_ms: float | None = _optional()
     translated_query: str | None = _optional(
         "The question as translated into the documents' language and searched besides its own "
-        "wording (RAG_TRANSLATE_QUESTIONS, with a connected model)"
+        "wording (RAG_TRANSLATE_QUESTIONS)"
+    )
+    translated_by: Literal["model", "apertium", "dictionary"] | None = _optional(
+        "What translated it: the connected model, Apertium (rule-based machine translation) "
+        "or the installed dictionaries, word by word"
     )
     translation_ms: float | None = _optional()
     llm_ms: float | None = _optional("Time spent waiting for the model, every call included")

@@ -130,6 +130,7 @@ def create_app(
                 traces.instrument_engine(engine)
             components = await build_components(settings, create_sessionmaker(engine))
         attach_components(app, components)
+        components.translator.prepare()  # compiled in the background the first time
         await _ensure_admin_from_settings(components)
         stop = asyncio.Event()
         worker_task = None

@@ -42,6 +42,7 @@ from docchat.mcp_server.server import McpEndpoint
 from docchat.mcp_server.tools import LibraryTools
 from docchat.openai_compat.service import Completions
 from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.glossary import shared_glossary
 from docchat.retrieval.index import (
     VECTOR_STORES,
     BlockingVectorStore,
@@ -54,6 +55,7 @@ from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.query_embedding import shared_query
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
+from docchat.retrieval.translation import OfflineTranslator
 from docchat.sources.folder import FolderSource
 from docchat.sources.git import GitSource
 from docchat.sources.port import SOURCES
@@ -79,6 +81,8 @@ class Components:
     vector_index: VectorIndex = field(init=False)
     lexical: LexicalIndex = field(init=False)
     retriever: Retriever = field(init=False)
+    # Questions in other languages translated with no model (Apertium, dictionaries).
+    translator: OfflineTranslator = field(init=False)
     engine: AnswerEngine = field(init=False)
     # Short texts' vectors for comparing them (a chat's exchanges, cached questions).
     vectors: CachedVectors = field(init=False)
@@ -93,6 +97,8 @@ class Components:
         self.retriever = Retriever.from_settings(
             rag, self.embedder, self.vector_index, self.lexical, build_reranker(self.settings)
         )
+        glossary = shared_glossary(self.settings.glossary_file, rag.dictionary_folder)
+        self.translator = OfflineTranslator(glossary)
         self.engine = AnswerEngine(
             llm=self.llm,
             retriever=self.retriever,
@@ -100,6 +106,7 @@ class Components:
             inline_reader=self.inline_reader,
             rag=rag,
             llm_settings=self.settings.llm,
+            translator=self.translator,
         )
         self.vectors = CachedVectors(self.embedder)
         self.message_flow = MessageFlow(

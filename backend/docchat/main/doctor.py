@@ -2,10 +2,10 @@
 
 Each check looks at one thing an installation needs and says, in one line, what it found and
 what to do when something is wrong: the database and its migrations, the vector index against
-the embedding model, the file storage, the model endpoint, OCR, the signing key, the clocks and
-the disk. The command prints them and exits 1 when one failed (a warning alone exits 0, so a
-cron job or a deployment script can act on the status); administrators get the same findings
-in `/readyz` (`details`).
+the embedding model, the file storage, the model endpoint, OCR, what translates questions in
+other languages, the signing key, the clocks and the disk. The command prints them and exits 1
+when one failed (a warning alone exits 0, so a cron job or a deployment script can act on the
+status); administrators get the same findings in `/readyz` (`details`).
 
 The checks run against the parts the caller already has (`Subjects`): the running app's, or
 the command's own, built from the settings as `docchat serve` would.
@@ -42,7 +42,9 @@ from docchat.extraction.ocr import OcrOptions, tesseract_problem
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
 from docchat.main.components import Components
+from docchat.retrieval.glossary import FREEDICT, installed_sources
 from docchat.retrieval.index import BlockingVectorStore
+from docchat.retrieval.translation import APERTIUM_PACKAGES, Apertium
 
 # Clocks further apart than this make tokens and job leases expire early or late.
 CLOCK_WARNING_SECONDS = 5.0
@@ -285,6 +287,25 @@ async def _ocr(subjects: Subjects) -> Finding:
     return _ok("ocr", f"Tesseract with {settings.languages}")
 
 
+def _translation(subjects: Subjects) -> Finding:
+    rag = subjects.settings.rag
+    if not rag.translate_questions or rag.lexical_language != "english":
+        return _ok("translation", "off (RAG_TRANSLATE_QUESTIONS or RAG_LEXICAL_LANGUAGE)")
+    machine = sorted(Apertium().languages)
+    words = sorted(installed_sources(rag.dictionary_folder))
+    missing = [f"dict-freedict-{FREEDICT[code]}-eng" for code in FREEDICT if code not in words]
+    missing += [] if {"es", "fr"} <= set(machine) else list(APERTIUM_PACKAGES)
+    found = f"Apertium for {', '.join(machine) or 'none'}, dictionaries for {', '.join(words)}"
+    if missing:
+        return _warning(
+            "translation",
+            f"{found}: questions in other languages are searched as asked unless a connected "
+            "model translates them",
+            f"sudo apt-get install {' '.join(missing)}",
+        )
+    return _ok("translation", f"{found} (questions in other languages, searched in English)")
+
+
 def _signing_key(subjects: Subjects) -> Finding:
     settings = subjects.settings
     secret = settings.auth.secret_key
@@ -386,6 +407,7 @@ CHECKS: dict[str, Check] = {
     "storage": _storage,
     "model": _model,
     "ocr": _ocr,
+    "translation": _awaitable(_translation),
     "signing key": _awaitable(_signing_key),
     "clock": _clock,
     "disk": _awaitable(_disk),

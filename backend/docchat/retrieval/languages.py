@@ -128,7 +128,8 @@ def segmented(text: str) -> str:
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _is_name(word: str, first: bool) -> bool:
+def is_name(word: str, first: bool) -> bool:
+    """Whether `word` reads as a name, an acronym or a number (`first`: it opens the text)."""
     capitals = sum(character.isupper() for character in word)
     # The first word's capital is the sentence's; an acronym's ("HT", "IPCC") is its own.
     return any(c.isdigit() for c in word) or capitals > 1 or (capitals == 1 and not first)
@@ -138,7 +139,7 @@ def names_in(text: str) -> str:
     """The words of `text` that are names, acronyms or numbers ("Duskmoor", "IPCC", "1887"):
     what a question shares with a passage in another language."""
     words = _WORD.findall(text)
-    return " ".join(word for index, word in enumerate(words) if _is_name(word, index == 0))
+    return " ".join(word for index, word in enumerate(words) if is_name(word, index == 0))
 
 
 def language_code(configuration_name: str) -> str | None:

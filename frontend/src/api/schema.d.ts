@@ -1773,8 +1773,13 @@ export interface components {
             /** Tool Searches */
             tool_searches?: number | null;
             /**
+             * Translated By
+             * @description What translated it: the connected model, Apertium (rule-based machine translation) or the installed dictionaries, word by word
+             */
+            translated_by?: ("model" | "apertium" | "dictionary") | null;
+            /**
              * Translated Query
-             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS, with a connected model)
+             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS)
              */
             translated_query?: string | null;
             /** Translation Ms */
@@ -3531,8 +3536,14 @@ export interface components {
              */
             tool_searches: number | null;
             /**
+             * Translated By
+             * @description What translated it: the connected model, Apertium (rule-based machine translation) or the installed dictionaries, word by word
+             * @default null
+             */
+            translated_by: ("model" | "apertium" | "dictionary") | null;
+            /**
              * Translated Query
-             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS, with a connected model)
+             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS)
              * @default null
              */
             translated_query: string | null;

