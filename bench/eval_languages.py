@@ -62,7 +62,8 @@ async def translated_here(
     for row in questions:
         translation = await translator.translate(row["text"], row["language"])
         gloss = translation.text if translation is not None else ""
-        rows.append({**row, "language": f"here-{row['language']}", "gloss": gloss})
+        here = {"language": f"here-{row['language']}", "gloss": gloss, "asked_in": row["language"]}
+        rows.append(row | here)
     return rows
 
 
@@ -90,23 +91,30 @@ async def evaluate(
         )
         started = time.perf_counter()
         translated = [
-            {**row, "language": "translated", "gloss": row["english"]} for row in questions
+            row | {"language": "translated", "gloss": row["english"], "asked_in": row["language"]}
+            for row in questions
         ]
         here = await translated_here(questions, translator)
         for row in asked + here + translated:
             language = row["language"]
             wordings = [row["text"], row["gloss"]] if row.get("gloss") else [row["text"]]
-            result = await unfloored.search_wordings(wordings, ingest.scope, DEPTH)
+            # The service's search: the question's own wording for passages in its language.
+            asked_in = row.get("asked_in") if row.get("gloss") else None
+            result = await unfloored.search_wordings(
+                wordings, ingest.scope, DEPTH, asked_in=asked_in
+            )
             ranking = [ingest.units_of_chunk.get(c.chunk.id, frozenset()) for c in result.chunks]
             hit = first_hit(ranking, collection.qrels[row["query_id"]])
             for metric, value in scores_of(hit).items():
                 totals[language][metric] += value
-            judged = await floored.search_wordings(wordings, ingest.scope, 4)
+            judged = await floored.search_wordings(wordings, ingest.scope, 4, asked_in=asked_in)
             matched[language] += bool(judged.chunks)
             counts[language] += 1
             paragraph = next(iter(collection.qrels[row["query_id"]]))
             if paragraph.rsplit("-", 1)[0] not in kept:
-                half = await floored.search_wordings(wordings, ingest.scope[::2], 4)
+                half = await floored.search_wordings(
+                    wordings, ingest.scope[::2], 4, asked_in=asked_in
+                )
                 grounded[language] += bool(half.chunks)
                 absent[language] += 1
         header = (

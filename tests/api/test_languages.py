@@ -152,6 +152,48 @@ async def test_without_a_translating_model_the_dictionaries_translate_the_questi
     assert not general["sources"]
 
 
+BRENN = (
+    "Ada Brenn kept the Duskmoor lighthouse for forty years. Ada Brenn was born in Duskmoor, "
+    "married a fisherman from Duskmoor, and Ada Brenn is buried in the Duskmoor churchyard "
+    "beside the lighthouse she kept."
+)
+
+
+async def test_the_translation_ranks_the_passages_the_question_shares_only_names_with(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Measured (bench.eval_languages): searched as asked too, a German question ranked first
+    any English passage holding its names, here the one about Ada Brenn's life, above the one
+    about the comet's tail, whose words only the translation has."""
+    built_in = _built_in_model(components)
+    attach_components(app, built_in)
+    assert built_in.translator.glossary.wait_ready(120)
+    library = await _library(client, components)
+    await upload_and_process(client, components, library["headers"], "brenn.txt", BRENN.encode())
+    question = "Wie lang war der Schweif des Kometen, den Ada Brenn über Duskmoor sah?"
+    response = await ask(client, library["headers"], question)
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["translated_by"] == "dictionary"
+    assert [source["document_name"] for source in answer["sources"]][:1] == ["comet.txt"]
+
+
+async def test_a_translated_question_still_finds_passages_in_its_own_language(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """The question as asked ranks the passages written in its language; its translation
+    ranks the others. A German question about a German document beside English ones."""
+    built_in = _built_in_model(components)
+    attach_components(app, built_in)
+    assert built_in.translator.glossary.wait_ready(120)
+    library = await _library(client, components)
+    await upload_and_process(client, components, library["headers"], "faehre.txt", GERMAN.encode())
+    response = await ask(client, library["headers"], "Wann legt die Fähre nach Helsinki ab?")
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["translated_by"] == "dictionary"
+    assert [source["document_name"] for source in answer["sources"]][:1] == ["faehre.txt"]
+    assert "acht Uhr" in answer["content"]
+
+
 async def test_documents_in_german_and_chinese_are_indexed_in_their_language(
     client: httpx.AsyncClient, components: Components, session: AsyncSession
 ) -> None:

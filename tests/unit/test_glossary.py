@@ -36,6 +36,9 @@ GERMAN = {
     "Sauerteig": "Sauerteig /z/ <masc, n>\nsourdough <n>, leaven <n>\n",
     "Brot": "Brot /bʁoːt/ <neut, n>\nbread <n>, loaf <n>\n",
     "wer": "wer /veːɐ/ <pron>\nwho <pron, inter>\n",
+    # A word's senses in no order of use: "wear" is the everyday one, and other words give it.
+    "tragen": "tragen /t/ <v>\ncover costs <v>, defray costs <v>\n [Kleidung] wear <v>\n",
+    "anhaben": "anhaben /a/ <v>\nwear <v>, have on <v>\n",
 }
 
 
@@ -87,6 +90,12 @@ def test_a_german_question_is_glossed_word_by_word(german: Glossary) -> None:
     assert {"Virelith", "Duskmoor", "den", "über"} <= set(words)
     # Translations, never the entry's example, synonyms or grammar.
     assert not {"Look!", "blicken", "<v>", "v", "inter"} & set(words)
+
+
+def test_a_word_s_everyday_translation_comes_first(german: Glossary) -> None:
+    gloss = german.gloss("Seit wann tragen sie Hüte?", "de")
+    assert gloss is not None
+    assert gloss.index("wear") < gloss.index("cover costs")
 
 
 def test_an_abbreviation_does_not_take_the_place_of_a_word(german: Glossary) -> None:

@@ -422,6 +422,7 @@ class AnswerEngine:
             question.documents,
             question.options.top_k,
             require_match=question.require_match,
+            asked_in=None if translated is None else languages.language_of(question.text),
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_count = len(result.chunks)

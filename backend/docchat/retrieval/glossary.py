@@ -34,6 +34,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,11 +52,12 @@ LANGUAGES = (*FREEDICT, CHINESE)
 # as likely to match a wrong passage as the right one.
 TRANSLATIONS_PER_WORD = 3
 STORED_PER_WORD = 8
+COLLECTED_PER_WORD = 40
 # The longest Chinese word looked up, in characters (CC-CEDICT's idioms are four).
 LONGEST_CHINESE_WORD = 8
 # The shortest part of a German compound looked up on its own ("Seiten" + "linie").
 SHORTEST_COMPOUND_PART = 3
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -227,10 +229,15 @@ def fingerprint(sources: dict[str, list[Path]]) -> str:
     return digest.hexdigest()
 
 
-def _merged(rows: dict[str, list[str]], word: str, translations: Iterable[str]) -> None:
+def _merged(
+    rows: dict[str, list[str]],
+    word: str,
+    translations: Iterable[str],
+    most: int = STORED_PER_WORD,
+) -> None:
     kept = rows.setdefault(word, [])
     for translation in translations:
-        if translation not in kept and len(kept) < STORED_PER_WORD:
+        if translation not in kept and len(kept) < most:
             kept.append(translation)
 
 
@@ -244,14 +251,26 @@ def _language_rows(language: str, paths: list[Path]) -> dict[str, list[str]]:
             _merged(rows, entry.word, entry.translations)
         return rows
     forms: dict[str, list[str]] = {}
+    # How many entries give each English translation: "receive" and "wear" are everyday words
+    # that many entries give, "defray costs" is one entry's.
+    given: Counter[str] = Counter()
     for entry, listed in freedict_entries(paths[0], paths[1]):
-        _merged(rows, entry.word, entry.translations)
+        given.update(entry.translations)
+        _merged(rows, entry.word, entry.translations, COLLECTED_PER_WORD)
         for form in listed:
-            _merged(forms, form, entry.translations)
+            _merged(forms, form, entry.translations, COLLECTED_PER_WORD)
     for form, translations in forms.items():
         if form not in rows:
             rows[form] = translations
-    return rows
+    return {word: _usual_first(kept, given) for word, kept in rows.items()}
+
+
+def _usual_first(translations: list[str], given: Counter[str]) -> list[str]:
+    """A word's translations, the most often given first (FreeDict lists a word's senses in no
+    order of use: "tragen" is "cover costs" before "wear", "erhalten" "maintain" before
+    "receive"); the dictionary's order among equals."""
+    ranked = sorted(translations, key=lambda translation: -given[translation])
+    return ranked[:STORED_PER_WORD]
 
 
 def compile_glossary(target: Path, sources: dict[str, list[Path]]) -> None:
@@ -404,33 +423,39 @@ class Glossary:
         "n" dropped from the first part ("Bahnhofsuhr")."""
         for split in range(SHORTEST_COMPOUND_PART, len(word) - SHORTEST_COMPOUND_PART + 1):
             head, tail = word[:split], word[split:]
-            tail_found = self._found(tail, "de")
+            tail_found = self._found(tail, "de", noun=True)
             if not tail_found:
                 continue
             linked = head[:-1] if head[-1] in "sn" and len(head) > SHORTEST_COMPOUND_PART else ""
-            head_found = self._found(head, "de") or (self._found(linked, "de") if linked else [])
+            head_found = self._found(head, "de", noun=True) or (
+                self._found(linked, "de", noun=True) if linked else []
+            )
             if head_found:
                 # Each part's usual translation first, then each one's next.
                 return [*head_found[:1], *tail_found[:1], *head_found[1:2], *tail_found[1:2]]
         return []
 
-    def _found(self, word: str, language: str) -> list[str]:
+    def _found(self, word: str, language: str, *, noun: bool = False) -> list[str]:
         return next(
             (
                 found
-                for form in _spellings(word, language)
+                for form in _spellings(word, language, noun=noun)
                 if (found := self._lookup(language, form))
             ),
             [],
         )
 
 
-def _spellings(word: str, language: str) -> Iterator[str]:
+def _spellings(word: str, language: str, *, noun: bool = False) -> Iterator[str]:
     """How a dictionary may write `word`: as written, in lower case (a sentence's first word),
-    capitalised (a German noun), as its lemma ("sah" -> "sehen") and without accents."""
+    as its lemma ("sah" -> "sehen", "des" -> "der"), capitalised when it is a part of a German
+    compound (a noun: "sauerteig" -> "Sauerteig"), and without accents."""
     lower = word.lower()
     lemma = _lemma(word, language)
-    candidates = [word, lower, lower.capitalize(), lemma, lemma.lower(), _unaccented(lower)]
+    candidates = [word, lower, lemma, lemma.lower()]
+    if noun:
+        candidates += [lower.capitalize(), _lemma(lower.capitalize(), language)]
+    candidates.append(_unaccented(lower))
     yield from dict.fromkeys(candidate for candidate in candidates if candidate)
 
 
