@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from docchat.retrieval.glossary import (
+    MOST_WORDS,
     Glossary,
     cedict_path,
     compiled_fingerprint,
@@ -160,3 +161,13 @@ def test_the_dictionaries_are_compiled_again_when_one_changes(tmp_path: Path) ->
     assert again.wait_ready(60)
     assert compiled_fingerprint(path) not in (None, first)
     assert "ferry" in (again.gloss("Wann fährt die Fähre ab?", "de") or "")
+
+
+def test_a_pasted_text_is_translated_up_to_a_bound(german: Glossary) -> None:
+    """A question's words are looked up one by one (a German compound, a few dozen times):
+    a pasted page stops at `MOST_WORDS`, and a long token is never split."""
+    text = "Komet " * MOST_WORDS + "Brot " + "x" * 5_000
+    gloss = german.gloss(text, "de")
+    assert gloss is not None
+    assert "comet" in gloss.split()
+    assert "bread" not in gloss.split()

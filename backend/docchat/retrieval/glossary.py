@@ -57,6 +57,10 @@ COLLECTED_PER_WORD = 40
 LONGEST_CHINESE_WORD = 8
 # The shortest part of a German compound looked up on its own ("Seiten" + "linie").
 SHORTEST_COMPOUND_PART = 3
+# Longer words are not split (each split costs a few lookups): a code or a URL, not a compound.
+LONGEST_COMPOUND = 40
+# Words of a question translated; the rest of a pasted text is searched as written.
+MOST_WORDS = 100
 SCHEMA_VERSION = "2"
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
@@ -102,7 +106,6 @@ def _clean_translation(text: str) -> str:
 
 def _translations_of(items: Iterable[str]) -> tuple[str, ...]:
     cleaned = (_clean_translation(item) for item in items)
-    # A translation of more than three words is a definition, not a word to search for.
     # More than three words is a definition; "…-a-palooza" is a word's ending, not a word.
     kept = (
         item
@@ -385,6 +388,7 @@ class Glossary:
         if language not in self.languages:
             return None
         words = _chinese_words(text, self._lookup) if language == CHINESE else _words(text)
+        words = words[:MOST_WORDS]
         glossed: list[str] = []
         translated = False
         for index, word in enumerate(words):
@@ -413,7 +417,7 @@ class Glossary:
         if language == CHINESE:
             return self._lookup(language, word) if _CJK.search(word) else []
         found = self._found(word, language)
-        if not found and language == "de":
+        if not found and language == "de" and len(word) <= LONGEST_COMPOUND:
             found = self._compound(word.lower())
         return found
 

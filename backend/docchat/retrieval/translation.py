@@ -115,7 +115,10 @@ class OfflineTranslator:
         if translated:
             return Translation(translated, "apertium")
         try:
-            glossed = self.glossary.gloss(text, language)
+            # A few to a few hundred lookups: off the event loop.
+            glossed = await asyncio.to_thread(
+                self.glossary.gloss, text[:LONGEST_TRANSLATED_CHARS], language
+            )
         except (sqlite3.Error, ValueError):  # a damaged file: the question is searched as asked
             logger.exception("the dictionaries could not translate a question")
             return None
