@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import uvloop
+
 from docchat.retrieval.glossary import Glossary
 from docchat.retrieval.translation import Apertium, OfflineTranslator
 
@@ -45,3 +47,12 @@ async def test_a_failing_apertium_is_no_translation(tmp_path: Path) -> None:
     missing = Apertium(modes=tmp_path)  # no pairs installed
     assert missing.languages == frozenset()
     assert await missing.translate("¿Qué hace el médico?", "es") is None
+
+
+def test_apertium_translates_under_the_server_s_event_loop() -> None:
+    """Found starting the service: under uvloop (uvicorn's loop) a child's standard input is
+    a socket, Apertium's script read nothing from it, and Spanish questions fell back to the
+    dictionaries."""
+    spanish = uvloop.run(Apertium().translate("¿Cuánto dura la travesía en invierno?", "es"))
+    assert spanish is not None
+    assert "winter" in spanish

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import shutil
 import sqlite3
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -75,25 +76,29 @@ class Apertium:
 
     @staticmethod
     async def _run(*command: str, text: str) -> str | None:
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        # In a thread with the standard library's pipes, not the event loop's: under uvloop
+        # (the server's loop) a child's standard input is a socket, which Apertium's shell
+        # script does not read ("USAGE: apertium-destxt", nothing out, exit status 0).
         try:
-            output, errors = await asyncio.wait_for(
-                process.communicate(text.encode()), APERTIUM_TIMEOUT_SECONDS
+            done = await asyncio.to_thread(
+                subprocess.run,
+                command,
+                input=text.encode(),
+                capture_output=True,
+                timeout=APERTIUM_TIMEOUT_SECONDS,
+                check=False,
             )
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        except subprocess.TimeoutExpired:
             logger.warning("apertium %s took over %.0f s", command[-1], APERTIUM_TIMEOUT_SECONDS)
             return None
-        if process.returncode != 0:
-            logger.warning("apertium %s failed: %s", command[-1], errors.decode()[:200])
+        except OSError as exc:
+            logger.warning("apertium %s could not start: %s", command[-1], exc)
             return None
-        return output.decode("utf-8", errors="replace")
+        if done.returncode != 0 or not done.stdout.strip():
+            errors = done.stderr.decode(errors="replace")[:200]
+            logger.warning("apertium %s failed: %s", command[-1], errors or "no output")
+            return None
+        return done.stdout.decode("utf-8", errors="replace")
 
 
 @dataclass
