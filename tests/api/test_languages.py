@@ -143,6 +143,14 @@ async def test_without_a_translating_model_the_dictionaries_translate_the_questi
         assert answer["meta"]["translated_by"] == "apertium"
         assert answer["meta"]["translated_query"] == translated
         assert [source["document_name"] for source in answer["sources"]] == [document]
+    # The quote is the sentence its translation matches, not the passage's first: a Chinese
+    # question shares no word with any English sentence.
+    response = await ask(client, library["headers"], "哪个天文台证实了彗星的观测？")
+    answer = response.json()["assistant_message"]
+    assert answer["meta"]["translated_by"] == "dictionary"
+    assert [source["document_name"] for source in answer["sources"]] == ["comet.txt"]
+    assert "Kestrel Point" in answer["content"]
+    assert "Kestrel Point" in answer["sources"][0]["highlight"]["text"]
     assert fresh_llm.requests == []
 
     fresh_llm.script("Die Hauptstadt ist Paris.")

@@ -251,9 +251,9 @@ class AnswerEngine:
             meta.inline_documents = len(question.inline_documents)
         entries = searched + inline
         if meta.retrieval_mode != "whole_documents":
-            entries = with_highlights(entries, question.text)
+            entries = with_highlights(entries, _matched_text(question, meta))
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            quoted = extractive.answer(question.text, entries)
+            quoted = extractive.answer(_matched_text(question, meta), entries)
             if quoted is not None:
                 return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
         if options.retrieval == "tool" and question.documents:
@@ -603,7 +603,8 @@ class AnswerEngine:
         meta.grounded, meta.citation_count, meta.citation_mode = True, len(cited.sources), mode
         sources = cited.sources
         if meta.retrieval_mode != "whole_documents":
-            sources = _answer_highlights(plan.entries, sources, question.text, cited.content)
+            asked = _matched_text(question, meta)
+            sources = _answer_highlights(plan.entries, sources, asked, cited.content)
         return CitedAnswer(cited.content, sources, meta)
 
     def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
@@ -613,7 +614,7 @@ class AnswerEngine:
             return None
         if plan.meta.retrieval_mode == "whole_documents":
             return None
-        quoted = extractive.answer(question.text, plan.entries)
+        quoted = extractive.answer(_matched_text(question, plan.meta), plan.entries)
         if quoted is None:
             return None
         text, quotes = quoted
@@ -641,6 +642,15 @@ def _adopt_tool_results(plan: Plan) -> None:
         plan.meta.reason = "retrieval_unavailable"
     elif not plan.entries:
         plan.meta.reason = "no_match"
+
+
+def _matched_text(question: Question, meta: AnswerMeta) -> str:
+    """What a passage's sentences are matched against for highlights and quotes: the question,
+    and its translation when it was searched translated (a German question's words are not
+    those of the English sentence that answers it)."""
+    if meta.translated_query:
+        return f"{question.text}\n{meta.translated_query}"
+    return question.text
 
 
 def _quoted_highlights(
