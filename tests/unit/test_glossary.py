@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,8 @@ GERMAN = {
     # A word's senses in no order of use: "wear" is the everyday one, and other words give it.
     "tragen": "tragen /t/ <v>\ncover costs <v>, defray costs <v>\n [Kleidung] wear <v>\n",
     "anhaben": "anhaben /a/ <v>\nwear <v>, have on <v>\n",
+    "Bach": "Bach /bax/ <masc, n>\nbrook <n>, stream <n>\n",
+    "Fähre": "Fähre /ˈfɛːʁə/ <fem, n>\nferry <n>\n",
 }
 
 
@@ -171,3 +174,29 @@ def test_a_pasted_text_is_translated_up_to_a_bound(german: Glossary) -> None:
     assert gloss is not None
     assert "comet" in gloss.split()
     assert "bread" not in gloss.split()
+
+
+def test_a_name_the_dictionary_knows_as_a_word_is_kept(german: Glossary) -> None:
+    """Reviewed: "Bach" became "brook stream" alone, and no wording searched held the name."""
+    gloss = german.gloss("Was komponierte Bach in Leipzig?", "de")
+    assert gloss is not None
+    assert {"Bach", "brook", "Leipzig"} <= set(gloss.split())
+
+
+def test_a_decomposed_question_is_read_as_composed(german: Glossary) -> None:
+    gloss = german.gloss(unicodedata.normalize("NFD", "Wann fährt die Fähre?"), "de")
+    assert gloss is not None
+    assert "ferry" in gloss.split()
+
+
+def test_a_damaged_dictionary_leaves_the_questions_as_asked(tmp_path: Path) -> None:
+    """A truncated dictionary: no glossary, no half-written file, and the service goes on."""
+    folder = tmp_path / "dictd"
+    folder.mkdir()
+    write_dictd(folder, "freedict-deu-eng", GERMAN, {})
+    data = folder / "freedict-deu-eng.dict.dz"
+    data.write_bytes(data.read_bytes()[:40])
+    glossary = Glossary(tmp_path / "data" / "glossary.sqlite", folder)
+    assert not glossary.wait_ready(60)
+    assert glossary.gloss("Wer sah den Kometen?", "de") is None
+    assert [path.name for path in (tmp_path / "data").iterdir()] == [".glossary.sqlite.lock"]

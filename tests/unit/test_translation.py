@@ -56,3 +56,10 @@ def test_apertium_translates_under_the_server_s_event_loop() -> None:
     spanish = uvloop.run(Apertium().translate("¿Cuánto dura la travesía en invierno?", "es"))
     assert spanish is not None
     assert "winter" in spanish
+
+
+async def test_a_question_with_a_lone_surrogate_is_still_translated() -> None:
+    """A JSON string may carry "\\ud800"; it cannot be encoded for Apertium as it is."""
+    spanish = await Apertium().translate("¿Cuándo dimitió Pachauri\ud800?", "es")
+    assert spanish is not None
+    assert "Pachauri" in spanish

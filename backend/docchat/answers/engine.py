@@ -368,7 +368,7 @@ class AnswerEngine:
             return None
         started = time.perf_counter()
         translation = await self.translator.translate(query, asked)
-        if translation is None:
+        if translation is None or translation.text == query:
             return None
         meta.translated_by = translation.by
         meta.translation_ms = round((time.perf_counter() - started) * 1000, 1)

@@ -25,6 +25,8 @@ were before.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import importlib.util
@@ -110,7 +112,7 @@ def _translations_of(items: Iterable[str]) -> tuple[str, ...]:
     kept = (
         item
         for item in cleaned
-        if item and len(item.split()) <= 3 and "…" not in item and "~" not in item
+        if item and len(item.split()) <= 3 and not any(mark in item for mark in ("…", "...", "~"))
     )
     return tuple(dict.fromkeys(kept))
 
@@ -282,7 +284,15 @@ def compile_glossary(target: Path, sources: dict[str, list[Path]]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
     partial.unlink(missing_ok=True)
-    with sqlite3.connect(partial) as connection:
+    try:
+        _write_glossary(partial, sources)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _write_glossary(path: Path, sources: dict[str, list[Path]]) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as connection, connection:
         connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID")
         connection.execute(
             "CREATE TABLE words (language TEXT, word TEXT, translations TEXT, "
@@ -298,14 +308,24 @@ def compile_glossary(target: Path, sources: dict[str, list[Path]]) -> None:
             "INSERT INTO meta VALUES ('fingerprint', ?), ('languages', ?)",
             (fingerprint(sources), ",".join(sorted(sources))),
         )
-    os.replace(partial, target)
+
+
+@contextlib.contextmanager
+def _compile_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_name(f".{path.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def compiled_fingerprint(path: Path) -> str | None:
     if not path.is_file():
         return None
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
             row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
     except sqlite3.Error:
         return None
@@ -348,12 +368,17 @@ class Glossary:
 
     def _load(self, sources: dict[str, list[Path]]) -> None:
         try:
-            if compiled_fingerprint(self.path) != fingerprint(sources):
-                compile_glossary(self.path, sources)
-                logger.info("dictionaries for questions in %s compiled", ", ".join(sources))
+            expected = fingerprint(sources)
+            if compiled_fingerprint(self.path) != expected:
+                # One process compiles; the others wait for its file (a server's workers, or
+                # replicas sharing DATA_DIR, all starting on new dictionaries).
+                with _compile_lock(self.path):
+                    if compiled_fingerprint(self.path) != expected:
+                        compile_glossary(self.path, sources)
+                        logger.info("dictionaries for questions in %s compiled", ", ".join(sources))
             with self._lock:
                 self._open()
-        except (OSError, sqlite3.Error, UnicodeError):
+        except Exception:  # a damaged dictionary must not stop the service: searched as asked
             logger.exception("the dictionaries for questions in other languages cannot be read")
             return
         # simplemma reads a language's data at its first word (about 0.5 s): not in a question.
@@ -387,6 +412,8 @@ class Glossary:
             self.prepare()
         if language not in self.languages:
             return None
+        # Composed: a decomposed "Mädchen" would be read as "Ma" and "dchen".
+        text = unicodedata.normalize("NFC", text)
         words = _chinese_words(text, self._lookup) if language == CHINESE else _words(text)
         words = words[:MOST_WORDS]
         glossed: list[str] = []
@@ -398,9 +425,18 @@ class Glossary:
                 # A single Chinese character means many things; its first is its usual one.
                 kept = 1 if language == CHINESE and len(word) == 1 else TRANSLATIONS_PER_WORD
                 glossed.extend(translations[:kept])
-            if not translations or (language != "de" and is_name(word, index == 0)):
+            if not translations or self._may_be_a_name(word, index == 0, language):
                 glossed.append(word)
         return " ".join(dict.fromkeys(glossed)) if translated else None
+
+    def _may_be_a_name(self, word: str, first: bool, language: str) -> bool:
+        """Whether a translated word is kept as written too: a name the dictionary also knows
+        as a word ("Bach", "Kohl", "Müller", "Victoria"). Not a German compound read as its
+        parts ("Sauerteigbrote"): a name is seldom one, and its German would only dilute the
+        match of the English."""
+        if not is_name(word, first):
+            return False
+        return language != "de" or bool(self._found(word, language))
 
     def _lookup(self, language: str, word: str) -> list[str]:
         connection = self._connection

@@ -257,8 +257,9 @@ class Retriever:
 
     @staticmethod
     def _written_in(result: SearchResult, language: str) -> SearchResult:
-        """The passages of `result` written in `language` (its best match as it was)."""
-        kept = [hit for hit in result.chunks if language_of(hit.chunk.text) == language]
+        """The passages of `result` not told to be in another language than `language` (a
+        timetable or a heading is no language): its best match as it was."""
+        kept = [hit for hit in result.chunks if language_of(hit.chunk.text) in (language, None)]
         return replace(result, chunks=kept)
 
     def search_ahead(self, query: str, documents: SearchScope, top_k: int) -> None:

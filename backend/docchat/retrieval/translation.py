@@ -83,7 +83,7 @@ class Apertium:
             done = await asyncio.to_thread(
                 subprocess.run,
                 command,
-                input=text.encode(),
+                input=text.encode(errors="replace"),
                 capture_output=True,
                 timeout=APERTIUM_TIMEOUT_SECONDS,
                 check=False,
