@@ -36,6 +36,7 @@ from docchat.documents.storage import LocalFileStorage
 from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
+from docchat.main import telemetry
 from docchat.main.components import Components, build_sandboxes, build_vector_store
 from docchat.retrieval.index import VECTOR_STORES, BlockingVectorStore, Chunk, VectorStoreSettings
 from docchat.retrieval.lexical import add_chunks
@@ -107,6 +108,8 @@ def build_settings(
 
 
 def build_components(settings: Settings, embedder: Embedder) -> tuple[Components, object]:
+    """The app's parts in this process, logging as `docchat serve` does."""
+    telemetry.configure_logging(settings.log_level)
     engine = create_engine(settings.database_url)
     extractor, inline_reader = build_sandboxes(settings)
     components = Components(

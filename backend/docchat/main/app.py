@@ -103,7 +103,7 @@ def create_app(
     """The app. Traces go to `tracer_provider`, else where the `OTEL_*` settings say (off by
     default); the app then owns the provider and shuts it down when it stops."""
     settings = with_signing_key(settings or get_settings())
-    logging.basicConfig(level=settings.log_level.upper(), format=telemetry.LOG_FORMAT)
+    telemetry.configure_logging(settings.log_level)
     provider = tracer_provider or telemetry.tracer_provider(settings.tracing)
 
     @contextlib.asynccontextmanager

@@ -57,7 +57,7 @@ async def _worker() -> None:
     from docchat.sources.sync import SourceSyncer
 
     settings = with_signing_key(get_settings())
-    logging.basicConfig(level=settings.log_level.upper(), format=telemetry.LOG_FORMAT)
+    telemetry.configure_logging(settings.log_level)
     engine = create_engine(settings.database_url, pool_size=2)
     provider = telemetry.tracer_provider(settings.tracing)
     traces = None if provider is None else telemetry.Telemetry(provider, settings.tracing)

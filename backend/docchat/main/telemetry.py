@@ -38,6 +38,14 @@ from docchat.config import TracingSettings
 UNTRACED_URLS = "://[^/]+/healthz$,://[^/]+/readyz$,://[^/]+/metrics$"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 TRACED_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [trace=%(trace_id)s] %(message)s"
+
+
+def configure_logging(level: str) -> None:
+    """The process's logs: one plain line a record on stderr, at `LOG_LEVEL` (a no-op where
+    the root logger already has a handler, as under pytest)."""
+    logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+
+
 # Where a request's URL is kept on its span; the query string holds what people typed
 # (`?q=` of a chat search, an e-mail address in the users' list), so only its keys stay.
 URL_ATTRIBUTES = ("http.url", "url.full", "http.target")

@@ -10,8 +10,9 @@ JSON): any API process can serve any request, as for the REST routes.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Annotated, TypeVar
 
 from mcp.server import MCPServer
@@ -77,8 +78,25 @@ async def _caller(session: AsyncSession, ctx: Context, needed: KeyScope) -> User
     return user
 
 
+@contextlib.contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """The root logger as it was. `MCPServer()` calls `logging.basicConfig` with a rich
+    console handler at INFO: where the process had not configured logging yet (components
+    built before `create_app`, as the benchmarks do), every log line of the process then went
+    through it, costing the worker a few milliseconds a document. How the process logs is
+    `telemetry.configure_logging`'s choice."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def build_server(tools: LibraryTools) -> MCPServer:
-    server: MCPServer = MCPServer(name="docchat", instructions=INSTRUCTIONS)
+    with _root_logging_kept():
+        server: MCPServer = MCPServer(name="docchat", instructions=INSTRUCTIONS)
 
     async def run(
         ctx: Context, needed: KeyScope, work: Callable[[AsyncSession, User], Awaitable[T]]
