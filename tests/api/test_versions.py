@@ -98,8 +98,10 @@ class _AskingWhileWriting(IngestionWorker):
         self.ask_now = ask_now
         self.seen: list[str] = []
 
-    async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
-        await super()._embed_and_store(job, batch, before)
+    async def _embed_and_store(
+        self, job: ClaimedJob, batch: Sequence[Chunk], before: int, last: bool
+    ) -> None:
+        await super()._embed_and_store(job, batch, before, last)
         self.seen.append(await self.ask_now())
 
 

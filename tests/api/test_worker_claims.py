@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import httpx
 from sqlalchemy import select, update
@@ -24,7 +25,12 @@ from docchat.ingestion.worker import IngestionWorker, user_facing_reason
 from docchat.kit.errors import UpstreamError
 from docchat.main.components import Components
 from docchat.retrieval import lexical
-from docchat.retrieval.index import Chunk, DocumentRef, VectorStoreUnavailable
+from docchat.retrieval.index import (
+    BlockingVectorStore,
+    Chunk,
+    DocumentRef,
+    VectorStoreUnavailable,
+)
 from tests.support.documents import upload
 from tests.support.files import filler
 from tests.support.users import auth_headers
@@ -161,3 +167,55 @@ def test_a_failure_the_owner_sees_never_quotes_internal_errors() -> None:
     assert user_facing_reason(UpstreamError("The embedding service failed")) == (
         "The embedding service failed"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _CountingStore:
+    """The real vector store, counting the deletes asked of it."""
+
+    store: BlockingVectorStore
+    deletes: list[uuid.UUID] = dataclasses.field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def delete_document(self, document: DocumentRef, except_version: int | None = None) -> None:
+        self.deletes.append(document.id)
+        self.store.delete_document(document, except_version)
+
+
+async def test_a_reading_again_replaces_the_first_and_a_first_reading_clears_nothing(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    await _drain(components)
+    counting = _CountingStore(components.vector_store)
+    headers = await auth_headers(client)
+    response = await upload(client, headers, "tides.md", filler("tides", 40).encode())
+    document_id = uuid.UUID(response.json()["id"])
+    await IngestionWorker(dataclasses.replace(components, vector_store=counting)).run_until_idle()
+    first = await _document(components, document_id)
+    assert first.status == DocumentStatus.completed and first.chunk_count is not None
+    # Nothing of a document never read can be in the indexes: no delete was asked.
+    assert counting.deletes == []
+
+    # Read again in bigger chunks (fewer of them): only the new ones are left in both indexes.
+    bigger = components.settings.rag.model_copy(update={"chunk_size": 4000, "chunk_overlap": 0})
+    rechunking = dataclasses.replace(
+        components,
+        settings=components.settings.model_copy(update={"rag": bigger}),
+        vector_store=counting,
+    )
+    assert (
+        await client.post(f"/api/v1/documents/{document_id}/reprocess", headers=headers)
+    ).is_success
+    await IngestionWorker(rechunking).run_until_idle()
+    second = await _document(components, document_id)
+    assert second.status == DocumentStatus.completed
+    assert second.chunk_count is not None and second.chunk_count < first.chunk_count
+    assert counting.deletes == [document_id]
+    ref = DocumentRef.of(second)
+    assert await components.vector_index.count(ref) == second.chunk_count
+    assert await _lexical_rows(components, document_id) == second.chunk_count
+    async with components.sessionmaker() as session:
+        statement = select(IngestionJob.attempts).where(IngestionJob.document_id == document_id)
+        assert list((await session.execute(statement)).scalars()) == [1, 1]  # neither retried

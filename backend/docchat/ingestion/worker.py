@@ -294,11 +294,16 @@ class IngestionWorker:
         chunks = [self._record(document, chunk) for chunk in prepared.chunks]
         self._check(lost, job)
         ref = DocumentRef.of(document)
-        await self.index.delete_document(ref)
+        # An earlier reading's vectors and rows go first. A document never read has none: its
+        # rows and chunk count are written in one transaction (below), its vectors after.
+        read_before = document.chunk_count is not None
+        if read_before:
+            await self.index.delete_document(ref)
         # The text goes in at once: inline answers read it while the vectors are made.
         with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
             async with self._fenced(job) as session:
-                await lexical.delete_chunks(session, document.id)
+                if read_before:
+                    await lexical.delete_chunks(session, document.id)
                 await lexical.add_chunks(
                     session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
                 )
@@ -342,7 +347,8 @@ class IngestionWorker:
         slice_ends = time.monotonic() + interval
         for start in range(0, len(chunks), batch_size):
             self._check(lost, job)
-            await self._embed_and_store(job, chunks[start : start + batch_size], start)
+            last = start + batch_size >= len(chunks)
+            await self._embed_and_store(job, chunks[start : start + batch_size], start, last)
             if time.monotonic() >= slice_ends and start + batch_size < len(chunks):
                 await self._let_another_owner_in()
                 slice_ends = time.monotonic() + interval
@@ -362,7 +368,11 @@ class IngestionWorker:
         finally:
             self._interleaved -= 1
 
-    async def _embed_and_store(self, job: ClaimedJob, batch: Sequence[Chunk], before: int) -> None:
+    async def _embed_and_store(
+        self, job: ClaimedJob, batch: Sequence[Chunk], before: int, last: bool
+    ) -> None:
+        """Embed and store one batch, then record the progress, but for the last batch: the
+        completion that follows records it (a one-chunk document saves a transaction)."""
         texts = [self._indexed(chunk) for chunk in batch]
         embedding: tracing.Attributes = {
             "gen_ai.operation.name": "embeddings",
@@ -373,6 +383,8 @@ class IngestionWorker:
             vectors = await asyncio.to_thread(self.embedder.embed, texts)
         with tracing.span("ingestion.vector_write", {"docchat.chunks": len(batch)}):
             await self.index.upsert(batch, vectors)
+        if last:
+            return
         done = before + len(batch)
         async with self._fenced(job) as session:
             if job.version_id is None:
