@@ -419,24 +419,19 @@ class Glossary:
         glossed: list[str] = []
         translated = False
         for index, word in enumerate(words):
-            translations = self._translations(word, language)
+            translations, as_compound = self._translations(word, language)
             if translations:
                 translated = True
                 # A single Chinese character means many things; its first is its usual one.
                 kept = 1 if language == CHINESE and len(word) == 1 else TRANSLATIONS_PER_WORD
                 glossed.extend(translations[:kept])
-            if not translations or self._may_be_a_name(word, index == 0, language):
+            # A translated name is kept as written too: one the dictionary also knows as a word
+            # ("Bach", "Kohl", "Müller", "Victoria"). Not a German compound read as its parts
+            # ("Sauerteigbrote"): a name is seldom one, and its German would only dilute the
+            # match of the English.
+            if not translations or (not as_compound and is_name(word, index == 0)):
                 glossed.append(word)
         return " ".join(dict.fromkeys(glossed)) if translated else None
-
-    def _may_be_a_name(self, word: str, first: bool, language: str) -> bool:
-        """Whether a translated word is kept as written too: a name the dictionary also knows
-        as a word ("Bach", "Kohl", "Müller", "Victoria"). Not a German compound read as its
-        parts ("Sauerteigbrote"): a name is seldom one, and its German would only dilute the
-        match of the English."""
-        if not is_name(word, first):
-            return False
-        return language != "de" or bool(self._found(word, language))
 
     def _lookup(self, language: str, word: str) -> list[str]:
         connection = self._connection
@@ -449,13 +444,14 @@ class Glossary:
             ).fetchone()
         return row[0].split("\t") if row else []
 
-    def _translations(self, word: str, language: str) -> list[str]:
+    def _translations(self, word: str, language: str) -> tuple[list[str], bool]:
+        """The word's translations, and whether they are a German compound's parts'."""
         if language == CHINESE:
-            return self._lookup(language, word) if _CJK.search(word) else []
+            return (self._lookup(language, word) if _CJK.search(word) else []), False
         found = self._found(word, language)
         if not found and language == "de" and len(word) <= LONGEST_COMPOUND:
-            found = self._compound(word.lower())
-        return found
+            return self._compound(word.lower()), True
+        return found, False
 
     def _compound(self, word: str) -> list[str]:
         """A German compound the dictionary does not hold, as two parts it does, the longest
