@@ -525,6 +525,21 @@ class WorkerSettings(BaseSettings):
         ),
     )
 
+    group_size: int = Field(
+        8,
+        ge=1,
+        le=64,
+        description=(
+            "Small files read for the first time that one lane takes together: their text, "
+            "vectors and completion are written in one go (1: one document at a time)"
+        ),
+    )
+    group_max_bytes: int = Field(
+        16_384,
+        ge=0,
+        description="Largest file (bytes) taken in a group; larger ones are processed alone",
+    )
+
     @model_validator(mode="after")
     def _heartbeats_fit_the_stale_window(self) -> WorkerSettings:
         if self.heartbeat_seconds * 2 > self.stale_after_seconds:

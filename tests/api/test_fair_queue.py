@@ -22,6 +22,13 @@ from tests.support.files import filler
 from tests.support.users import auth_headers
 
 
+def _one_at_a_time(components: Components, **worker: Any) -> Components:
+    settings = components.settings.worker.model_copy(update={"group_size": 1, **worker})
+    return dataclasses.replace(
+        components, settings=components.settings.model_copy(update={"worker": settings})
+    )
+
+
 async def _statuses(client: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, str]:
     listed = (await client.get("/api/v1/documents", headers=headers)).json()["items"]
     return {item["filename"]: item["status"] for item in listed}
@@ -45,7 +52,9 @@ async def test_one_users_backlog_does_not_hold_back_another_users_upload(
         "bulk-4.md": 6,
     }
 
-    worker = IngestionWorker(components)
+    # One document at a time, so each turn of the rotation shows (small files are otherwise
+    # read in groups that follow the same rotation: test_worker_groups.py).
+    worker = IngestionWorker(_one_at_a_time(components))
     assert await worker.run_once()  # the oldest job: bulk-0
     assert await worker.run_once()  # then the other owner's turn
     assert await _statuses(client, single) == {"mine.md": "completed"}
@@ -157,9 +166,7 @@ async def test_idle_owners_only_skips_an_owner_with_a_job_running(
 async def test_a_worker_with_two_lanes_processes_two_documents_at_once(
     live_client: httpx.AsyncClient, live_components: Components, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worker_settings = live_components.settings.worker.model_copy(update={"lanes": 2})
-    settings = live_components.settings.model_copy(update={"worker": worker_settings})
-    components = dataclasses.replace(live_components, settings=settings)
+    components = _one_at_a_time(live_components, lanes=2)
     first, second = await auth_headers(live_client), await auth_headers(live_client)
     ids = await _queue(live_client, first, 2, "first") + await _queue(live_client, second, 2, "b")
     in_flight, most = 0, 0

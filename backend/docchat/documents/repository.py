@@ -111,6 +111,14 @@ async def get_live(session: AsyncSession, document_id: uuid.UUID) -> Document | 
     return (await session.execute(statement)).scalar_one_or_none()
 
 
+async def live_by_id(
+    session: AsyncSession, document_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Document]:
+    """`get_live` for several documents at once: those not deleted, by id."""
+    statement = select(Document).where(Document.id.in_(document_ids), Document.deleted_at.is_(None))
+    return {document.id: document for document in (await session.execute(statement)).scalars()}
+
+
 # -- written by the ingestion worker (inside its fenced transactions) ----------------------
 
 

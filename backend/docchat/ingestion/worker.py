@@ -85,6 +85,16 @@ def user_facing_reason(exc: Exception) -> str:
     return "an internal error occurred"
 
 
+@dataclass(frozen=True)
+class _Member:
+    """A document of a group (`IngestionWorker._process_group`), read."""
+
+    job: ClaimedJob
+    document: Document
+    page_count: int
+    chunks: list[Chunk]
+
+
 class WorkerParts(Protocol):
     """What a worker uses: the composition root (`Components`) has these among its parts."""
 
@@ -146,40 +156,86 @@ class IngestionWorker:
         return work.cancelled() or work.result()
 
     async def run_once(self) -> bool:
-        """Claim and process one job; False when there was nothing to do."""
-        job = await self._claim()
-        if job is None:
-            return False
-        await self._process(job)
-        return True
+        """Claim and process the next job (with the small files claimed beside it, see
+        `_claim_group`); False when there was nothing to do."""
+        return await self._run_next() > 0
 
     async def run_until_idle(self, max_jobs: int = 1000) -> int:
         """Process jobs until none is runnable (used by tests and the CLI)."""
         done = 0
-        while done < max_jobs and await self.run_once():
-            done += 1
+        while done < max_jobs and (ran := await self._run_next()):
+            done += ran
         return done
+
+    async def _run_next(self) -> int:
+        """The number of jobs claimed and processed (0: nothing to do)."""
+        claimed = await self._claim_group()
+        if len(claimed) == 1:
+            await self._process(claimed[0])
+        elif claimed:
+            await self._process_group(claimed)
+        return len(claimed)
 
     # -- the claim and its fence ---------------------------------------------------------------
 
     async def _claim(self, *, idle_owners_only: bool = False) -> ClaimedJob | None:
         async with self.sessionmaker() as session:
-            job = await jobs_repository.claim_next(
-                session,
-                worker_id=self.worker_id,
-                now=utcnow(),
-                stale_after=timedelta(seconds=self.settings.worker.stale_after_seconds),
-                idle_owners_only=idle_owners_only,
-            )
-            claimed = None
-            if job is not None:
-                assert job.claim_token is not None
-                claimed = ClaimedJob(
-                    job.id, job.document_id, job.attempts, job.claim_token, job.version_id
-                )
+            claimed = await self._claim_in(session, idle_owners_only=idle_owners_only)
+            if claimed is not None:
                 await self._set_waiting(session, claimed, False)
             await session.commit()
             return claimed
+
+    async def _claim_in(
+        self, session: AsyncSession, *, idle_owners_only: bool = False
+    ) -> ClaimedJob | None:
+        job = await jobs_repository.claim_next(
+            session,
+            worker_id=self.worker_id,
+            now=utcnow(),
+            stale_after=timedelta(seconds=self.settings.worker.stale_after_seconds),
+            idle_owners_only=idle_owners_only,
+        )
+        if job is None:
+            return None
+        assert job.claim_token is not None
+        return ClaimedJob(job.id, job.document_id, job.attempts, job.claim_token, job.version_id)
+
+    async def _claim_group(self) -> list[ClaimedJob]:
+        """The next job and, when it is a small file never read before, the jobs that follow
+        it in the queue's rotation while they are too, up to `WORKER_GROUP_SIZE`: each is
+        claimed as a claim of its own would take it, so the owners still take turns within a
+        group. One transaction for all of them."""
+        size = self.settings.worker.group_size
+        async with self.sessionmaker() as session:
+            first = await self._claim_in(session)
+            group = [] if first is None else [first]
+            if first is not None and size > 1 and await self._groupable(session, first):
+                while len(group) < size:
+                    savepoint = await session.begin_nested()
+                    claimed = await self._claim_in(session)
+                    if claimed is None or not await self._groupable(session, claimed):
+                        await savepoint.rollback()  # left in the queue for the next claim
+                        break
+                    await savepoint.commit()
+                    group.append(claimed)
+            for job in group:
+                await self._set_waiting(session, job, False)
+            await session.commit()
+            return group
+
+    async def _groupable(self, session: AsyncSession, job: ClaimedJob) -> bool:
+        """A first reading of a small file: it costs far less in the model than in the
+        fixed steps around it, which a group shares."""
+        if job.version_id is not None:
+            return False
+        document = await documents_repository.get_live(session, job.document_id)
+        return (
+            document is not None
+            and document.chunk_count is None
+            and document.size_bytes <= self.settings.worker.group_max_bytes
+            and job.attempts <= self.settings.worker.max_attempts
+        )
 
     @contextlib.asynccontextmanager
     async def _fenced(self, job: ClaimedJob) -> AsyncIterator[AsyncSession]:
@@ -246,17 +302,10 @@ class IngestionWorker:
                     page_count, chunk_count = await self._ingest(job, document, lost)
                 else:
                     page_count, chunk_count = await self._ingest_version(job, document, lost)
-            except ExtractionError as exc:
-                await self._fail(job, str(exc))
-                return "failed"
-            except StoredFileMissing:
-                await self._fail(job, "The uploaded file is missing from storage; upload it again")
-                return "failed"
             except (LostClaim, asyncio.CancelledError):
                 raise
             except Exception as exc:
-                logger.exception("document %s failed on attempt %d", document.id, job.attempts)
-                return await self._retry_or_fail(job, exc)
+                return await self._settle(job, exc)
         except LostClaim as exc:
             logger.warning("%s; leaving it to that worker", exc)
             return None
@@ -264,6 +313,24 @@ class IngestionWorker:
             "document %s ingested: %d pages, %d chunks", document.id, page_count, chunk_count
         )
         return "completed"
+
+    async def _settle(self, job: ClaimedJob, exc: Exception) -> str | None:
+        """End a job whose processing raised `exc` (failed, or queued again for another
+        attempt); the outcome for the metrics, None when the job was taken over meanwhile."""
+        try:
+            if isinstance(exc, ExtractionError):
+                await self._fail(job, str(exc))
+                return "failed"
+            if isinstance(exc, StoredFileMissing):
+                await self._fail(job, "The uploaded file is missing from storage; upload it again")
+                return "failed"
+            logger.error(
+                "document %s failed on attempt %d", job.document_id, job.attempts, exc_info=exc
+            )
+            return await self._retry_or_fail(job, exc)
+        except LostClaim as lost:
+            logger.warning("%s; leaving it to that worker", lost)
+            return None
 
     async def _load_document(self, document_id: uuid.UUID) -> Document | None:
         async with self.sessionmaker() as session:
@@ -407,6 +474,189 @@ class IngestionWorker:
             await jobs_repository.finish(session, job.id, JobStatus.done, None, utcnow())
         if not live:
             await self.index.delete_document(ref)
+
+    # -- small files read for the first time, several at once -----------------------------------
+
+    async def _process_group(self, jobs: Sequence[ClaimedJob]) -> None:
+        """Process a group of small files never read before (`_claim_group`) together: each
+        file is read alone, then their text, vectors and completions are written in one go (a
+        one-paragraph file spends less time in the model than in those fixed steps). A
+        document's own failure stays its own; should a step the group shares fail, each
+        document left goes the one-at-a-time way, where a failure is its own too."""
+        started = time.perf_counter()
+        lost = {job.id: asyncio.Event() for job in jobs}
+        outcomes: dict[uuid.UUID, str | None] = {}
+        alone: list[ClaimedJob] = []
+        with tracing.span("ingestion.group", {"docchat.jobs": len(jobs)}, root=True):
+            beating = [asyncio.create_task(self._heartbeats(job, lost[job.id])) for job in jobs]
+            try:
+                alone = await self._attempt_group(jobs, lost, outcomes)
+            except asyncio.CancelledError:
+                await self._release_all([job for job in jobs if job.id not in outcomes])
+                raise
+            finally:
+                for task in beating:
+                    task.cancel()
+                await asyncio.gather(*beating, return_exceptions=True)
+        elapsed = time.perf_counter() - started
+        for outcome in outcomes.values():
+            if outcome is not None:
+                INGESTION_JOBS.labels(outcome).inc()
+            if outcome == "completed":
+                INGESTION_DURATION.observe(elapsed)
+        for position, job in enumerate(alone):
+            try:
+                await self._process(job)
+            except asyncio.CancelledError:
+                await self._release_all(alone[position + 1 :])
+                raise
+
+    async def _release_all(self, jobs: Sequence[ClaimedJob]) -> None:
+        for job in jobs:
+            await self._release(job)
+
+    async def _attempt_group(
+        self,
+        jobs: Sequence[ClaimedJob],
+        lost: dict[uuid.UUID, asyncio.Event],
+        outcomes: dict[uuid.UUID, str | None],
+    ) -> list[ClaimedJob]:
+        """Run the group's jobs, recording each outcome; returns the jobs to process alone."""
+        async with self.sessionmaker() as session:
+            documents = await documents_repository.live_by_id(
+                session, [job.document_id for job in jobs]
+            )
+        alone: list[ClaimedJob] = []
+        members: list[_Member] = []
+        for job in jobs:
+            document = documents.get(job.document_id)
+            if document is None or document.chunk_count is not None:
+                alone.append(job)  # deleted, or read since the claim: the single way says so
+            elif (member := await self._read_member(job, document, outcomes)) is not None:
+                members.append(member)
+        if not members:
+            return alone
+        try:
+            await self._write_group(members, lost, outcomes)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            left = [member.job for member in members if member.job.id not in outcomes]
+            logger.exception("%d documents read together failed; each goes alone", len(left))
+            alone.extend(left)
+        return alone
+
+    async def _read_member(
+        self, job: ClaimedJob, document: Document, outcomes: dict[uuid.UUID, str | None]
+    ) -> _Member | None:
+        """The document's chunks, or None when its file cannot be read (its job ended)."""
+        try:
+            prepared = await self._read(document.storage_key, FileKind(document.content_type))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            outcomes[job.id] = await self._settle(job, exc)
+            return None
+        chunks = [self._record(document, chunk) for chunk in prepared.chunks]
+        return _Member(job, document, prepared.page_count, chunks)
+
+    async def _write_group(
+        self,
+        members: Sequence[_Member],
+        lost: dict[uuid.UUID, asyncio.Event],
+        outcomes: dict[uuid.UUID, str | None],
+    ) -> None:
+        """The members' text in one transaction, their vectors in one model run and one
+        write, their completions in one transaction."""
+        rag = self.settings.rag
+        async with self._fenced_group(members, lost, outcomes) as (session, held):
+            chunks = [chunk for member in held for chunk in member.chunks]
+            with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
+                await lexical.add_chunks(
+                    session, chunks, rag.lexical_language, [self._indexed(c) for c in chunks]
+                )
+                for member in held:
+                    await documents_repository.set_extracted(
+                        session,
+                        member.document.id,
+                        page_count=member.page_count,
+                        chunk_count=len(member.chunks),
+                    )
+        if chunks:
+            embedding: tracing.Attributes = {
+                "gen_ai.operation.name": "embeddings",
+                "gen_ai.request.model": self.embedder.name,
+                "docchat.chunks": len(chunks),
+            }
+            texts = [self._indexed(chunk) for chunk in chunks]
+            with tracing.span("embedding", embedding):
+                vectors = await asyncio.to_thread(self.embedder.embed, texts)
+            with tracing.span("ingestion.vector_write", {"docchat.chunks": len(chunks)}):
+                await self.index.upsert(chunks, vectors)
+        await self._complete_group(held, lost, outcomes)
+
+    async def _complete_group(
+        self,
+        members: Sequence[_Member],
+        lost: dict[uuid.UUID, asyncio.Event],
+        outcomes: dict[uuid.UUID, str | None],
+    ) -> None:
+        """Complete each member whose chunks both indexes hold (as `_complete` does); one
+        they do not is retried as any incomplete document is."""
+        stored = {m.job.id: await self.index.count(DocumentRef.of(m.document)) for m in members}
+        incomplete: list[tuple[ClaimedJob, IncompleteIndex]] = []
+        completed: list[_Member] = []
+        deleted: list[DocumentRef] = []
+        async with self._fenced_group(members, lost, outcomes) as (session, held):
+            for member in held:
+                expected = len(member.chunks)
+                indexed = await lexical.count_chunks(session, member.document.id)
+                if (stored[member.job.id], indexed) != (expected, expected):
+                    counts = f"{stored[member.job.id]} vectors and {indexed} lexical rows"
+                    incomplete.append((member.job, IncompleteIndex(f"{counts} for {expected}")))
+                    continue
+                if not await documents_repository.mark_completed(
+                    session, member.document.id, expected
+                ):  # deleted while we worked: leave nothing of it behind
+                    await lexical.delete_chunks(session, member.document.id)
+                    deleted.append(DocumentRef.of(member.document))
+                await jobs_repository.finish(session, member.job.id, JobStatus.done, None, utcnow())
+                completed.append(member)
+        for ref in deleted:
+            await self.index.delete_document(ref)
+        for member in completed:
+            outcomes[member.job.id] = "completed"
+            logger.info(
+                "document %s ingested: %d pages, %d chunks",
+                member.document.id,
+                member.page_count,
+                len(member.chunks),
+            )
+        for job, exc in incomplete:  # after the transaction: the job's own takes its row's lock
+            outcomes[job.id] = await self._settle(job, exc)
+
+    @contextlib.asynccontextmanager
+    async def _fenced_group(
+        self,
+        members: Sequence[_Member],
+        lost: dict[uuid.UUID, asyncio.Event],
+        outcomes: dict[uuid.UUID, str | None],
+    ) -> AsyncIterator[tuple[AsyncSession, list[_Member]]]:
+        """A transaction holding the rows of the members' jobs still ours (`_fenced`), and
+        those members; a job taken over meanwhile is left to its new worker."""
+        async with self.sessionmaker() as session:
+            held = []
+            for member in members:
+                job = member.job
+                if not lost[job.id].is_set() and await jobs_repository.hold_claim(
+                    session, job.id, job.token
+                ):
+                    held.append(member)
+                else:
+                    logger.warning("job %s was taken over; leaving it to that worker", job.id)
+                    outcomes[job.id] = None
+            yield session, held
+            await session.commit()
 
     # -- new versions: read beside the current content, then take over in one transaction ----
 
