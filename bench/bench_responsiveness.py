@@ -1,11 +1,14 @@
-"""Responsiveness during ingestion: `GET /api/v1/chats` latency while the worker ingests a big PDF.
+"""Responsiveness during ingestion: `GET /api/v1/chats` latency while the worker ingests a big PDF
+(or, with `--small-files N`, N one-paragraph text files uploaded at once).
 
     .venv/bin/python -m bench.bench_responsiveness [--pages 200] [--runs 3]
+        [--small-files 300 [--group-size 8]]
 
 `docchat serve` runs in its own process with its in-process worker, as the run command starts
 it. A prober sends one `GET /api/v1/chats` every 25 ms (one at a time, so the figures are the
 server's latency, not queueing in the prober), first with the server idle, then from the upload
-of a PDF until the worker marks it completed. Prints the median over the runs of each figure.
+of a PDF (or of the small files) until the worker marks it (them) completed. Prints the median
+over the runs of each figure. `--group-size` is the server's `WORKER_GROUP_SIZE`.
 """
 
 from __future__ import annotations
@@ -83,6 +86,30 @@ async def ingesting_probe(
     return await task, elapsed
 
 
+async def small_files_probe(
+    client: httpx.AsyncClient, headers: dict[str, str], files: list[bytes]
+) -> tuple[list[float], float]:
+    stop = asyncio.Event()
+    task = asyncio.create_task(probe(client, headers, stop))
+    started = time.perf_counter()
+    for number, content in enumerate(files):
+        response = await client.post(
+            "/api/v1/documents", headers=headers, files={"file": (f"note-{number}.txt", content)}
+        )
+        response.raise_for_status()
+    while True:
+        listed = await client.get("/api/v1/documents", headers=headers, params={"limit": 1})
+        waiting = await client.get(
+            "/api/v1/documents", headers=headers, params={"status": "completed", "limit": 1}
+        )
+        if waiting.json()["total"] >= listed.json()["total"]:
+            break
+        await asyncio.sleep(0.25)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    return await task, elapsed
+
+
 def summary(label: str, samples: list[list[float]], seconds: float | None) -> list[object]:
     return [
         label,
@@ -95,7 +122,7 @@ def summary(label: str, samples: list[list[float]], seconds: float | None) -> li
     ]
 
 
-async def main(pages: int, runs: int) -> None:
+async def main(pages: int, runs: int, small_files: int, group_size: int) -> None:
     url = await fresh_database()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -104,7 +131,13 @@ async def main(pages: int, runs: int) -> None:
     ingest_seconds: list[float] = []
     with tempfile.TemporaryDirectory() as folder:
         # The LLM is not used here; its address only has to be well formed.
-        server = start_server(url, "http://127.0.0.1:9/v1", Path(folder), port)
+        server = start_server(
+            url,
+            "http://127.0.0.1:9/v1",
+            Path(folder),
+            port,
+            extra_env={"WORKER_GROUP_SIZE": str(group_size)},
+        )
         try:
             await wait_ready(base, probe="/healthz")
             async with httpx.AsyncClient(base_url=base, timeout=60) as client:
@@ -121,16 +154,28 @@ async def main(pages: int, runs: int) -> None:
                         [prose(random.Random(run * pages + page), 2200) for page in range(pages)]
                     )
                     idle.append(await idle_probe(client, headers, 10))
-                    timings, seconds = await ingesting_probe(client, headers, pdf)
+                    if small_files:
+                        texts = [
+                            prose(random.Random(f"{run}-{n}"), 600).encode()
+                            for n in range(small_files)
+                        ]
+                        timings, seconds = await small_files_probe(client, headers, texts)
+                    else:
+                        timings, seconds = await ingesting_probe(client, headers, pdf)
                     busy.append(timings)
                     ingest_seconds.append(seconds)
         finally:
             server.terminate()
             server.wait(timeout=30)
     await drop_database(url)
+    ingested = (
+        f"{small_files} one-paragraph files, WORKER_GROUP_SIZE={group_size}"
+        if small_files
+        else f"{pages}-page PDF"
+    )
     print(
         f"GET /api/v1/chats (20 chats) every {PROBE_GAP_SECONDS * 1000:.0f} ms, median of {runs} runs; "
-        f"{pages}-page PDF; {machine()}"
+        f"{ingested}; {machine()}"
     )
     print(
         table(
@@ -147,5 +192,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--small-files", type=int, default=0, help="files instead of a PDF")
+    parser.add_argument("--group-size", type=int, default=8, help="WORKER_GROUP_SIZE")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.pages, arguments.runs))
+    asyncio.run(main(arguments.pages, arguments.runs, arguments.small_files, arguments.group_size))
