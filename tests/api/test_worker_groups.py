@@ -5,14 +5,21 @@ document the one-at-a-time way."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+import pytest
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.db import utcnow
+from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, IngestionJob
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import Embedder
@@ -162,3 +169,158 @@ async def test_a_shared_step_that_fails_sends_each_document_alone(
         async with components.sessionmaker() as session:
             document = await session.get(Document, uuid.UUID(document_id))
             assert document is not None and document.status == DocumentStatus.completed
+
+
+@dataclasses.dataclass(frozen=True)
+class _GatedEmbedder:
+    """The real model, holding a run over several texts until `opened` is set."""
+
+    embedder: Embedder
+    entered: threading.Event = dataclasses.field(default_factory=threading.Event)
+    opened: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) > 1:
+            self.entered.set()
+            self.opened.wait(30)
+        return self.embedder.embed(texts)
+
+
+async def _queue_notes(
+    client: httpx.AsyncClient, headers: dict[str, str], count: int, topic: str
+) -> list[str]:
+    return [
+        (await upload(client, headers, f"{topic}-{n}.md", f"{topic} note {n}.".encode())).json()[
+            "id"
+        ]
+        for n in range(count)
+    ]
+
+
+async def test_a_worker_stopped_mid_group_hands_every_document_back(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    await IngestionWorker(components).run_until_idle()
+    headers = await auth_headers(client)
+    ids = await _queue_notes(client, headers, 3, "gulls")
+    gated = _GatedEmbedder(components.embedder)
+    worker = IngestionWorker(dataclasses.replace(_grouping(components, 8), embedder=gated))
+    running = asyncio.create_task(worker.run_once())
+    try:
+        assert await asyncio.to_thread(gated.entered.wait, 30)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    finally:
+        gated.opened.set()
+    for document_id in ids:  # queued again, the attempt not counted
+        assert await _attempts(components, document_id) == [0]
+    assert set((await _statuses(client, headers)).values()) == {"queued"}
+    assert await IngestionWorker(components).run_until_idle() == 3
+    assert set((await _statuses(client, headers)).values()) == {"completed"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _SlowAloneEmbedder:
+    """The real model, taking `seconds` longer for a single document's text."""
+
+    embedder: Embedder
+    seconds: float
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) == 1:
+            time.sleep(self.seconds)
+        return self.embedder.embed(texts)
+
+
+async def test_documents_waiting_to_go_alone_keep_their_claims(
+    live_client: httpx.AsyncClient, live_components: Components
+) -> None:
+    # Separately committed sessions: the two workers' claims race as in production.
+    await IngestionWorker(live_components).run_until_idle()
+    headers = await auth_headers(live_client)
+    ids = await _queue_notes(live_client, headers, 3, "storks")
+    short = live_components.settings.worker.model_copy(
+        update={"heartbeat_seconds": 0.5, "stale_after_seconds": 2, "group_size": 8}
+    )
+    settings = live_components.settings.model_copy(update={"worker": short})
+    quick = dataclasses.replace(live_components, settings=settings)
+    # The group's write is refused, so the three go alone, each 1.5 s in the model: the last
+    # starts past the stale window, and only its heartbeats keep a rival worker off it.
+    failing = dataclasses.replace(
+        quick,
+        vector_store=_OneDocumentAtATimeStore(live_components.vector_store),
+        embedder=_SlowAloneEmbedder(live_components.embedder, 1.5),
+    )
+    worker = IngestionWorker(failing)
+    claimed = await worker._claim_group()
+    assert sorted(str(job.document_id) for job in claimed) == sorted(ids)
+    working = asyncio.create_task(worker._process_group(claimed))
+    rival = IngestionWorker(quick)
+    while not working.done():
+        await rival.run_once()  # what other tests left behind, or one of ours gone stale
+        await asyncio.sleep(0.3)
+    await working
+    for document_id in ids:
+        assert await _indexed(live_components, document_id) == (1, 1, 1)
+        async with live_components.sessionmaker() as session:
+            statement = select(IngestionJob.attempts, IngestionJob.claimed_by).where(
+                IngestionJob.document_id == uuid.UUID(document_id)
+            )
+            assert list((await session.execute(statement)).all()) == [(1, worker.worker_id)]
+    for document_id in ids:
+        await live_client.delete(f"/api/v1/documents/{document_id}", headers=headers)
+
+
+@dataclasses.dataclass
+class _FailingOnceStore:
+    """The real vector store, whose first document delete fails."""
+
+    store: BlockingVectorStore
+    failed: bool = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def delete_document(self, document: DocumentRef, except_version: int | None = None) -> None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("the vector store blinked")
+        self.store.delete_document(document, except_version)
+
+
+async def test_a_completed_group_stays_completed_when_a_cleanup_fails(
+    client: httpx.AsyncClient, components: Components, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await IngestionWorker(components).run_until_idle()
+    headers = await auth_headers(client)
+    ids = await _queue_notes(client, headers, 3, "cranes")
+    completing = documents_repository.mark_completed
+
+    async def deleted_at_the_last_moment(
+        session: AsyncSession, document_id: uuid.UUID, chunk_count: int
+    ) -> bool:
+        """The owner deletes the last document just as its completion is written."""
+        if str(document_id) == ids[2]:
+            deleted = update(Document).where(Document.id == document_id)
+            await session.execute(deleted.values(deleted_at=utcnow()))
+        return await completing(session, document_id, chunk_count)
+
+    monkeypatch.setattr(documents_repository, "mark_completed", deleted_at_the_last_moment)
+    # Removing the deleted document's vectors after the completions fails once: the two
+    # completed must keep theirs, and nothing may be read again.
+    failing = _FailingOnceStore(components.vector_store)
+    worker = IngestionWorker(dataclasses.replace(_grouping(components, 8), vector_store=failing))
+    assert await worker.run_until_idle() == 3
+    assert failing.failed
+    for document_id in ids[:2]:
+        assert await _indexed(components, document_id) == (1, 1, 1)
+        assert await _attempts(components, document_id) == [1]
+    completed = {"cranes-0.md": "completed", "cranes-1.md": "completed"}
+    assert await _statuses(client, headers) == completed

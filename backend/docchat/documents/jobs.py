@@ -15,7 +15,7 @@ dead) can no longer write progress, results or the job's end.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -65,12 +65,17 @@ async def retire_unfinished(
     """End the documents' queued and running jobs (their owner changes: the work is queued
     again for the new one); a worker still running one loses its claim at its next step.
     Returns each retired job's (document id, version id)."""
+    unfinished = (
+        IngestionJob.document_id.in_(document_ids),
+        IngestionJob.status.in_((JobStatus.queued, JobStatus.running)),
+    )
+    # Rows locked in id order first, as `hold_claims` takes them, so the two never deadlock.
+    await session.execute(
+        select(IngestionJob.id).where(*unfinished).order_by(IngestionJob.id).with_for_update()
+    )
     result = await session.execute(
         update(IngestionJob)
-        .where(
-            IngestionJob.document_id.in_(document_ids),
-            IngestionJob.status.in_((JobStatus.queued, JobStatus.running)),
-        )
+        .where(*unfinished)
         .values(status=JobStatus.done, finished_at=now, last_error="superseded", claim_token=None)
         .returning(IngestionJob.document_id, IngestionJob.version_id)
     )
@@ -257,6 +262,21 @@ async def hold_claim(session: AsyncSession, job_id: uuid.UUID, token: uuid.UUID)
         .with_for_update()
     )
     return (await session.execute(statement)).scalar_one_or_none() is not None
+
+
+async def hold_claims(
+    session: AsyncSession, claims: Mapping[uuid.UUID, uuid.UUID]
+) -> set[uuid.UUID]:
+    """`hold_claim` for several jobs (job id -> token) at once: the ids still held. The rows
+    are locked in id order, as `retire_unfinished` locks them, so the two cannot deadlock."""
+    statement = (
+        select(IngestionJob.id, IngestionJob.claim_token)
+        .where(IngestionJob.id.in_(list(claims)), IngestionJob.status == JobStatus.running)
+        .order_by(IngestionJob.id)
+        .with_for_update()
+    )
+    rows = await session.execute(statement)
+    return {row.id for row in rows if row.claim_token == claims[row.id]}
 
 
 async def heartbeat(

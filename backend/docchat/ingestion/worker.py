@@ -95,6 +95,13 @@ class _Member:
     chunks: list[Chunk]
 
 
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Cancel a heartbeat task and wait for it to end (a cancellation of the caller still
+    reaches the caller: `wait` does not raise the task's own)."""
+    task.cancel()
+    await asyncio.wait({task})
+
+
 class WorkerParts(Protocol):
     """What a worker uses: the composition root (`Components`) has these among its parts."""
 
@@ -365,6 +372,9 @@ class IngestionWorker:
         # rows and chunk count are written in one transaction (below), its vectors after.
         read_before = document.chunk_count is not None
         if read_before:
+            # Not for a worker whose job was taken over: the vectors may be its successor's.
+            async with self._fenced(job):
+                pass
             await self.index.delete_document(ref)
         # The text goes in at once: inline answers read it while the vectors are made.
         with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
@@ -481,35 +491,41 @@ class IngestionWorker:
         """Process a group of small files never read before (`_claim_group`) together: each
         file is read alone, then their text, vectors and completions are written in one go (a
         one-paragraph file spends less time in the model than in those fixed steps). A
-        document's own failure stays its own; should a step the group shares fail, each
-        document left goes the one-at-a-time way, where a failure is its own too."""
+        document's own failure stays its own; should anything the group shares fail, each
+        document left goes the one-at-a-time way, where a failure is its own too. Every job
+        keeps its heartbeat until it ends or its own processing starts."""
         started = time.perf_counter()
         lost = {job.id: asyncio.Event() for job in jobs}
+        beating = {job.id: asyncio.create_task(self._heartbeats(job, lost[job.id])) for job in jobs}
         outcomes: dict[uuid.UUID, str | None] = {}
-        alone: list[ClaimedJob] = []
-        with tracing.span("ingestion.group", {"docchat.jobs": len(jobs)}, root=True):
-            beating = [asyncio.create_task(self._heartbeats(job, lost[job.id])) for job in jobs]
-            try:
-                alone = await self._attempt_group(jobs, lost, outcomes)
-            except asyncio.CancelledError:
-                await self._release_all([job for job in jobs if job.id not in outcomes])
-                raise
-            finally:
-                for task in beating:
-                    task.cancel()
-                await asyncio.gather(*beating, return_exceptions=True)
-        elapsed = time.perf_counter() - started
+        handed_on: set[uuid.UUID] = set()  # given to `_process`, which releases its own job
+        try:
+            alone = await self._attempt_group(jobs, lost, outcomes)
+            self._record_outcomes(outcomes, time.perf_counter() - started)
+            for job in alone:
+                await _stopped(beating.pop(job.id))
+                handed_on.add(job.id)
+                try:
+                    await self._process(job)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # as in a lane: logged, the job taken again once stale
+                    logger.exception("processing job %s failed", job.id)
+        except BaseException:
+            await self._release_all(
+                [job for job in jobs if job.id not in outcomes and job.id not in handed_on]
+            )
+            raise
+        finally:
+            await asyncio.gather(*map(_stopped, beating.values()))
+
+    @staticmethod
+    def _record_outcomes(outcomes: dict[uuid.UUID, str | None], elapsed: float) -> None:
         for outcome in outcomes.values():
             if outcome is not None:
                 INGESTION_JOBS.labels(outcome).inc()
             if outcome == "completed":
-                INGESTION_DURATION.observe(elapsed)
-        for position, job in enumerate(alone):
-            try:
-                await self._process(job)
-            except asyncio.CancelledError:
-                await self._release_all(alone[position + 1 :])
-                raise
+                INGESTION_DURATION.observe(elapsed)  # each was claimed when the group was
 
     async def _release_all(self, jobs: Sequence[ClaimedJob]) -> None:
         for job in jobs:
@@ -521,7 +537,25 @@ class IngestionWorker:
         lost: dict[uuid.UUID, asyncio.Event],
         outcomes: dict[uuid.UUID, str | None],
     ) -> list[ClaimedJob]:
-        """Run the group's jobs, recording each outcome; returns the jobs to process alone."""
+        """Run the group's jobs, recording each outcome; returns the jobs to process alone:
+        those the group does not take, and on an unexpected error, every job not ended."""
+        document_ids = [str(job.document_id) for job in jobs]
+        with tracing.span("ingestion.group", {"docchat.document.ids": document_ids}, root=True):
+            try:
+                return await self._run_group(jobs, lost, outcomes)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                left = [job for job in jobs if job.id not in outcomes]
+                logger.exception("%d documents read together failed; each goes alone", len(left))
+                return left
+
+    async def _run_group(
+        self,
+        jobs: Sequence[ClaimedJob],
+        lost: dict[uuid.UUID, asyncio.Event],
+        outcomes: dict[uuid.UUID, str | None],
+    ) -> list[ClaimedJob]:
         async with self.sessionmaker() as session:
             documents = await documents_repository.live_by_id(
                 session, [job.document_id for job in jobs]
@@ -534,16 +568,8 @@ class IngestionWorker:
                 alone.append(job)  # deleted, or read since the claim: the single way says so
             elif (member := await self._read_member(job, document, outcomes)) is not None:
                 members.append(member)
-        if not members:
-            return alone
-        try:
+        if members:
             await self._write_group(members, lost, outcomes)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            left = [member.job for member in members if member.job.id not in outcomes]
-            logger.exception("%d documents read together failed; each goes alone", len(left))
-            alone.extend(left)
         return alone
 
     async def _read_member(
@@ -622,9 +648,7 @@ class IngestionWorker:
                     deleted.append(DocumentRef.of(member.document))
                 await jobs_repository.finish(session, member.job.id, JobStatus.done, None, utcnow())
                 completed.append(member)
-        for ref in deleted:
-            await self.index.delete_document(ref)
-        for member in completed:
+        for member in completed:  # ended: nothing that follows may send them round again
             outcomes[member.job.id] = "completed"
             logger.info(
                 "document %s ingested: %d pages, %d chunks",
@@ -632,6 +656,11 @@ class IngestionWorker:
                 member.page_count,
                 len(member.chunks),
             )
+        for ref in deleted:
+            try:
+                await self.index.delete_document(ref)
+            except Exception:  # only space: the vectors of a deleted document answer no one
+                logger.exception("removing the vectors of deleted document %s", ref.id)
         for job, exc in incomplete:  # after the transaction: the job's own takes its row's lock
             outcomes[job.id] = await self._settle(job, exc)
 
@@ -645,14 +674,14 @@ class IngestionWorker:
         """A transaction holding the rows of the members' jobs still ours (`_fenced`), and
         those members; a job taken over meanwhile is left to its new worker."""
         async with self.sessionmaker() as session:
+            claims = {m.job.id: m.job.token for m in members if not lost[m.job.id].is_set()}
+            still_ours = await jobs_repository.hold_claims(session, claims) if claims else set()
             held = []
             for member in members:
-                job = member.job
-                if not lost[job.id].is_set() and await jobs_repository.hold_claim(
-                    session, job.id, job.token
-                ):
+                if member.job.id in still_ours:
                     held.append(member)
                 else:
+                    job = member.job
                     logger.warning("job %s was taken over; leaving it to that worker", job.id)
                     outcomes[job.id] = None
             yield session, held
