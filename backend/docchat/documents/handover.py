@@ -47,6 +47,7 @@ async def hand_over(
             ) from exc
     ids = [document.id for document in documents]
     unfinished: list[tuple[uuid.UUID, uuid.UUID | None]] = []
+    await jobs.lock_unfinished(session, ids)
     for start in range(0, len(ids), BATCH):  # a statement takes at most 32,767 parameters
         batch = ids[start : start + BATCH]
         await session.execute(

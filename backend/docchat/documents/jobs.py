@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Result, select, text, update
+from sqlalchemy import Result, Uuid, any_, bindparam, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents.models import (
@@ -56,6 +57,22 @@ async def cancel_pending(session: AsyncSession, document_id: uuid.UUID, now: dat
         update(IngestionJob)
         .where(IngestionJob.document_id == document_id, IngestionJob.status == JobStatus.queued)
         .values(status=JobStatus.done, finished_at=now, last_error="superseded")
+    )
+
+
+async def lock_unfinished(session: AsyncSession, document_ids: Sequence[uuid.UUID]) -> None:
+    """Lock the documents' queued and running jobs, however many, in id order (as
+    `hold_claims` locks a worker's group), before `retire_unfinished` ends them batch by
+    batch: otherwise a group spanning two batches could deadlock with them."""
+    documents = bindparam(None, list(document_ids), type_=ARRAY(Uuid()))
+    await session.execute(
+        select(IngestionJob.id)
+        .where(
+            IngestionJob.document_id == any_(documents),
+            IngestionJob.status.in_((JobStatus.queued, JobStatus.running)),
+        )
+        .order_by(IngestionJob.id)
+        .with_for_update()
     )
 
 
@@ -270,13 +287,15 @@ async def hold_claims(
     """`hold_claim` for several jobs (job id -> token) at once: the ids still held. The rows
     are locked in id order, as `retire_unfinished` locks them, so the two cannot deadlock."""
     statement = (
-        select(IngestionJob.id, IngestionJob.claim_token)
-        .where(IngestionJob.id.in_(list(claims)), IngestionJob.status == JobStatus.running)
+        select(IngestionJob.id)
+        .where(
+            tuple_(IngestionJob.id, IngestionJob.claim_token).in_(list(claims.items())),
+            IngestionJob.status == JobStatus.running,
+        )
         .order_by(IngestionJob.id)
         .with_for_update()
     )
-    rows = await session.execute(statement)
-    return {row.id for row in rows if row.claim_token == claims[row.id]}
+    return set((await session.execute(statement)).scalars())
 
 
 async def heartbeat(

@@ -285,9 +285,7 @@ class IngestionWorker:
                 await self._release(job)
                 raise
             finally:
-                beating.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await beating
+                await _stopped(beating)
             tracing.set_attributes(span, {"docchat.job.outcome": outcome})
         if outcome is not None:
             INGESTION_JOBS.labels(outcome).inc()
@@ -517,7 +515,10 @@ class IngestionWorker:
             )
             raise
         finally:
-            await asyncio.gather(*map(_stopped, beating.values()))
+            for task in beating.values():
+                task.cancel()
+            if beating:
+                await asyncio.wait(beating.values())
 
     @staticmethod
     def _record_outcomes(outcomes: dict[uuid.UUID, str | None], elapsed: float) -> None:
