@@ -324,3 +324,55 @@ async def test_a_completed_group_stays_completed_when_a_cleanup_fails(
         assert await _attempts(components, document_id) == [1]
     completed = {"cranes-0.md": "completed", "cranes-1.md": "completed"}
     assert await _statuses(client, headers) == completed
+
+
+@dataclasses.dataclass
+class _HoldingSecondAloneEmbedder:
+    """The real model, holding its second run over a single text until `opened` is set."""
+
+    embedder: Embedder
+    entered: threading.Event = dataclasses.field(default_factory=threading.Event)
+    opened: threading.Event = dataclasses.field(default_factory=threading.Event)
+    singles: int = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) == 1:
+            self.singles += 1
+            if self.singles == 2:
+                self.entered.set()
+                self.opened.wait(30)
+        return self.embedder.embed(texts)
+
+
+async def test_a_worker_stopped_while_a_group_goes_alone_hands_back_what_is_left(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    await IngestionWorker(components).run_until_idle()
+    headers = await auth_headers(client)
+    ids = await _queue_notes(client, headers, 3, "ibis")
+    holding = _HoldingSecondAloneEmbedder(components.embedder)
+    refusing = dataclasses.replace(
+        _grouping(components, 8),
+        vector_store=_OneDocumentAtATimeStore(components.vector_store),
+        embedder=holding,
+    )
+    running = asyncio.create_task(IngestionWorker(refusing).run_once())
+    try:
+        assert await asyncio.to_thread(holding.entered.wait, 30)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    finally:
+        holding.opened.set()
+    # The first went alone and completed; the second was stopped in its own processing and
+    # the third while it waited: both queued again, their attempts not counted.
+    assert await _statuses(client, headers) == {
+        "ibis-0.md": "completed",
+        "ibis-1.md": "queued",
+        "ibis-2.md": "queued",
+    }
+    assert [await _attempts(components, i) for i in ids] == [[1], [0], [0]]
+    assert await IngestionWorker(components).run_until_idle() == 2
