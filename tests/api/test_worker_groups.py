@@ -10,7 +10,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -31,18 +31,25 @@ from tests.support.office_files import make_xlsx, replace_part
 from tests.support.users import auth_headers
 
 
-@dataclasses.dataclass(frozen=True)
-class _CountingEmbedder:
-    """The real embedding model, recording how many texts each call embeds."""
+@dataclasses.dataclass
+class _WatchedEmbedder:
+    """The real embedding model, recording how many texts each call embeds; a call for which
+    `held` (given those counts, this call's last) is true waits until `opened` is set."""
 
     embedder: Embedder
+    held: Callable[[list[int]], bool] = lambda calls: False
     calls: list[int] = dataclasses.field(default_factory=list)
+    entered: threading.Event = dataclasses.field(default_factory=threading.Event)
+    opened: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.embedder, name)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls.append(len(texts))
+        if self.held(self.calls):
+            self.entered.set()
+            self.opened.wait(30)
         return self.embedder.embed(texts)
 
 
@@ -102,7 +109,7 @@ async def test_small_files_are_read_together_in_the_queues_rotation(
     for number, text in enumerate([b"Tides rise twice a day.", b"x" * 600, b"Moons pull seas."]):
         ids[f"bulk-{number}.md"] = (await upload(client, bulk, f"bulk-{number}.md", text)).json()
     ids["mine.md"] = (await upload(client, single, "mine.md", b"Herons wade at dawn.")).json()
-    counting = _CountingEmbedder(components.embedder)
+    counting = _WatchedEmbedder(components.embedder)
     # bulk-1 is over the group's size limit: the group ends before it.
     worker = IngestionWorker(dataclasses.replace(_grouping(components, 3, 500), embedder=counting))
 
@@ -171,24 +178,6 @@ async def test_a_shared_step_that_fails_sends_each_document_alone(
             assert document is not None and document.status == DocumentStatus.completed
 
 
-@dataclasses.dataclass(frozen=True)
-class _GatedEmbedder:
-    """The real model, holding a run over several texts until `opened` is set."""
-
-    embedder: Embedder
-    entered: threading.Event = dataclasses.field(default_factory=threading.Event)
-    opened: threading.Event = dataclasses.field(default_factory=threading.Event)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.embedder, name)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if len(texts) > 1:
-            self.entered.set()
-            self.opened.wait(30)
-        return self.embedder.embed(texts)
-
-
 async def _queue_notes(
     client: httpx.AsyncClient, headers: dict[str, str], count: int, topic: str
 ) -> list[str]:
@@ -206,7 +195,7 @@ async def test_a_worker_stopped_mid_group_hands_every_document_back(
     await IngestionWorker(components).run_until_idle()
     headers = await auth_headers(client)
     ids = await _queue_notes(client, headers, 3, "gulls")
-    gated = _GatedEmbedder(components.embedder)
+    gated = _WatchedEmbedder(components.embedder, held=lambda calls: calls[-1] > 1)
     worker = IngestionWorker(dataclasses.replace(_grouping(components, 8), embedder=gated))
     running = asyncio.create_task(worker.run_once())
     try:
@@ -326,34 +315,15 @@ async def test_a_completed_group_stays_completed_when_a_cleanup_fails(
     assert await _statuses(client, headers) == completed
 
 
-@dataclasses.dataclass
-class _HoldingSecondAloneEmbedder:
-    """The real model, holding its second run over a single text until `opened` is set."""
-
-    embedder: Embedder
-    entered: threading.Event = dataclasses.field(default_factory=threading.Event)
-    opened: threading.Event = dataclasses.field(default_factory=threading.Event)
-    singles: int = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.embedder, name)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if len(texts) == 1:
-            self.singles += 1
-            if self.singles == 2:
-                self.entered.set()
-                self.opened.wait(30)
-        return self.embedder.embed(texts)
-
-
 async def test_a_worker_stopped_while_a_group_goes_alone_hands_back_what_is_left(
     client: httpx.AsyncClient, components: Components
 ) -> None:
     await IngestionWorker(components).run_until_idle()
     headers = await auth_headers(client)
     ids = await _queue_notes(client, headers, 3, "ibis")
-    holding = _HoldingSecondAloneEmbedder(components.embedder)
+    holding = _WatchedEmbedder(  # the second document that goes alone is held
+        components.embedder, held=lambda calls: calls[-1] == 1 and calls.count(1) == 2
+    )
     refusing = dataclasses.replace(
         _grouping(components, 8),
         vector_store=_OneDocumentAtATimeStore(components.vector_store),
