@@ -8,6 +8,8 @@ import uuid
 import httpx
 import pytest
 
+from docchat.answers import extractive
+from docchat.chats import history
 from docchat.chats.models import Chat
 from docchat.chats.summaries import Summaries
 from docchat.llm import prompts
@@ -267,3 +269,26 @@ async def test_an_edit_that_takes_the_summary_back_has_it_written_again_at_once(
     assert "Question 2?" not in transcript
     detail = (await live_client.get(url, headers=headers)).json()
     assert detail["summary"] == "Question 1, summarised again."
+
+
+async def test_a_chats_first_question_past_its_window_finds_every_exchange_embedded(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """The answer that takes a chat past its window has every earlier exchange embedded in the
+    background, so the next question compares them without a model run on its path (it
+    embedded the exchanges from before the window filled there: 50 ms at 10 exchanges)."""
+    relevance = components.message_flow.relevance
+    assert relevance is not None
+    headers = await auth_headers(client)
+    chat_id = (await ask(client, headers, "Question 1?")).json()["chat_id"]
+    await client.patch(f"/api/v1/chats/{chat_id}", headers=headers, json={"history_pairs": 4})
+    for number in range(2, 6):
+        await ask(client, headers, f"Question {number}?", chat_id=chat_id)
+    await relevance.vectors.wait()
+    messages = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
+    pairs = zip(messages["items"][::2], messages["items"][1::2], strict=True)
+    texts = [
+        history.relevance_text(q["content"], extractive.for_history(a["content"])) for q, a in pairs
+    ]
+    assert len(texts) == 5
+    assert all(relevance.vectors.holds(text) for text in texts)

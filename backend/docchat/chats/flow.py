@@ -216,7 +216,7 @@ class MessageFlow:
         if turn.remembers > 0 and (restarted or leaving >= fold_batch(turn.remembers)):
             self.summaries.after_answer(turn.chat_id, turn.question.options.model)
         if self.relevance is not None and exchanges >= turn.remembers > KEEP_RECENT:
-            self.relevance.remember(turn.question.text, saved.content)
+            self.relevance.remember(turn.question.text, saved.content, turn.earlier_exchanges)
         logger.info(
             "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
             turn.chat_id,

@@ -176,7 +176,9 @@ class Relevance:
             for cosine, text in zip(similarity, texts, strict=True)
         ]
 
-    def remember(self, question: str, answer: str) -> None:
+    def remember(self, question: str, answer: str, earlier: Sequence[str] = ()) -> None:
         """Embed a new exchange (the answer as stored) in the background, so the chat's next
-        question finds it ready."""
-        self.vectors.prepare(relevance_text(question, extractive.for_history(answer)))
+        question finds it ready; with it the `earlier` exchanges' texts (`Exchange.text`) not
+        embedded yet."""
+        latest = relevance_text(question, extractive.for_history(answer))
+        self.vectors.prepare([*(text for text in earlier if not self.vectors.holds(text)), latest])

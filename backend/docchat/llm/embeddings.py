@@ -216,7 +216,7 @@ class CachedVectors:
         self.embedder = embedder
         self.size = size
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._pending: set[asyncio.Task[np.ndarray]] = set()
+        self._pending: set[asyncio.Task[None]] = set()
 
     async def of(self, texts: Sequence[str]) -> np.ndarray:
         """One unit-length row per text, in order."""
@@ -237,13 +237,27 @@ class CachedVectors:
             self._vectors.popitem(last=False)
         return stacked
 
-    def prepare(self, text: str) -> None:
-        """Embed `text` in the background (call from the event loop) for a comparison soon;
-        a failure only means it is embedded again when asked."""
-        task = asyncio.create_task(self.of([text]))
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Embed `texts` in the background (call from the event loop) for a comparison soon;
+        a failure only means they are embedded again when asked. One text a model run: each
+        run then takes one core, leaving the other to a busy server's requests."""
+        task = asyncio.create_task(self._one_at_a_time(texts))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    async def _one_at_a_time(self, texts: Sequence[str]) -> None:
+        for text in texts:
+            await self.of([text])
+
+    def holds(self, text: str) -> bool:
+        """Whether `text`'s vector is at hand (no model run to compare it)."""
+        return _text_key(text) in self._vectors
+
+    async def wait(self) -> None:
+        """Until the texts being prepared are embedded (tests, shutdown)."""
+        while self._pending:
+            await asyncio.wait(list(self._pending))
 
 
 def _text_key(text: str) -> str:
