@@ -64,39 +64,41 @@ IN_SCOPE = f"""({_LIVE}
                     AND scd.collection_id = ANY(CAST(:scope_collections AS uuid[])))))"""  # noqa: S608
 
 # The scope's documents, each part through its own index (an OR over them would read the
-# whole table): the reader's, everyone's, the collections', the chosen ones; `{shared}` keeps
-# or leaves out those shared with everyone.
-_PARTS = f"""
-SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
-FROM documents d WHERE d.owner_id = CAST(:scope_owner AS uuid) AND {_LIVE} AND {{shared}}
-UNION
-SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
+# whole table): the reader's, everyone's, the collections', the chosen ones.
+_COLUMNS = "d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count"
+_OWN = f"""
+SELECT {_COLUMNS}
+FROM documents d WHERE d.owner_id = CAST(:scope_owner AS uuid) AND {_LIVE}"""  # noqa: S608
+_EVERYONES = f"""
+SELECT {_COLUMNS}
 FROM documents d
-WHERE CAST(:scope_everyone AS boolean) AND d.visibility = 'shared' AND {_LIVE} AND {{shared}}
-UNION
-SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
+WHERE CAST(:scope_everyone AS boolean) AND d.visibility = 'shared' AND {_LIVE}"""  # noqa: S608
+_COLLECTIONS = f"""
+SELECT {_COLUMNS}
 FROM collection_documents cd
 JOIN collections c ON c.id = cd.collection_id AND c.deleted_at IS NULL
 JOIN documents d ON d.id = cd.document_id
-WHERE cd.collection_id = ANY(CAST(:scope_collections AS uuid[])) AND {_LIVE} AND {{shared}}
-UNION
-SELECT d.id, d.owner_id, d.version, d.created_at, d.chunk_count, d.token_count
-FROM documents d WHERE d.id = ANY(CAST(:scope_documents AS uuid[])) AND {_LIVE} AND {{shared}}
-"""  # noqa: S608
+WHERE cd.collection_id = ANY(CAST(:scope_collections AS uuid[])) AND {_LIVE}"""  # noqa: S608
+_CHOSEN = f"""
+SELECT {_COLUMNS}
+FROM documents d WHERE d.id = ANY(CAST(:scope_documents AS uuid[])) AND {_LIVE}"""  # noqa: S608
+_UNION = "\nUNION"
 _NOT_EVERYONES = "NOT (CAST(:scope_everyone AS boolean) AND d.visibility = 'shared')"
 
 # The first documents of the scope in upload order (one more than a listed scope may hold).
 _FIRST = text(
     f"""
 SELECT id, owner_id, version, chunk_count, token_count
-FROM ({_PARTS.format(shared="TRUE")}) AS scope
+FROM ({_UNION.join((_OWN, _EVERYONES, _COLLECTIONS, _CHOSEN))}) AS scope
 ORDER BY created_at, id
 LIMIT :listed
 """  # noqa: S608
 )
 # Size and totals of the documents shared with everyone (one count for every reader), and of
 # the rest of a scope (what only its rule brings: the reader's own, the collections', the
-# chosen documents, less those shared with everyone). The two never overlap.
+# chosen documents, less those shared with everyone). The two never overlap. (The rest once
+# had an everyone's part too, always empty, that PostgreSQL read through all of everyone's
+# documents to find so: 16 ms a count behind 100,000 of them.)
 _EVERYONES_TOTALS = text(
     f"""
 SELECT count(*) AS documents, coalesce(sum(d.chunk_count), 0) AS chunks,
@@ -104,11 +106,12 @@ SELECT count(*) AS documents, coalesce(sum(d.chunk_count), 0) AS chunks,
 FROM documents d WHERE d.visibility = 'shared' AND {_LIVE}
 """  # noqa: S608
 )
+_RESTS_PARTS = (_OWN, _COLLECTIONS, _CHOSEN)
 _RESTS_TOTALS = text(
     f"""
 SELECT count(*) AS documents, coalesce(sum(chunk_count), 0) AS chunks,
        coalesce(sum(token_count), 0) AS words
-FROM ({_PARTS.format(shared=_NOT_EVERYONES)}) AS rest
+FROM ({_UNION.join(f"{part} AND {_NOT_EVERYONES}" for part in _RESTS_PARTS)}) AS rest
 """  # noqa: S608
 )
 
