@@ -178,7 +178,7 @@ class Relevance:
 
     def remember(self, question: str, answer: str, earlier: Sequence[str] = ()) -> None:
         """Embed a new exchange (the answer as stored) in the background, so the chat's next
-        question finds it ready; with it the `earlier` exchanges' texts (`Exchange.text`) not
-        embedded yet."""
+        question finds it ready; with it the `earlier` exchanges' texts (`Exchange.text`), those
+        already embedded costing nothing."""
         latest = relevance_text(question, extractive.for_history(answer))
-        self.vectors.prepare([*(text for text in earlier if not self.vectors.holds(text)), latest])
+        self.vectors.prepare([*earlier, latest])

@@ -219,9 +219,10 @@ async def _remembered(
     question: str,
     before_seq: int,
     relevance: history.Relevance | None,
-) -> tuple[repository.RecentHistory, list[dict[str, str]], str | None]:
-    """The messages before the question (as far as relevance reads), the history the prompt
-    gets (`chats.history`), and the chat's summary when it covers only what came before."""
+) -> tuple[repository.RecentHistory, list[history.Exchange], list[dict[str, str]], str | None]:
+    """The messages before the question (as far as relevance reads) and their exchanges, the
+    history the prompt gets (`chats.history`), and the chat's summary when it covers only what
+    came before."""
     rag = settings.rag
     window = summaries.history_pairs(chat, settings)
     # Enough to see when half a window has left it unsummarised (`summaries.fold_batch`), and
@@ -257,7 +258,7 @@ async def _remembered(
         if window > 0 and rag.summarise_history and chat.summary_through_seq < before_seq
         else None
     )
-    return recent, history.as_history(chosen, rag.history_message_chars), summary
+    return recent, exchanges, history.as_history(chosen, rag.history_message_chars), summary
 
 
 def _passing_the_window(
@@ -324,10 +325,9 @@ async def start_turn(
     )
     # An edited question's history is what came before the question it replaces.
     history_end = replaced.seq if replaced is not None else message.seq
-    recent, remembered, summary = await _remembered(
+    recent, earlier, remembered, summary = await _remembered(
         session, settings, chat, request.content, history_end, relevance
     )
-    earlier = history.exchanges_of(recent.messages)
     remembers = summaries.history_pairs(chat, settings)
     question = Question(
         text=request.content,

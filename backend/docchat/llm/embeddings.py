@@ -356,7 +356,7 @@ class CachedVectors:
         return _text_key(text) in self._vectors
 
     async def wait(self) -> None:
-        """Until the texts being prepared are embedded (tests, shutdown)."""
+        """Until the texts being prepared are embedded (for tests)."""
         while self._pending:
             await asyncio.wait(list(self._pending))
 
