@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from docchat.llm import embeddings
-from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
+from docchat.llm.embeddings import CachedVectors, Embedder, LocalMiniLMEmbedder
 from docchat.retrieval.query_embedding import QueryBatcher
 
 TEXTS = [
@@ -102,6 +102,23 @@ async def test_questions_searched_with_run_through_the_quantized_graph(
     )
     assert list(np.argmax(np.array(searched) @ passages.T, axis=1)) == [0, 1]
     assert list(np.argmax(full @ passages.T, axis=1)) == [0, 1]
+
+
+async def test_a_chats_exchanges_are_embedded_like_the_questions_they_are_compared_with(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exchanges kept for relevance (and cached questions) take the 8-bit copy too: a chat
+    passing its window embeds ten of them in the background, beside other requests (they
+    took the full model, three times the CPU)."""
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    runs: list[str] = []
+    for name in ("_session", "_small_session", "_query_session"):
+        monkeypatch.setattr(embedder, name, _Counted(getattr(embedder, name), name, runs))
+    texts = ["Who keeps the tide tables?\nThe harbour master [1].", "When does the ferry leave?"]
+    vectors = await CachedVectors(embedder).of(texts)
+    assert runs == ["_query_session", "_query_session"]
+    monkeypatch.undo()
+    assert np.abs(vectors - np.array(embedder.embed_queries(texts))).max() < 1e-6
 
 
 def test_a_questions_vector_does_not_depend_on_the_questions_asked_with_it(

@@ -311,7 +311,11 @@ def local_embedder(settings: EmbeddingSettings) -> LocalMiniLMEmbedder:
 
 class CachedVectors:
     """Vectors of short texts (questions, a chat's exchanges) for comparing them, each text
-    embedded once per process: an LRU of `size` texts. Async: the model runs in a thread."""
+    embedded once per process: an LRU of `size` texts. Async: the model runs in a thread.
+
+    They are embedded as questions are (`query_vectors`): compared with questions, and the
+    embedder's question path is the cheaper (the 8-bit model: a chat passing its window has
+    ten exchanges embedded in the background, beside other people's requests)."""
 
     def __init__(self, embedder: Embedder, *, size: int = 20_000) -> None:
         self.embedder = embedder
@@ -327,7 +331,9 @@ class CachedVectors:
         missing = list(dict.fromkeys(key for key in keys if key not in found))
         if missing:
             by_key = dict(zip(keys, texts, strict=True))
-            made = await asyncio.to_thread(self.embedder.embed, [by_key[k] for k in missing])
+            made = await asyncio.to_thread(
+                query_vectors, self.embedder, [by_key[k] for k in missing]
+            )
             for key, vector in zip(missing, made, strict=True):
                 found[key] = self._vectors[key] = np.asarray(vector, dtype=np.float32)
         stacked = np.stack([found[key] for key in keys])
