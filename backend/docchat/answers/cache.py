@@ -11,7 +11,7 @@ Off by default (`RAG_ANSWER_CACHE`). An answer is found in two steps:
    cannot read now is never theirs.
 2. The **question**: the same words (ignoring case, punctuation and articles), or an embedding
    similarity of at least `RAG_ANSWER_CACHE_SIMILARITY` with the same question words,
-   negations and numbers ("When was it founded?" is not "Where was it founded?", 0.964).
+   negations and numbers ("When was it founded?" is not "Where was it founded?", 0.957).
 
 A reused answer gets its sources from the asker's own search (the same passages, numbered the
 same), is marked `meta.cached`, is recorded and audited as any answer, and counts no tokens.
