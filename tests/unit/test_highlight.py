@@ -93,6 +93,21 @@ def test_a_long_sentence_is_cut_to_the_window_around_the_question_words() -> Non
     assert not span.text[0].isspace() and not span.text[-1].isspace()
 
 
+def test_a_sentence_a_little_over_the_budget_keeps_its_last_words() -> None:
+    # Windows were tried every five characters from the start, so for a sentence 1-4
+    # characters over the budget the one that reaches its end was never tried, and the last
+    # words, where a sentence tends to put what is new, were cut off.
+    passage = (
+        "In the spring of 1998 the harbour board announced that the old practice of naming "
+        "ferries after islands, begun with the first steamer, would be paused for a decade, "
+        "and the new ferry was named Northwind."
+    )
+    assert HIGHLIGHT_CHARS < len(passage) < HIGHLIGHT_CHARS + 5
+    span = highlight(passage, "What was the new ferry named?")
+    _is_exact(passage, span)
+    assert span is not None and span.text.endswith("Northwind.")
+
+
 def test_the_answer_decides_between_sentences_the_question_matches_alike() -> None:
     passage = (
         "The ferry to Varholm leaves at 09:15 on weekdays. "
