@@ -108,6 +108,37 @@ def test_a_sentence_a_little_over_the_budget_keeps_its_last_words() -> None:
     assert span is not None and span.text.endswith("Northwind.")
 
 
+def test_a_long_sentence_or_row_holding_none_of_the_questions_words_shows_its_start() -> None:
+    sentence = "The warehouse keeps " + ", ".join(f"crate {n} of blue tiles" for n in range(40))
+    span = highlight(sentence + ".", "When does the ferry leave?")
+    _is_exact(sentence + ".", span)
+    assert span is not None and span.start == 0
+    row = "| Widget-9000 | 2019 | Oslo | " + " ".join(["industrial widget"] * 20) + " |"
+    table = "| Name | Year | City | Notes |\n| --- | --- | --- | --- |\n" + row
+    span = highlight(table, "When does the ferry leave?")
+    _is_exact(table, span)
+    assert span is not None and span.text.startswith("| Widget-9000 |")
+
+
+def test_of_sentences_holding_the_same_words_the_one_in_the_questions_order_wins() -> None:
+    passage = (
+        "The ferry leaves from the night quay beside the old customs house.\n\n"
+        "The night ferry leaves at 23:40 on weekdays."
+    )
+    span = highlight(passage, "When does the night ferry leave?")
+    assert span is not None and "23:40" in span.text
+
+
+def test_of_sentences_holding_the_same_words_the_one_with_what_is_asked_for_wins() -> None:
+    passage = (
+        "The bakery was founded by the Berg family, who still run it.\n\n"
+        "Over the years it moved twice.\n\n"
+        "The bakery was founded in 1987, when the old mill closed."
+    )
+    span = highlight(passage, "When was the bakery founded?")
+    assert span is not None and "1987" in span.text
+
+
 def test_the_answer_decides_between_sentences_the_question_matches_alike() -> None:
     passage = (
         "The ferry to Varholm leaves at 09:15 on weekdays. "
