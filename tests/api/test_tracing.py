@@ -132,10 +132,11 @@ async def test_what_people_type_in_a_url_stays_off_the_spans_and_idle_work_makes
     assert "swordfish" not in everything
     search = next(s for s in spans if s.name == "GET /api/v1/chats" and s.parent is None)
     assert any(str(value).endswith("?q") for value in _attributes(search).values())
-    # Roots are requests and ingestion jobs only: no trace of a lone statement (the worker's
-    # polls, the probe's database check) and none for the probe itself. (A document another
-    # test left queued may be read meanwhile: a job is work, not idling.)
-    roots = {s.name for s in spans if s.parent is None} - {"ingestion.job"}
+    # Roots are requests and ingestion only: no trace of a lone statement (the worker's polls,
+    # the probe's database check) and none for the probe itself. (Documents another test left
+    # queued may be read meanwhile, one by one or as a group of small files: that is work, not
+    # idling; on a slow machine CI saw a group.)
+    roots = {s.name for s in spans if s.parent is None} - {"ingestion.job", "ingestion.group"}
     assert roots == {"GET /api/v1/chats"}, roots
 
 
