@@ -338,11 +338,12 @@ def _best_unit(passage: str, units: Sequence[Unit], scores: Sequence[float], que
         return tied[0]
     pairs = _adjacent_pairs(terms(question))
     kind = _asked_kind(question)
+    said = {word.lower() for word in re.findall(r"[^\W\d_][\w'’-]*", question)}
 
     def key(index: int) -> tuple[int, bool, int]:
         text = passage[units[index].start : units[index].end]
         in_order = len(pairs & _adjacent_pairs(terms(text)))
-        return in_order, _holds_asked_kind(text, kind, question), -index
+        return in_order, _holds_asked_kind(text, kind, said), -index
 
     return max(tied, key=key)
 
@@ -387,15 +388,14 @@ def _asked_kind(question: str) -> AskedKind | None:
     return None
 
 
-def _holds_asked_kind(text: str, kind: AskedKind | None, question: str) -> bool:
+def _holds_asked_kind(text: str, kind: AskedKind | None, said: set[str]) -> bool:
     """Whether `text` holds something of the kind the question asks for: a year or month, a
-    number, or a name the question does not already say."""
+    number, or a name not among the question's words (`said`, lower-cased)."""
     if kind == "date":
         return _YEAR_OR_MONTH.search(text) is not None
     if kind == "number":
         return _NUMBER.search(text) is not None
     if kind == "name":
-        said = {word.lower() for word in re.findall(r"[^\W\d_][\w'’-]*", question)}
         return any(match.group().lower() not in said for match in _NAME.finditer(text))
     return False
 
