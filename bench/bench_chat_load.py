@@ -2,10 +2,12 @@
 
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
         [--library CHUNKS] [--chunks-per-document N] [--keep DIR] [--squad-questions]
-        [--code-root DIR] [--tracing off on]
+        [--code-root DIR] [--tracing off on] [--answer-words N]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
-LLM is the scripted OpenAI-protocol server answering at once, in a process of its own.
+LLM is the scripted OpenAI-protocol server answering at once, in a process of its own (a short
+sentence, or with `--answer-words N` an answer of N words streamed a word at a time, as a model
+streams its tokens: reading them is the server's work, on the event loop other users wait for).
 "Overhead" is each request's latency less the time the server waited for the LLM (the
 answer's `meta.llm_ms`): everything but the LLM. Each user owns one small document, so every
 message runs retrieval. Each user waits for the answer, then pauses for a random think time
@@ -178,9 +180,18 @@ async def scenario(
     ]
 
 
-def serve_llm(
-    port: int, ready: Any, content: str = "The ferry leaves at nine [1].", seconds: float = 0.0
-) -> None:
+SHORT_ANSWER = "The ferry leaves at nine [1]."
+
+
+def answer_of(words: int) -> str:
+    """The scripted answer: the short one, or one of `words` words that still cites [1]."""
+    if words <= len(SHORT_ANSWER.split()):
+        return SHORT_ANSWER
+    filler = (f"detail{index}" for index in range(words - len(SHORT_ANSWER.split())))
+    return f"{SHORT_ANSWER} {' '.join(filler)}"
+
+
+def serve_llm(port: int, ready: Any, content: str = SHORT_ANSWER, seconds: float = 0.0) -> None:
     """The scripted LLM in a process of its own, so it does not share the load generator's GIL;
     each answer `content`, after `seconds` (a remote model's time)."""
     llm = ScriptedLLM(port=port)
@@ -299,12 +310,15 @@ async def main(
     code_root: Path = ROOT,
     chunks_per_document: int = 100,
     tracing_modes: tuple[str, ...] = ("off",),
+    answer_words: int = 0,
 ) -> None:
     asked = squad_questions() if squad else []
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
     llm_port = free_port()
-    llm = context.Process(target=serve_llm, args=(llm_port, ready), daemon=True)
+    llm = context.Process(
+        target=serve_llm, args=(llm_port, ready, answer_of(answer_words)), daemon=True
+    )
     llm.start()
     ready.wait(30)
     collector = None
@@ -353,6 +367,8 @@ async def main(
         else ""
     )
     scope += "SQuAD questions; " if squad else "one question, numbered; "
+    if answer_words:
+        scope += f"answers of {answer_words} words streamed a word at a time; "
     print(
         f"Chat under load, LLM answering at once; {scope}{machine()}; server, LLM and load "
         f"generator share the machine; tracing on: OTLP/HTTP to a receiver on loopback; "
@@ -419,6 +435,13 @@ if __name__ == "__main__":
         default=["off"],
         help="run the scenarios with OpenTelemetry traces off and/or on (OTLP to a local receiver)",
     )
+    parser.add_argument(
+        "--answer-words",
+        type=int,
+        default=0,
+        help="the scripted model's answer length in words, streamed a word at a time "
+        "(default: one short sentence)",
+    )
     arguments = parser.parse_args()
     if arguments.keep is not None:
         arguments.keep.mkdir(parents=True, exist_ok=True)
@@ -434,5 +457,6 @@ if __name__ == "__main__":
             arguments.code_root,
             arguments.chunks_per_document,
             tuple(arguments.tracing),
+            arguments.answer_words,
         )
     )

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +49,33 @@ def serve_llm(port: int, ready: Any) -> None:
         time.sleep(3600)
 
 
-async def measure(base_url: str, pieces: int, answers: int) -> dict[str, float]:
+PATHS = ("stream", "passthrough")
+
+
+async def measure(base_url: str, path: str, pieces: int, answers: int) -> dict[str, float]:
     """CPU milliseconds of this process per answer of `pieces` pieces, read through
-    `LLM.stream` (run in a child process with the code root's `backend` on its path)."""
+    `LLM.stream` or `LLM.passthrough_stream` (run in a child process with the code root's
+    `backend` on its path)."""
     from docchat.config import LLMSettings
     from docchat.llm.client import LLM
 
     llm = LLM(LLMSettings(base_url=base_url, model="scripted-model", api_key="key"))
     messages = [{"role": "user", "content": "Tell me about the harbour."}]
+    body = {"model": "scripted-model", "messages": messages, "max_tokens": pieces}
+
+    def read() -> AsyncIterator[object]:
+        if path == "stream":
+            return llm.stream(messages, max_tokens=pieces)
+        return llm.passthrough_stream(body)
+
     try:
         for _ in range(3):  # warm: connection, imports, first allocations
-            async for _item in llm.stream(messages, max_tokens=pieces):
+            async for _item in read():
                 pass
         started_cpu, started = time.process_time(), time.perf_counter()
         received = 0
         for _ in range(answers):
-            async for _item in llm.stream(messages, max_tokens=pieces):
+            async for _item in read():
                 received += 1
         cpu = (time.process_time() - started_cpu) * 1000 / answers
         wall = (time.perf_counter() - started) * 1000 / answers
@@ -72,9 +84,11 @@ async def measure(base_url: str, pieces: int, answers: int) -> dict[str, float]:
     return {"cpu_ms": cpu, "wall_ms": wall, "items": received / answers}
 
 
-def run_child(code_root: Path, base_url: str, pieces: int, answers: int) -> dict[str, float]:
+def run_child(
+    code_root: Path, base_url: str, path: str, pieces: int, answers: int
+) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": f"{code_root / 'backend'}{os.pathsep}{ROOT}"}
-    command = [sys.executable, "-m", "bench.bench_llm_stream", "--child", base_url]
+    command = [sys.executable, "-m", "bench.bench_llm_stream", "--child", base_url, path]
     command += ["--pieces", str(pieces), "--answers", str(answers)]
     output = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
     result: dict[str, float] = json.loads(output.stdout.strip().splitlines()[-1])
@@ -93,15 +107,16 @@ def main(pieces: list[int], answers: int, code_roots: list[Path]) -> None:
     server.start()
     ready.wait(30)
     base_url = f"http://127.0.0.1:{port}/v1"
-    cpu: dict[tuple[Path, int], list[float]] = {}
-    wall: dict[tuple[Path, int], list[float]] = {}
+    cpu: dict[tuple[str, Path, int], list[float]] = {}
+    wall: dict[tuple[str, Path, int], list[float]] = {}
     try:
         for _ in range(ROUNDS):  # alternating, so a slow minute hits every code alike
-            for count in pieces:
-                for code_root in code_roots:
-                    result = run_child(code_root, base_url, count, answers)
-                    cpu.setdefault((code_root, count), []).append(result["cpu_ms"])
-                    wall.setdefault((code_root, count), []).append(result["wall_ms"])
+            for path in PATHS:
+                for count in pieces:
+                    for code_root in code_roots:
+                        result = run_child(code_root, base_url, path, count, answers)
+                        cpu.setdefault((path, code_root, count), []).append(result["cpu_ms"])
+                        wall.setdefault((path, code_root, count), []).append(result["wall_ms"])
     finally:
         server.terminate()
     print(
@@ -110,16 +125,19 @@ def main(pieces: list[int], answers: int, code_roots: list[Path]) -> None:
     )
     rows = [
         [
+            path,
             str(code_root),
             count,
-            f"{statistics.median(cpu[(code_root, count)]):.1f}",
-            f"{statistics.median(cpu[(code_root, count)]) / count * 1000:.0f}",
-            f"{statistics.median(wall[(code_root, count)]):.1f}",
+            f"{statistics.median(cpu[(path, code_root, count)]):.1f}",
+            f"{statistics.median(cpu[(path, code_root, count)]) / count * 1000:.0f}",
+            f"{statistics.median(wall[(path, code_root, count)]):.1f}",
         ]
+        for path in PATHS
         for count in pieces
         for code_root in code_roots
     ]
-    print(table(["code", "pieces", "CPU ms / answer", "CPU us / piece", "wall ms / answer"], rows))
+    headers = ["path", "code", "pieces", "CPU ms / answer", "CPU us / piece", "wall ms / answer"]
+    print(table(headers, rows))
 
 
 if __name__ == "__main__":
@@ -127,10 +145,11 @@ if __name__ == "__main__":
     parser.add_argument("--pieces", type=int, nargs="+", default=[10, 300, 1000])
     parser.add_argument("--answers", type=int, default=30)
     parser.add_argument("--code-root", type=Path, nargs="+", default=[ROOT])
-    parser.add_argument("--child", metavar="BASE_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, metavar=("BASE_URL", "PATH"), help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
-        figures = asyncio.run(measure(arguments.child, arguments.pieces[0], arguments.answers))
+        base_url, path = arguments.child
+        figures = asyncio.run(measure(base_url, path, arguments.pieces[0], arguments.answers))
         print(json.dumps(figures))
     else:
         main(arguments.pieces, arguments.answers, arguments.code_root)

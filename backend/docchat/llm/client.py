@@ -345,11 +345,15 @@ class LLM:
         ends without a finish reason (the model was cut off) raises `UpstreamError`."""
         finished = received = False
         try:
-            stream = await self.client.chat.completions.create(**_forwarded(payload, stream=True))
+            # Sent as it came (as `create` with the unknown fields in `extra_body` would), and
+            # each chunk given on as the server sent it: no model built and dumped per chunk.
+            stream = await self._post_chat(payload, stream=True)
             async for chunk in stream:
                 received = True
-                finished = finished or any(choice.finish_reason for choice in chunk.choices)
-                yield chunk.model_dump(exclude_unset=True)
+                if not isinstance(chunk, dict):
+                    continue
+                finished = finished or _Piece.of(chunk).finish_reason is not None
+                yield chunk
         except openai.APIConnectionError as exc:
             raise (UpstreamError(CUT_OFF) if received else _translate(exc)) from exc
         except openai.OpenAIError as exc:
