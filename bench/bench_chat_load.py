@@ -443,6 +443,9 @@ if __name__ == "__main__":
         "(default: one short sentence)",
     )
     arguments = parser.parse_args()
+    shortest = len(SHORT_ANSWER.split()) + 1
+    if arguments.answer_words and arguments.answer_words < shortest:
+        parser.error(f"--answer-words: 0 (the short answer) or at least {shortest}")
     if arguments.keep is not None:
         arguments.keep.mkdir(parents=True, exist_ok=True)
     paces = [(float(pace.split("-")[0]), float(pace.split("-")[1])) for pace in arguments.paces]

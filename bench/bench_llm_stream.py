@@ -120,8 +120,10 @@ def main(pieces: list[int], answers: int, code_roots: list[Path]) -> None:
     finally:
         server.terminate()
     print(
-        f"Reading a streamed answer through LLM.stream: client CPU per answer (the scripted "
-        f"model in another process), median of {ROUNDS} rounds of {answers} answers; {machine()}"
+        f"Reading a streamed answer (LLM.stream, LLM.passthrough_stream): client CPU per answer "
+        f"(the scripted model in another process), median of {ROUNDS} rounds of {answers} "
+        f"answers; per piece is the answer's CPU divided by its pieces (the request's own cost "
+        f"included); {machine()}"
     )
     rows = [
         [
@@ -136,7 +138,14 @@ def main(pieces: list[int], answers: int, code_roots: list[Path]) -> None:
         for count in pieces
         for code_root in code_roots
     ]
-    headers = ["path", "code", "pieces", "CPU ms / answer", "CPU us / piece", "wall ms / answer"]
+    headers = [
+        "path",
+        "code",
+        "pieces",
+        "CPU ms / answer",
+        "CPU us / piece (whole answer)",
+        "wall ms / answer",
+    ]
     print(table(headers, rows))
 
 

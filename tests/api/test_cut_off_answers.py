@@ -1,6 +1,6 @@
 """A model that stops mid-answer (killed, or a stream that ends with no finish reason) is an
 error everywhere: never a saved answer, never a `stop` on the OpenAI-compatible stream
-(issue 13, item 8)."""
+(issue 13, item 8). So is an error event in the middle of the stream."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 
-from docchat.llm.client import CUT_OFF
+from docchat.llm.client import CUT_OFF, MODEL_FAILED
 from tests.support.chat import ask_streaming
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.openai_sdk import sdk_for
@@ -74,3 +74,32 @@ async def test_a_cut_off_openai_stream_raises_in_the_sdk_instead_of_stopping(
     with pytest.raises(openai.APIError, match="stopped before finishing"):
         await read_all()
     assert "stop" not in finish_reasons
+
+
+async def test_an_error_event_mid_answer_is_the_model_s_failure_on_a_chat(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    fresh_llm.script(Reply(content=ANSWER, error_after=4))
+    _, events = await ask_streaming(client, headers, "When was the bridge finished?")
+    assert events[-1] == ("error", {"detail": MODEL_FAILED, "status": 502})
+    chat_id = events[0][1]["chat_id"]
+    saved = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
+    assert [message["role"] for message in saved["items"]] == ["user"]
+
+
+@pytest.mark.parametrize("index_name", [None, "all"], ids=["pass-through", "documents"])
+async def test_an_error_event_mid_answer_reaches_an_openai_client_as_an_error(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, index_name: str | None
+) -> None:
+    fresh_llm.script(Reply(content=ANSWER, error_after=4))
+    extra = {"index_name": index_name} if index_name else {}
+    stream = await sdk.chat.completions.create(
+        model="scripted-model",
+        messages=[{"role": "user", "content": "When was the bridge finished?"}],
+        stream=True,
+        extra_body=extra,
+    )
+    with pytest.raises(openai.APIError, match="reported an error while answering"):
+        async for _chunk in stream:
+            pass

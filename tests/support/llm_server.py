@@ -41,6 +41,11 @@ class Reply:
     piece_delay_seconds: float = 0.0
     # False: no `usage` in the answer, even when a stream asks for it (several servers).
     report_usage: bool = True
+    # For streaming: an error event after this many deltas, as a server that fails in the
+    # middle of an answer (overloaded, a moderation stop) sends instead of the rest.
+    error_after: int | None = None
+    # The model the answer names (default: the one asked for).
+    model: str | None = None
 
 
 class ScriptedLLM:
@@ -94,7 +99,7 @@ class ScriptedLLM:
                 {"error": {"message": "scripted failure", "type": "server_error"}},
                 status_code=reply.status,
             )
-        model = body.get("model", "scripted-model")
+        model = reply.model or body.get("model", "scripted-model")
         if body.get("stream"):
             return StreamingResponse(_stream(reply, model, body), media_type="text/event-stream")
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
@@ -186,6 +191,10 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
 
     yield chunk({"role": "assistant", "content": ""})
     for number, piece in enumerate(pieces):
+        if reply.error_after is not None and number == reply.error_after:
+            error = {"message": "scripted overload", "type": "server_error", "code": None}
+            yield f"data: {json.dumps({'error': error})}\n\n"
+            return
         if reply.cut_after is not None and number == reply.cut_after:
             if reply.cut == "drop":
                 raise ConnectionAbortedError("the scripted model died mid-answer")

@@ -76,7 +76,7 @@ def test_a_chunk_is_read_from_its_json(sent: object, read: _Piece) -> None:
 async def test_a_stream_gives_the_text_then_the_model_and_token_counts(
     fresh_llm: ScriptedLLM,
 ) -> None:
-    fresh_llm.script(Reply(content="The ferry leaves at nine."))
+    fresh_llm.script(Reply(content="The ferry leaves at nine.", model="served-model"))
     llm = LLM(LLMSettings(base_url=fresh_llm.base_url, model="asked-model", api_key="key"))
     try:
         items = [item async for item in llm.stream([{"role": "user", "content": "When?"}])]
@@ -87,6 +87,6 @@ async def test_a_stream_gives_the_text_then_the_model_and_token_counts(
     assert isinstance(end, StreamEnd)
     request = fresh_llm.requests[-1]
     assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
-    assert end.model == "asked-model"
+    assert end.model == "served-model"  # the name the server's chunks give, not the one asked
     assert end.prompt_tokens is not None and end.prompt_tokens > 0
     assert end.completion_tokens is not None and end.completion_tokens > 0

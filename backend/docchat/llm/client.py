@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 ChatMessage = dict[str, Any]
 CUT_OFF = "The language model stopped before finishing its answer"
+MODEL_FAILED = "The language model reported an error while answering"
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ def _translate(exc: Exception) -> Exception:
         return UpstreamError("The language model is unreachable")
     if isinstance(exc, openai.APIStatusError):
         return UpstreamError(f"The language model answered with an error ({exc.status_code})")
+    if isinstance(exc, openai.APIError):  # an error event in the middle of a stream
+        return UpstreamError(MODEL_FAILED)
     return exc
 
 
