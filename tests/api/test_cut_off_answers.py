@@ -11,6 +11,7 @@ import openai
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
+from openai.types.chat import ChatCompletionChunk
 
 from docchat.llm.client import CUT_OFF, MODEL_FAILED
 from tests.support.chat import ask_streaming
@@ -37,6 +38,26 @@ async def sdk(app: FastAPI, client: httpx.AsyncClient) -> AsyncIterator[openai.A
     await sdk.close()
 
 
+async def _ask_streaming_through_v1(
+    sdk: openai.AsyncOpenAI, index_name: str | None
+) -> openai.AsyncStream[ChatCompletionChunk]:
+    """The bridge question, streamed through `/v1`: passed through, or over the documents."""
+    extra = {"index_name": index_name} if index_name else {}
+    return await sdk.chat.completions.create(
+        model="scripted-model",
+        messages=[{"role": "user", "content": "When was the bridge finished?"}],
+        stream=True,
+        extra_body=extra,
+    )
+
+
+async def _saved_roles(
+    client: httpx.AsyncClient, headers: dict[str, str], chat_id: str
+) -> list[str]:
+    saved = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
+    return [message["role"] for message in saved["items"]]
+
+
 @pytest.mark.parametrize("reply", CUTS)
 async def test_a_cut_off_chat_stream_ends_in_an_error_and_saves_no_answer(
     client: httpx.AsyncClient, fresh_llm: ScriptedLLM, reply: Reply
@@ -47,9 +68,7 @@ async def test_a_cut_off_chat_stream_ends_in_an_error_and_saves_no_answer(
     names = [name for name, _ in events]
     assert names[-1] == "error" and "done" not in names
     assert events[-1][1] == {"detail": CUT_OFF, "status": 502}
-    chat_id = events[0][1]["chat_id"]
-    saved = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
-    assert [message["role"] for message in saved["items"]] == ["user"]
+    assert await _saved_roles(client, headers, events[0][1]["chat_id"]) == ["user"]
 
 
 @pytest.mark.parametrize("reply", CUTS)
@@ -58,13 +77,7 @@ async def test_a_cut_off_openai_stream_raises_in_the_sdk_instead_of_stopping(
     sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, reply: Reply, index_name: str | None
 ) -> None:
     fresh_llm.script(reply)
-    extra = {"index_name": index_name} if index_name else {}
-    stream = await sdk.chat.completions.create(
-        model="scripted-model",
-        messages=[{"role": "user", "content": "When was the bridge finished?"}],
-        stream=True,
-        extra_body=extra,
-    )
+    stream = await _ask_streaming_through_v1(sdk, index_name)
     finish_reasons: list[str | None] = []
 
     async def read_all() -> None:
@@ -83,9 +96,7 @@ async def test_an_error_event_mid_answer_is_the_model_s_failure_on_a_chat(
     fresh_llm.script(Reply(content=ANSWER, error_after=4))
     _, events = await ask_streaming(client, headers, "When was the bridge finished?")
     assert events[-1] == ("error", {"detail": MODEL_FAILED, "status": 502})
-    chat_id = events[0][1]["chat_id"]
-    saved = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=headers)).json()
-    assert [message["role"] for message in saved["items"]] == ["user"]
+    assert await _saved_roles(client, headers, events[0][1]["chat_id"]) == ["user"]
 
 
 @pytest.mark.parametrize("index_name", [None, "all"], ids=["pass-through", "documents"])
@@ -93,13 +104,7 @@ async def test_an_error_event_mid_answer_reaches_an_openai_client_as_an_error(
     sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, index_name: str | None
 ) -> None:
     fresh_llm.script(Reply(content=ANSWER, error_after=4))
-    extra = {"index_name": index_name} if index_name else {}
-    stream = await sdk.chat.completions.create(
-        model="scripted-model",
-        messages=[{"role": "user", "content": "When was the bridge finished?"}],
-        stream=True,
-        extra_body=extra,
-    )
+    stream = await _ask_streaming_through_v1(sdk, index_name)
     with pytest.raises(openai.APIError, match="reported an error while answering"):
         async for _chunk in stream:
             pass
