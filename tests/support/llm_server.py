@@ -54,6 +54,8 @@ class ScriptedLLM:
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        # The client's port of each request (chat and embeddings): a new port, a new connection.
+        self.client_ports: list[int] = []
         self.default = Reply(content="I am the scripted model.")
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -72,6 +74,7 @@ class ScriptedLLM:
             self._replies.clear()
             self.requests.clear()
             self.authorizations.clear()
+            self.client_ports.clear()
 
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -88,7 +91,12 @@ class ScriptedLLM:
         return "\n".join(str(message.get("content") or "") for message in messages)
 
     # -- HTTP ------------------------------------------------------------------------------
+    def _record_client(self, request: Request) -> None:
+        if request.client is not None:
+            self.client_ports.append(request.client.port)
+
     async def _chat(self, request: Request) -> Response:
+        self._record_client(request)
         body = await request.json()
         self.authorizations.append(request.headers.get("authorization"))
         reply = self._next(body)
@@ -135,6 +143,7 @@ class ScriptedLLM:
     async def _embeddings(self, request: Request) -> Response:
         """OpenAI's `/embeddings`, answered with the vectors of the model `embed_with` was given
         (the tests' real MiniLM), in reverse order of `index` as servers may send them."""
+        self._record_client(request)
         body = await request.json()
         if self.embed_with is None:
             return JSONResponse({"error": {"message": "no embedding model"}}, status_code=404)

@@ -25,6 +25,7 @@ from openai.types.chat import ChatCompletion
 from docchat import tracing
 from docchat.config import LLMSettings
 from docchat.kit.errors import BadRequest, UpstreamError, UpstreamTimeout
+from docchat.llm.connections import async_http_client
 from docchat.observability import LLM_LATENCY, record_tokens
 
 logger = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ class LLM:
                 api_key=settings.api_key.get_secret_value() or "not-needed",
                 timeout=settings.timeout_seconds,
                 max_retries=settings.max_retries,
+                http_client=async_http_client(),
             )
 
     @property

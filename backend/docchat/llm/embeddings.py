@@ -25,6 +25,7 @@ from openai import OpenAI
 from docchat.config import EmbeddingSettings
 from docchat.kit.errors import UpstreamError
 from docchat.kit.registry import Registry
+from docchat.llm.connections import http_client
 
 logger = logging.getLogger(__name__)
 
@@ -274,6 +275,7 @@ class OpenAIEmbedder:
             api_key=settings.api_key.get_secret_value() or "not-needed",
             timeout=settings.timeout_seconds,
             max_retries=settings.max_retries,
+            http_client=http_client(),
         )
         self.name = settings.model
         self.batch_size = settings.batch_size
