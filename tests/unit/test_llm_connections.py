@@ -50,5 +50,6 @@ async def test_idle_model_connections_are_dropped_before_the_server_drops_them(
     finally:
         fresh_llm.embed_with = None
         await llm.close()
+        embeddings.close()
     assert at_once == first  # a busy client keeps its connections
     assert not set(later) & set(first)  # an idle one opens new ones

@@ -11,6 +11,9 @@ connections never sit idle that long.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 import httpx2
 from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
@@ -22,9 +25,26 @@ _LIMITS = httpx2.Limits(
 )
 
 
+# Both close their connections when collected, as the pools the SDK makes for itself do (a
+# client given to the SDK is left to its owner): clients made for one check (the doctor,
+# the CLI, tests) leave no socket open behind them.
+class _AsyncPool(DefaultAsyncHttpxClient):
+    def __del__(self) -> None:
+        if not self.is_closed:
+            with contextlib.suppress(Exception):  # no running loop: nothing to close it on
+                asyncio.get_running_loop().create_task(self.aclose())
+
+
+class _Pool(DefaultHttpxClient):
+    def __del__(self) -> None:
+        if not self.is_closed:
+            with contextlib.suppress(Exception):
+                self.close()
+
+
 def async_http_client() -> httpx2.AsyncClient:
-    return DefaultAsyncHttpxClient(limits=_LIMITS)
+    return _AsyncPool(limits=_LIMITS)
 
 
 def http_client() -> httpx2.Client:
-    return DefaultHttpxClient(limits=_LIMITS)
+    return _Pool(limits=_LIMITS)

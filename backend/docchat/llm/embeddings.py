@@ -281,6 +281,10 @@ class OpenAIEmbedder:
         self.batch_size = settings.batch_size
         self.dimension = len(self._embed_batch(["dimension probe"])[0])
 
+    def close(self) -> None:
+        """Close the connections to the endpoint."""
+        self._client.close()
+
     def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         try:
             response = self._client.embeddings.create(model=self.name, input=list(texts))

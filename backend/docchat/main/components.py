@@ -137,6 +137,8 @@ class Components:
     def close(self) -> None:
         self.extractor.close()
         self.inline_reader.sandbox.close()
+        if isinstance(self.embedder, OpenAIEmbedder):
+            self.embedder.close()
 
 
 def ocr_options(settings: Settings) -> OcrOptions | None:
