@@ -1,6 +1,7 @@
 """A model that stops mid-answer (killed, or a stream that ends with no finish reason) is an
 error everywhere: never a saved answer, never a `stop` on the OpenAI-compatible stream
-(issue 13, item 8). So is an error event in the middle of the stream."""
+(issue 13, item 8). So is an error event or a line that is not JSON in the middle of the
+stream."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest_asyncio
 from fastapi import FastAPI
 from openai.types.chat import ChatCompletionChunk
 
-from docchat.llm.client import CUT_OFF, MODEL_FAILED
+from docchat.llm.client import CUT_OFF, MODEL_FAILED, UNREADABLE
 from tests.support.chat import ask_streaming
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.openai_sdk import sdk_for
@@ -23,6 +24,11 @@ ANSWER = "The bridge was finished in 1932 by Marta Lindqvist after six years of 
 CUTS = [
     pytest.param(Reply(content=ANSWER, cut_after=4, cut="end"), id="stream-ends-early"),
     pytest.param(Reply(content=ANSWER, cut_after=4, cut="drop"), id="connection-drops"),
+]
+# Streams that break in another way than stopping: what the model's failure is called.
+BROKEN = [
+    pytest.param(Reply(content=ANSWER, error_after=4), MODEL_FAILED, id="error-event"),
+    pytest.param(Reply(content=ANSWER, garbage_after=4), UNREADABLE, id="line-not-json"),
 ]
 
 
@@ -89,22 +95,53 @@ async def test_a_cut_off_openai_stream_raises_in_the_sdk_instead_of_stopping(
     assert "stop" not in finish_reasons
 
 
-async def test_an_error_event_mid_answer_is_the_model_s_failure_on_a_chat(
-    client: httpx.AsyncClient, fresh_llm: ScriptedLLM
+@pytest.mark.parametrize(("reply", "detail"), BROKEN)
+async def test_a_broken_stream_is_the_model_s_failure_on_a_chat(
+    client: httpx.AsyncClient, fresh_llm: ScriptedLLM, reply: Reply, detail: str
 ) -> None:
     headers = await auth_headers(client)
-    fresh_llm.script(Reply(content=ANSWER, error_after=4))
+    fresh_llm.script(reply)
     _, events = await ask_streaming(client, headers, "When was the bridge finished?")
-    assert events[-1] == ("error", {"detail": MODEL_FAILED, "status": 502})
+    assert events[-1] == ("error", {"detail": detail, "status": 502})
     assert await _saved_roles(client, headers, events[0][1]["chat_id"]) == ["user"]
 
 
+@pytest.mark.parametrize(("reply", "detail"), BROKEN)
 @pytest.mark.parametrize("index_name", [None, "all"], ids=["pass-through", "documents"])
-async def test_an_error_event_mid_answer_reaches_an_openai_client_as_an_error(
-    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, index_name: str | None
+async def test_a_broken_stream_reaches_an_openai_client_as_an_error(
+    sdk: openai.AsyncOpenAI,
+    fresh_llm: ScriptedLLM,
+    reply: Reply,
+    detail: str,
+    index_name: str | None,
 ) -> None:
-    fresh_llm.script(Reply(content=ANSWER, error_after=4))
+    fresh_llm.script(reply)
     stream = await _ask_streaming_through_v1(sdk, index_name)
-    with pytest.raises(openai.APIError, match="reported an error while answering"):
+    with pytest.raises(openai.APIError, match=detail):
         async for _chunk in stream:
             pass
+
+
+UNREADABLE_REPLIES = [
+    pytest.param(("application/json", '{"id": "chatcmpl-1", "choi'), id="json-cut-short"),
+    pytest.param(("text/html", "<html><body>Bad gateway</body></html>"), id="html-page"),
+]
+
+
+@pytest.mark.parametrize("raw_body", UNREADABLE_REPLIES)
+@pytest.mark.parametrize("index_name", [None, "all"], ids=["pass-through", "documents"])
+async def test_a_whole_answer_that_cannot_be_read_is_the_model_s_failure(
+    sdk: openai.AsyncOpenAI,
+    fresh_llm: ScriptedLLM,
+    raw_body: tuple[str, str],
+    index_name: str | None,
+) -> None:
+    fresh_llm.script(Reply(raw_body=raw_body))
+    extra = {"index_name": index_name} if index_name else {}
+    with pytest.raises(openai.APIStatusError, match=UNREADABLE) as raised:
+        await sdk.chat.completions.create(
+            model="scripted-model",
+            messages=[{"role": "user", "content": "When was the bridge finished?"}],
+            extra_body=extra,
+        )
+    assert raised.value.status_code == 502

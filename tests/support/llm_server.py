@@ -44,6 +44,12 @@ class Reply:
     # For streaming: an error event after this many deltas, as a server that fails in the
     # middle of an answer (overloaded, a moderation stop) sends instead of the rest.
     error_after: int | None = None
+    # For streaming: a line that is not JSON after this many deltas, as a proxy's error page
+    # or a line cut in two sends, and then nothing more.
+    garbage_after: int | None = None
+    # Not streaming: this (media type, text) is the reply instead of a chat completion, as a
+    # proxy's error page or a body cut short.
+    raw_body: tuple[str, str] | None = None
     # The model the answer names (default: the one asked for).
     model: str | None = None
 
@@ -110,6 +116,9 @@ class ScriptedLLM:
         model = reply.model or body.get("model", "scripted-model")
         if body.get("stream"):
             return StreamingResponse(_stream(reply, model, body), media_type="text/event-stream")
+        if reply.raw_body is not None:
+            media_type, text = reply.raw_body
+            return Response(text, media_type=media_type)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls
@@ -203,6 +212,9 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
         if reply.error_after is not None and number == reply.error_after:
             error = {"message": "scripted overload", "type": "server_error", "code": None}
             yield f"data: {json.dumps({'error': error})}\n\n"
+            return
+        if reply.garbage_after is not None and number == reply.garbage_after:
+            yield 'data: {"id": "chatcmpl-1", "choices": [{"delta": {"cont\n\n'
             return
         if reply.cut_after is not None and number == reply.cut_after:
             if reply.cut == "drop":

@@ -13,11 +13,10 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
-import httpx
 import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion
@@ -33,6 +32,7 @@ logger = logging.getLogger(__name__)
 ChatMessage = dict[str, Any]
 CUT_OFF = "The language model stopped before finishing its answer"
 MODEL_FAILED = "The language model reported an error while answering"
+UNREADABLE = "The language model sent an answer that could not be read"
 
 
 @dataclass(frozen=True)
@@ -118,16 +118,15 @@ def _translate(exc: Exception) -> Exception:
     return exc
 
 
-def _forwarded(payload: dict[str, Any], *, stream: bool) -> dict[str, Any]:
-    """SDK arguments for a body sent on as it came: fields the SDK does not name travel in
-    `extra_body`, so unknown or odd fields reach the server instead of breaking the call."""
-    rest = {k: v for k, v in payload.items() if k not in {"model", "messages", "stream"}}
-    return {
-        "model": payload["model"],
-        "messages": payload.get("messages", []),
-        "stream": stream,
-        "extra_body": rest or None,
-    }
+def _stream_failure(
+    exc: Exception, *, received: bool, translate: Callable[[Exception], Exception]
+) -> Exception:
+    """What a model's stream that broke raises: cut off once it had begun to arrive."""
+    if isinstance(exc, json.JSONDecodeError):  # a line of the stream was not JSON
+        return UpstreamError(UNREADABLE)
+    if isinstance(exc, openai.APIConnectionError) and received:
+        return UpstreamError(CUT_OFF)
+    return translate(exc)
 
 
 def _translate_forwarded(exc: Exception) -> Exception:
@@ -214,6 +213,17 @@ class LLM:
             stream_cls=AsyncStream[object],
         )
 
+    async def _completion(self, body: dict[str, Any]) -> ChatCompletion:
+        """A whole answer, not streamed. A reply that is not a chat completion's JSON (a line
+        cut short, a proxy's HTML page) is `UpstreamError`, not an unexpected failure."""
+        try:
+            response = await self._post_chat(body, stream=False)
+        except json.JSONDecodeError as exc:
+            raise UpstreamError(UNREADABLE) from exc
+        if not isinstance(response, ChatCompletion):  # the SDK gives a text reply as text
+            raise UpstreamError(UNREADABLE)
+        return response
+
     def _options(
         self, model: str | None, temperature: float | None, max_tokens: int | None
     ) -> dict[str, Any]:
@@ -242,7 +252,7 @@ class LLM:
     async def _complete(self, body: dict[str, Any]) -> Completion:
         started = time.perf_counter()
         try:
-            response = await self._post_chat(body, stream=False)
+            response = await self._completion(body)
         except openai.OpenAIError as exc:
             raise _translate(exc) from exc
         if not response.choices:
@@ -320,13 +330,8 @@ class LLM:
                 finish_reason = piece.finish_reason or finish_reason
                 for text in piece.texts:
                     yield text
-        except openai.APIConnectionError as exc:
-            # Broken in the middle of the answer, or before it began.
-            raise (UpstreamError(CUT_OFF) if received else _translate(exc)) from exc
-        except openai.OpenAIError as exc:
-            raise _translate(exc) from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamError(CUT_OFF) from exc
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            raise _stream_failure(exc, received=received, translate=_translate) from exc
         if finish_reason is None:
             # The server ended the stream without saying the answer was finished.
             raise UpstreamError(CUT_OFF)
@@ -337,9 +342,7 @@ class LLM:
     async def passthrough(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Forward an OpenAI chat-completions body unchanged; the response as a plain dict."""
         try:
-            response = await self.client.chat.completions.create(
-                **_forwarded(payload, stream=False)
-            )
+            response = await self._completion(payload)
         except openai.OpenAIError as exc:
             raise _translate_forwarded(exc) from exc
         result: dict[str, Any] = response.model_dump(exclude_unset=True)
@@ -359,12 +362,8 @@ class LLM:
                     continue
                 finished = finished or _Piece.of(chunk).finish_reason is not None
                 yield chunk
-        except openai.APIConnectionError as exc:
-            raise (UpstreamError(CUT_OFF) if received else _translate(exc)) from exc
-        except openai.OpenAIError as exc:
-            raise _translate_forwarded(exc) from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamError(CUT_OFF) from exc
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            raise _stream_failure(exc, received=received, translate=_translate_forwarded) from exc
         if not finished:
             raise UpstreamError(CUT_OFF)
 
