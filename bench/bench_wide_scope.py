@@ -2,7 +2,7 @@
 chunks elsewhere in the installation, text with a natural vocabulary.
 
     .venv/bin/python -m bench.bench_wide_scope [--library 100000] [--elsewhere 100000]
-        [--chunks-per-document 100 2 1]
+        [--chunks-per-document 100 2 1] [--keep DIR]
 
 Each `--chunks-per-document` is one shape of the same library, built and measured in turn and
 printed side by side: 1,000 documents of 100 chunks (books, manuals), 50,000 of 2 and 100,000
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -28,6 +29,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import insert
@@ -35,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
 from bench.common import (
+    kept_index,
     machine,
     median,
     percentile,
@@ -163,36 +166,66 @@ async def scope_of_reader(
         return await search_scope(session, reader)
 
 
+async def build(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    store: BlockingVectorStore,
+    library: int,
+    elsewhere: int,
+    chunks_per_document: int,
+) -> uuid.UUID:
+    """The library, the other owners' documents and a reader with none; the reader's id."""
+    async with sessionmaker() as session:
+        librarian, shelf = await owner_with_documents(
+            session, library // chunks_per_document, shared=True
+        )
+        others = [
+            await owner_with_documents(
+                session, elsewhere // chunks_per_document // OTHER_OWNERS, shared=False
+            )
+            for _ in range(OTHER_OWNERS if elsewhere else 0)
+        ]
+        reader, _ = await owner_with_documents(session, 0, shared=False)
+        await session.commit()
+    owned = [(librarian.id, document) for document in shelf] + [
+        (owner.id, document) for owner, documents in others for document in documents
+    ]
+    await fill(
+        store, sessionmaker, owned, sentences(), np.random.default_rng(3), chunks_per_document
+    )
+    return reader.id
+
+
 async def measure_shape(
     embedder: LocalMiniLMEmbedder,
     library: int,
     elsewhere: int,
     chunks_per_document: int,
     asked: list[str],
-) -> tuple[list[tuple[float, float]], float, int]:
-    """p50 and p95 of each of `ROWS` over one shape of the library, the build's seconds and the
-    installation's chunk count."""
-    pool = sentences()
-    rng = np.random.default_rng(3)
-    async with scratch_index(embedder.name, DIMENSION) as (sessionmaker, store):
-        started = time.perf_counter()
-        async with sessionmaker() as session:
-            librarian, shelf = await owner_with_documents(
-                session, library // chunks_per_document, shared=True
+    keep: Path | None,
+) -> tuple[list[tuple[float, float]], str, int]:
+    """p50 and p95 of each of `ROWS` over one shape of the library, how long its build took
+    (and when) and the installation's chunk count. With `keep`, the installation is built in a folder of it once
+    and reused by later runs."""
+    async with contextlib.AsyncExitStack() as stack:
+        if keep is None:
+            sessionmaker, store = await stack.enter_async_context(
+                scratch_index(embedder.name, DIMENSION)
             )
-            others = [
-                await owner_with_documents(
-                    session, elsewhere // chunks_per_document // OTHER_OWNERS, shared=False
-                )
-                for _ in range(OTHER_OWNERS if elsewhere else 0)
-            ]
-            reader, _ = await owner_with_documents(session, 0, shared=False)
-            await session.commit()
-        owned = [(librarian.id, document) for document in shelf] + [
-            (owner.id, document) for owner, documents in others for document in documents
-        ]
-        await fill(store, sessionmaker, owned, pool, rng, chunks_per_document)
-        build_seconds = time.perf_counter() - started
+            notes: dict[str, Any] = {}
+        else:
+            folder = keep / f"{library}-{elsewhere}-x{chunks_per_document}"
+            sessionmaker, store, notes = await stack.enter_async_context(
+                kept_index(folder, embedder.name, DIMENSION)
+            )
+        built = "by an earlier run" if notes else "now"
+        if not notes:
+            started = time.perf_counter()
+            notes["reader"] = str(
+                await build(sessionmaker, store, library, elsewhere, chunks_per_document)
+            )
+            notes["build_seconds"] = time.perf_counter() - started
+        async with sessionmaker() as session:
+            reader = await session.get_one(User, uuid.UUID(notes["reader"]))
 
         scope = await scope_of_reader(sessionmaker, reader)
         lexical = LexicalIndex(sessionmaker)
@@ -216,21 +249,23 @@ async def measure_shape(
         ):
             timings = await timed(asked, step)
             figures.append((median(timings), percentile(timings, 95)))
-        return figures, build_seconds, store.count()
+        return figures, f"{notes['build_seconds']:.0f} s {built}", store.count()
 
 
-async def main(library: int, elsewhere: int, queries: int, shapes: list[int]) -> None:
+async def main(
+    library: int, elsewhere: int, queries: int, shapes: list[int], keep: Path | None
+) -> None:
     embedder = LocalMiniLMEmbedder()
     embedder.embed(["warm up"])
     asked = questions(queries)
     columns, builds = [], []
     total = 0
     for chunks_per_document in shapes:
-        figures, build_seconds, total = await measure_shape(
-            embedder, library, elsewhere, chunks_per_document, asked
+        figures, build, total = await measure_shape(
+            embedder, library, elsewhere, chunks_per_document, asked, keep
         )
         columns.append(figures)
-        builds.append(f"{build_seconds:.0f} s")
+        builds.append(build)
     print(
         f"Wide scope: {library:,} chunks in scope (1 shared library), {total - library:,} "
         f"elsewhere, {queries} SQuAD questions; indexes built in {', '.join(builds)}; "
@@ -252,6 +287,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--chunks-per-document", type=int, nargs="+", default=list(SHAPES), metavar="N"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="build each installation in DIR once and reuse it in later runs (drop its "
+        "database, named in DIR/*/notes.json, and DIR when done)",
+    )
     arguments = parser.parse_args()
     asyncio.run(
         main(
@@ -259,5 +301,6 @@ if __name__ == "__main__":
             arguments.elsewhere,
             arguments.queries,
             arguments.chunks_per_document,
+            arguments.keep,
         )
     )

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -228,6 +231,39 @@ def open_store(data_dir: Path, embedding_model: str, dimension: int) -> Blocking
     settings = Settings(data_dir=data_dir)
     config = VectorStoreSettings(settings, embedding_model, dimension)
     return VECTOR_STORES.get(settings.vector_store)(config)
+
+
+def _empty_folder(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+
+
+@contextlib.asynccontextmanager
+async def kept_index(
+    folder: Path, embedding_model: str, dimension: int
+) -> AsyncIterator[tuple[async_sessionmaker[AsyncSession], BlockingVectorStore, dict[str, Any]]]:
+    """As `scratch_index`, but the database and the Chroma store stay, in `folder`, for later
+    runs to reuse: a million-chunk build takes half an hour. The notes (`folder`/notes.json)
+    are empty on the first run; what a run puts in them is saved when it ends without error,
+    so a build that fails halfway is made again next time. Drop the database named in
+    the notes, and the folder, when done."""
+    saved, started = folder / "notes.json", folder / "database_url"
+    notes: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
+    if notes:
+        url = notes["database_url"]
+    else:  # a first build, or one that did not finish: from nothing
+        if started.exists():
+            await drop_database(started.read_text().strip())
+        _empty_folder(folder)
+        url = await fresh_database()
+        started.write_text(url)
+    engine = create_engine(url)
+    try:
+        yield create_sessionmaker(engine), open_store(folder, embedding_model, dimension), notes
+        notes["database_url"] = url
+        saved.write_text(json.dumps(notes, indent=2))
+    finally:
+        await engine.dispose()
 
 
 @contextlib.asynccontextmanager
