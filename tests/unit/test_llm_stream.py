@@ -57,6 +57,11 @@ def chunk(**fields: Any) -> dict[str, Any]:
             id="other-types",
         ),
         pytest.param(
+            chunk(choices=[], usage={"prompt_tokens": 12.0, "completion_tokens": 3.5}),
+            _Piece(usage=(12, None)),
+            id="counts-as-floats",
+        ),
+        pytest.param(
             chunk(
                 choices=[
                     {"index": 0, "delta": {"content": "a"}},

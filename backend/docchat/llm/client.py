@@ -80,7 +80,12 @@ def _text(value: object) -> str | None:
 
 
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A token count: an integer, or a float with nothing after the point (some servers)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
 
 
 @dataclass(frozen=True)
