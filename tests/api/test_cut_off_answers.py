@@ -29,6 +29,13 @@ CUTS = [
 BROKEN = [
     pytest.param(Reply(content=ANSWER, error_after=4), MODEL_FAILED, id="error-event"),
     pytest.param(Reply(content=ANSWER, garbage_after=4), UNREADABLE, id="line-not-json"),
+    pytest.param(
+        Reply(
+            content=ANSWER, garbage_after=4, garbage=b'data: {"choices": [{"delta": "caf\xc3\n\n'
+        ),
+        UNREADABLE,
+        id="line-cut-in-a-character",
+    ),
 ]
 
 
@@ -125,6 +132,10 @@ async def test_a_broken_stream_reaches_an_openai_client_as_an_error(
 UNREADABLE_REPLIES = [
     pytest.param(("application/json", '{"id": "chatcmpl-1", "choi'), id="json-cut-short"),
     pytest.param(("text/html", "<html><body>Bad gateway</body></html>"), id="html-page"),
+    pytest.param(
+        ("application/json", b'{"choices": [{"message": {"content": "caf\xc3'),
+        id="cut-in-a-character",
+    ),
 ]
 
 
@@ -133,7 +144,7 @@ UNREADABLE_REPLIES = [
 async def test_a_whole_answer_that_cannot_be_read_is_the_model_s_failure(
     sdk: openai.AsyncOpenAI,
     fresh_llm: ScriptedLLM,
-    raw_body: tuple[str, str],
+    raw_body: tuple[str, str | bytes],
     index_name: str | None,
 ) -> None:
     fresh_llm.script(Reply(raw_body=raw_body))
@@ -145,3 +156,39 @@ async def test_a_whole_answer_that_cannot_be_read_is_the_model_s_failure(
             extra_body=extra,
         )
     assert raised.value.status_code == 502
+
+
+async def test_a_whole_answer_of_another_shape_is_the_model_s_failure(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM
+) -> None:
+    fresh_llm.script(Reply(raw_body=("application/json", '{"choices": ["Nine."]}')))
+    with pytest.raises(openai.APIStatusError, match=UNREADABLE):
+        await sdk.chat.completions.create(
+            model="scripted-model",
+            messages=[{"role": "user", "content": "When was the bridge finished?"}],
+            extra_body={"index_name": "all"},
+        )
+
+
+# A usage of another shape is no usage (the call's tokens are then estimated); the answer stands.
+ODD_USAGE = '{"prompt_tokens": "12", "completion_tokens": 3.5}'
+
+
+@pytest.mark.parametrize("index_name", [None, "all"], ids=["pass-through", "documents"])
+async def test_odd_token_counts_in_a_whole_answer_do_not_fail_it(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM, index_name: str | None
+) -> None:
+    body = (
+        '{"id": "c1", "object": "chat.completion", "created": 1, "model": "scripted-model", '
+        '"choices": [{"index": 0, "finish_reason": "stop", '
+        '"message": {"role": "assistant", "content": "In 1932."}}], '
+        f'"usage": {ODD_USAGE}}}'
+    )
+    fresh_llm.script(Reply(raw_body=("application/json", body)))
+    extra = {"index_name": index_name} if index_name else {}
+    answer = await sdk.chat.completions.create(
+        model="scripted-model",
+        messages=[{"role": "user", "content": "When was the bridge finished?"}],
+        extra_body=extra,
+    )
+    assert "1932" in (answer.choices[0].message.content or "")

@@ -47,9 +47,10 @@ class Reply:
     # For streaming: a line that is not JSON after this many deltas, as a proxy's error page
     # or a line cut in two sends, and then nothing more.
     garbage_after: int | None = None
+    garbage: bytes = b'data: {"id": "chatcmpl-1", "choices": [{"delta": {"cont\n\n'
     # Not streaming: this (media type, text) is the reply instead of a chat completion, as a
     # proxy's error page or a body cut short.
-    raw_body: tuple[str, str] | None = None
+    raw_body: tuple[str, str | bytes] | None = None
     # The model the answer names (default: the one asked for).
     model: str | None = None
 
@@ -117,8 +118,8 @@ class ScriptedLLM:
         if body.get("stream"):
             return StreamingResponse(_stream(reply, model, body), media_type="text/event-stream")
         if reply.raw_body is not None:
-            media_type, text = reply.raw_body
-            return Response(text, media_type=media_type)
+            media_type, content = reply.raw_body
+            return Response(content, media_type=media_type)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls
@@ -193,7 +194,7 @@ def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
     }
 
 
-async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterator[str]:
+async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterator[str | bytes]:
     ident = f"chatcmpl-{uuid.uuid4().hex}"
     pieces = reply.pieces if reply.pieces is not None else _words(reply.content)
 
@@ -214,7 +215,7 @@ async def _stream(reply: Reply, model: str, body: dict[str, Any]) -> AsyncIterat
             yield f"data: {json.dumps({'error': error})}\n\n"
             return
         if reply.garbage_after is not None and number == reply.garbage_after:
-            yield 'data: {"id": "chatcmpl-1", "choices": [{"delta": {"cont\n\n'
+            yield reply.garbage
             return
         if reply.cut_after is not None and number == reply.cut_after:
             if reply.cut == "drop":

@@ -19,7 +19,13 @@ from typing import Any, Literal, overload
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
-from openai.types.chat import ChatCompletion
+from openai.types import CompletionUsage
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
 
 from docchat import tracing
 from docchat.config import LLMSettings
@@ -52,7 +58,7 @@ class _Piece:
         if not isinstance(chunk, dict):
             return cls()
         finish_reason, texts = None, []
-        for choice in _dicts(chunk.get("choices")):
+        for choice in json_objects(chunk.get("choices")):
             finish_reason = _text(choice.get("finish_reason")) or finish_reason
             delta = choice.get("delta")
             content = _text(delta.get("content")) if isinstance(delta, dict) else None
@@ -62,7 +68,10 @@ class _Piece:
         return cls(
             model=_text(chunk.get("model")),
             usage=(
-                (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+                (
+                    token_count(usage.get("prompt_tokens")),
+                    token_count(usage.get("completion_tokens")),
+                )
                 if isinstance(usage, dict)
                 else None
             ),
@@ -71,7 +80,8 @@ class _Piece:
         )
 
 
-def _dicts(value: object) -> list[dict[str, Any]]:
+def json_objects(value: object) -> list[dict[str, Any]]:
+    """The objects of a JSON list as a server sent it (none if it is not a list)."""
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
@@ -79,8 +89,9 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _count(value: object) -> int | None:
-    """A token count: an integer, or a float with nothing after the point (some servers)."""
+def token_count(value: object) -> int | None:
+    """A token count as a server reported it: an integer, or a float with nothing after the
+    point (some servers); anything else is no count."""
     if isinstance(value, bool):
         return None
     if isinstance(value, float) and value.is_integer():
@@ -102,6 +113,16 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+def _tool_calls(message: ChatCompletionMessage) -> list[ToolCall]:
+    calls = message.tool_calls if isinstance(message.tool_calls, list) else []
+    return [
+        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        for call in calls
+        if isinstance(call, ChatCompletionMessageFunctionToolCall)
+        and isinstance(call.function, Function)
+    ]
 
 
 @dataclass(frozen=True)
@@ -127,7 +148,7 @@ def _stream_failure(
     exc: Exception, *, received: bool, translate: Callable[[Exception], Exception]
 ) -> Exception:
     """What a model's stream that broke raises: cut off once it had begun to arrive."""
-    if isinstance(exc, json.JSONDecodeError):  # a line of the stream was not JSON
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):  # a line was not JSON
         return UpstreamError(UNREADABLE)
     if isinstance(exc, openai.APIConnectionError) and received:
         return UpstreamError(CUT_OFF)
@@ -223,7 +244,7 @@ class LLM:
         cut short, a proxy's HTML page) is `UpstreamError`, not an unexpected failure."""
         try:
             response = await self._post_chat(body, stream=False)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UpstreamError(UNREADABLE) from exc
         if not isinstance(response, ChatCompletion):  # the SDK gives a text reply as text
             raise UpstreamError(UNREADABLE)
@@ -262,23 +283,22 @@ class LLM:
             raise _translate(exc) from exc
         if not response.choices:
             raise UpstreamError("The language model returned no answer")
-        message = response.choices[0].message
-        tool_calls = [
-            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-            for call in (message.tool_calls or [])
-            if call.type == "function"
-        ]
-        usage = response.usage
+        # The SDK builds its models without checking them: a field of another shape stays
+        # as the server sent it.
+        message = getattr(response.choices[0], "message", None)
+        if not isinstance(message, ChatCompletionMessage):
+            raise UpstreamError(UNREADABLE)
+        usage = response.usage if isinstance(response.usage, CompletionUsage) else None
+        prompt_tokens = token_count(usage.prompt_tokens) if usage else None
+        completion_tokens = token_count(usage.completion_tokens) if usage else None
         LLM_LATENCY.labels("complete").observe(time.perf_counter() - started)
-        record_tokens(
-            usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None
-        )
+        record_tokens(prompt_tokens, completion_tokens)
         return Completion(
-            content=message.content or "",
-            model=response.model or body["model"],
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
-            tool_calls=tool_calls,
+            content=_text(message.content) or "",
+            model=_text(response.model) or body["model"],
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            tool_calls=_tool_calls(message),
         )
 
     async def stream(
@@ -335,7 +355,7 @@ class LLM:
                 finish_reason = piece.finish_reason or finish_reason
                 for text in piece.texts:
                     yield text
-        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _stream_failure(exc, received=received, translate=_translate) from exc
         if finish_reason is None:
             # The server ended the stream without saying the answer was finished.
@@ -350,7 +370,8 @@ class LLM:
             response = await self._completion(payload)
         except openai.OpenAIError as exc:
             raise _translate_forwarded(exc) from exc
-        result: dict[str, Any] = response.model_dump(exclude_unset=True)
+        # As the server sent it: a field of another type is forwarded, not warned about.
+        result: dict[str, Any] = response.model_dump(exclude_unset=True, warnings=False)
         return result
 
     async def passthrough_stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -367,7 +388,7 @@ class LLM:
                     continue
                 finished = finished or _Piece.of(chunk).finish_reason is not None
                 yield chunk
-        except (openai.OpenAIError, json.JSONDecodeError) as exc:
+        except (openai.OpenAIError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _stream_failure(exc, received=received, translate=_translate_forwarded) from exc
         if not finished:
             raise UpstreamError(CUT_OFF)

@@ -34,7 +34,7 @@ from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import BadRequest, Forbidden, NotFound
 from docchat.kit.tokens import estimate_tokens
 from docchat.llm.catalog import resolve_model
-from docchat.llm.client import LLM
+from docchat.llm.client import LLM, json_objects, token_count
 from docchat.llm.usage import Usage
 from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.retrieval.index import DocumentScope
@@ -93,8 +93,9 @@ def _text(content: Any) -> str:
 def _answer_text(result: dict[str, Any]) -> str:
     """A completion's text, tool calls included (they cost tokens too)."""
     parts: list[str] = []
-    for choice in result.get("choices") or []:
-        message = choice.get("message") or {}
+    for choice in json_objects(result.get("choices")):
+        message = choice.get("message")
+        message = message if isinstance(message, dict) else {}
         parts.append(_text(message.get("content")))
         parts.append(json.dumps(message.get("tool_calls") or "", default=str))
     return "".join(parts)
@@ -102,8 +103,9 @@ def _answer_text(result: dict[str, Any]) -> str:
 
 def _delta_text(chunk: dict[str, Any]) -> str:
     parts: list[str] = []
-    for choice in chunk.get("choices") or []:
-        delta = choice.get("delta") or {}
+    for choice in json_objects(chunk.get("choices")):
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
         parts.append(_text(delta.get("content")))
         if delta.get("tool_calls"):
             parts.append(json.dumps(delta["tool_calls"], default=str))
@@ -416,18 +418,18 @@ class Completions:
     # -- pass-through, metered ---------------------------------------------------------------
 
     def _usage_payload(
-        self, payload: dict[str, Any], usage: dict[str, Any] | None, text: str, started: float
+        self, payload: dict[str, Any], usage: object, text: str, started: float
     ) -> dict[str, Any]:
         """The `response_generated` payload of a pass-through call: the usage the model's
         server reported, or (where it reported none) one estimated from the prompt and the
         answer's text, marked as such."""
         counts = Usage()
-        usage = usage or {}
+        usage = usage if isinstance(usage, dict) else {}
         counts.add_call(
             payload.get("messages", []),
             text,
-            usage.get("prompt_tokens"),
-            usage.get("completion_tokens"),
+            token_count(usage.get("prompt_tokens")),
+            token_count(usage.get("completion_tokens")),
         )
         return {
             "via": "openai",
