@@ -214,9 +214,8 @@ async def measure_shape(
             notes: dict[str, Any] = {}
         else:
             folder = keep / f"{library}-{elsewhere}-x{chunks_per_document}"
-            sessionmaker, store, notes = await stack.enter_async_context(
-                kept_index(folder, embedder.name, DIMENSION)
-            )
+            kept = await stack.enter_async_context(kept_index(folder, embedder.name, DIMENSION))
+            sessionmaker, store, notes = kept.sessionmaker, kept.store, kept.notes
         built = "by an earlier run" if notes else "now"
         if not notes:
             started = time.perf_counter()
@@ -224,6 +223,8 @@ async def measure_shape(
                 await build(sessionmaker, store, library, elsewhere, chunks_per_document)
             )
             notes["build_seconds"] = time.perf_counter() - started
+            if keep is not None:
+                kept.keep()
         async with sessionmaker() as session:
             reader = await session.get_one(User, uuid.UUID(notes["reader"]))
 

@@ -13,11 +13,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
+from alembic.config import Config as AlembicConfig
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -238,30 +241,72 @@ def _empty_folder(folder: Path) -> None:
     folder.mkdir(parents=True)
 
 
+def schema_head() -> str:
+    """The migration a database made now ends at."""
+    return str(
+        ScriptDirectory.from_config(AlembicConfig(str(ROOT / "alembic.ini"))).get_current_head()
+    )
+
+
+@dataclass
+class KeptIndex:
+    """A database and a Chroma store kept in a folder for later runs (`kept_index`)."""
+
+    sessionmaker: async_sessionmaker[AsyncSession]
+    store: BlockingVectorStore
+    # Empty when the installation is new: the run builds it, puts in what later runs need
+    # (its reader, how long the build took), then calls `keep`.
+    notes: dict[str, Any]
+    folder: Path
+    url: str
+
+    def keep(self) -> None:
+        """Save the notes: later runs reuse the installation (even if this one fails after)."""
+        notes = {**self.notes, "database_url": self.url, "schema": schema_head()}
+        written = self.folder / "notes.json.tmp"
+        written.write_text(json.dumps(notes, indent=2))
+        written.replace(self.folder / "notes.json")
+
+
+def _kept_notes(folder: Path) -> dict[str, Any]:
+    """The notes of a kept installation made with today's migrations, or none."""
+    saved = folder / "notes.json"
+    notes: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
+    return notes if notes.get("schema", schema_head()) == schema_head() else {}
+
+
 @contextlib.asynccontextmanager
 async def kept_index(
     folder: Path, embedding_model: str, dimension: int
-) -> AsyncIterator[tuple[async_sessionmaker[AsyncSession], BlockingVectorStore, dict[str, Any]]]:
+) -> AsyncIterator[KeptIndex]:
     """As `scratch_index`, but the database and the Chroma store stay, in `folder`, for later
-    runs to reuse: a million-chunk build takes half an hour. The notes (`folder`/notes.json)
-    are empty on the first run; what a run puts in them is saved when it ends without error,
-    so a build that fails halfway is made again next time. Drop the database named in
-    the notes, and the folder, when done."""
-    saved, started = folder / "notes.json", folder / "database_url"
-    notes: dict[str, Any] = json.loads(saved.read_text()) if saved.exists() else {}
+    runs to reuse: a million-chunk build takes half an hour. A folder whose build never called
+    `keep` (it failed or was stopped), or was made before a later migration, is built again
+    from nothing. Drop the database named in the notes (`folder`/notes.json), and the folder,
+    when done."""
+    notes = _kept_notes(folder)
     if notes:
         url = notes["database_url"]
-    else:  # a first build, or one that did not finish: from nothing
-        if started.exists():
-            await drop_database(started.read_text().strip())
+    else:
+        for named in (folder / "database_url", folder / "notes.json"):
+            if named.exists():  # the database of a build not to reuse
+                text = named.read_text()
+                stale = json.loads(text)["database_url"] if named.suffix == ".json" else text
+                await drop_database(stale.strip())
         _empty_folder(folder)
         url = await fresh_database()
-        started.write_text(url)
+        (folder / "database_url").write_text(url)  # to drop it, should this build not finish
     engine = create_engine(url)
     try:
-        yield create_sessionmaker(engine), open_store(folder, embedding_model, dimension), notes
-        notes["database_url"] = url
-        saved.write_text(json.dumps(notes, indent=2))
+        kept = KeptIndex(
+            create_sessionmaker(engine),
+            open_store(folder, embedding_model, dimension),
+            notes,
+            folder,
+            url,
+        )
+        yield kept
+        kept.keep()
     finally:
         await engine.dispose()
 
