@@ -264,6 +264,37 @@ async def test_a_too_common_rarest_word_picks_with_its_partner_then_alone(
     assert set(alone) <= {hit.chunk.id for hit in await exact.search(scope, question, 40)}
 
 
+async def test_a_too_common_pair_widens_to_chunks_holding_any_other_word_of_the_question(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    """Wide path, three common words: one chunk holds the rarest with its partner, too few
+    for the two asked, so chunks holding the rarest and any other word of the question are
+    read next (not every chunk holding the rarest). The passages are the exact ranking's."""
+    headers = await auth_headers(client)
+    lines = {
+        "both.txt": "The zorbel and the mintaro meet at the quay. ",
+        "other.txt": "The zorbel sleeps beside the plover. ",
+        **{f"common-{i}.txt": f"The mintaro follows plover {i}. " for i in range(3)},
+    }
+    documents = [
+        await upload_and_process(client, components, headers, name, (line * 12).encode())
+        for name, line in lines.items()
+    ]
+    await session.execute(text("ANALYZE document_chunks"))
+    await session.commit()
+    exact = _lexical(components)
+    wide = dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+    scope = [vector_ref(document) for document in documents]
+    question = "zorbel mintaro plover"
+    hits = await wide.search(scope, question, 2)
+    expected = await exact.search(scope, question, 2)
+    assert [hit.chunk.id for hit in hits] == [hit.chunk.id for hit in expected]
+    assert {str(hit.chunk.document_id) for hit in hits} == {
+        documents[0]["id"],
+        documents[1]["id"],
+    }
+
+
 async def test_a_wide_scopes_totals_are_reused_a_small_ones_read_each_time(
     client: httpx.AsyncClient,
     components: Components,

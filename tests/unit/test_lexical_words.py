@@ -51,13 +51,22 @@ def test_lexemes_are_quoted_for_the_tsquery() -> None:
 def test_when_the_rarest_word_is_too_common_its_partner_is_the_next_rarest() -> None:
     words = select_words(["year", "citi", "river"], STATISTICS, 10_000, 10)
     assert words.picking == ["river"] and words.partner == "citi"
-    assert words.query(paired=True) == "('river') & 'citi'"
-    assert words.query(paired=False) == "'river'"
+    # With the partner; then with any other word of the question; then alone.
+    assert words.queries() == [
+        "('river') & 'citi'",
+        "('river' & ('citi' | 'year'))",
+        "'river'",
+    ]
+
+
+def test_a_two_word_question_goes_from_the_pair_to_the_rarest_alone() -> None:
+    words = select_words(["citi", "river"], STATISTICS, 10_000, 10)
+    assert words.queries() == ["('river') & 'citi'", "'river'"]
 
 
 def test_no_partner_while_the_picking_words_fit_the_budget() -> None:
     words = select_words(["year", "river", "warsaw"], STATISTICS, 10_000, 2_500)
-    assert words.partner is None and words.query(paired=True) == "'warsaw' | 'river'"
+    assert words.partner is None and words.queries() == ["'warsaw' | 'river'"]
     lonely = select_words(["citi"], STATISTICS, 10_000, 10)
     assert lonely.picking == ["citi"] and lonely.partner is None
 
@@ -67,4 +76,10 @@ def test_several_picking_words_need_the_partner_together() -> None:
     the partner."""
     words = select_words(["zygmunt", "wawel", "citi", "year"], STATISTICS, 10_000, 10)
     assert words.picking == ["zygmunt", "wawel"] and words.partner == "citi"
-    assert words.query(paired=True) == "('zygmunt' | 'wawel') & 'citi'"
+    paired, two_at_least, alone = words.queries()
+    assert paired == "('zygmunt' | 'wawel') & 'citi'"
+    # Two picking words together count as two words of the question.
+    assert (
+        two_at_least == "('zygmunt' & ('wawel' | 'citi' | 'year')) | ('wawel' & ('citi' | 'year'))"
+    )
+    assert alone == "'zygmunt' | 'wawel'"

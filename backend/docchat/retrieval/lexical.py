@@ -364,12 +364,31 @@ class WordSelection:
     # library about a TV series), the next rarest: candidates must then hold both.
     partner: str | None = None
 
-    def query(self, *, paired: bool) -> str:
-        """The candidates' tsquery: any picking word, or (paired) the rarest with its partner."""
-        if paired and self.partner is not None:
-            # Parenthesised: in a tsquery & binds before |.
-            return f"({tsquery_of(self.picking)}) & {tsquery_of([self.partner])}"
-        return tsquery_of(self.picking)
+    def queries(self) -> list[str]:
+        """The candidates' tsqueries, tried in turn until one finds enough chunks in the scope:
+        any picking word; or, when even the rarest word is too common, chunks that also hold
+        the partner, then any other word of the question, then the picking words alone.
+
+        Each next query reads more chunks, and adds ones that (nearly always) rank after those
+        the one before found: a chunk holding one of the question's words scores below one
+        holding it and another, unless it holds it far more often."""
+        alone = tsquery_of(self.picking)
+        if self.partner is None:
+            return [alone]
+        # Parenthesised: in a tsquery & binds before |.
+        steps = [f"({alone}) & {tsquery_of([self.partner])}"]
+        if len(self.picking) + len(self.common) > 2:
+            steps.append(self._two_words_at_least())
+        return [*steps, alone]
+
+    def _two_words_at_least(self) -> str:
+        """Chunks holding a picking word and another word of the question."""
+        others = [*self.picking, *self.common]
+        pairs = [
+            f"({tsquery_of([word])} & ({tsquery_of(others[index + 1 :])}))"
+            for index, word in enumerate(self.picking)
+        ]
+        return " | ".join(pairs)
 
 
 def select_words(
@@ -412,7 +431,8 @@ class LexicalIndex:
     chunk holding none of them can only score with common words, whose IDF is low); the common
     words still count in every candidate's score, with their document frequency estimated from
     the installation's statistics. When even the rarest word is too common, candidates must
-    hold it and the next rarest, unless fewer chunks than asked for hold both. On SQuAD with
+    hold it and the next rarest; if fewer chunks than asked for do, it and any other word of
+    the question; if still too few, it alone (`WordSelection.queries`). On SQuAD with
     this path forced on, BM25 and hybrid scores are those of exact BM25 (README, Performance)."""
 
     sessionmaker: async_sessionmaker[AsyncSession]
@@ -490,11 +510,8 @@ class LexicalIndex:
                 "question_language": language,
                 "default_language": self.language,
             }
-            # Paired first when the rarest word is too common to read all its chunks; if too
-            # few chunks hold the pair, the rarest word alone picks after all.
-            for paired in (True, False) if words.partner is not None else (False,):
-                query = {"query": words.query(paired=paired)}
-                rows = (await session.execute(statement, parameters | query)).all()
+            for query in words.queries():
+                rows = (await session.execute(statement, parameters | {"query": query})).all()
                 if len(rows) >= limit:
                     break
             return [
