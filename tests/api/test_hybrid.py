@@ -63,6 +63,30 @@ def _lexical(components: Components) -> LexicalIndex:
     return lexical
 
 
+def _exact_and_wide(components: Components) -> tuple[LexicalIndex, LexicalIndex]:
+    """The service's BM25, and the same forced on the wide path with every word common (as
+    for a shared library), whatever the scope's size."""
+    exact = _lexical(components)
+    return exact, dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+
+
+async def _analysed_uploads(
+    client: httpx.AsyncClient,
+    components: Components,
+    session: AsyncSession,
+    headers: dict[str, str],
+    lines: dict[str, str],
+) -> list[dict[str, Any]]:
+    """A document of each line (said twelve times), then the statistics the wide path reads."""
+    documents = [
+        await upload_and_process(client, components, headers, name, (line * 12).encode())
+        for name, line in lines.items()
+    ]
+    await session.execute(text("ANALYZE document_chunks"))
+    await session.commit()
+    return documents
+
+
 async def _manual(
     client: httpx.AsyncClient, components: Components
 ) -> tuple[dict[str, str], dict[str, Any]]:
@@ -209,8 +233,7 @@ async def test_a_wide_scope_picks_candidates_by_rare_words_and_still_counts_comm
     _, theirs = await _manual(client, components)  # the same words, another owner's
     await session.execute(text("ANALYZE document_chunks"))
     await session.commit()
-    exact = _lexical(components)
-    wide = dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+    exact, wide = _exact_and_wide(components)
     scope = [vector_ref(mine)]
     for index, code in enumerate(CODES):
         question = f"What should I do about fault {code} on the pump?"
@@ -241,14 +264,8 @@ async def test_a_too_common_rarest_word_picks_with_its_partner_then_alone(
         "pumps.txt": "The harbour master checks the bilge pump of every boat in spring. ",
         "seals.txt": "Grey seals bask on the rocks of the outer harbour at low tide. ",
     }
-    others = [
-        await upload_and_process(client, components, headers, name, (line * 12).encode())
-        for name, line in harbour.items()
-    ]
-    await session.execute(text("ANALYZE document_chunks"))
-    await session.commit()
-    exact = _lexical(components)
-    wide = dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+    others = await _analysed_uploads(client, components, session, headers, harbour)
+    exact, wide = _exact_and_wide(components)
     scope = [vector_ref(manual)] + [vector_ref(document) for document in others]
     question = "pump seals"
     # Five asked: the manual's chunks hold both words and are the exact top five.
@@ -276,14 +293,8 @@ async def test_a_too_common_pair_widens_to_chunks_holding_any_other_word_of_the_
         "other.txt": "The zorbel sleeps beside the plover. ",
         **{f"common-{i}.txt": f"The mintaro follows plover {i}. " for i in range(3)},
     }
-    documents = [
-        await upload_and_process(client, components, headers, name, (line * 12).encode())
-        for name, line in lines.items()
-    ]
-    await session.execute(text("ANALYZE document_chunks"))
-    await session.commit()
-    exact = _lexical(components)
-    wide = dataclasses.replace(exact, exact_scope_chunks=0, candidate_budget=1)
+    documents = await _analysed_uploads(client, components, session, headers, lines)
+    exact, wide = _exact_and_wide(components)
     scope = [vector_ref(document) for document in documents]
     question = "zorbel mintaro plover"
     hits = await wide.search(scope, question, 2)
