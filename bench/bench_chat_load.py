@@ -28,8 +28,8 @@ import contextlib
 import json
 import multiprocessing
 import random
-import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,6 @@ from tests.support.users import auth_headers
 
 from bench.common import (
     ROOT,
-    drop_database,
-    fresh_database,
     machine,
     median,
     percentile,
@@ -203,22 +201,14 @@ def serve_llm(port: int, ready: Any, content: str = SHORT_ANSWER, seconds: float
 
 
 async def build_library(
-    database_url: str, data_dir: Path, chunks: int, chunks_per_document: int
+    sessionmaker: Any, store: Any, chunks: int, chunks_per_document: int
 ) -> None:
     """A library of `chunks` chunks in documents of `chunks_per_document` chunks, shared with
-    everyone, written where the server will read it (the default collection under `data_dir`),
-    then the store closed for the server to open."""
+    everyone, written into `store` (the default collection of the folder the server reads)."""
     import numpy as np
-    from chromadb.api.client import SharedSystemClient
 
     from bench.bench_wide_scope import fill, owner_with_documents, sentences
-    from bench.common import open_store
-    from docchat.db import create_engine, create_sessionmaker
-    from docchat.llm.embeddings import LocalMiniLMEmbedder
 
-    engine = create_engine(database_url)
-    sessionmaker = create_sessionmaker(engine)
-    store = open_store(data_dir, LocalMiniLMEmbedder.name, 384)
     async with sessionmaker() as session:
         librarian, shelf = await owner_with_documents(
             session, chunks // chunks_per_document, shared=True
@@ -227,9 +217,6 @@ async def build_library(
     owned = [(librarian.id, document) for document in shelf]
     rng = np.random.default_rng(3)
     await fill(store, sessionmaker, owned, sentences(), rng, chunks_per_document)
-    await engine.dispose()
-    del store
-    SharedSystemClient.clear_system_cache()
 
 
 def squad_questions() -> list[str]:
@@ -241,27 +228,34 @@ def squad_questions() -> list[str]:
     return questions(2000)
 
 
+@contextlib.asynccontextmanager
 async def prepared_installation(
-    keep: Path | None, library: int, chunks_per_document: int, stack: contextlib.ExitStack
-) -> tuple[str, Path, bool]:
-    """The database URL and data folder the server runs on, and whether to drop them after.
+    keep: Path | None, library: int, chunks_per_document: int
+) -> AsyncIterator[tuple[str, Path]]:
+    """The database URL and data folder the server runs on, the library built in them.
 
-    With `keep`, the installation (library included) is built in that folder once and reused
-    by later runs: building a 100k-chunk library takes several minutes."""
+    Without `keep`, both are new and removed afterwards. With `keep`, the installation of these
+    `library` and `chunks_per_document` is kept in a folder of `keep` of their name and reused
+    by later runs (`bench.common.kept_index`): building a 100k-chunk library takes minutes."""
+    from chromadb.api.client import SharedSystemClient
+
+    from bench.common import kept_index, scratch_index
+    from docchat.llm.embeddings import LocalMiniLMEmbedder
+
+    model, dimension = LocalMiniLMEmbedder.name, 384
     if keep is None:
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        url = await fresh_database()
-        if library:
-            await build_library(url, folder, library, chunks_per_document)
-        return url, folder, True
-    saved = keep / "database_url"
-    if saved.exists():
-        return saved.read_text().strip(), keep, False
-    url = await fresh_database()
-    if library:
-        await build_library(url, keep, library, chunks_per_document)
-    saved.write_text(url)
-    return url, keep, False
+        installation = scratch_index(model, dimension)
+    else:
+        installation = kept_index(keep / f"{library}-x{chunks_per_document}", model, dimension)
+    async with installation as kept:
+        if not kept.notes and library:
+            started = time.perf_counter()
+            await build_library(kept.sessionmaker, kept.store, library, chunks_per_document)
+            kept.notes["build_seconds"] = round(time.perf_counter() - started)
+        kept.keep()
+        # The server, a process of its own, opens the store next: this one lets go of it.
+        SharedSystemClient.clear_system_cache()
+        yield kept.url, kept.folder
 
 
 def serve_otlp(port_queue: Any) -> None:
@@ -329,10 +323,7 @@ async def main(
         collector.start()
         tracing_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": urls.get(timeout=30)}
     rows: list[list[object]] = []
-    with contextlib.ExitStack() as stack:
-        url, folder, temporary = await prepared_installation(
-            keep, library, chunks_per_document, stack
-        )
+    async with prepared_installation(keep, library, chunks_per_document) as (url, folder):
         for tracing in tracing_modes:
             port = free_port()
             base = f"http://127.0.0.1:{port}"
@@ -358,8 +349,6 @@ async def main(
         llm.terminate()
         if collector is not None:
             collector.terminate()
-        if temporary:
-            await drop_database(url)
     scope = (
         f"a shared library of {library:,} chunks ({library // chunks_per_document:,} documents) "
         "in every scope; "

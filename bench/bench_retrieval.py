@@ -131,7 +131,8 @@ async def main(queries: int, sizes: list[int]) -> None:
     rng = np.random.default_rng(3)
     rows = []
     for total in sizes:
-        async with scratch_index(embedder.name, DIMENSION) as (sessionmaker, store):
+        async with scratch_index(embedder.name, DIMENSION) as scratch:
+            sessionmaker, store = scratch.sessionmaker, scratch.store
             started = time.perf_counter()
             owners = await owners_in_database(sessionmaker)
             await fill(store, sessionmaker, owners, total, rng)

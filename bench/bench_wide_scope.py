@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import random
 import re
@@ -29,7 +28,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from sqlalchemy import insert
@@ -206,16 +204,13 @@ async def measure_shape(
     """p50 and p95 of each of `ROWS` over one shape of the library, how long its build took
     (and when) and the installation's chunk count. With `keep`, the installation is built in a folder of it once
     and reused by later runs."""
-    async with contextlib.AsyncExitStack() as stack:
-        if keep is None:
-            sessionmaker, store = await stack.enter_async_context(
-                scratch_index(embedder.name, DIMENSION)
-            )
-            notes: dict[str, Any] = {}
-        else:
-            folder = keep / f"{library}-{elsewhere}-x{chunks_per_document}"
-            kept = await stack.enter_async_context(kept_index(folder, embedder.name, DIMENSION))
-            sessionmaker, store, notes = kept.sessionmaker, kept.store, kept.notes
+    if keep is None:
+        installation = scratch_index(embedder.name, DIMENSION)
+    else:
+        folder = keep / f"{library}-{elsewhere}-x{chunks_per_document}"
+        installation = kept_index(folder, embedder.name, DIMENSION)
+    async with installation as kept:
+        sessionmaker, store, notes = kept.sessionmaker, kept.store, kept.notes
         built = "by an earlier run" if notes else "now"
         if not notes:
             started = time.perf_counter()
@@ -223,8 +218,7 @@ async def measure_shape(
                 await build(sessionmaker, store, library, elsewhere, chunks_per_document)
             )
             notes["build_seconds"] = time.perf_counter() - started
-            if keep is not None:
-                kept.keep()
+            kept.keep()
         async with sessionmaker() as session:
             reader = await session.get_one(User, uuid.UUID(notes["reader"]))
 

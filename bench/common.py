@@ -249,8 +249,9 @@ def schema_head() -> str:
 
 
 @dataclass
-class KeptIndex:
-    """A database and a Chroma store kept in a folder for later runs (`kept_index`)."""
+class BenchIndex:
+    """A migrated database and a vector store keeping its data in `folder`: kept for later
+    runs (`kept_index`) or removed after this one (`scratch_index`)."""
 
     sessionmaker: async_sessionmaker[AsyncSession]
     store: BlockingVectorStore
@@ -278,7 +279,7 @@ def _kept_notes(folder: Path) -> dict[str, Any]:
 @contextlib.asynccontextmanager
 async def kept_index(
     folder: Path, embedding_model: str, dimension: int
-) -> AsyncIterator[KeptIndex]:
+) -> AsyncIterator[BenchIndex]:
     """As `scratch_index`, but the database and the Chroma store stay, in `folder`, for later
     runs to reuse: a million-chunk build takes half an hour. A folder whose build never called
     `keep` (it failed or was stopped), or was made before a later migration, is built again
@@ -298,7 +299,7 @@ async def kept_index(
         (folder / "database_url").write_text(url)  # to drop it, should this build not finish
     engine = create_engine(url)
     try:
-        kept = KeptIndex(
+        kept = BenchIndex(
             create_sessionmaker(engine),
             open_store(folder, embedding_model, dimension),
             notes,
@@ -312,16 +313,16 @@ async def kept_index(
 
 
 @contextlib.asynccontextmanager
-async def scratch_index(
-    embedding_model: str, dimension: int
-) -> AsyncIterator[tuple[async_sessionmaker[AsyncSession], BlockingVectorStore]]:
+async def scratch_index(embedding_model: str, dimension: int) -> AsyncIterator[BenchIndex]:
     """A fresh migrated database and an empty persistent Chroma store in a temporary folder,
     both removed afterwards."""
     url = await fresh_database()
     engine = create_engine(url)
     try:
-        with tempfile.TemporaryDirectory() as folder:
-            yield create_sessionmaker(engine), open_store(Path(folder), embedding_model, dimension)
+        with tempfile.TemporaryDirectory() as name:
+            folder = Path(name)
+            store = open_store(folder, embedding_model, dimension)
+            yield BenchIndex(create_sessionmaker(engine), store, {}, folder, url)
     finally:
         await engine.dispose()
         await drop_database(url)
