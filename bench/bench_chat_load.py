@@ -9,11 +9,14 @@ LLM is the scripted OpenAI-protocol server answering at once, in a process of it
 sentence, or with `--answer-words N` an answer of N words streamed a word at a time, as a model
 streams its tokens: reading them is the server's work, on the event loop other users wait for).
 "Overhead" is each request's latency less the time the server waited for the LLM (the
-answer's `meta.llm_ms`): everything but the LLM. Each user owns one small document, so every
-message runs retrieval. Each user waits for the answer, then pauses for a random think time
-before the next message, as people in a chat do: 5-15 s is reading an answer and typing the
-next question, 1-3 s is a stress pace no person keeps up; the rows without think time send
-back to back, which measures the server's capacity (latency there is mostly queueing).
+answer's `meta.llm_ms`): everything but the LLM. "CPU ms / message" is the CPU the server's
+process and PostgreSQL's used during the scenario (read from /proc), divided by the messages
+answered: it depends far less than latency on what else the machine is doing. Each user owns
+one small document, so every message runs retrieval. Each user waits for the answer, then
+pauses for a random think time before the next message, as people in a chat do: 5-15 s is
+reading an answer and typing the next question, 1-3 s is a stress pace no person keeps up; the
+rows without think time send back to back, which measures the server's capacity (latency there
+is mostly queueing).
 
 `--library CHUNKS` puts a shared library of that many chunks (SQuAD prose, random vectors, as
 `bench_wide_scope` builds it) in every user's scope before the server starts: each message then
@@ -43,6 +46,8 @@ from bench.common import (
     machine,
     median,
     percentile,
+    postgres_cpu_seconds,
+    process_cpu_seconds,
     start_server,
     table,
     unfinished_documents,
@@ -143,12 +148,14 @@ async def scenario(
     stream: bool,
     think: tuple[float, float],
     asked: list[str],
+    server_pid: int,
 ) -> list[object]:
     results = Results()
     rng = random.Random(5)
     limits = httpx.Limits(max_connections=len(users) * 2)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         started = time.perf_counter()
+        server_cpu, database_cpu = process_cpu_seconds(server_pid), postgres_cpu_seconds()
         await asyncio.gather(
             *(
                 run_user(client, headers, messages, stream, think, rng, results, asked)
@@ -156,7 +163,10 @@ async def scenario(
             )
         )
         elapsed = time.perf_counter() - started
+        server_cpu = process_cpu_seconds(server_pid) - server_cpu
+        database_cpu = postgres_cpu_seconds() - database_cpu
     done = len(results.latency)
+    per_message = 1000 / max(done, 1)
     first_byte = (
         f"{median(results.first_byte):.0f} / {percentile(results.first_byte, 95):.0f}"
         if stream
@@ -174,6 +184,7 @@ async def scenario(
         f"{percentile(results.overhead, 95):.0f}",
         f"{median(results.retrieval):.0f} / {percentile(results.retrieval, 95):.0f}",
         first_byte,
+        f"{server_cpu * per_message:.0f} / {database_cpu * per_message:.0f}",
         results.errors,
     ]
 
@@ -339,7 +350,10 @@ async def main(
                 await wait_ready(base)
                 users = await users_with_notes(base, user_count)
                 rows += [
-                    [tracing, *await scenario(base, users, messages, stream, pause, asked)]
+                    [
+                        tracing,
+                        *await scenario(base, users, messages, stream, pause, asked, server.pid),
+                    ]
                     for pause in paces
                     for stream in (False, True)
                 ]
@@ -378,6 +392,7 @@ async def main(
                 "overhead p95 ms",
                 "search p50 / p95 ms",
                 "first byte p50 / p95 ms",
+                "CPU ms / message: server / PostgreSQL",
                 "errors",
             ],
             rows,
