@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Row,
     Select,
     SQLColumnExpression,
@@ -45,7 +46,7 @@ from docchat.kit.pagination import PageParams
 from docchat.users.models import User
 
 
-def owned_by(user_id: uuid.UUID) -> Select[Chat]:
+def owned_by(user_id: uuid.UUID | ColumnElement[uuid.UUID]) -> Select[Chat]:
     return select(Chat).where(Chat.owner_id == user_id, Chat.deleted_at.is_(None))
 
 
@@ -62,10 +63,18 @@ async def get_deleted_owned(
 async def get_owned(
     session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID, *, for_update: bool = False
 ) -> Chat | None:
-    statement = owned_by(user_id).where(Chat.id == chat_id)
-    if for_update:
-        statement = statement.with_for_update()
-    return (await session.execute(statement)).scalar_one_or_none()
+    """The user's chat (every message into a chat reads it: the statement is built once)."""
+    parameters = {"user_id": user_id, "chat_id": chat_id}
+    result = await session.execute(_owned_chat(for_update), parameters)
+    return result.scalar_one_or_none()
+
+
+@functools.cache
+def _owned_chat(for_update: bool) -> Select[Chat]:
+    statement = owned_by(bindparam("user_id", type_=Uuid())).where(
+        Chat.id == bindparam("chat_id", type_=Uuid())
+    )
+    return statement.with_for_update() if for_update else statement
 
 
 async def document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
@@ -149,7 +158,7 @@ async def link_message_documents(
     await session.execute(insert(MessageDocument).values(rows).on_conflict_do_nothing())
 
 
-def messages_of(chat_id: uuid.UUID) -> Select[Message]:
+def messages_of(chat_id: uuid.UUID | ColumnElement[uuid.UUID]) -> Select[Message]:
     """The chat's conversation: its messages but the earlier versions of its answers."""
     return select(Message).where(Message.chat_id == chat_id, Message.superseded_by_id.is_(None))
 
@@ -180,6 +189,23 @@ _CITES = case(
 )
 
 
+@functools.cache
+def _recent_history() -> Select[Any]:
+    """Every message's history read, built once (parameters: chat_id, before_seq, limit)."""
+    return (
+        messages_of(bindparam("chat_id", type_=Uuid()))
+        .add_columns(_CITES)
+        .options(*_TEXT_ONLY)
+        .where(
+            Message.seq < bindparam("before_seq"),
+            Message.role.in_([MessageRole.user, MessageRole.assistant]),
+            Message.status == MessageStatus.complete,
+        )
+        .order_by(Message.seq.desc())
+        .limit(bindparam("limit", type_=Integer()))
+    )
+
+
 async def recent_history(
     session: AsyncSession, chat_id: uuid.UUID, *, pairs: int, before_seq: int
 ) -> RecentHistory:
@@ -187,19 +213,8 @@ async def recent_history(
     still being written is not history yet."""
     if pairs <= 0:
         return RecentHistory([], last_answer_grounded=False)
-    statement = (
-        messages_of(chat_id)
-        .add_columns(_CITES)
-        .options(*_TEXT_ONLY)
-        .where(
-            Message.seq < before_seq,
-            Message.role.in_([MessageRole.user, MessageRole.assistant]),
-            Message.status == MessageStatus.complete,
-        )
-        .order_by(Message.seq.desc())
-        .limit(pairs * 2)
-    )
-    rows = (await session.execute(statement)).all()
+    parameters = {"chat_id": chat_id, "before_seq": before_seq, "limit": pairs * 2}
+    rows = (await session.execute(_recent_history(), parameters)).all()
     grounded = next(
         (bool(cites) for message, cites in rows if message.role == MessageRole.assistant), False
     )

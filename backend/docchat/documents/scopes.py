@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents.models import Document
 from docchat.documents.repository import readable_condition
-from docchat.membership.access import member_collection_ids
+from docchat.membership.access import collection_ids_of
 from docchat.membership.models import EVERYONE_ID
 from docchat.retrieval.index import DocumentRef, DocumentScope, ScopeCondition
 from docchat.retrieval.lexical import EXACT_SCOPE_CHUNKS
@@ -297,7 +297,7 @@ async def _rule(
     if among is None and collections is None:
         if category_id is not None:  # a category holds its owner's documents only
             return ScopeRule(user.id, own=True, category_id=category_id)
-        member_of = (await session.execute(member_collection_ids(user.id))).scalars().all()
+        member_of = await collection_ids_of(session, user.id)
         return ScopeRule(user.id, own=True, everyone=True, collections=_sorted(member_of))
     chosen: Sequence[uuid.UUID] = ()
     if among:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import functools
 import uuid
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, Uuid, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.users.models import User
@@ -26,8 +27,15 @@ async def get_by_id(session: AsyncSession, user_id: uuid.UUID) -> User | None:
 
 
 async def get_active(session: AsyncSession, user_id: uuid.UUID) -> User | None:
-    statement = active_users().where(User.id == user_id, User.is_active.is_(True))
-    return (await session.execute(statement)).scalar_one_or_none()
+    """The signed-in account of every request: its statement is built once."""
+    result = await session.execute(_active_by_id(), {"user_id": user_id})
+    return result.scalar_one_or_none()
+
+
+@functools.cache
+def _active_by_id() -> Select[User]:
+    user_id = bindparam("user_id", type_=Uuid())
+    return active_users().where(User.id == user_id, User.is_active.is_(True))
 
 
 async def email_of(session: AsyncSession, user_id: uuid.UUID) -> str | None:
