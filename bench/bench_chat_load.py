@@ -11,12 +11,14 @@ streams its tokens: reading them is the server's work, on the event loop other u
 "Overhead" is each request's latency less the time the server waited for the LLM (the
 answer's `meta.llm_ms`): everything but the LLM. "CPU ms / message" is the CPU the server's
 process and PostgreSQL's used during the scenario (read from /proc), divided by the messages
-answered: it depends far less than latency on what else the machine is doing. Each user owns
-one small document, so every message runs retrieval. Each user waits for the answer, then
-pauses for a random think time before the next message, as people in a chat do: 5-15 s is
-reading an answer and typing the next question, 1-3 s is a stress pace no person keeps up; the
-rows without think time send back to back, which measures the server's capacity (latency there
-is mostly queueing).
+answered: it depends far less than latency on what else the machine is doing. It counts all
+the server did meanwhile (idle, with its worker looking at the queue every second, it uses
+about 4 ms a second) and every PostgreSQL process on the machine ("n/a" for a database
+elsewhere). Each user owns one small document, so every message runs retrieval. Each user
+waits for the answer, then pauses for a random think time before the next message, as people
+in a chat do: 5-15 s is reading an answer and typing the next question, 1-3 s is a stress pace
+no person keeps up; the rows without think time send back to back, which measures the
+server's capacity (latency there is mostly queueing).
 
 `--library CHUNKS` puts a shared library of that many chunks (SQuAD prose, random vectors, as
 `bench_wide_scope` builds it) in every user's scope before the server starts: each message then
@@ -164,9 +166,14 @@ async def scenario(
         )
         elapsed = time.perf_counter() - started
         server_cpu = process_cpu_seconds(server_pid) - server_cpu
-        database_cpu = postgres_cpu_seconds() - database_cpu
+        database_after = postgres_cpu_seconds()
     done = len(results.latency)
     per_message = 1000 / max(done, 1)
+    database = (
+        "n/a"
+        if database_cpu is None or database_after is None
+        else f"{(database_after - database_cpu) * per_message:.0f}"
+    )
     first_byte = (
         f"{median(results.first_byte):.0f} / {percentile(results.first_byte, 95):.0f}"
         if stream
@@ -184,7 +191,7 @@ async def scenario(
         f"{percentile(results.overhead, 95):.0f}",
         f"{median(results.retrieval):.0f} / {percentile(results.retrieval, 95):.0f}",
         first_byte,
-        f"{server_cpu * per_message:.0f} / {database_cpu * per_message:.0f}",
+        f"{server_cpu * per_message:.0f} / {database}",
         results.errors,
     ]
 
@@ -248,8 +255,6 @@ async def prepared_installation(
     Without `keep`, both are new and removed afterwards. With `keep`, the installation of these
     `library` and `chunks_per_document` is kept in a folder of `keep` of their name and reused
     by later runs (`bench.common.kept_index`): building a 100k-chunk library takes minutes."""
-    from chromadb.api.client import SharedSystemClient
-
     from bench.common import kept_index, scratch_index
     from docchat.llm.embeddings import LocalMiniLMEmbedder
 
@@ -264,8 +269,7 @@ async def prepared_installation(
             await build_library(kept.sessionmaker, kept.store, library, chunks_per_document)
             kept.notes["build_seconds"] = round(time.perf_counter() - started)
         kept.keep()
-        # The server, a process of its own, opens the store next: this one lets go of it.
-        SharedSystemClient.clear_system_cache()
+        kept.release_store()  # the server, a process of its own, opens it next
         yield kept.url, kept.folder
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -21,6 +22,7 @@ import httpx
 import numpy as np
 from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
+from chromadb.api.shared_system_client import SharedSystemClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -67,17 +69,17 @@ def process_cpu_seconds(pid: int) -> float:
     return _cpu_of(Path(f"/proc/{pid}/stat").read_text(), children=False)
 
 
-def postgres_cpu_seconds() -> float:
-    """The CPU PostgreSQL's processes have used so far, those that have exited included (the
-    postmaster counts its reaped backends). Readable here as the server runs as this user or
-    the bench runs as root; 0 where /proc is not."""
-    total = 0.0
+def postgres_cpu_seconds() -> float | None:
+    """The CPU every PostgreSQL process on this machine has used so far (other databases'
+    work too), those that have exited included (the postmaster counts its reaped backends);
+    None when none is visible (a server elsewhere, no /proc)."""
+    total, seen = 0.0, False
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError):
             line = stat.read_text()
             if "(postgres)" in line:
-                total += _cpu_of(line, children=True)
-    return total
+                total, seen = total + _cpu_of(line, children=True), True
+    return total if seen else None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -284,12 +286,25 @@ class BenchIndex:
     runs (`kept_index`) or removed after this one (`scratch_index`)."""
 
     sessionmaker: async_sessionmaker[AsyncSession]
-    store: BlockingVectorStore
     # Empty when the installation is new: the run builds it, puts in what later runs need
     # (its reader, how long the build took), then calls `keep`.
     notes: dict[str, Any]
     folder: Path
     url: str
+    embedding_model: str
+    dimension: int
+
+    @functools.cached_property
+    def store(self) -> BlockingVectorStore:
+        """The folder's vector store, opened when first used."""
+        return open_store(self.folder, self.embedding_model, self.dimension)
+
+    def release_store(self) -> None:
+        """Drop this process's client of the store, so that a server the bench starts is the
+        only process with the folder open (an embedded Chroma is not shared between
+        processes)."""
+        self.__dict__.pop("store", None)
+        SharedSystemClient.clear_system_cache()
 
     def keep(self) -> None:
         """Save the notes: later runs reuse the installation (even if this one fails after)."""
@@ -330,11 +345,7 @@ async def kept_index(
     engine = create_engine(url)
     try:
         kept = BenchIndex(
-            create_sessionmaker(engine),
-            open_store(folder, embedding_model, dimension),
-            notes,
-            folder,
-            url,
+            create_sessionmaker(engine), notes, folder, url, embedding_model, dimension
         )
         yield kept
         kept.keep()
@@ -350,9 +361,8 @@ async def scratch_index(embedding_model: str, dimension: int) -> AsyncIterator[B
     engine = create_engine(url)
     try:
         with tempfile.TemporaryDirectory() as name:
-            folder = Path(name)
-            store = open_store(folder, embedding_model, dimension)
-            yield BenchIndex(create_sessionmaker(engine), store, {}, folder, url)
+            sessionmaker = create_sessionmaker(engine)
+            yield BenchIndex(sessionmaker, {}, Path(name), url, embedding_model, dimension)
     finally:
         await engine.dispose()
         await drop_database(url)
