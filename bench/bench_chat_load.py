@@ -37,11 +37,16 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from tests.support.llm_server import Reply, ScriptedLLM, free_port
 from tests.support.users import auth_headers
+
+if TYPE_CHECKING:  # the model server's process imports this module: kept light
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+    from docchat.retrieval.index import BlockingVectorStore
 
 from bench.common import (
     ROOT,
@@ -219,7 +224,10 @@ def serve_llm(port: int, ready: Any, content: str = SHORT_ANSWER, seconds: float
 
 
 async def build_library(
-    sessionmaker: Any, store: Any, chunks: int, chunks_per_document: int
+    sessionmaker: async_sessionmaker[AsyncSession],
+    store: BlockingVectorStore,
+    chunks: int,
+    chunks_per_document: int,
 ) -> None:
     """A library of `chunks` chunks in documents of `chunks_per_document` chunks, shared with
     everyone, written into `store` (the default collection of the folder the server reads)."""
@@ -255,15 +263,11 @@ async def prepared_installation(
     Without `keep`, both are new and removed afterwards. With `keep`, the installation of these
     `library` and `chunks_per_document` is kept in a folder of `keep` of their name and reused
     by later runs (`bench.common.kept_index`): building a 100k-chunk library takes minutes."""
-    from bench.common import kept_index, scratch_index
+    from bench.common import bench_index
     from docchat.llm.embeddings import LocalMiniLMEmbedder
 
-    model, dimension = LocalMiniLMEmbedder.name, 384
-    if keep is None:
-        installation = scratch_index(model, dimension)
-    else:
-        installation = kept_index(keep / f"{library}-x{chunks_per_document}", model, dimension)
-    async with installation as kept:
+    folder = None if keep is None else keep / f"{library}-x{chunks_per_document}"
+    async with bench_index(folder, LocalMiniLMEmbedder.name, 384) as kept:
         if not kept.notes and library:
             started = time.perf_counter()
             await build_library(kept.sessionmaker, kept.store, library, chunks_per_document)

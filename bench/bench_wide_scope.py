@@ -35,12 +35,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
 from bench.common import (
-    kept_index,
+    bench_index,
     machine,
     median,
     percentile,
     record_completion,
-    scratch_index,
     table,
     write_chunks,
 )
@@ -204,12 +203,8 @@ async def measure_shape(
     """p50 and p95 of each of `ROWS` over one shape of the library, how long its build took
     (and when) and the installation's chunk count. With `keep`, the installation is built in a folder of it once
     and reused by later runs."""
-    if keep is None:
-        installation = scratch_index(embedder.name, DIMENSION)
-    else:
-        folder = keep / f"{library}-{elsewhere}-x{chunks_per_document}"
-        installation = kept_index(folder, embedder.name, DIMENSION)
-    async with installation as kept:
+    folder = None if keep is None else keep / f"{library}-{elsewhere}-x{chunks_per_document}"
+    async with bench_index(folder, embedder.name, DIMENSION) as kept:
         sessionmaker, store, notes = kept.sessionmaker, kept.store, kept.notes
         built = "by an earlier run" if notes else "now"
         if not notes:

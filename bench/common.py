@@ -353,6 +353,16 @@ async def kept_index(
         await engine.dispose()
 
 
+def bench_index(
+    folder: Path | None, embedding_model: str, dimension: int
+) -> contextlib.AbstractAsyncContextManager[BenchIndex]:
+    """The installation a bench builds: kept in `folder` (`kept_index`), or, without one, for
+    this run only (`scratch_index`)."""
+    if folder is None:
+        return scratch_index(embedding_model, dimension)
+    return kept_index(folder, embedding_model, dimension)
+
+
 @contextlib.asynccontextmanager
 async def scratch_index(embedding_model: str, dimension: int) -> AsyncIterator[BenchIndex]:
     """A fresh migrated database and an empty persistent Chroma store in a temporary folder,
