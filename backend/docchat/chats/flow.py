@@ -195,9 +195,7 @@ class MessageFlow:
             if turn.retitle is not None:
                 old, new = turn.retitle
                 await repository.retitle(session, turn.chat_id, old=old, new=new)
-            await events_service.record(
-                session, events_service.RESPONSE_GENERATED, turn.user_id, payload
-            )
+            events_service.add(session, events_service.RESPONSE_GENERATED, turn.user_id, payload)
             saved = MessageRead.model_validate(message)
             if turn.keeps_answer_id is not None:
                 versions = await chats_service.earlier_versions(session, [message.id])

@@ -87,23 +87,32 @@ class ChatLinks(NamedTuple):
     collection_ids: list[uuid.UUID]
 
 
-async def links(session: AsyncSession, chat_id: uuid.UUID) -> ChatLinks:
-    """The documents and the collections linked to the chat, in one round trip (every message
-    into a chat reads both)."""
-    documents, collections = (await session.execute(_links_statement(), {"chat_id": chat_id})).one()
-    return ChatLinks(list(documents or []), list(collections or []))
+async def get_owned_for_message(
+    session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID
+) -> tuple[Chat, ChatLinks] | None:
+    """The user's chat, locked for a message into it, with the documents and collections
+    linked to it: what every message into a chat reads first, in one round trip."""
+    parameters = {"user_id": user_id, "chat_id": chat_id}
+    row = (await session.execute(_chat_for_message(), parameters)).one_or_none()
+    if row is None:
+        return None
+    chat, documents, collections = row
+    return chat, ChatLinks(list(documents or []), list(collections or []))
 
 
 @functools.cache
-def _links_statement() -> Select[Any]:
-    chat_id = bindparam("chat_id", type_=Uuid())
+def _chat_for_message() -> Select[Any]:
     documents = select(func.array_agg(ChatDocument.document_id)).where(
-        ChatDocument.chat_id == chat_id
+        ChatDocument.chat_id == Chat.id
     )
     collections = select(func.array_agg(ChatCollection.collection_id)).where(
-        ChatCollection.chat_id == chat_id
+        ChatCollection.chat_id == Chat.id
     )
-    return select(documents.scalar_subquery(), collections.scalar_subquery())
+    return (
+        _owned_chat(for_update=False)
+        .add_columns(documents.scalar_subquery(), collections.scalar_subquery())
+        .with_for_update(of=Chat)
+    )
 
 
 async def link_documents(
@@ -391,42 +400,48 @@ async def message_document_ids(session: AsyncSession, chat_id: uuid.UUID) -> lis
     return [row[0] for row in (await session.execute(statement)).all()]
 
 
-async def add_message(
-    session: AsyncSession, chat: Chat, role: MessageRole, content: str, **fields: Any
-) -> Message:
-    """A new message at the end of `chat` (which becomes the most recently active, and is no
-    longer archived once asked something)."""
-    message = Message(chat_id=chat.id, role=role, content=content, **fields)
-    session.add(message)
+def add_exchange(session: AsyncSession, chat: Chat, question: str) -> tuple[Message, Message]:
+    """A question at the end of `chat` and its answer's row, empty and `streaming` (from then on
+    any process can show how far the answer has got). The chat becomes the most recently active
+    and is no longer archived. Added, not flushed: the caller flushes them with whatever else the
+    turn writes."""
+    # Ids and statuses given, so that the two rows have the same columns and go in one INSERT
+    # (its rows are numbered in the order given: the question first).
+    asked = Message(
+        id=uuid.uuid4(),
+        chat_id=chat.id,
+        role=MessageRole.user,
+        content=question,
+        status=MessageStatus.complete,
+    )
+    answer = Message(
+        id=uuid.uuid4(),
+        chat_id=chat.id,
+        role=MessageRole.assistant,
+        content="",
+        status=MessageStatus.streaming,
+    )
+    session.add_all([asked, answer])
     chat.updated_at = utcnow()
-    if role == MessageRole.user:
-        chat.archived_at = None
-    await session.flush()
-    return message
+    chat.archived_at = None
+    return asked, answer
 
 
 # -- answers in progress ---------------------------------------------------------------------
-
-
-async def add_answer_in_progress(session: AsyncSession, chat: Chat) -> Message:
-    """The answer's row, empty and `streaming`, saved with its question: from then on any
-    process can show how far it has got."""
-    message = Message(
-        chat_id=chat.id, role=MessageRole.assistant, content="", status=MessageStatus.streaming
-    )
-    session.add(message)
-    await session.flush()
-    return message
 
 
 async def complete_answer(
     session: AsyncSession, chat_id: uuid.UUID, answer_id: uuid.UUID, **fields: Any
 ) -> Message:
     """The finished answer, written over its row (a new row if an edit removed it meanwhile)."""
+    now = utcnow()
+    # The chat becomes the most recently active in the same statement.
+    touched = update(Chat).where(Chat.id == chat_id).values(updated_at=now).cte("touched")
     statement = (
         update(Message)
+        .add_cte(touched)
         .where(Message.id == answer_id)
-        .values(status=MessageStatus.complete, updated_at=utcnow(), **fields)
+        .values(status=MessageStatus.complete, updated_at=now, **fields)
         .returning(Message)
         .execution_options(synchronize_session=False)
     )
@@ -434,8 +449,7 @@ async def complete_answer(
     if message is None:
         message = Message(chat_id=chat_id, role=MessageRole.assistant, **fields)
         session.add(message)
-    await session.execute(update(Chat).where(Chat.id == chat_id).values(updated_at=utcnow()))
-    await session.flush()
+        await session.flush()
     return message
 
 

@@ -119,9 +119,17 @@ def searches_as_worded(settings: Settings, request: MessageCreate) -> bool:
     return not (_reformulate(settings, request) or followups.refers_back(request.content))
 
 
-async def _open_chat(session: AsyncSession, user: User, request: MessageCreate) -> Chat:
+async def _open_chat(
+    session: AsyncSession,
+    user: User,
+    request: MessageCreate,
+    requested: list[Document],
+    collections: list[uuid.UUID],
+) -> tuple[Chat, repository.ChatLinks]:
+    """The message's chat (a new one linked to the message's documents and collections) and
+    what is linked to it."""
     if request.chat_id is None:
-        return await chats_service.create(
+        chat = await chats_service.create(
             session,
             user,
             title=chats_service.title_from(request.content),
@@ -129,14 +137,18 @@ async def _open_chat(session: AsyncSession, user: User, request: MessageCreate) 
             document_ids=request.document_ids,
             collection_ids=request.collection_ids,
         )
+        return chat, repository.ChatLinks([d.id for d in requested], list(collections))
     # Locked so that two messages sent at once into one chat are numbered one after the other.
-    return await chats_service.get_owned(session, user, request.chat_id, for_update=True)
+    found = await repository.get_owned_for_message(session, user.id, request.chat_id)
+    if found is None:
+        raise NotFound("Chat not found")
+    return found
 
 
 async def _scope(
     session: AsyncSession,
     user: User,
-    chat: Chat,
+    linked: repository.ChatLinks,
     requested: list[Document],
     collections: list[uuid.UUID],
 ) -> tuple[Scope, DocumentScope]:
@@ -146,7 +158,6 @@ async def _scope(
         return "message", await search_scope(
             session, user, among=[d.id for d in requested], collections=collections
         )
-    linked = await repository.links(session, chat.id)
     # A chat linked to a collection since revoked still searches only what it is linked to.
     if linked.document_ids or linked.collection_ids:
         readable = await chats_service.readable_collection_ids(session, user, linked.collection_ids)
@@ -303,26 +314,26 @@ async def start_turn(
         raise Unprocessable(f"The message is too long: at most {limit} characters")
     requested = await documents_service.require_readable(session, user, request.document_ids)
     collections = await sharing.require_readable(session, user, request.collection_ids)
-    chat = await _open_chat(session, user, request)
+    chat, linked = await _open_chat(session, user, request, requested, collections)
     replaced = await _replaced_question(session, chat, request.replaces)
     regenerated = await _regenerated_answer(session, chat, replaced, request.content)
     if replaced is not None and not requested and not collections:
         requested = await _documents_of(session, user, replaced)
     options = _options(settings, user, chat, request)
-    scope, documents = await _scope(session, user, chat, requested, collections)
+    scope, documents = await _scope(session, user, linked, requested, collections)
     if on_scope is not None:
         on_scope(scope, documents, options)
-    message = await repository.add_message(session, chat, MessageRole.user, request.content)
-    answer = await repository.add_answer_in_progress(session, chat)
-    await repository.link_message_documents(session, message.id, [d.id for d in requested])
-    if options.retrieval == "tool":
-        documents = await _conversation_documents(session, user, chat, documents)
-    await events_service.record(
+    message, answer = repository.add_exchange(session, chat, request.content)
+    events_service.add(
         session,
         events_service.QUERY_SUBMITTED,
         user.id,
         {"chat_id": str(chat.id), "query": request.content[:1000], "model": options.model},
     )
+    await session.flush()  # the turn's rows written together: their numbers are needed next
+    await repository.link_message_documents(session, message.id, [d.id for d in requested])
+    if options.retrieval == "tool":
+        documents = await _conversation_documents(session, user, chat, documents)
     # An edited question's history is what came before the question it replaces.
     history_end = replaced.seq if replaced is not None else message.seq
     recent, earlier, remembered, summary = await _remembered(

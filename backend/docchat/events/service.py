@@ -27,10 +27,19 @@ ROUTING_KEYS = {
 async def record(
     session: AsyncSession, event_type: str, user_id: uuid.UUID | None, payload: dict[str, Any]
 ) -> Event:
+    event = add(session, event_type, user_id, payload)
+    await session.flush()
+    return event
+
+
+def add(
+    session: AsyncSession, event_type: str, user_id: uuid.UUID | None, payload: dict[str, Any]
+) -> Event:
+    """The event, added to the session's transaction and written with its next flush (a
+    message's events go with its other rows, not in a round trip of their own)."""
     # Model-written text may carry NUL characters, which PostgreSQL's JSONB refuses.
     event = Event(type=event_type, user_id=user_id, payload=strip_nul(payload))
     session.add(event)
-    await session.flush()
     return event
 
 
