@@ -60,21 +60,18 @@ async def get_deleted_owned(
     return (await session.execute(statement)).scalar_one_or_none()
 
 
-async def get_owned(
-    session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID, *, for_update: bool = False
-) -> Chat | None:
-    """The user's chat (every message into a chat reads it: the statement is built once)."""
+async def get_owned(session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID) -> Chat | None:
+    """The user's chat (read on every request about one: the statement is built once)."""
     parameters = {"user_id": user_id, "chat_id": chat_id}
-    result = await session.execute(_owned_chat(for_update), parameters)
+    result = await session.execute(_owned_chat(), parameters)
     return result.scalar_one_or_none()
 
 
 @functools.cache
-def _owned_chat(for_update: bool) -> Select[Chat]:
-    statement = owned_by(bindparam("user_id", type_=Uuid())).where(
+def _owned_chat() -> Select[Chat]:
+    return owned_by(bindparam("user_id", type_=Uuid())).where(
         Chat.id == bindparam("chat_id", type_=Uuid())
     )
-    return statement.with_for_update() if for_update else statement
 
 
 async def document_ids(session: AsyncSession, chat_id: uuid.UUID) -> list[uuid.UUID]:
@@ -91,7 +88,10 @@ async def get_owned_for_message(
     session: AsyncSession, user_id: uuid.UUID, chat_id: uuid.UUID
 ) -> tuple[Chat, ChatLinks] | None:
     """The user's chat, locked for a message into it, with the documents and collections
-    linked to it: what every message into a chat reads first, in one round trip."""
+    linked to it: what every message into a chat reads first, in one round trip.
+
+    The links are read as the statement began: a message that waited for the lock while a
+    document was being linked searches as if it had been sent just before the link."""
     parameters = {"user_id": user_id, "chat_id": chat_id}
     row = (await session.execute(_chat_for_message(), parameters)).one_or_none()
     if row is None:
@@ -109,7 +109,7 @@ def _chat_for_message() -> Select[Any]:
         ChatCollection.chat_id == Chat.id
     )
     return (
-        _owned_chat(for_update=False)
+        _owned_chat()
         .add_columns(documents.scalar_subquery(), collections.scalar_subquery())
         .with_for_update(of=Chat)
     )

@@ -38,10 +38,8 @@ def title_from(content: str) -> str:
     return single_line[:TITLE_CHARS] or "New chat"
 
 
-async def get_owned(
-    session: AsyncSession, user: User, chat_id: uuid.UUID, *, for_update: bool = False
-) -> Chat:
-    chat = await repository.get_owned(session, user.id, chat_id, for_update=for_update)
+async def get_owned(session: AsyncSession, user: User, chat_id: uuid.UUID) -> Chat:
+    chat = await repository.get_owned(session, user.id, chat_id)
     if chat is None:
         raise NotFound("Chat not found")
     return chat
