@@ -45,6 +45,16 @@ async def get_owned(session: AsyncSession, user: User, chat_id: uuid.UUID) -> Ch
     return chat
 
 
+async def get_owned_for_message(
+    session: AsyncSession, user: User, chat_id: uuid.UUID
+) -> tuple[Chat, repository.ChatLinks]:
+    """The user's chat, locked for a message into it, with what is linked to it."""
+    found = await repository.get_owned_for_message(session, user.id, chat_id)
+    if found is None:
+        raise NotFound("Chat not found")
+    return found
+
+
 async def create(
     session: AsyncSession,
     user: User,

@@ -139,10 +139,7 @@ async def _open_chat(
         )
         return chat, repository.ChatLinks([d.id for d in requested], list(collections))
     # Locked so that two messages sent at once into one chat are numbered one after the other.
-    found = await repository.get_owned_for_message(session, user.id, request.chat_id)
-    if found is None:
-        raise NotFound("Chat not found")
-    return found
+    return await chats_service.get_owned_for_message(session, user, request.chat_id)
 
 
 async def _scope(
