@@ -61,6 +61,20 @@ def test_the_best_sentence_is_quoted_with_the_marker_of_its_passage() -> None:
     assert answer.startswith(extractive.INTRODUCTION)
 
 
+def test_the_sentence_under_a_heading_is_quoted_not_the_heading() -> None:
+    """Seen in a keyless installation: a Markdown guide's "## Parking" was quoted as the answer
+    to a question about parking, instead of the sentence that says where and for how much."""
+    guide = (
+        "# Harbour guide\n\n## Ferries\n\nThe night ferry leaves at 23:40 from pier 4.\n\n"
+        "## Parking\n\nLong-stay parking is behind the fish market and costs 6 euros a day."
+    )
+    result = extractive.answer("Where do I park for a week?", _entries(guide))
+    assert result is not None
+    assert _quoted(result[0]) == {
+        1: "Long-stay parking is behind the fish market and costs 6 euros a day."
+    }
+
+
 def test_an_extractive_answer_never_cites_a_passage_it_does_not_quote() -> None:
     questions = [
         "When does the Lumen ferry to Varholm leave?",

@@ -149,6 +149,46 @@ def test_the_answer_decides_between_sentences_the_question_matches_alike() -> No
     assert span is not None and "11:40" in span.text
 
 
+HARBOUR = (
+    "# Harbour guide\n\n"
+    "## Ferries\n\n"
+    "The night ferry to the islands leaves at 23:40 from pier 4. Tickets are sold on board.\n\n"
+    "## Parking\n\n"
+    "Long-stay parking is behind the fish market and costs 6 euros a day."
+)
+
+
+def test_a_heading_that_holds_the_questions_word_gives_way_to_its_sections_sentence() -> None:
+    """ "## Parking" and the sentence under it both hold "park": the sentence is what answers
+    (the heading won, and a keyless answer quoted "## Parking…")."""
+    span = highlight(HARBOUR, "Where do I park for a week?")
+    _is_exact(HARBOUR, span)
+    assert span is not None
+    assert span.text == "Long-stay parking is behind the fish market and costs 6 euros a day."
+
+
+def test_a_heading_alone_matching_shows_the_first_sentence_under_it() -> None:
+    """A question that only a heading's words match (the document's title here) is shown the
+    first sentence of that heading's section, subsections included, not the bare heading."""
+    span = highlight(HARBOUR, "What is in the harbour guide?")
+    assert span is not None and span.text.startswith("The night ferry to the islands")
+
+
+def test_a_heading_on_the_line_above_its_text_is_not_quoted_with_it() -> None:
+    passage = (
+        "## Parking\nLong-stay parking is behind the fish market.\n"
+        "## Ferries\nThe ferry leaves at nine."
+    )
+    assert [passage[unit.start : unit.end] for unit in units_of(passage)] == [
+        "## Parking",
+        "Long-stay parking is behind the fish market.",
+        "## Ferries",
+        "The ferry leaves at nine.",
+    ]
+    span = highlight(passage, "Where can I park?")
+    assert span is not None and span.text == "Long-stay parking is behind the fish market."
+
+
 def test_an_empty_passage_has_no_highlight() -> None:
     assert highlight("  \n ", "anything?") is None
 
