@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from docchat.retrieval.highlight import (
     HIGHLIGHT_CHARS,
     PREVIEW_CHARS,
@@ -187,6 +189,40 @@ def test_a_heading_on_the_line_above_its_text_is_not_quoted_with_it() -> None:
     ]
     span = highlight(passage, "Where can I park?")
     assert span is not None and span.text == "Long-stay parking is behind the fish market."
+
+
+@pytest.mark.parametrize(
+    ("passage", "question", "shown"),
+    [
+        (  # a numbered heading (its "1." does not end a sentence of its own)
+            "## 1. Parking\n\nLong-stay parking is behind the fish market.",
+            "Where do I park for a week?",
+            "Long-stay parking is behind the fish market.",
+        ),
+        (  # a heading right after a list, with no blank line around it
+            "- Free wifi\n- Lockers\n## Parking\nLong-stay parking is behind the fish market.",
+            "Where do I park?",
+            "Long-stay parking is behind the fish market.",
+        ),
+        (  # a comment in a code block is code, not a heading
+            "Run the backup first.\n\n```bash\npg_dump docchat > backup.sql\n"
+            "# restart the service afterwards\n```\n\nThe upgrade takes five minutes.",
+            "When do I restart the service?",
+            "```bash\npg_dump docchat > backup.sql\n# restart the service afterwards\n```",
+        ),
+        (  # items of a list numbered with "#" end in a full stop: sentences, not headings
+            "To reset the router:\n# Unplug it.\n# Plug it back in.\n\nThe warranty lasts.",
+            "When do I plug it back in?",
+            "To reset the router:\n# Unplug it.\n# Plug it back in.",
+        ),
+    ],
+)
+def test_what_is_a_heading_and_what_is_shown_for_one(
+    passage: str, question: str, shown: str
+) -> None:
+    span = highlight(passage, question)
+    _is_exact(passage, span)
+    assert span is not None and span.text == shown
 
 
 def test_an_empty_passage_has_no_highlight() -> None:

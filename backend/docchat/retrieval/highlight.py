@@ -50,8 +50,10 @@ _SENTENCE_END = re.compile(
 )
 
 
-# A Markdown heading line, as readers write them and as documents' structure is kept.
-_HEADING = re.compile(r"(#{1,6})[ \t]")
+# A Markdown heading line, as readers write them and as documents' structure is kept, and the
+# fence of a code block (whose "# comment" lines are not headings).
+_HEADING_LINE = re.compile(r"^(#{1,6})[ \t][^\n]*", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]{0,3}(?:```|~~~)", re.MULTILINE)
 
 
 # Words that end in a full stop without ending a sentence.
@@ -112,11 +114,12 @@ class Highlight(BaseModel):
 
 @dataclass(frozen=True)
 class Unit:
-    """A sentence or a table row, at `passage[start:end]`."""
+    """A sentence, a table row or a heading line, at `passage[start:end]`."""
 
     start: int
     end: int
     row: int | None = None
+    heading: int = 0  # a Markdown heading line's level (1 to 6)
 
     @property
     def length(self) -> int:
@@ -166,29 +169,47 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _prose_units(text: str, start: int, end: int) -> Iterable[Unit]:
+def _prose_units(
+    text: str, start: int, end: int, headings: Sequence[tuple[int, int, int]]
+) -> Iterable[Unit]:
+    """The sentences of `text[start:end]`, and its heading lines as units of their own."""
+    begin = start
+    for first, last, level in headings:
+        if start <= first and last <= end:
+            yield from _sentences(text, begin, first)
+            yield Unit(first, last, heading=level)
+            begin = last
+    yield from _sentences(text, begin, end)
+
+
+def _sentences(text: str, start: int, end: int) -> Iterable[Unit]:
     begin = start
     for match in _SENTENCE_END.finditer(text, start, end):
         after_stop = "\n" not in match.group()
         if after_stop and not _ends_sentence(text, match.start()):
             continue
-        yield from _heading_apart(text, begin, match.start())
+        first, last = _trimmed(text, begin, match.start())
+        if first < last:
+            yield Unit(first, last)
         begin = match.end()
-    yield from _heading_apart(text, begin, end)
-
-
-def _heading_apart(text: str, start: int, end: int) -> Iterable[Unit]:
-    """`text[start:end]` as a unit, or two when it starts with a heading line (a heading
-    followed by its text on the next line): the heading, then what follows it."""
-    first, last = _trimmed(text, start, end)
-    if first >= last:
-        return
-    newline = text.find("\n", first, last) if _HEADING.match(text, first) else -1
-    if newline == -1:
+    first, last = _trimmed(text, begin, end)
+    if first < last:
         yield Unit(first, last)
-        return
-    yield from _heading_apart(text, first, newline)
-    yield from _heading_apart(text, newline + 1, last)
+
+
+def _heading_lines(passage: str) -> list[tuple[int, int, int]]:
+    """The passage's Markdown heading lines outside code blocks: (start, end, level). A line
+    that ends in a full stop is read as a sentence: headings rarely end so, while items of a
+    list numbered with "#" and a heading that states its fact ("## Parking: behind the
+    market.") do."""
+    fences = [fence.start() for fence in _FENCE.finditer(passage)]
+    found = []
+    for line in _HEADING_LINE.finditer(passage):
+        in_code = sum(1 for fence in fences if fence < line.start()) % 2 == 1
+        first, last = _trimmed(passage, line.start(), line.end())
+        if not in_code and not passage[first:last].endswith("."):
+            found.append((first, last, len(line.group(1))))
+    return found
 
 
 def _first_row(location: str | None) -> int | None:
@@ -204,9 +225,10 @@ def units_of(passage: str, location: str | None = None) -> list[Unit]:
     first_row = _first_row(location)
     position = 0
     data_rows = 0
+    headings = _heading_lines(passage)
     lines = list(_TABLE_ROW.finditer(passage))
     for index, line in enumerate(lines):
-        units.extend(_prose_units(passage, position, line.start()))
+        units.extend(_prose_units(passage, position, line.start(), headings))
         position = line.end()
         following = lines[index + 1] if index + 1 < len(lines) else None
         if TABLE_RULE.match(line.group()):
@@ -218,7 +240,7 @@ def units_of(passage: str, location: str | None = None) -> list[Unit]:
         row = first_row + data_rows if first_row is not None else None
         data_rows += 1
         units.append(Unit(start, end, row))
-    units.extend(_prose_units(passage, position, len(passage)))
+    units.extend(_prose_units(passage, position, len(passage), headings))
     return units
 
 
@@ -264,7 +286,7 @@ def _span(passage: str, units: Sequence[Unit], index: int, scores: Sequence[floa
         gap = passage[min(units[last].end, unit.end) : max(units[first].start, unit.start)]
         return (
             unit.row is None
-            and not _is_heading(passage, unit)
+            and not unit.heading
             and end - start <= HIGHLIGHT_CHARS
             and "\n\n" not in gap
         )
@@ -345,28 +367,18 @@ def _window_starts(unit: Unit) -> list[int]:
     return starts
 
 
-def _heading_level(passage: str, unit: Unit) -> int:
-    """1 to 6 for a heading line (its number of #), 0 for anything else."""
-    found = _HEADING.match(passage, unit.start) if unit.row is None else None
-    return len(found.group(1)) if found else 0
-
-
-def _is_heading(passage: str, unit: Unit) -> bool:
-    return _heading_level(passage, unit) > 0
-
-
-def _said_under(passage: str, units: Sequence[Unit], index: int, scores: Sequence[float]) -> int:
+def _said_under(units: Sequence[Unit], index: int, scores: Sequence[float]) -> int:
     """For a heading, the unit that says something in its section: the best-scoring (of those
     alike, the first) of the units under it, its subsections' included, up to the next heading
     of its level or above; the heading itself when there are none. A heading names a topic,
     and quoted alone ("## Parking") answers nothing: its words are the chunk's location
-    already."""
-    level = _heading_level(passage, units[index])
+    already. (The match keeps the heading's score: its section is what was asked about.)"""
+    level = units[index].heading
     if not level:
         return index
     section: list[int] = []
     for later in range(index + 1, len(units)):
-        deeper = _heading_level(passage, units[later])
+        deeper = units[later].heading
         if deeper and deeper <= level:
             break
         if not deeper:
@@ -394,8 +406,7 @@ def _best_unit(passage: str, units: Sequence[Unit], scores: Sequence[float], que
     def key(index: int) -> tuple[bool, int, bool, int]:
         text = passage[units[index].start : units[index].end]
         in_order = len(pairs & _adjacent_pairs(terms(text)))
-        heading = _is_heading(passage, units[index])
-        return not heading, in_order, _holds_asked_kind(text, kind, said), -index
+        return not units[index].heading, in_order, _holds_asked_kind(text, kind, said), -index
 
     return max(tied, key=key)
 
@@ -482,7 +493,7 @@ def best_match(
         for unit_terms in found
     ]
     best = _best_unit(passage, units, scores, question)
-    span = _span(passage, units, _said_under(passage, units, best, scores), scores)
+    span = _span(passage, units, _said_under(units, best, scores), scores)
     wanted = dict(asked)
     for term, weight in answered.items():
         wanted[term] = wanted.get(term, 0.0) + ANSWER_WEIGHT * weight
