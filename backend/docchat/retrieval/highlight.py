@@ -38,6 +38,7 @@ from typing import Literal
 import snowballstemmer
 from pydantic import BaseModel, Field
 
+from docchat.extraction.markup import FENCE, MARKDOWN_HEADING
 from docchat.retrieval.languages import is_cjk, segmented
 
 HIGHLIGHT_CHARS = 200
@@ -48,12 +49,6 @@ HIGHLIGHT_CHARS = 200
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])[\"'”’)\]]*\s+|(?<=[。！？])[”’」』）]*\s*|\n\s*\n|\n(?=\s*(?:[-*•#]|\d+[.)])\s)"
 )
-
-
-# A Markdown heading line, as readers write them and as documents' structure is kept, and the
-# fence of a code block (whose "# comment" lines are not headings).
-_HEADING_LINE = re.compile(r"^(#{1,6})[ \t][^\n]*", re.MULTILINE)
-_FENCE = re.compile(r"^[ \t]{0,3}(?:```|~~~)", re.MULTILINE)
 
 
 # Words that end in a full stop without ending a sentence.
@@ -198,17 +193,21 @@ def _sentences(text: str, start: int, end: int) -> Iterable[Unit]:
 
 
 def _heading_lines(passage: str) -> list[tuple[int, int, int]]:
-    """The passage's Markdown heading lines outside code blocks: (start, end, level). A line
-    that ends in a full stop is read as a sentence: headings rarely end so, while items of a
-    list numbered with "#" and a heading that states its fact ("## Parking: behind the
-    market.") do."""
-    fences = [fence.start() for fence in _FENCE.finditer(passage)]
+    """The passage's Markdown heading lines outside code blocks, as the Markdown reader finds
+    them: (start, end, level). A line that ends in a full stop is read as a sentence: headings
+    rarely end so, while items of a list numbered with "#" and a heading that states its fact
+    ("## Parking: behind the market.") do."""
     found = []
-    for line in _HEADING_LINE.finditer(passage):
-        in_code = sum(1 for fence in fences if fence < line.start()) % 2 == 1
-        first, last = _trimmed(passage, line.start(), line.end())
-        if not in_code and not passage[first:last].endswith("."):
-            found.append((first, last, len(line.group(1))))
+    in_code = False
+    offset = 0
+    for line in passage.split("\n"):
+        if FENCE.match(line):
+            in_code = not in_code
+        heading = None if in_code else MARKDOWN_HEADING.match(line)
+        first, last = _trimmed(passage, offset, offset + len(line))
+        if heading and not passage[first:last].endswith("."):
+            found.append((first, last, len(heading.group(1))))
+        offset += len(line) + 1
     return found
 
 
