@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class Tally:
     correct_and_cited: int = 0
     holds_answer: int = 0
     cited: int = 0
+    bare: int = 0
     asked: int = 0
     milliseconds: list[float] = field(default_factory=list)
 
@@ -64,6 +66,7 @@ class Tally:
             share(self.correct_and_cited),
             share(self.holds_answer),
             share(self.cited),
+            share(self.bare),
             f"{percentile(self.milliseconds, 50):.0f} / {percentile(self.milliseconds, 95):.0f}",
         ]
 
@@ -79,6 +82,14 @@ class HighlightTally:
 
 def _holds(text: str, answers: Sequence[str]) -> bool:
     return any(answer in text for answer in answers)
+
+
+_MARKERS_AND_PUNCTUATION = re.compile(r"\[\d+\]|[\s.,;:!?()\[\]-]")
+
+
+def _bare(text: str) -> bool:
+    """An answer that says nothing besides its citation markers ("[1]", "[2]."): a failure."""
+    return bool(text.strip()) and not _MARKERS_AND_PUNCTUATION.sub("", text)
 
 
 def _relevant(source: Source, ingest: Ingested, relevant: set[str]) -> bool:
@@ -189,6 +200,7 @@ async def evaluate(
                     holds = _holds(content, gold)
                     tally.holds_answer += holds
                     tally.cited += bool(sources)
+                    tally.bare += _bare(content)
                     tally.correct_and_cited += holds and any(
                         _relevant(source, ingest, relevant) for source in sources
                     )
@@ -206,7 +218,14 @@ async def evaluate(
     )
     print(
         table(
-            ["mode", "correct and cited", "holds a gold answer", "has sources", "ms p50 / p95"],
+            [
+                "mode",
+                "correct and cited",
+                "holds a gold answer",
+                "has sources",
+                "only markers",
+                "ms p50 / p95",
+            ],
             [tallies[label].row(label) for label in labels],
         )
     )
