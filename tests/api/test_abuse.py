@@ -10,7 +10,7 @@ import pytest
 
 from docchat.config import Settings, WorkerSettings
 from tests.support.live_server import LiveServer
-from tests.support.raw_http import send_declaring, send_endless_body
+from tests.support.raw_http import send_declaring, send_endless_body, send_on_after_answer
 from tests.support.users import auth_headers, unique_email
 
 MB = 1024 * 1024
@@ -58,6 +58,25 @@ def test_a_chunked_upload_with_a_bad_token_is_refused_before_its_body(server: Li
     )
     assert outcome.status == 401
     assert outcome.sent_bytes < SOCKET_SLACK
+
+
+@pytest.mark.parametrize(("authenticated", "status"), [(False, 401), (True, 413)])
+def test_the_connection_closes_at_a_refusal_before_the_body_ends(
+    server: LiveServer, headers: dict[str, str], authenticated: bool, status: int
+) -> None:
+    """The 401 to an upload without a token came at once, but the server then read on and
+    discarded what followed (4 GB in 26 s), to reuse the connection (issue 67, item 10); so it
+    did after a 413."""
+    outcome = send_on_after_answer(
+        server.port,
+        "POST",
+        "/api/v1/documents",
+        {"Content-Type": MULTIPART, **(headers if authenticated else {})},
+        give_up_after=64 * MB,
+        prefix=FILE_PART,
+    )
+    assert outcome.status == status
+    assert outcome.closed and outcome.sent_after_answer < SOCKET_SLACK, outcome
 
 
 def test_a_chunked_upload_is_cut_off_at_the_upload_limit(

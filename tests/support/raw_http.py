@@ -1,5 +1,6 @@
 """A hand-rolled HTTP/1.1 client for abuse tests: chunked bodies that never end, sent until the
-server answers, counting how much it took in first."""
+server answers (counting how much it took in first), or on after it answered (counting how
+much more it took before it closed the connection)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,11 @@ def _outcome(response: bytes, sent: int) -> Outcome:
     return Outcome(_status(response), sent, body)
 
 
-def _head(port: int, method: str, path: str, headers: dict[str, str]) -> bytes:
-    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
+def _head(
+    port: int, method: str, path: str, headers: dict[str, str], *, keep_alive: bool = False
+) -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+    head += "" if keep_alive else "Connection: close\r\n"
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     return (head + "\r\n").encode()
 
@@ -114,3 +118,52 @@ def send_endless_body(
     response = _read_response(sock, timeout)
     sock.close()
     return _outcome(response, sent)
+
+
+@dataclass(frozen=True)
+class AfterAnswer:
+    status: int
+    sent_after_answer: int
+    closed: bool  # the server closed the connection before the client gave up
+
+
+def _chunk() -> bytes:
+    return b"%x\r\n" % PIECE + b"a" * PIECE + b"\r\n"
+
+
+def send_on_after_answer(
+    port: int,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    *,
+    give_up_after: int,
+    prefix: bytes = b"",
+    timeout: float = 30.0,
+) -> AfterAnswer:
+    """A keep-alive request whose chunked body goes on after the server answered, as a client
+    that does not listen would send it: up to `give_up_after` bytes more, or until the server
+    closes the connection (which may come before the client saw the answer)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    head = {**headers, "Transfer-Encoding": "chunked"}
+    sent, closed = 0, False
+    answered_at: int | None = None
+    try:
+        sock.sendall(_head(port, method, path, head, keep_alive=True))
+        if prefix:
+            sock.sendall(b"%x\r\n" % len(prefix) + prefix + b"\r\n")
+        while sent < give_up_after and not select.select([sock], [], [], 0)[0]:
+            sock.sendall(_chunk())
+            sent += PIECE
+        answered_at = sent
+        while sent - answered_at < give_up_after:
+            sock.sendall(_chunk())
+            sent += PIECE
+    except (BrokenPipeError, ConnectionResetError):
+        closed = True  # perhaps before the answer was seen: then nothing was sent after it
+    try:
+        status = _status(_read_response(sock, timeout))
+    finally:
+        sock.close()
+    return AfterAnswer(status, 0 if answered_at is None else sent - answered_at, closed)
