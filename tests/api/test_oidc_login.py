@@ -24,7 +24,7 @@ from docchat.main.components import Components
 from docchat.users import repository as users
 from tests.support import oidc_provider
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcServer, rsa_jwk
-from tests.support.users import PASSWORD, login, register, unique_email
+from tests.support.users import PASSWORD, admin_headers, login, register, unique_email
 
 BASE = "http://docchat.test"
 CALLBACK = f"{BASE}/api/v1/auth/oidc/callback"
@@ -141,6 +141,18 @@ async def test_sign_in_makes_the_account_with_its_groups_and_the_ticket_works_on
     assert (me["email"], me["display_name"]) == (email, "Ada Lovelace")
     groups = (await client.get("/api/v1/groups", params={"limit": 100}, headers=headers)).json()
     assert {"analysts": "oidc"}.items() <= {g["name"]: g["source"] for g in groups["items"]}.items()
+    # Its members and name are the provider's: the refusal says so, not "company directory"
+    # (issue 67, item 10).
+    analysts = next(g["id"] for g in groups["items"] if g["name"] == "analysts")
+    admin = await admin_headers(client, session)
+    kept = await client.delete(f"/api/v1/admin/groups/{analysts}/members/{me['id']}", headers=admin)
+    renamed = await client.patch(
+        f"/api/v1/admin/groups/{analysts}", json={"name": "quants"}, headers=admin
+    )
+    for refused in (kept, renamed):
+        assert refused.status_code == 409
+        assert "single sign-on" in refused.json()["detail"], refused.json()
+        assert "directory" not in refused.json()["detail"]
     # The ticket was spent: used again (a leaked address), it ends that login.
     again = await client.post("/api/v1/auth/refresh", json={"refresh_token": ticket})
     assert again.status_code == 401

@@ -17,6 +17,13 @@ from docchat.db import Base, IdMixin, SoftDeleteMixin, TimestampMixin, utcnow
 EVERYONE_ID = uuid.UUID("00000000-0000-0000-0000-00000000e0e0")
 # A group whose members administrators choose (the others mirror a directory's).
 LOCAL = "local"
+# What keeps a mirrored group's members, by its `source` (identity's LDAP and OIDC), in words.
+KEPT_BY = {"ldap": "the company directory", "oidc": "the single sign-on provider"}
+
+
+def kept_by(source: str) -> str:
+    """Where the members of a group that is not local come from, as a person reads it."""
+    return KEPT_BY.get(source, f"its source ({source})")
 
 
 class CollectionRole(StrEnum):
@@ -34,8 +41,9 @@ class Group(IdMixin, TimestampMixin, Base):
 
     name: Mapped[str] = mapped_column(String(100))
     description: Mapped[str] = mapped_column(String(1000), default="")
-    # "local" (administrators decide who is in it) or the directory that does ("ldap"): its
-    # members are then set at each of their logins, and not edited here.
+    # "local" (administrators decide who is in it) or what does: the company directory ("ldap")
+    # or the single sign-on provider ("oidc"); its members are then set at each of their
+    # logins, and not edited here.
     source: Mapped[str] = mapped_column(String(16), default=LOCAL, server_default=LOCAL)
 
 

@@ -12,18 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.audit import service as audit
 from docchat.kit.errors import Conflict, NotFound
 from docchat.kit.pagination import PageParams
-from docchat.membership.models import LOCAL, Group
+from docchat.membership.models import LOCAL, Group, kept_by
 from docchat.sharing import repository
 from docchat.sharing.schemas import GroupCreate, GroupMemberRead, GroupRead, GroupUpdate
 from docchat.users import repository as users_repository
 from docchat.users.models import User
 
 TAKEN = "A group with this name already exists"
-MIRRORED = (
-    "The members of {name} are kept in step with the company directory at each login: change "
-    "them there"
-)
-RENAME_MIRRORED = "{name} takes its name from the company directory: rename it there"
+MIRRORED = "The members of {name} are kept in step with {origin} at each login: change them there"
+RENAME_MIRRORED = "{name} takes its name from {origin}: rename it there"
 
 
 async def _record(
@@ -53,10 +50,11 @@ async def get(session: AsyncSession, group_id: uuid.UUID) -> Group:
 
 
 async def _local(session: AsyncSession, group_id: uuid.UUID) -> Group:
-    """A group whose members administrators choose (not one the directory fills)."""
+    """A group whose members administrators choose (not one a directory or single sign-on
+    fills)."""
     group = await get(session, group_id)
     if group.source != LOCAL:
-        raise Conflict(MIRRORED.format(name=group.name))
+        raise Conflict(MIRRORED.format(name=group.name, origin=kept_by(group.source)))
     return group
 
 
@@ -96,7 +94,7 @@ async def create(
 async def update(session: AsyncSession, group_id: uuid.UUID, data: GroupUpdate) -> Group:
     group = await get(session, group_id)
     if data.name is not None and data.name.strip() != group.name and group.source != LOCAL:
-        raise Conflict(RENAME_MIRRORED.format(name=group.name))
+        raise Conflict(RENAME_MIRRORED.format(name=group.name, origin=kept_by(group.source)))
     if data.name is not None:
         group.name = data.name.strip()
     if data.description is not None:

@@ -92,8 +92,8 @@ class GroupRead(BaseModel):
     description: str
     source: str = Field(
         "local",
-        description="local (administrators choose its members) or ldap (the company directory "
-        "does, at each member's login)",
+        description="local (administrators choose its members), ldap (the company directory "
+        "does, at each member's login) or oidc (the single sign-on provider does, likewise)",
     )
     member_count: int = 0
 
