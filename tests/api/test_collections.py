@@ -208,6 +208,35 @@ async def test_groups_share_and_removing_a_document_takes_effect_at_once(
     assert MARKER not in prompts(fresh_llm)
 
 
+async def test_the_refusal_to_share_with_a_group_names_ways_that_work(
+    client: httpx.AsyncClient, session: AsyncSession, team: dict[str, Any]
+) -> None:
+    """It said "ask an administrator to share with this one"; the administrator then got a 404
+    on the collection (issue 67, item 10). Each way the refusal names now works."""
+    olga, vera, collection = team["olga"], team["vera"], team["collection"]
+    admin = await admin_headers(client, session)
+    group_id = (
+        await client.post("/api/v1/admin/groups", headers=admin, json={"name": "Support"})
+    ).json()["id"]
+    await client.put(
+        f"/api/v1/admin/groups/{group_id}/members/{await user_id(client, vera)}", headers=admin
+    )
+    members = f"/api/v1/collections/{collection}/members"
+    share = {"group_id": group_id, "role": "viewer"}
+    refused = await client.post(members, headers=olga, json=share)
+    assert refused.status_code == 403
+    said = refused.json()["detail"]
+    assert "add you to this group" in said and "add an administrator" in said, said
+    # An administrator outside the collection does not see it (nor may share it: they could
+    # share anyone's collection with a group of theirs and read it).
+    assert (await client.post(members, headers=admin, json=share)).status_code == 404
+
+    await invite(client, olga, collection, admin, role="owner")
+    assert (await client.post(members, headers=admin, json=share)).status_code == 201
+    listed = (await client.get("/api/v1/collections", headers=vera)).json()["items"]
+    assert collection in [item["id"] for item in listed]
+
+
 async def test_chats_linked_to_a_collection_follow_its_contents(
     client: httpx.AsyncClient, team: dict[str, Any], fresh_llm: ScriptedLLM
 ) -> None:

@@ -50,6 +50,11 @@ from docchat.users.models import User
 NOT_FOUND = "Collection not found"
 BUILTIN = "Everyone is built in: every user reads it and administrators manage its documents"
 LAST_OWNER = "A collection must keep an owner: make someone else owner first"
+NOT_IN_GROUP = (
+    "You can share only with groups you belong to. Ask an administrator to add you to this "
+    "group, or add an administrator (or a member of the group) to this collection as an owner: "
+    "they can then share it with the group"
+)
 
 
 async def _record(
@@ -337,15 +342,16 @@ async def _invite(session: AsyncSession, user: User, member: CollectionMember, e
 
 async def _shareable_group(session: AsyncSession, user: User, group_id: uuid.UUID | None) -> Group:
     """A group the user may share with: any, for an administrator; their own groups else (so
-    nobody puts a collection into the answers of a group they are not part of)."""
+    nobody puts a collection into the answers of a group they are not part of).
+
+    An administrator shares only collections they own too: one who is not in a collection
+    cannot see it (404), and could otherwise share anyone's collection with a group of their
+    own to read it. The refusal says the two ways that work."""
     group = await repository.get_group(session, group_id)
     if group is None:
         raise NotFound("Group not found")
     if not user.is_admin and not await repository.in_group(session, group.id, user.id):
-        raise Forbidden(
-            "You can share only with groups you belong to; ask an administrator to share "
-            "with this one"
-        )
+        raise Forbidden(NOT_IN_GROUP)
     return group
 
 
