@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -37,6 +38,7 @@ HANDBOOK = (
 )
 MARKER = "14:00 review"
 QUESTION = "When do deployments happen?"
+VERSION = importlib.metadata.version("docchat")
 
 pytestmark = pytest.mark.usefixtures("fresh_llm")
 
@@ -269,7 +271,11 @@ async def test_the_endpoint_takes_live_api_keys_only(
     assert refused.status_code == 403 and "'chat' or 'read'" in refused.json()["detail"]
 
     key = await new_key(http, user, "read")
-    assert (await status_of({"Authorization": f"Bearer {key}"})).status_code == 200
+    opened = await status_of({"Authorization": f"Bearer {key}"})
+    assert opened.status_code == 200
+    # The package's version, not an empty one (issue 67, item 10).
+    info = opened.json()["result"]["serverInfo"]
+    assert (info["name"], info["version"]) == ("docchat", VERSION) and VERSION
     keys = (await http.get("/api/v1/api-keys", headers=user)).json()
     reader = next(k for k in keys if key.startswith(k["prefix"]))
     assert reader["last_used_at"] is not None

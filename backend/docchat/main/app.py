@@ -35,6 +35,7 @@ from docchat.kit import exception_handlers, security_headers
 from docchat.kit.body_limit import BodySizeLimit
 from docchat.kit.heap import freeze_startup_heap
 from docchat.kit.openapi import publish_models
+from docchat.kit.version import package_version
 from docchat.main import docs_pages, doctor, health, telemetry, web_app
 from docchat.main.components import Components, build_components
 from docchat.mcp_server import server as mcp_server
@@ -161,7 +162,7 @@ def create_app(
 
     app = FastAPI(
         title="docchat",
-        version="0.1.0",
+        version=package_version(),
         summary="Chat with your documents: grounded answers with page-level citations.",
         lifespan=lifespan,
         docs_url=None,

@@ -29,6 +29,7 @@ from docchat.auth import service as auth_service
 from docchat.auth.scopes import Scope as KeyScope
 from docchat.db import session_scope
 from docchat.kit.errors import DocchatError, MethodNotAllowed, ServiceUnavailable, Unauthorized
+from docchat.kit.version import package_version
 from docchat.mcp_server.tools import (
     MAX_PAGE,
     MAX_PASSAGES,
@@ -96,7 +97,9 @@ def _root_logging_kept() -> Iterator[None]:
 
 def build_server(tools: LibraryTools) -> MCPServer:
     with _root_logging_kept():
-        server: MCPServer = MCPServer(name="docchat", instructions=INSTRUCTIONS)
+        server: MCPServer = MCPServer(
+            name="docchat", version=package_version(), instructions=INSTRUCTIONS
+        )
 
     async def run(
         ctx: Context, needed: KeyScope, work: Callable[[AsyncSession, User], Awaitable[T]]
