@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -10,7 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.auth.security import create_token
 from docchat.auth.service import REGISTRATION_RECEIVED
-from docchat.config import AuthSettings, Settings
+from docchat.config import AuthSettings, Settings, get_settings
+from docchat.main.cli import main
+from docchat.users import service as users_service
+from docchat.users.emails import InvalidEmail
 from tests.support.users import PASSWORD, admin_headers, auth_headers, login, register, unique_email
 
 
@@ -102,6 +106,45 @@ async def test_a_bad_email_address_is_explained_in_words(
     assert response.status_code == 422
     message = response.json()["detail"][0]["msg"]
     assert said in message and "value is not" not in message and "special-use" not in message
+
+
+@pytest.mark.parametrize(
+    "email", ["someone@example.test", "ops@corp.local", "no-at-sign", "Ada.{}@Example.COM"]
+)
+async def test_sign_up_and_a_new_administrator_follow_one_rule_for_addresses(
+    client: httpx.AsyncClient, session: AsyncSession, email: str
+) -> None:
+    """Sign-up refused `.test` addresses that `docchat create-admin` and ADMIN_EMAIL made
+    administrators of (issue 67, item 10): both now refuse them, in the same words."""
+    email = email.format(uuid.uuid4().hex[:8])
+    signed_up = await client.post(
+        "/api/v1/auth/register", json={"email": email, "password": PASSWORD}
+    )
+    try:
+        admin, _ = await users_service.ensure_admin(
+            session, email=email, password=PASSWORD, reset_password=True
+        )
+    except InvalidEmail as exc:
+        refused = str(exc)
+    else:
+        assert signed_up.status_code == 201, signed_up.text
+        assert admin.email == signed_up.json()["email"] == email.lower()
+        return
+    assert signed_up.status_code == 422
+    assert signed_up.json()["detail"][0]["msg"] == refused
+
+
+def test_create_admin_says_why_it_refuses_an_address(
+    monkeypatch: pytest.MonkeyPatch, database_url: str, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SystemExit, match="reserved name"):
+            main(["create-admin", "root@docchat.test", "--password", PASSWORD])
+    finally:
+        get_settings.cache_clear()
 
 
 async def test_wrong_password_and_unknown_email_look_the_same(client: httpx.AsyncClient) -> None:

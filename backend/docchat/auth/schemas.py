@@ -4,15 +4,16 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from docchat.auth.scopes import Scope
 from docchat.kit.schemas import RequestModel
+from docchat.users.emails import EmailAddress
 from docchat.users.passwords import personal_words, weakness
 
 
 class RegisterRequest(RequestModel):
-    email: EmailStr
+    email: EmailAddress
     password: str = Field(min_length=8, max_length=256)
     display_name: str = Field("", max_length=100)
 

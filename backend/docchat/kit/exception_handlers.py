@@ -62,23 +62,10 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return _envelope(request, 422, errors)
 
 
-# pydantic's wording of a bad email address, and what a person reads instead.
-BAD_EMAIL = "value is not a valid email address: "
-RESERVED_DOMAIN = "special-use or reserved name"
-
-
 def _for_people(message: str) -> str:
-    """Our validators' messages are written for people (drop pydantic's "Value error, ");
-    email-validator's are rephrased, a reserved domain (.test, .local) said plainly."""
-    message = message.removeprefix("Value error, ")
-    if not message.startswith(BAD_EMAIL):
-        return message
-    if RESERVED_DOMAIN in message:
-        return (
-            "That email address cannot receive email: the part after the @ is a reserved "
-            "name (such as .test, .example or .local). Use a real address."
-        )
-    return f"That email address is not valid. {message.removeprefix(BAD_EMAIL)}"
+    """Our validators' messages are written for people (an e-mail address's too: see
+    `users.emails`): drop pydantic's "Value error, "."""
+    return message.removeprefix("Value error, ")
 
 
 def _is_connection_failure(exc: Exception) -> bool:

@@ -44,6 +44,7 @@ from docchat.openai_compat.router import router as openai_router
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
 from docchat.sources.router import router as sources_router
 from docchat.users import service as users_service
+from docchat.users.emails import InvalidEmail
 
 logger = logging.getLogger("docchat")
 LLM_PROBE_SECONDS = 3.0
@@ -56,11 +57,14 @@ async def _ensure_admin_from_settings(components: Components) -> None:
     settings = components.settings
     if not (settings.admin_email and settings.admin_password):
         return
-    async with session_scope(components.sessionmaker) as session:
-        password = settings.admin_password.get_secret_value()
-        _, action = await users_service.ensure_admin(
-            session, email=settings.admin_email, password=password, reset_password=False
-        )
+    try:
+        async with session_scope(components.sessionmaker) as session:
+            password = settings.admin_password.get_secret_value()
+            _, action = await users_service.ensure_admin(
+                session, email=settings.admin_email, password=password, reset_password=False
+            )
+    except InvalidEmail as exc:  # a new account's address, by sign-up's rule
+        raise InvalidEmail(f"ADMIN_EMAIL {settings.admin_email!r}: {exc}") from None
     logger.info("administrator %s: %s", settings.admin_email, action)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from docchat.config import Settings, get_settings
 from docchat.users import commands as users_commands
+from docchat.users.emails import InvalidEmail
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -348,7 +349,10 @@ def main(argv: list[str] | None = None) -> None:
         password = args.password or getpass.getpass("Password for the administrator: ")
         if len(password) < 8:
             sys.exit("The password must have at least 8 characters")
-        action = asyncio.run(_create_admin(args.email, password))
+        try:
+            action = asyncio.run(_create_admin(args.email, password))
+        except InvalidEmail as exc:  # a new account's address, by sign-up's rule
+            sys.exit(str(exc))
         if action == "created":
             print(f"{args.email} is an administrator")
         else:

@@ -3,10 +3,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from docchat.kit.schemas import RequestModel
 from docchat.membership.models import CollectionRole
+from docchat.users.emails import EmailAddress
 
 
 class CollectionCreate(RequestModel):
@@ -32,7 +33,7 @@ class CollectionRead(BaseModel):
 class MemberAdd(RequestModel):
     """A user (by email) or a group (by id), and the role they get."""
 
-    email: EmailStr | None = None
+    email: EmailAddress | None = None
     group_id: uuid.UUID | None = None
     role: CollectionRole = CollectionRole.viewer
 

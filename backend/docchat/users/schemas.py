@@ -3,9 +3,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from docchat.kit.schemas import RequestModel
+from docchat.users.emails import EmailAddress
 from docchat.users.models import Role
 
 
@@ -43,7 +44,7 @@ class AdminUserRead(UserRead):
 
 
 class AdminUserCreate(RequestModel):
-    email: EmailStr
+    email: EmailAddress
     display_name: str = Field("", max_length=100)
     role: Role = Role.user
     password: str | None = Field(

@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.db import utcnow
 from docchat.kit.errors import Conflict
 from docchat.users import repository
+from docchat.users.emails import checked_email
 from docchat.users.models import Role, User
 from docchat.users.passwords import hash_password
 from docchat.users.schemas import UserUpdate
@@ -19,10 +20,12 @@ async def create(
     display_name: str = "",
     role: Role = Role.user,
 ) -> User:
+    """A new account; its address must pass `checked_email` (InvalidEmail else)."""
+    email = checked_email(email)
     if await repository.get_by_email(session, email) is not None:
         raise Conflict("A user with this email already exists")
     user = User(
-        email=email.lower(),
+        email=email,
         password_hash=await hash_password(password),
         display_name=display_name,
         role=role,
@@ -67,7 +70,8 @@ async def ensure_admin(
     Promoting an existing account sets the operator's password and ends its sessions and its
     API keys: whoever registered that email before (perhaps to wait for this promotion) is
     locked out. An account that is an administrator already keeps its password unless
-    `reset_password`, and its keys (they were made by an administrator)."""
+    `reset_password`, and its keys (they were made by an administrator). A new account's
+    address must pass `checked_email`, as sign-up's does."""
     user = await repository.get_by_email(session, email)
     if user is None:
         created = await create(session, email=email, password=password, role=Role.admin)
