@@ -11,6 +11,8 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.audit.models import AuditEntry
+from docchat.audit.service import AuditAction
 from docchat.auth.keys import with_signing_key
 from docchat.auth.security import create_token
 from docchat.auth.service import REUSED_REFRESH
@@ -89,6 +91,57 @@ async def test_repeated_failed_logins_are_throttled(
     # Other accounts are not affected.
     other = await register(client)
     assert (await login(client, other)).status_code == 200
+
+
+# The two places a signed-in person's password is asked again (issue 67, item 10): what a
+# stolen access token alone could try to guess it through.
+RECHECKS = {
+    "password change": (
+        "/api/v1/users/me/password",
+        lambda email, password: {"current_password": password, "new_password": "an0ther long one"},
+    ),
+    "account deletion": (
+        "/api/v1/users/me/deletion",
+        lambda email, password: {"confirm_email": email, "password": password},
+    ),
+}
+
+
+@pytest.mark.parametrize("purpose", list(RECHECKS))
+async def test_guessing_the_password_with_a_stolen_token_is_throttled_and_recorded(
+    app: FastAPI, session: AsyncSession, settings: Settings, purpose: str
+) -> None:
+    """60 wrong current passwords were 60 x 403: no 429, nothing in the audit log."""
+    path, body = RECHECKS[purpose]
+    async with _client_at(app, "198.51.100.60") as owner:
+        email = await register(owner)
+        mine = {"Authorization": f"Bearer {(await login(owner, email)).json()['access_token']}"}
+    async with _client_at(app, "203.0.113.60") as thief:
+        for number in range(settings.auth.login_max_failures):
+            guess = body(email, f"guess number {number}")
+            wrong = await thief.post(path, headers=mine, json=guess)
+            assert wrong.status_code == 403, wrong.text
+        throttled = await thief.post(path, headers=mine, json=body(email, "one more guess"))
+        assert throttled.status_code == 429 and int(throttled.headers["retry-after"]) > 0
+        assert "wrong passwords" in throttled.json()["detail"]
+        # Even the right one waits (the thief may have found it), and logins from there too.
+        assert (await thief.post(path, headers=mine, json=body(email, PASSWORD))).status_code == 429
+        assert (await login(thief, email)).status_code == 429
+
+    user_id = (await session.execute(select(User.id).where(User.email == email))).scalar_one()
+    entries = await session.execute(
+        select(AuditEntry.actor_id, AuditEntry.address, AuditEntry.detail).where(
+            AuditEntry.target_id == str(user_id),
+            AuditEntry.action == AuditAction.password_check_failed,
+        )
+    )
+    recorded = [(actor, address, detail["purpose"]) for actor, address, detail in entries]
+    assert recorded == [(user_id, "203.0.113.60", purpose)] * settings.auth.login_max_failures
+    # The owner, elsewhere, is not locked out: they can still change the password (ending the
+    # thief's session) or delete the account.
+    async with _client_at(app, "198.51.100.60") as owner:
+        done = await owner.post(path, headers=mine, json=body(email, PASSWORD))
+        assert done.status_code == 200, done.text
 
 
 async def test_security_headers(client: httpx.AsyncClient) -> None:

@@ -36,7 +36,9 @@ from docchat.account.schemas import (
     ReliedOnDocument,
 )
 from docchat.audit import service as audit
+from docchat.auth import service as auth_service
 from docchat.auth.models import ApiKey
+from docchat.auth.ratelimit import LoginLimiter
 from docchat.chats.models import Chat
 from docchat.config import Settings
 from docchat.db import utcnow
@@ -46,7 +48,7 @@ from docchat.documents.models import Document, Visibility
 from docchat.documents.service import release_file
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events
-from docchat.kit.errors import Conflict, Forbidden, NotFound, Unprocessable
+from docchat.kit.errors import Conflict, NotFound, Unprocessable
 from docchat.kit.routing import after_commit
 from docchat.membership.access import others_in, solely_owned
 from docchat.membership.models import (
@@ -61,7 +63,7 @@ from docchat.sources.models import SourceState
 from docchat.sources.sync import cache_dir
 from docchat.users import administration
 from docchat.users.models import User
-from docchat.users.passwords import NO_PASSWORD, verify_password
+from docchat.users.passwords import NO_PASSWORD
 
 logger = logging.getLogger(__name__)
 
@@ -201,15 +203,26 @@ async def plan_of(session: AsyncSession, user: User) -> DeletionPlan:
     )
 
 
-async def _confirm(user: User, confirmation: DeletionConfirmation) -> None:
+async def _confirm(
+    session: AsyncSession,
+    user: User,
+    confirmation: DeletionConfirmation,
+    address: str,
+    limiter: LoginLimiter,
+) -> None:
     if confirmation.confirm_email.strip().lower() != user.email.lower():
         raise Unprocessable(WRONG_EMAIL)
     if user.password_hash == NO_PASSWORD:
         return  # a directory or single sign-on checks who this is; the session proves it
-    if not confirmation.password or not await verify_password(
-        confirmation.password, user.password_hash
-    ):
-        raise Forbidden(WRONG_PASSWORD)
+    await auth_service.confirm_password(
+        session,
+        user,
+        confirmation.password,
+        limiter=limiter,
+        address=address,
+        purpose="account deletion",
+        refusal=WRONG_PASSWORD,
+    )
 
 
 async def _lock(session: AsyncSession, user_id: uuid.UUID) -> User:
@@ -235,11 +248,12 @@ async def request(
     user: User,
     confirmation: DeletionConfirmation,
     places: Places,
-    address: str | None,
+    address: str,
+    limiter: LoginLimiter,
 ) -> DeletionPlan | None:
     """The person's own request: None when the account was deleted at once, else the plan
     that waits for an administrator."""
-    await _confirm(user, confirmation)
+    await _confirm(session, user, confirmation, address, limiter)
     user = await _lock(session, user.id)
     plan = await plan_of(session, user)
     if not plan.relied_on_documents and not plan.relied_on_collections:

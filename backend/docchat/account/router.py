@@ -16,7 +16,7 @@ from docchat.account.schemas import (
 )
 from docchat.audit import service as audit
 from docchat.auth import service as auth_service
-from docchat.auth.dependencies import ClientAddress, CurrentUser, SignedInUser
+from docchat.auth.dependencies import ClientAddress, CurrentUser, LoginLimiterDep, SignedInUser
 from docchat.auth.schemas import PasswordChange, TokenPair
 from docchat.documents import repository as documents_repository
 from docchat.documents.dependencies import StorageDep, VectorIndexDep
@@ -43,10 +43,13 @@ async def change_password(
     session: SessionDep,
     settings: SettingsDep,
     address: ClientAddress,
+    limiter: LoginLimiterDep,
 ) -> TokenPair:
     """Choose a new password (required after an administrator set one). Every other session
-    of the account ends; the new token pair returned keeps this client signed in."""
-    return await auth_service.change_password(session, user, data, settings.auth, address)
+    of the account ends; the new token pair returned keeps this client signed in. Wrong
+    current passwords are throttled like failed logins (429 with `Retry-After`) and recorded
+    in the audit log."""
+    return await auth_service.change_password(session, user, data, settings.auth, limiter, address)
 
 
 @router.patch("/me", response_model=UserRead, operation_id="users_update_me")
@@ -134,15 +137,17 @@ async def delete_me(
     session: SessionDep,
     places: PlacesDep,
     address: ClientAddress,
+    limiter: LoginLimiterDep,
     response: Response,
 ) -> DeletionOutcome:
     """Delete your account: your documents and their files, chats, collections only you use,
     API keys and sessions go now, and the audit log keeps its entries with your name replaced.
     Type your email to confirm, and your password (unless you sign in through a directory or
-    single sign-on). When others read some of your documents or collections, the request waits
-    (202) for an administrator, who hands those over or deletes them too; until then your
-    account works as before and you can cancel. Download your data first: it cannot be undone."""
-    plan = await deletion.request(session, user, confirmation, places, address)
+    single sign-on; wrong ones are throttled and recorded as for a password change). When
+    others read some of your documents or collections, the request waits (202) for an
+    administrator, who hands those over or deletes them too; until then your account works as
+    before and you can cancel. Download your data first: it cannot be undone."""
+    plan = await deletion.request(session, user, confirmation, places, address, limiter)
     if plan is None:
         return DeletionOutcome(
             status=DeletionStatus.deleted, detail="Your account and everything of it is deleted"

@@ -29,6 +29,8 @@ class AuditAction(StrEnum):
     login = "auth.login"
     login_failed = "auth.login_failed"
     password_changed = "auth.password_changed"  # noqa: S105
+    # A signed-in person's password, asked again (to change it, to delete the account), wrong.
+    password_check_failed = "auth.password_check_failed"  # noqa: S105
     api_key_created = "api_key.created"
     api_key_revoked = "api_key.revoked"
     user_created = "user.created"

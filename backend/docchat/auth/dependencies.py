@@ -8,6 +8,7 @@ from fastapi.security import OAuth2PasswordBearer
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.auth import api_keys, service
+from docchat.auth.ratelimit import LoginLimiter
 from docchat.auth.scopes import Scope, required_scope
 from docchat.config import AuthSettings
 from docchat.kit.errors import Forbidden, Unauthorized
@@ -23,6 +24,15 @@ def get_client_address(request: Request) -> str:
 
 
 ClientAddress = Annotated[str, Depends(get_client_address)]
+
+
+def get_login_limiter(request: Request) -> LoginLimiter:
+    """The process's count of wrong passwords (logins, and passwords asked again)."""
+    limiter: LoginLimiter = request.app.state.login_limiter
+    return limiter
+
+
+LoginLimiterDep = Annotated[LoginLimiter, Depends(get_login_limiter)]
 
 
 def _route_scope(request: Request) -> Scope | None:

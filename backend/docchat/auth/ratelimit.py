@@ -6,6 +6,8 @@ Failed logins are counted three ways within one window:
 - per account, from every address: when an account is under a spread-out attack, addresses
   that already failed on it are stopped, but the account is never locked as such, so a
   stranger cannot keep its owner out: a correct password from a clean address still works.
+A signed-in person's password asked again (to change it, to delete the account) counts on the
+same limiter: one password, whichever door it is guessed at.
 Sign-ups are counted per address. With several API replicas each keeps its own counts.
 """
 
@@ -17,6 +19,7 @@ from collections import deque
 
 from docchat.kit.errors import TooManyRequests
 
+TOO_MANY_LOGINS = "Too many failed logins; try again later"
 # Tracked keys beyond which expired ones are swept (bounds memory under rotating addresses).
 SWEEP_ABOVE = 50_000
 
@@ -80,7 +83,7 @@ class LoginLimiter:
         email = email.strip().lower()
         return f"pair|{address}|{email}", f"address|{address}", f"account|{email}"
 
-    def check(self, address: str, email: str) -> None:
+    def check(self, address: str, email: str, refusal: str = TOO_MANY_LOGINS) -> None:
         """Raise 429 (with Retry-After) when this address should not try this login now."""
         now = time.monotonic()
         pair, by_address, account = self._keys(address, email)
@@ -95,10 +98,7 @@ class LoginLimiter:
         )
         for refused, key in blocked:
             if refused:
-                raise _refuse(
-                    "Too many failed logins; try again later",
-                    self._failures.retry_after(key, now),
-                )
+                raise _refuse(refusal, self._failures.retry_after(key, now))
 
     def failed(self, address: str, email: str) -> None:
         now = time.monotonic()

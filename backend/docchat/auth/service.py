@@ -40,6 +40,8 @@ SET_BY_ADMIN = (
 )
 DIRECTORY_PASSWORD = "Your password is kept by your organisation's directory: change it there"  # noqa: S105
 REGISTRATION_RECEIVED = "Registration received: log in with this email and password"
+WRONG_CURRENT_PASSWORD = "The current password is not correct"  # noqa: S105
+TOO_MANY_WRONG_PASSWORDS = "Too many wrong passwords; try again later"
 
 
 async def register(
@@ -168,19 +170,59 @@ async def record_login(session: AsyncSession, user: User, address: str, **detail
     )
 
 
+async def confirm_password(
+    session: AsyncSession,
+    user: User,
+    password: str | None,
+    *,
+    limiter: LoginLimiter,
+    address: str,
+    purpose: str,
+    refusal: str,
+) -> None:
+    """The signed-in person's own password, asked again before an act a stolen token alone
+    must not do (changing the password, deleting the account). Guesses are throttled like
+    logins, on the same counts (one password, whichever door it is guessed at): 429 with
+    Retry-After; each wrong one is recorded in the audit log (committed, so it outlives the
+    403's rollback)."""
+    limiter.check(address, user.email, TOO_MANY_WRONG_PASSWORDS)
+    if password and await verify_password(password, user.password_hash):
+        limiter.succeeded(address, user.email)
+        return
+    limiter.failed(address, user.email)
+    await audit.record(
+        session,
+        audit.AuditAction.password_check_failed,
+        actor=user,
+        target=("user", user.id),
+        address=address,
+        purpose=purpose,
+    )
+    await session.commit()
+    raise Forbidden(refusal)
+
+
 async def change_password(
     session: AsyncSession,
     user: User,
     data: PasswordChange,
     settings: AuthSettings,
+    limiter: LoginLimiter,
     address: str,
 ) -> TokenPair:
     """Set a new password. Every session of the account ends (a thief's too) but the caller's,
     which gets a new token pair; API keys are separate credentials and keep working."""
     if user.password_hash == NO_PASSWORD:
         raise Forbidden(DIRECTORY_PASSWORD)
-    if not await verify_password(data.current_password, user.password_hash):
-        raise Forbidden("The current password is not correct")
+    await confirm_password(
+        session,
+        user,
+        data.current_password,
+        limiter=limiter,
+        address=address,
+        purpose="password change",
+        refusal=WRONG_CURRENT_PASSWORD,
+    )
     problem = weakness(data.new_password, related=personal_words(user.email, user.display_name))
     if problem:
         raise Unprocessable(problem)

@@ -1361,9 +1361,10 @@ export interface paths {
          * @description Delete your account: your documents and their files, chats, collections only you use,
          *     API keys and sessions go now, and the audit log keeps its entries with your name replaced.
          *     Type your email to confirm, and your password (unless you sign in through a directory or
-         *     single sign-on). When others read some of your documents or collections, the request waits
-         *     (202) for an administrator, who hands those over or deletes them too; until then your
-         *     account works as before and you can cancel. Download your data first: it cannot be undone.
+         *     single sign-on; wrong ones are throttled and recorded as for a password change). When
+         *     others read some of your documents or collections, the request waits (202) for an
+         *     administrator, who hands those over or deletes them too; until then your account works as
+         *     before and you can cancel. Download your data first: it cannot be undone.
          */
         post: operations["users_delete_me"];
         /**
@@ -1410,7 +1411,9 @@ export interface paths {
         /**
          * Change Password
          * @description Choose a new password (required after an administrator set one). Every other session
-         *     of the account ends; the new token pair returned keeps this client signed in.
+         *     of the account ends; the new token pair returned keeps this client signed in. Wrong
+         *     current passwords are throttled like failed logins (429 with `Retry-After`) and recorded
+         *     in the audit log.
          */
         post: operations["users_change_password"];
         delete?: never;
@@ -1895,7 +1898,7 @@ export interface components {
          * @description The actions recorded; their names are part of the API (the log's filter).
          * @enum {string}
          */
-        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "user.exported" | "user.deletion_requested" | "user.deletion_cancelled" | "user.deleted" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "source.created" | "source.changed" | "source.deleted" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
+        AuditAction: "auth.login" | "auth.login_failed" | "auth.password_changed" | "auth.password_check_failed" | "api_key.created" | "api_key.revoked" | "user.created" | "user.linked" | "user.deactivated" | "user.reactivated" | "user.role_changed" | "user.password_reset" | "user.quota_changed" | "user.exported" | "user.deletion_requested" | "user.deletion_cancelled" | "user.deleted" | "document.deleted" | "chat.deleted" | "chat.restored" | "chat.shared" | "chat.unshared" | "collection.created" | "collection.deleted" | "collection.member_added" | "collection.member_changed" | "collection.member_removed" | "collection.invitation_accepted" | "collection.invitation_declined" | "collection.document_added" | "collection.document_removed" | "source.created" | "source.changed" | "source.deleted" | "group.created" | "group.deleted" | "group.member_added" | "group.member_removed";
         /** AuditEntryRead */
         AuditEntryRead: {
             /** Action */
@@ -2538,7 +2541,7 @@ export interface components {
             name: string;
             /**
              * Source
-             * @description local (administrators choose its members) or ldap (the company directory does, at each member's login)
+             * @description local (administrators choose its members), ldap (the company directory does, at each member's login) or oidc (the single sign-on provider does, likewise)
              * @default local
              */
             source: string;

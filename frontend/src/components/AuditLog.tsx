@@ -13,6 +13,7 @@ const ACTION_NAMES: Record<Action, string> = {
   "auth.login": "logged in",
   "auth.login_failed": "login failed",
   "auth.password_changed": "password changed",
+  "auth.password_check_failed": "wrong password given again",
   "api_key.created": "API key created",
   "api_key.revoked": "API key revoked",
   "user.created": "user created",
