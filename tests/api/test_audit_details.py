@@ -1,5 +1,6 @@
 """The audit log names people and things in words (issue 40): a removed collection member by
-address (it showed raw ids), a deleted chat with its size and age (it showed nothing)."""
+address (it showed raw ids), a deleted chat with its size and age (it showed nothing), a
+document taken out of a collection by its file name (issue 67: it showed only its id)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.api.test_collections import email_of, invite
 from tests.api.test_user_admin import audit
+from tests.support.documents import upload
 from tests.support.users import admin_headers, auth_headers
 
 
@@ -61,3 +63,28 @@ async def test_a_deleted_chat_is_described_by_its_size_and_age_not_its_words(
     ]
     assert entry["detail"] == {"messages": 0, "created": chat["created_at"][:10]}
     assert "Private matter" not in str(entry)
+
+
+async def test_a_document_taken_out_of_a_collection_is_named_by_its_file(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> None:
+    admin = await admin_headers(client, session)
+    olga = await auth_headers(client)
+    collection = (
+        await client.post("/api/v1/collections", headers=olga, json={"name": "Harbour"})
+    ).json()["id"]
+    document = (await upload(client, olga, "tide-tables.md", b"High tide at six.")).json()["id"]
+    path = f"/api/v1/collections/{collection}/documents/{document}"
+    assert (await client.put(path, headers=olga)).status_code < 300
+    assert (await client.delete(path, headers=olga)).status_code == 204
+
+    [removal] = [
+        e
+        for e in await audit(client, admin, action="collection.document_removed")
+        if e["detail"].get("collection") == "Harbour"
+    ]
+    assert removal["detail"] == {
+        "collection": "Harbour",
+        "document_id": document,
+        "filename": "tide-tables.md",
+    }

@@ -251,9 +251,13 @@ async def remove_document(
         if document is None:
             raise NotFound("That document is not in this collection")
         document.visibility = Visibility.private
-    elif not await repository.take_document(session, collection.id, document_id):
-        raise NotFound("That document is not in this collection")
+        filename: str | None = document.filename
+    else:
+        filename = await repository.take_document(session, collection.id, document_id)
+        if filename is None:
+            raise NotFound("That document is not in this collection")
     await session.flush()
+    # Named by its file, as when it was added (the id alone told the log's reader nothing).
     await _record(
         session,
         audit.AuditAction.collection_document_removed,
@@ -261,6 +265,7 @@ async def remove_document(
         collection,
         address,
         document_id=str(document_id),
+        filename=filename,
     )
 
 

@@ -126,15 +126,20 @@ async def put_document(
 
 async def take_document(
     session: AsyncSession, collection_id: uuid.UUID, document_id: uuid.UUID
-) -> bool:
-    """Out of the collection; False when it was not in it."""
+) -> str | None:
+    """Out of the collection: the document's file name, for the audit log; None when it was
+    not in it."""
     removed = await session.execute(
-        delete(CollectionDocument).where(
+        delete(CollectionDocument)
+        .where(
             CollectionDocument.collection_id == collection_id,
             CollectionDocument.document_id == document_id,
         )
+        .returning(CollectionDocument.document_id)
     )
-    return bool(removed.rowcount)  # type: ignore[attr-defined]
+    if removed.scalar_one_or_none() is None:
+        return None
+    return await session.scalar(select(Document.filename).where(Document.id == document_id))
 
 
 async def shared_document(session: AsyncSession, document_id: uuid.UUID) -> Document | None:
