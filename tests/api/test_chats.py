@@ -10,13 +10,17 @@ from tests.support.documents import upload_and_process
 from tests.support.users import auth_headers
 
 
-async def test_first_message_names_the_chat_after_50_characters(client: httpx.AsyncClient) -> None:
+async def test_first_message_names_the_chat_ending_at_a_word(client: httpx.AsyncClient) -> None:
+    """Titles were the question's first 50 characters, cut in mid-word ("…a suspension bri")."""
     headers = await auth_headers(client)
     content = "Please explain   the difference\nbetween a suspension bridge and a cable-stayed one"
     chat_id = (await ask(client, headers, content)).json()["chat_id"]
     chat = (await client.get(f"/api/v1/chats/{chat_id}", headers=headers)).json()
-    assert chat["title"] == "Please explain the difference between a suspension"[:50]
-    assert len(chat["title"]) == 50
+    assert chat["title"] == "Please explain the difference between a…"
+    short = (await ask(client, headers, "  Where is\nthe ferry?  ")).json()["chat_id"]
+    assert (await client.get(f"/api/v1/chats/{short}", headers=headers)).json()["title"] == (
+        "Where is the ferry?"
+    )
 
 
 async def test_chat_crud_and_listing(client: httpx.AsyncClient) -> None:

@@ -142,8 +142,14 @@ async def test_a_member_reads_and_asks_until_removed(
         f"/api/v1/collections/{collection}/documents/{team['document']}", headers=vera
     )
     assert denied.status_code == 403
+    listed = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=vera)).json()
+    assert listed["items"][-1]["sources"][0]["readable"] is True
 
     await remove_viewer(client, olga, collection)
+    # Her answer keeps its quote, and says the document can no longer be opened (the app
+    # offered "Open document": a blank tab, then an error).
+    listed = (await client.get(f"/api/v1/chats/{chat_id}/messages", headers=vera)).json()
+    assert listed["items"][-1]["sources"][0]["readable"] is False
     fresh_llm.reset()
     later = (await ask(client, vera, QUESTION, chat_id=chat_id)).json()
     assert later["assistant_message"]["sources"] is None

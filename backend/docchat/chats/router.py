@@ -158,10 +158,11 @@ async def restore_chat(
     "/{chat_id}/messages", response_model=Page[MessageRead], operation_id="chats_list_messages"
 )
 async def list_messages(
-    chat: OwnedChat, session: SessionDep, page: PageDep, settings: SettingsDep
+    chat: OwnedChat, user: CurrentUser, session: SessionDep, page: PageDep, settings: SettingsDep
 ) -> Page[MessageRead]:
     """The chat's messages, oldest first, answers with your rating of them. An answer still
-    being written has `status` streaming: follow it with GET /messages/{id}/stream."""
+    being written has `status` streaming: follow it with GET /messages/{id}/stream. A source
+    whose document you may no longer read says so (`readable` false)."""
     silent = silent_after(settings.answer_progress_seconds)
     items, total = await service.list_messages(session, chat, page, silent_seconds=silent)
     listed = page_of(MessageRead, items, total, page)
@@ -172,6 +173,7 @@ async def list_messages(
         if message.id in ratings:
             message.feedback = FeedbackRead.model_validate(ratings[message.id])
         message.versions = versions.get(message.id, [])
+    await service.mark_unreadable(session, user, listed.items)
     return listed
 
 

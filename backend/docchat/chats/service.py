@@ -12,7 +12,7 @@ from docchat.audit import service as audit
 from docchat.categories import service as categories_service
 from docchat.chats import repository
 from docchat.chats.models import Chat, Message, MessageStatus
-from docchat.chats.schemas import AnswerVersion, ChatUpdate
+from docchat.chats.schemas import AnswerVersion, ChatUpdate, MessageRead
 from docchat.db import utcnow
 from docchat.documents import repository as documents_repository
 from docchat.documents import service as documents_service
@@ -34,8 +34,24 @@ ArchivedFilter = Literal["exclude", "only", "include"]
 
 
 def title_from(content: str) -> str:
+    """A chat's name from its first question: on one line, at most `TITLE_CHARS` characters,
+    ended at a word and marked "…" when the question goes on (a cut in mid-word made rows of
+    similar questions look alike)."""
     single_line = " ".join(content.split())
-    return single_line[:TITLE_CHARS] or "New chat"
+    if len(single_line) <= TITLE_CHARS:
+        return single_line or "New chat"
+    kept = single_line[: TITLE_CHARS - 1]  # room for the "…"
+    if single_line[TITLE_CHARS - 1] != " ":
+        words, _, _ = kept.rpartition(" ")
+        # One word longer than half the title is cut where it must be.
+        kept = words if len(words) >= TITLE_CHARS // 2 else kept
+    return kept.rstrip(" ,;:-–—") + "…"
+
+
+def named_after(title: str, content: str) -> bool:
+    """The chat still has the name its first question gave it (by this rule or the earlier one,
+    which cut at 50 characters): the user did not rename it."""
+    return title in (title_from(content), " ".join(content.split())[:TITLE_CHARS])
 
 
 async def get_owned(session: AsyncSession, user: User, chat_id: uuid.UUID) -> Chat:
@@ -266,6 +282,26 @@ async def list_messages(
             session.expire_all()
             items, total = await paginate(session, statement, page)
     return items, total
+
+
+async def mark_unreadable(
+    session: AsyncSession, user: User, messages: Sequence[MessageRead]
+) -> None:
+    """Sets `readable` on every source of these answers (and of their earlier versions): false
+    where `user` may no longer read the document, so the app offers no "Open document" that
+    could only fail."""
+    sources = [
+        source
+        for message in messages
+        for listed in (message.sources, *(version.sources for version in message.versions))
+        for source in listed or []
+    ]
+    if not sources:
+        return
+    cited = list({source.document_id for source in sources})
+    readable = {d.id for d in await documents_repository.readable_among(session, user, cited)}
+    for source in sources:
+        source.readable = source.document_id in readable
 
 
 async def earlier_versions(

@@ -286,7 +286,7 @@ def _retitle(
     """The chat's new name when its first question, which named it, is edited."""
     if replaced is None or earlier:
         return None
-    if chat.title != chats_service.title_from(replaced.content):
+    if not chats_service.named_after(chat.title, replaced.content):
         return None  # the user named it
     return chat.title, chats_service.title_from(content)
 

@@ -14,11 +14,12 @@ from docchat.documents.schemas import (
     DocumentFromUrl,
     DocumentRead,
     FileFormatRead,
+    PassagePage,
     PassageRead,
 )
 from docchat.documents.upload_form import UPLOAD_REQUEST_BODY
-from docchat.extraction.kinds import FORMATS
-from docchat.kit.pagination import Page, PageDep, page_of
+from docchat.extraction.kinds import FORMATS, writes_markdown
+from docchat.kit.pagination import Page, PageDep
 from docchat.kit.routing import SessionDep, SessionmakerDep, SettingsDep, make_router
 from docchat.retrieval import lexical
 
@@ -167,17 +168,23 @@ async def download_document(document: ReadableDocument, storage: StorageDep) -> 
 
 @router.get(
     "/{document_id}/passages",
-    response_model=Page[PassageRead],
+    response_model=PassagePage,
     operation_id="documents_passages",
 )
 async def document_passages(
     document: ReadableDocument, session: SessionDep, page: PageDep
-) -> Page[PassageRead]:
+) -> PassagePage:
     """The document's text as it was read, chunk by chunk in reading order (`skip` is a chunk
     index): what the in-app viewer shows around a cited passage. Consecutive chunks overlap
-    by up to `RAG_CHUNK_OVERLAP` characters."""
+    by up to `RAG_CHUNK_OVERLAP` characters. `markdown` says whether the text is Markdown."""
     items, total = await lexical.passages(session, document.id, page.skip, page.limit)
-    return page_of(PassageRead, items, total, page)
+    return PassagePage(
+        items=[PassageRead.model_validate(item) for item in items],
+        total=total,
+        skip=page.skip,
+        limit=page.limit,
+        markdown=writes_markdown(document.content_type),
+    )
 
 
 @router.post(

@@ -6,6 +6,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
+from docchat.kit.pagination import Page
 from docchat.kit.schemas import RequestModel
 
 
@@ -119,6 +120,16 @@ class PassageRead(BaseModel):
     page: int | None
     location: str | None
     text: str
+
+
+class PassagePage(Page[PassageRead]):
+    """A page of a document's passages, and how their text is written."""
+
+    markdown: bool = Field(
+        description="The text is Markdown (headings, tables and lists as the document's reader "
+        "wrote them: Word, HTML, Markdown, spreadsheet files and the like): render it; false "
+        "for plain text (PDFs, text files, scans)"
+    )
 
 
 class FileFormatRead(BaseModel):

@@ -49,6 +49,9 @@ class FileFormat:
     # Its reader, "module:function" (loaded by `extraction.formats` when a file is read, so
     # that naming it costs nothing here); None for PDFs and images, read with OCR as needed.
     reader: str | None = None
+    # Its reader writes Markdown (`#` headings, `| --- |` tables, `- ` lists, via
+    # `extraction.structure`): the web app's viewer renders its text instead of showing it.
+    markdown: bool = False
 
 
 _ALL = (
@@ -59,6 +62,7 @@ _ALL = (
         (".docx",),
         zip_part="word/document.xml",
         reader="docchat.extraction.office:extract_docx",
+        markdown=True,
     ),
     FileFormat(
         FileKind.pptx,
@@ -67,6 +71,7 @@ _ALL = (
         ("slide", "slides"),
         zip_part="ppt/presentation.xml",
         reader="docchat.extraction.office:extract_pptx",
+        markdown=True,
     ),
     FileFormat(
         FileKind.xlsx,
@@ -75,6 +80,7 @@ _ALL = (
         ("sheet", "sheets"),
         zip_part="xl/workbook.xml",
         reader="docchat.extraction.office:extract_xlsx",
+        markdown=True,
     ),
     FileFormat(
         FileKind.odt,
@@ -82,6 +88,7 @@ _ALL = (
         (".odt",),
         names_itself=True,
         reader="docchat.extraction.office:extract_odt",
+        markdown=True,
     ),
     FileFormat(
         FileKind.epub,
@@ -89,6 +96,7 @@ _ALL = (
         (".epub",),
         names_itself=True,
         reader="docchat.extraction.markup:extract_epub",
+        markdown=True,
     ),
     FileFormat(
         FileKind.csv,
@@ -96,6 +104,7 @@ _ALL = (
         (".csv", ".tsv"),
         text=True,
         reader="docchat.extraction.office:extract_csv",
+        markdown=True,
     ),
     FileFormat(
         FileKind.html,
@@ -103,6 +112,7 @@ _ALL = (
         (".html", ".htm", ".xhtml"),
         text=True,
         reader="docchat.extraction.markup:extract_html",
+        markdown=True,
     ),
     FileFormat(
         FileKind.markdown,
@@ -110,6 +120,7 @@ _ALL = (
         (".md", ".markdown", ".mdown"),
         text=True,
         reader="docchat.extraction.markup:extract_markdown",
+        markdown=True,
     ),
     FileFormat(
         FileKind.text,
@@ -125,3 +136,8 @@ _ALL = (
     ),
 )
 FORMATS: dict[FileKind, FileFormat] = {entry.kind: entry for entry in _ALL}
+
+
+def writes_markdown(content_type: str) -> bool:
+    """Whether the text read from a document of this MIME type is Markdown."""
+    return any(entry.markdown for entry in _ALL if entry.kind == content_type)

@@ -37,3 +37,11 @@ class Source(BaseModel):
             "answer, with their offsets in the passage; null for a whole file or a summary"
         ),
     )
+    readable: bool = Field(
+        True,
+        description=(
+            "False when you may no longer read the document (deleted since, or no longer shared "
+            "with you): it cannot be opened, the quote is all that is left. Set by chat message "
+            "lists; true when the answer was given"
+        ),
+    )

@@ -631,7 +631,8 @@ export interface paths {
         /**
          * List Messages
          * @description The chat's messages, oldest first, answers with your rating of them. An answer still
-         *     being written has `status` streaming: follow it with GET /messages/{id}/stream.
+         *     being written has `status` streaming: follow it with GET /messages/{id}/stream. A source
+         *     whose document you may no longer read says so (`readable` false).
          */
         get: operations["chats_list_messages"];
         put?: never;
@@ -1050,7 +1051,7 @@ export interface paths {
          * Document Passages
          * @description The document's text as it was read, chunk by chunk in reading order (`skip` is a chunk
          *     index): what the in-app viewer shows around a cited passage. Consecutive chunks overlap
-         *     by up to `RAG_CHUNK_OVERLAP` characters.
+         *     by up to `RAG_CHUNK_OVERLAP` characters. `markdown` says whether the text is Markdown.
          */
         get: operations["documents_passages"];
         put?: never;
@@ -2963,17 +2964,6 @@ export interface components {
             /** Total */
             total: number;
         };
-        /** Page[PassageRead] */
-        Page_PassageRead_: {
-            /** Items */
-            items: components["schemas"]["PassageRead"][];
-            /** Limit */
-            limit: number;
-            /** Skip */
-            skip: number;
-            /** Total */
-            total: number;
-        };
         /** Page[SharedMessage] */
         Page_SharedMessage_: {
             /** Items */
@@ -2991,6 +2981,25 @@ export interface components {
             items: components["schemas"]["SourceItemRead"][];
             /** Limit */
             limit: number;
+            /** Skip */
+            skip: number;
+            /** Total */
+            total: number;
+        };
+        /**
+         * PassagePage
+         * @description A page of a document's passages, and how their text is written.
+         */
+        PassagePage: {
+            /** Items */
+            items: components["schemas"]["PassageRead"][];
+            /** Limit */
+            limit: number;
+            /**
+             * Markdown
+             * @description The text is Markdown (headings, tables and lists as the document's reader wrote them: Word, HTML, Markdown, spreadsheet files and the like): render it; false for plain text (PDFs, text files, scans)
+             */
+            markdown: boolean;
             /** Skip */
             skip: number;
             /** Total */
@@ -3233,6 +3242,12 @@ export interface components {
             location?: string | null;
             /** Page */
             page: number | null;
+            /**
+             * Readable
+             * @description False when you may no longer read the document (deleted since, or no longer shared with you): it cannot be opened, the quote is all that is left. Set by chat message lists; true when the answer was given
+             * @default true
+             */
+            readable: boolean;
             /**
              * Similarity
              * @description Cosine similarity to the query; null for text read directly (inline mode)
@@ -6029,7 +6044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_PassageRead_"];
+                    "application/json": components["schemas"]["PassagePage"];
                 };
             };
             /** @description Validation Error */
