@@ -86,3 +86,18 @@ async def test_a_model_failure_says_so_in_words_and_gives_the_question_back(
     await expect(page.get_by_test_id("message-user")).to_have_text(["Is anyone there?"])
     await expect(composer).to_have_value("")
     await expect(failed).to_have_count(0)
+
+    # Failed again, and sent again with Send from the composer it went back to: asked once, in
+    # the failed question's place (it was in the chat twice, and twice in the model's prompt).
+    scripted_llm.script(Reply(status=500))
+    await ask(page, "And now?")
+    await expect(composer).to_have_value("And now?")
+    scripted_llm.script("Still here.")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("Still here.")
+    questions = ["Is anyone there?", "And now?"]
+    await expect(page.get_by_test_id("message-user")).to_have_text(questions)
+    assert scripted_llm.prompt_text().count("And now?") == 1
+    await page.reload()  # the server kept it once too
+    await expect(page.get_by_test_id("message-assistant").last).to_contain_text("Still here.")
+    await expect(page.get_by_test_id("message-user")).to_have_text(questions)

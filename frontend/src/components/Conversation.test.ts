@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { previewShift } from "./Conversation";
+import type { Message } from "../api/client";
+import { previewShift, unansweredTail } from "./Conversation";
 
 describe("previewShift", () => {
   it("leaves a preview that fits where it is", () => {
@@ -15,5 +16,16 @@ describe("previewShift", () => {
     // A phone, 390 px wide: the preview is 273 px, wider than this 188 px column.
     expect(previewShift(150, 12, 200, 390)).toBe(-(150 - 20));
     expect(previewShift(300, 12, 378, 390)).toBe(-(300 + 273 - 370));
+  });
+});
+
+describe("unansweredTail", () => {
+  const message = (id: string, role: "user" | "assistant") => ({ id, role }) as Message;
+  it("is the chat's last questions that have no answer, oldest first", () => {
+    // A question sent again after a failure replaces these (it was asked a second time).
+    const asked = [message("q1", "user"), message("a1", "assistant"), message("q2", "user"), message("q3", "user")];
+    expect(unansweredTail(asked).map((m) => m.id)).toEqual(["q2", "q3"]);
+    expect(unansweredTail(asked.slice(0, 2))).toEqual([]);
+    expect(unansweredTail([])).toEqual([]);
   });
 });

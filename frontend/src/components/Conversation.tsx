@@ -60,6 +60,14 @@ interface Pending {
   answerId: string | null;
 }
 
+/** The chat's last questions that have no answer (failed, or stopped before their first word),
+ * oldest first: what a question sent again in their place replaces. */
+export function unansweredTail(list: Message[]): Message[] {
+  let at = list.length;
+  while (at > 0 && list[at - 1].role === "user") at -= 1;
+  return list.slice(at);
+}
+
 /** An answer that could not be written, shown under its question (null: never saved). */
 interface Failure {
   questionId: string | null;
@@ -382,6 +390,12 @@ export default function Conversation({
   const narrow = useMediaQuery(NARROW_SCREEN);
   const [pending, setPending] = useState<Pending | null>(null);
   const [failure, setFailure] = useState<Failure | null>(null);
+  // The saved question whose answer failed and whose text went back to the composer: sent
+  // again, it takes that question's place (sent as a new one, the chat showed it twice and
+  // the model read it twice, once as history).
+  const [returned, setReturned] = useState<Message | null>(null);
+  const draftNow = useRef(draft);
+  draftNow.current = draft;
   const [stopping, setStopping] = useState(false);
   // The question being edited in place, and the one being replaced while its answer comes.
   const [editing, setEditing] = useState<string | null>(null);
@@ -424,6 +438,7 @@ export default function Conversation({
   useEffect(() => {
     if (chatId && chatId === createdHere.current) return; // already on screen from the stream
     setMessages([]);
+    setReturned(null);
     if (!chatId) return;
     let current = true;
     void (async () => {
@@ -463,7 +478,10 @@ export default function Conversation({
     const question = draft.trim();
     if (!question || pending || attachments.uploading) return;
     setDraft("");
-    void ask(question, null);
+    const tail = unansweredTail(messages);
+    // The question put back after a failure (edited or not) is asked in place of the chat's
+    // unanswered questions, that one among them.
+    void ask(question, returned && tail.some((message) => message.id === returned.id) ? tail[0] : null);
   }
 
   /** Ask `question`; with `replaces` (regenerate, or an edited question), it and what follows
@@ -471,6 +489,7 @@ export default function Conversation({
   async function ask(question: string, replaces: Message | null) {
     if (pending || (!chatId && replaces)) return;
     setEditing(null);
+    setReturned(null);
     setReplacing(replaces?.id ?? null);
     // Messages from the replaced question on; read when they are swapped (the list may grow).
     const before = (list: Message[]) => (replaces ? list.slice(0, Math.max(0, list.findIndex((m) => m.id === replaces.id))) : list);
@@ -565,14 +584,15 @@ export default function Conversation({
       setStopping(false);
       // A failed replacement replaced nothing: the earlier messages stay, on the server too.
       setReplacing(null);
+      const unanswered = state.user;
       if (asking && (failed || !saved)) {
         // Refused, failed, or stopped before the question was saved (too long, signed out,
         // server down), or the model could not answer: the text goes back to the composer.
+        if (unanswered && !draftNow.current) setReturned(unanswered);
         setDraft((current) => current || initial.question);
         // Written here too: when the session has ended, this view is already gone.
         if (!sessionStorage.getItem(draftKey)) sessionStorage.setItem(draftKey, initial.question);
       }
-      const unanswered = state.user;
       // Saved, but no answer came (stopped before its first word, or failed).
       if (unanswered) setMessages((previous) => [...previous, unanswered]);
       setFailure(failed);
@@ -821,6 +841,7 @@ export default function Conversation({
           aria-activedescendant={mentioning && matches.length ? optionId(listId, Math.min(active, matches.length - 1)) : undefined}
           onChange={(e) => {
             setDraft(e.target.value);
+            if (!e.target.value.trim()) setReturned(null); // emptied: what comes next is new
             setCaret(e.target.selectionStart);
             setActive(0);
           }}
