@@ -10,7 +10,7 @@ describe("reflow", () => {
 });
 
 describe("citedIndex", () => {
-  const source = { document_id: "d", document_name: "n", page: null, similarity: null, content_preview: "" };
+  const source = { document_id: "d", document_name: "n", page: null, similarity: null, content_preview: "", readable: true };
   it("reads the chunk index of first and later versions, none for a whole file", () => {
     expect(citedIndex({ ...source, chunk_id: "0f2a_12" })).toBe(12);
     expect(citedIndex({ ...source, chunk_id: "0f2a_v3_7" })).toBe(7);

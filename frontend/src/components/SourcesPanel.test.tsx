@@ -11,6 +11,7 @@ const source = {
   page: 7,
   similarity: 0.8123,
   content_preview: "The lighthouse was built in 1887.",
+  readable: true,
 };
 
 describe("SourcesPanel", () => {
@@ -22,6 +23,15 @@ describe("SourcesPanel", () => {
     expect(screen.getByText("The lighthouse was built in 1887.")).toBeTruthy();
     expect(screen.getByRole("button", { name: "Open document at page 7 (report.pdf)" })).toBeTruthy();
     expect(document.getElementById("source-1")?.className).toBe("highlight");
+  });
+
+  it("offers no original of a document the reader may no longer read, and says why", () => {
+    // It offered "Open document": a blank tab, then an error.
+    render(<SourcesPanel sources={[{ ...source, readable: false }]} highlighted={null} />);
+    expect(screen.queryByRole("button", { name: /Open document/ })).toBeNull();
+    expect(screen.getByTestId("source-gone").textContent).toMatch(/no longer available to you/);
+    expect(screen.getByText("The lighthouse was built in 1887.")).toBeTruthy();
+    expect(screen.getByRole("button", { name: "Show in the document (report.pdf)" })).toBeTruthy();
   });
 
   it("explains itself when there is nothing to show", () => {

@@ -1,5 +1,5 @@
 import { useRef, useState } from "react";
-import { openDocument, type Source } from "../api/client";
+import { DOCUMENT_GONE, openDocument, type Source } from "../api/client";
 import { quoteOf } from "../citations";
 import DocumentViewer from "./DocumentViewer";
 
@@ -48,13 +48,20 @@ export default function SourcesPanel({ sources, highlighted }: Props) {
           >
             Show in the document
           </button>{" "}
-          <button
-            onClick={() => openDocument(source.document_id, source.page ?? null).catch((e: Error) => setError(e.message))}
-            // The visible words first (speech control users say what they see), then which file.
-            aria-label={`${openLabel(source)} (${source.document_name})`}
-          >
-            {openLabel(source)}
-          </button>
+          {source.readable === false ? (
+            // Deleted, or no longer shared with the reader: opening it could only fail.
+            <p className="muted small" data-testid="source-gone">
+              {DOCUMENT_GONE}
+            </p>
+          ) : (
+            <button
+              onClick={() => openDocument(source.document_id, source.page ?? null).catch((e: Error) => setError(e.message))}
+              // The visible words first (speech control users say what they see), then which file.
+              aria-label={`${openLabel(source)} (${source.document_name})`}
+            >
+              {openLabel(source)}
+            </button>
+          )}
         </li>
       ))}
       </ol>
