@@ -15,6 +15,15 @@ from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
 
 SIZES = {"desktop": {"width": 1400, "height": 900}, "phone": {"width": 390, "height": 844}}
+# A select's chosen words, measured in its font, with room for its arrow; and the room inside it.
+FITS = """(select) => {
+  const style = getComputedStyle(select);
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const words = context.measureText(select.selectedOptions[0].text).width;
+  const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+  return { needed: words + 20, room: select.clientWidth - padding };
+}"""
 
 
 async def _check(page: Page, where: str, problems: dict[str, list[str]]) -> None:
@@ -59,6 +68,11 @@ async def test_every_page_has_no_serious_accessibility_violations(
     answer = page.get_by_test_id("message-assistant").last
     await expect(answer).to_contain_text("pier 4")
     await _check(page, "chat with an answer", problems)
+    # In a chat its choice is longest: at a phone's width its words were cut off.
+    fit = await page.get_by_label("Ask within").evaluate(FITS)
+    assert fit["needed"] <= fit["room"], fit
+    if scheme == "light":
+        await page.screenshot(path=str(SCREENSHOTS / f"ask-within-{size}.png"))
     await answer.get_by_role("button", name="Show source 1").click()
     await _check(page, "sources", problems)
     await page.screenshot(path=str(SCREENSHOTS / f"a11y-chat-{size}-{scheme}.png"))

@@ -52,6 +52,59 @@ async def test_a_citation_of_a_deleted_document_keeps_its_quote_and_offers_no_or
     await page.screenshot(path=str(SCREENSHOTS / "viewer-document-gone.png"))
 
 
+TIDES_MD = b"""# Glimmer harbour tides
+
+The Glimmer harbour tide table is kept by the harbour office.
+
+| Day | High tide |
+| --- | --- |
+| Monday | 06:10 |
+| Tuesday | 06:55 |
+"""
+TIDES_TXT = (
+    b"Glimmer harbour tide notes.\n\n\nThe Glimmer harbour tide gauge stands at the pier.\n\n"
+    b"It was calibrated in spring.\n"
+)
+# Outlined pieces of the cited passage no wider than a bar: what a blank line drew.
+BARS = """(viewer) => [...viewer.querySelectorAll("mark.cited")]
+  .flatMap((mark) => [...mark.getClientRects()])
+  .filter((rect) => rect.width < 4).length"""
+
+
+async def test_the_viewer_renders_markdown_and_outlines_no_blank_line(
+    signed_in: SignIn, scripted_llm: ScriptedLLM
+) -> None:
+    """Markdown's `#` and `| --- |` were shown as they are, and the cited passage's outline drew
+    bars on its blank lines."""
+    page, _ = await signed_in()
+    await upload(page, {"tides.md": TIDES_MD, "gauge.txt": TIDES_TXT})
+    scripted_llm.script("The office keeps it [1], the gauge is at the pier [2].")
+    await ask(page, "Who keeps the Glimmer harbour tide table, and where is the tide gauge?")
+    answer = page.get_by_test_id("message-assistant")
+    await expect(answer.get_by_role("button", name="Show source 2")).to_be_visible()
+    await answer.get_by_role("button", name="Show source 1").click()
+
+    await page.get_by_role("button", name="Show in the document (tides.md)").click()
+    viewer = page.get_by_role("dialog", name="tides.md")
+    text = viewer.get_by_test_id("viewer-text")
+    await expect(text.get_by_role("heading", name="Glimmer harbour tides")).to_be_visible()
+    table = text.get_by_role("table")
+    await expect(table.get_by_role("cell", name="06:55")).to_be_visible()
+    await expect(table.get_by_role("columnheader", name="High tide")).to_be_visible()
+    await expect(text).not_to_contain_text("| ---")
+    await expect(text).not_to_contain_text("# Glimmer")
+    await expect(viewer.get_by_test_id("cited-passage")).to_contain_text("kept by the harbour")
+    await page.screenshot(path=str(SCREENSHOTS / "viewer-markdown.png"))
+    await viewer.get_by_role("button", name="Back to the answer").click()
+
+    await page.get_by_role("button", name="Show in the document (gauge.txt)").click()
+    viewer = page.get_by_role("dialog", name="gauge.txt")
+    cited = viewer.get_by_test_id("cited-passage")
+    await expect(cited).to_contain_text("calibrated in spring")
+    assert await viewer.evaluate(BARS) == 0
+    await page.screenshot(path=str(SCREENSHOTS / "viewer-blank-lines.png"))
+
+
 async def test_a_document_waiting_in_the_queue_offers_no_reprocess(signed_in: SignIn) -> None:
     """Reprocess was offered on documents still queued (it would only queue them again)."""
     page, _ = await signed_in()
@@ -230,16 +283,22 @@ async def test_on_a_phone_the_document_viewer_is_above_everything(
     """ "Hide panel" was drawn over the viewer."""
     page, _ = await signed_in(viewport={"width": 390, "height": 844})
     await page.get_by_role("button", name="Documents & sources").click()
-    await upload(page, {"ferries.txt": b"The harbour ferry timetable changes in spring."})
+    # Markdown: rendered at a phone's width too (a table of its own width, scrolled sideways).
+    ferries = (
+        b"# Ferries\n\nThe harbour ferry timetable changes in spring.\n\n"
+        b"| Ferry | Leaves | Arrives | Pier |\n| --- | --- | --- | --- |\n"
+        b"| Morning ferry | 07:40 | 08:25 | North pier 4 |\n"
+    )
+    await upload(page, {"ferries.md": ferries})
     await page.get_by_role("button", name="Hide panel").click()
     scripted_llm.script("In spring [1].")
     await ask(page, "When does the ferry timetable change?")
     await (
         page.get_by_test_id("message-assistant").get_by_role("button", name="Show source 1").click()
     )
-    await page.get_by_role("button", name="Show in the document (ferries.txt)").click()
-    viewer = page.get_by_role("dialog", name="ferries.txt")
-    await expect(viewer).to_be_visible()
+    await page.get_by_role("button", name="Show in the document (ferries.md)").click()
+    viewer = page.get_by_role("dialog", name="ferries.md")
+    await expect(viewer.get_by_role("table")).to_be_visible()
     hide = page.get_by_role("button", name="Hide panel")
     box = await hide.bounding_box()
     assert box is not None

@@ -1,6 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import { api, DOCUMENT_GONE, openDocument, type Schemas, type Source } from "../api/client";
+import PassageText from "./PassageText";
 
 type Passage = Schemas["PassageRead"];
 // pdf.js comes with the page view, not with the app.
@@ -62,11 +63,14 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
   const [view, setView] = useState<"text" | "page">("text");
   const [passages, setPassages] = useState<Passage[]>([]);
   const [total, setTotal] = useState(0);
+  // The document's reader wrote Markdown (Word, HTML, Markdown files…): shown rendered.
+  const [markdown, setMarkdown] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  // Deleted since, or no longer shared with the reader: the answer keeps only its quote.
-  const [gone, setGone] = useState(false);
+  // Deleted since, or no longer shared with the reader (the list of messages said so, or the
+  // text could not be loaded): the answer keeps only its quote.
+  const [gone, setGone] = useState(source.readable === false);
   const dialog = useRef<HTMLDivElement>(null);
-  const mark = useRef<HTMLElement>(null);
+  const textView = useRef<HTMLDivElement>(null);
 
   const load = useCallback(
     async (skip: number, limit: number) => {
@@ -79,6 +83,7 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
         return;
       }
       setTotal(data.total);
+      setMarkdown(data.markdown);
       setPassages((current) =>
         [...current, ...data.items]
           .filter((p, i, all) => all.findIndex((q) => q.chunk_index === p.chunk_index) === i)
@@ -89,15 +94,16 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
   );
 
   useEffect(() => {
-    void load((cited ?? 0) - AROUND, AROUND * 2 + 1);
-  }, [load, cited]);
+    if (!gone) void load((cited ?? 0) - AROUND, AROUND * 2 + 1);
+  }, [load, cited, gone]);
 
   useEffect(() => {
     dialog.current?.focus();
   }, []);
 
   useEffect(() => {
-    mark.current?.scrollIntoView({ block: "center" });
+    const found = (selector: string) => textView.current?.querySelector(`[data-testid=${selector}]`);
+    (found("cited-sentence") ?? found("cited-passage"))?.scrollIntoView?.({ block: "center" });
   }, [passages.length]);
 
   const first = passages[0]?.chunk_index ?? 0;
@@ -163,7 +169,8 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
           </div>
         )}
         <div
-          className="viewer-text"
+          ref={textView}
+          className={`viewer-text${markdown ? " markdown" : ""}`}
           data-testid="viewer-text"
           tabIndex={0}
           role="region"
@@ -178,30 +185,15 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
           {passages.map((passage, index) => {
             const previous = passages[index - 1]?.chunk_index === passage.chunk_index - 1 ? passages[index - 1].text : undefined;
             const unique = withoutOverlap(previous, passage.text);
-            const shown = reflow(unique);
+            // Markdown keeps its line breaks (they end rows and items); a PDF's are joined.
+            const shown = markdown ? unique : reflow(unique);
             const label = place(passage);
             const isCited = passage.chunk_index === cited;
             const sentence = isCited ? sentenceSpan(source, passage.text.length - unique.length, shown.length) : null;
             return (
               <section key={passage.chunk_index} className="viewer-passage" data-chunk={passage.chunk_index}>
                 {label && (index === 0 || label !== place(passages[index - 1])) && <p className="viewer-place muted small">{label}</p>}
-                {isCited ? (
-                  <mark ref={sentence ? undefined : mark} className="cited" data-testid="cited-passage" aria-label="Cited passage">
-                    {sentence ? (
-                      <>
-                        {shown.slice(0, sentence.start)}
-                        <mark ref={mark} className="cited-sentence" data-testid="cited-sentence" aria-label="Cited sentence">
-                          {shown.slice(sentence.start, sentence.end)}
-                        </mark>
-                        {shown.slice(sentence.end)}
-                      </>
-                    ) : (
-                      shown
-                    )}
-                  </mark>
-                ) : (
-                  <span>{shown}</span>
-                )}
+                <PassageText text={shown} markdown={markdown} cited={isCited} sentence={sentence} />
               </section>
             );
           })}
