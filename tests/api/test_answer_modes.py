@@ -14,6 +14,8 @@ import pytest
 from fastapi import FastAPI
 from pptx.util import Inches
 
+from docchat.answers import extractive
+from docchat.llm import prompts
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from tests.support.chat import ask, ask_streaming
@@ -45,9 +47,14 @@ async def _handbook(
     return await upload_and_process(client, components, headers, "handbook.md", HANDBOOK.encode())
 
 
-def _with_builtin_model(app: FastAPI, components: Components) -> None:
+def _with_builtin_model(
+    app: FastAPI, components: Components, *, match_floor: float | None = None
+) -> None:
     llm = components.settings.llm.model_copy(update={"builtin": True})
-    settings = components.settings.model_copy(update={"llm": llm})
+    rag = components.settings.rag
+    if match_floor is not None:
+        rag = rag.model_copy(update={"match_floor": match_floor})
+    settings = components.settings.model_copy(update={"llm": llm, "rag": rag})
     attach_components(app, dataclasses.replace(components, settings=settings))
 
 
@@ -89,7 +96,7 @@ async def test_an_extractive_answer_quotes_the_fact_with_its_source_and_calls_no
     assert fresh_llm.requests == []  # no model call at all
 
 
-async def test_auto_quotes_with_the_builtin_model_and_still_asks_it_general_questions(
+async def test_auto_quotes_with_the_builtin_model_and_still_makes_small_talk_with_it(
     app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:
     _with_builtin_model(app, components)
@@ -108,13 +115,167 @@ async def test_auto_quotes_with_the_builtin_model_and_still_asks_it_general_ques
     assert "14 hours" in saved["sources"][0]["highlight"]["text"]
     assert fresh_llm.requests == []
 
-    fresh_llm.script("Paris is the capital of France.")
-    general = (await ask(client, headers, "What is the capital of France?")).json()
+    fresh_llm.script("Hello! What would you like to know?")
+    general = (await ask(client, headers, "Hello!")).json()
     answer = general["assistant_message"]
-    assert answer["content"] == "Paris is the capital of France."
-    assert answer["sources"] is None and answer["meta"]["reason"] == "no_match"
-    assert "answer_mode" not in answer["meta"]
+    assert answer["content"] == "Hello! What would you like to know?"
+    assert answer["sources"] is None and "answer_mode" not in answer["meta"]
     assert len(fresh_llm.requests) == 1
+
+
+async def test_the_builtin_model_never_states_general_facts_the_documents_do_not_hold(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Seen with the keyless default: "What is the capital of France?" over documents that do
+    not say got the 135M model's "L'Alma" under a "General answer" badge."""
+    _with_builtin_model(app, components)
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    fresh_llm.script(*["The capital of France is L'Alma."] * 3)
+    question = "What is the capital of France?"
+
+    answer = (await ask(client, headers, question)).json()["assistant_message"]
+    assert "L'Alma" not in answer["content"] and fresh_llm.requests == []
+    not_covered = prompts.BUILTIN_NOT_ANSWERED["no_match"]
+    assert answer["content"] == not_covered
+    assert answer["sources"] is None and answer["meta"]["grounded"] is False
+    assert answer["meta"]["reason"] == "no_match"
+    _, events = await ask_streaming(client, headers, question)
+    streamed = "".join(data["text"] for kind, data in events if kind == "delta")
+    assert streamed == events[-1][1]["assistant_message"]["content"] == not_covered
+    openai = await client.post(
+        "/v1/chat/completions",
+        headers=headers,
+        json={
+            "model": "scripted-model",
+            "index_name": "all",
+            "messages": [{"role": "user", "content": question}],
+        },
+    )
+    assert openai.json()["choices"][0]["message"]["content"] == not_covered
+    assert fresh_llm.requests == []
+
+
+async def test_the_builtin_model_shows_the_nearest_passages_as_not_answering(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """A question whose best passage comes near the match floor without reaching it: the
+    answer says the documents do not seem to cover it and quotes the nearest passages, with
+    their sources, not grounded."""
+    _with_builtin_model(app, components, match_floor=0.99)  # nothing reaches it
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+
+    answer = (await ask(client, headers, "How long do sourdough loaves proof?")).json()
+    message = answer["assistant_message"]
+    assert "14 hours" in message["content"] and "[1]" in message["content"]
+    assert message["content"].startswith(extractive.NEAREST_INTRODUCTION)
+    assert message["meta"]["grounded"] is False and message["meta"]["reason"] == "no_match"
+    assert message["sources"] and "14 hours" in message["sources"][0]["highlight"]["text"]
+    assert fresh_llm.requests == []
+
+
+GLIMMERDAL = (
+    "# Glimmerdal survey deck\n\n"
+    "The Glimmerdal drones survey the glacier every spring. Each flight covers 40 square "
+    "kilometres and lands at the Glimmerdal hut."
+)
+BORGUND = (
+    "# Borgund fleet deck\n\n"
+    "The Borgund drones are insured by Nordvakt Assurance against loss and collision. "
+    "They fly from the Borgund quay."
+)
+
+
+async def test_a_quote_is_about_what_the_question_names(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Seen in a keyless installation: "Who insures the Glimmerdal drones?" was answered by
+    quoting another deck's insurer."""
+    headers = await auth_headers(client)
+    glimmerdal = await upload_and_process(
+        client, components, headers, "glimmerdal.md", GLIMMERDAL.encode()
+    )
+    borgund = await upload_and_process(client, components, headers, "borgund.md", BORGUND.encode())
+    both = [glimmerdal["id"], borgund["id"]]
+    extractive_mode = {"answer_mode": "extractive"}
+
+    asked = await ask(
+        client,
+        headers,
+        "Who insures the Glimmerdal drones?",
+        document_ids=both,
+        options=extractive_mode,
+    )
+    answer = asked.json()["assistant_message"]
+    assert "Nordvakt" not in answer["content"]
+    assert all(source["document_name"] == "glimmerdal.md" for source in answer["sources"] or [])
+
+    asked = await ask(
+        client,
+        headers,
+        "Who insures the Kvitfjell drones?",
+        document_ids=both,
+        options=extractive_mode,
+    )
+    answer = asked.json()["assistant_message"]
+    assert answer["content"] == extractive.NOT_ANSWERED.format(names="“Kvitfjell”")
+    assert answer["sources"] is None and answer["meta"]["grounded"] is False
+    assert answer["meta"]["reason"] == "insufficient_information"
+    # The same question about the deck that holds the answer quotes it.
+    asked = await ask(
+        client,
+        headers,
+        "Who insures the Borgund drones?",
+        document_ids=both,
+        options=extractive_mode,
+    )
+    assert "Nordvakt Assurance" in asked.json()["assistant_message"]["content"]
+    assert fresh_llm.requests == []
+
+
+async def test_an_answer_of_bare_markers_is_asked_for_again(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Seen with a real 1.5B model: half its grounded answers were only "[1]"."""
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    sentence = "Sourdough loaves proof for 14 hours in the cold room [1]."
+    fresh_llm.script("[1]", sentence)
+
+    response, events = await ask_streaming(client, headers, "How long do sourdough loaves proof?")
+    assert response.status_code == 200
+    streamed = "".join(data["text"] for kind, data in events if kind == "delta")
+    saved = events[-1][1]["assistant_message"]
+    assert streamed == saved["content"] == sentence  # the bare "[1]" was never shown
+    assert saved["meta"]["answer_retried"] is True and saved["meta"]["grounded"] is True
+    assert saved["meta"]["answer_mode"] == "generative" and len(saved["sources"]) == 1
+    first, retry = fresh_llm.requests
+    assert retry["messages"][:-1] == first["messages"][:-1]
+    assert retry["messages"][-1]["content"].endswith(prompts.BARE_RETRY_INSTRUCTION)
+
+
+async def test_two_answers_of_bare_markers_give_the_extractive_answer(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await auth_headers(client)
+    await _handbook(client, components, headers)
+    question = "How long do sourdough loaves proof?"
+    fresh_llm.script("[1]", " [2]. ", "[1]", "[1][2]")
+
+    answer = (await ask(client, headers, question)).json()["assistant_message"]
+    _, events = await ask_streaming(client, headers, question)
+    streamed = "".join(data["text"] for kind, data in events if kind == "delta")
+    saved = events[-1][1]["assistant_message"]
+    for message in (answer, saved):
+        assert message["content"].startswith(extractive.INTRODUCTION)
+        assert "14 hours" in message["content"]
+        meta = message["meta"]
+        assert meta["answer_mode"] == "extractive" and meta["extractive_reason"] == "bare"
+        assert meta["answer_retried"] is True and meta["grounded"] is True
+        assert "14 hours" in message["sources"][0]["highlight"]["text"]
+    assert streamed == saved["content"]
+    assert len(fresh_llm.requests) == 4
 
 
 async def test_the_model_reads_earlier_answers_without_their_quoting_and_markers(
@@ -129,8 +290,8 @@ async def test_the_model_reads_earlier_answers_without_their_quoting_and_markers
     quoted = (await ask(client, headers, "How long do sourdough loaves proof?")).json()
     assert quoted["assistant_message"]["content"].startswith("From the documents:")
 
-    fresh_llm.script("Paris.")
-    await ask(client, headers, "What is the capital of France?", chat_id=quoted["chat_id"])
+    fresh_llm.script("You are welcome.")
+    await ask(client, headers, "Thanks!", chat_id=quoted["chat_id"])
     earlier = [m["content"] for m in fresh_llm.last_request["messages"] if m["role"] == "assistant"]
     assert len(earlier) == 1 and "14 hours" in earlier[0]
     assert "From the documents" not in earlier[0]

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.answers import extractive
 from docchat.events.models import Event
 from docchat.llm import prompts
 from docchat.main.components import Components
@@ -281,6 +282,29 @@ async def test_rag_streams_with_sources_on_the_last_chunk(
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "Use helm [1]."
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert chunks[-1].sources[0]["document_name"] == "kaito.md"  # type: ignore[attr-defined]
+
+
+async def test_rag_asks_again_for_an_answer_of_bare_markers_then_quotes(
+    sdk: openai.AsyncOpenAI, fresh_llm: ScriptedLLM
+) -> None:
+    """A real 1.5B model answered "[1]" alone: asked once more for a sentence; bare twice, the
+    documents are quoted instead. Streamed or not, the client never sees a bare "[1]"."""
+    question = [{"role": "user", "content": "How do I install KAITO?"}]
+    rag = {"index_name": "all"}
+    sentence = "Run helm install kaito-workspace from the charts folder [1]."
+    fresh_llm.script("[1]", sentence)
+    completion = await create(sdk, question, extra_body=rag)
+    assert completion.choices[0].message.content == sentence
+    assert prompts.BARE_RETRY_INSTRUCTION in fresh_llm.prompt_text()
+
+    fresh_llm.script("[1]", "[1].", "[1]", " [1]")
+    completion = await create(sdk, question, extra_body=rag)
+    quoted = completion.choices[0].message.content
+    stream = await create(sdk, question, stream=True, extra_body=rag)
+    streamed = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    for answer in (quoted, streamed):
+        assert answer.startswith(extractive.INTRODUCTION) and "helm install" in answer
+    assert len(fresh_llm.requests) == 6
 
 
 async def test_llm_error_reaches_the_client_as_502(

@@ -9,6 +9,8 @@ from docchat.retrieval.citations import (
     apply_citations,
     has_markers,
     infer_citations,
+    is_bare,
+    may_be_bare,
     says_information_is_missing,
     strip_markers,
 )
@@ -156,3 +158,18 @@ def test_markers_in_code_are_code() -> None:
     assert cited.content == "Index with `a[2]` as in [1]."
     assert [s.chunk_id for s in cited.sources] == [CANDIDATES[1].chunk_id]
     assert not has_markers("only `code[1]` here", len(CANDIDATES))
+
+
+@pytest.mark.parametrize("answer", ["[1]", " [2]. ", "[1][2]", "[1, 2]\n", "", "([1])"])
+def test_an_answer_of_markers_alone_is_bare(answer: str) -> None:
+    assert is_bare(answer)
+
+
+@pytest.mark.parametrize("answer", ["Yes [1].", "14 hours [1]", "`items[1]`", "[1] Paris"])
+def test_an_answer_with_words_is_not_bare(answer: str) -> None:
+    assert not is_bare(answer)
+
+
+def test_a_streamed_answer_may_be_bare_until_its_first_word() -> None:
+    assert may_be_bare("[") and may_be_bare("[1") and may_be_bare("[1] [2")
+    assert not may_be_bare("[1] The")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
+
+import pytest
 
 from docchat.answers import extractive
 from docchat.retrieval.context import ContextEntry, source_of
@@ -81,7 +84,6 @@ def test_an_extractive_answer_never_cites_a_passage_it_does_not_quote() -> None:
         "Who built the Skerry Point lighthouse?",
         "How far can the light be seen?",
         "How was the pottery fired?",
-        "What is the capital of Peru?",
     ]
     entries = _entries(POTTERY, FERRY, LIGHTHOUSE)
     for question in questions:
@@ -116,3 +118,51 @@ def test_a_table_row_is_quoted_as_columns_and_values() -> None:
 
 def test_passages_without_text_give_no_extractive_answer() -> None:
     assert extractive.answer("anything?", _entries("   ")) is None
+
+
+GLIMMERDAL = "The Glimmerdal drones survey the glacier every spring from the Glimmerdal hut."
+BORGUND = "The drones are insured by Nordvakt Assurance against loss and collision."
+
+
+def test_a_quote_is_never_about_something_else_than_the_question_names() -> None:
+    """Seen in a keyless installation: "Who insures the Glimmerdal drones?" was answered with
+    another deck's insurer."""
+    question = "Who insures the Glimmerdal drones?"
+    result = extractive.answer(question, _entries(BORGUND))
+    assert result is not None
+    answer, quotes = result
+    assert quotes == [] and "Nordvakt" not in answer
+    assert answer == extractive.NOT_ANSWERED.format(names="“Glimmerdal”")
+    # With the Glimmerdal deck among the passages, only it may be quoted.
+    result = extractive.answer(question, _entries(BORGUND, GLIMMERDAL))
+    assert result is not None and set(_quoted(result[0])) == {2}
+
+
+def test_a_name_in_the_documents_title_counts_as_mentioned() -> None:
+    [entry] = _entries(BORGUND)
+    titled = dataclasses.replace(
+        entry, source=entry.source.model_copy(update={"document_name": "glimmerdal-fleet.pptx"})
+    )
+    result = extractive.answer("Who insures the Glimmerdal drones?", [titled])
+    assert result is not None and "Nordvakt" in result[0]
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("Who insures the Glimmerdal drones?", ["Glimmerdal"]),
+        ("How long do sourdough loaves proof?", []),
+        ("Glimmerdal drones: who insures them?", []),  # a sentence's first word may be any word
+        ("Does the X200 pair with an iPhone?", ["X200", "iPhone"]),
+        ("WHO INSURES THE DRONES?", []),
+        ("Wie lange dauert die Probezeit bei der Firma?", []),  # German capitalises nouns
+    ],
+)
+def test_names_of_a_question(question: str, names: list[str]) -> None:
+    assert extractive.names_in(question) == names
+
+
+def test_the_translation_of_a_question_brings_no_names() -> None:
+    matched = "Wer versichert die Drohnen?\nWho insures the Glimmerdal drones?"
+    result = extractive.answer(matched, _entries(BORGUND), asked="Wer versichert die Drohnen?")
+    assert result is not None and "Nordvakt" in result[0]

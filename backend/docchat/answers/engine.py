@@ -7,6 +7,9 @@ One path for the chat routes and the OpenAI-compatible endpoint, with no databas
 2. `produce`: the model calls (the bounded tool loop, then the answer), text as it comes;
 3. `cite`: the raw answer becomes the saved one, `[n]` markers renumbered over the sources it
    cites.
+An answer that is nothing but markers ("[1]", which small models write) is asked for once more,
+then quoted instead (`produce`). With the built-in demo model, no question the documents do not
+answer goes to the model, small talk aside: its general answers are invented (`plan`).
 Every model call of an answer goes through one `MeteredLLM`, so the tokens and the time an
 answer reports are all of its calls.
 """
@@ -23,6 +26,7 @@ from typing import Any, Literal
 
 from docchat.answers import extractive
 from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
+from docchat.answers.small_talk import is_small_talk
 from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_documents
 from docchat.config import LLMSettings, RAGSettings
 from docchat.extraction.kinds import FileKind
@@ -37,6 +41,8 @@ from docchat.retrieval.citations import (
     apply_citations,
     has_markers,
     infer_citations,
+    is_bare,
+    may_be_bare,
     says_information_is_missing,
     strip_markers,
 )
@@ -147,6 +153,18 @@ class SourcesReady:
     """Yielded by `produce` once retrieval is over, before the first piece of text."""
 
 
+@dataclass
+class _Attempt:
+    """One answer the model wrote, as it comes."""
+
+    model: str
+    pieces: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
 @dataclass(frozen=True)
 class CitedAnswer:
     content: str
@@ -238,14 +256,24 @@ class AnswerEngine:
             documents_searched=DocumentScope.of(question.documents).size,
         )
         general = self._general(question)
+        builtin_guard = self.answers_without_general_knowledge(options)
+        if builtin_guard and is_small_talk(question.text):
+            # "hello", "thanks": the model answers; no passage is quoted for them.
+            meta.documents_searched = 0
+            return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
         if not options.rag_enabled:
             meta = meta.model_copy(update={"reason": "rag_disabled", "documents_searched": 0})
+            if builtin_guard:
+                return self._not_answered_plan(question, general, usage, meta, [])
             return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
         budget = self.budget(question)
         extracting = self.extracts(options)
         searched: list[ContextEntry] = []
+        nearest: list[ContextEntry] = []
         if options.retrieval == "auto" or extracting is not None:
-            searched = await self._searched_entries(question, llm, meta, budget)
+            searched, nearest = await self._searched_entries(
+                question, llm, meta, budget, nearest_below_floor=builtin_guard
+            )
         inline, file_parts = await self._inline_entries(question, len(searched) + 1, budget)
         if inline:
             meta.inline_documents = len(question.inline_documents)
@@ -253,13 +281,15 @@ class AnswerEngine:
         if meta.retrieval_mode != "whole_documents":
             entries = with_highlights(entries, _matched_text(question, meta))
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            quoted = extractive.answer(_matched_text(question, meta), entries)
+            quoted = extractive.answer(_matched_text(question, meta), entries, asked=question.text)
             if quoted is not None:
                 return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
         if options.retrieval == "tool" and question.documents:
             return self._tool_plan(question, entries, file_parts, meta, budget, usage)
         if not entries:
             meta.reason = meta.reason or ("no_match" if question.documents else "no_documents")
+            if builtin_guard:
+                return self._not_answered_plan(question, general, usage, meta, nearest)
             fixed = prompts.NOT_FOUND_ANSWER if options.strict else None
             return Plan(
                 general, usage, meta, self._fitted_max_tokens(question, general), fixed_answer=fixed
@@ -292,9 +322,42 @@ class AnswerEngine:
         (the setting or the message), or `auto` with the built-in demo model."""
         if options.answer_mode == "extractive":
             return "requested"
-        if options.answer_mode == "auto" and self.llm_settings.builtin:
+        if self.answers_without_general_knowledge(options):
             return "builtin_model"
         return None
+
+    def answers_without_general_knowledge(self, options: AnswerOptions) -> bool:
+        """`auto` with the built-in demo model: a question the documents do not answer is told
+        so (with the nearest passages, if some come close), never given the model's general
+        answer, whose facts a 135M model invents ("the 1998 World Cup was won by the United
+        States"); small talk still goes to the model (`small_talk`)."""
+        return options.answer_mode == "auto" and self.llm_settings.builtin
+
+    def _not_answered_plan(
+        self,
+        question: Question,
+        general: list[dict[str, Any]],
+        usage: Usage,
+        meta: AnswerMeta,
+        nearest: list[ContextEntry],
+    ) -> Plan:
+        """What the built-in model's answer says when the documents do not answer: so, and the
+        nearest passages quoted when some came close (over the similarity floor, under the
+        match floor) and mention what the question names; no model call."""
+        if nearest:
+            asked = _matched_text(question, meta)
+            nearest = with_highlights(nearest, asked)
+            quoted = extractive.answer(
+                asked,
+                nearest,
+                asked=question.text,
+                introduction=extractive.NEAREST_INTRODUCTION,
+            )
+            if quoted is not None and quoted[1]:
+                return self._extractive_plan(general, usage, meta, nearest, quoted, "builtin_model")
+        reason = meta.reason or "no_match"
+        fixed = prompts.BUILTIN_NOT_ANSWERED.get(reason, prompts.BUILTIN_NOT_ANSWERED["no_match"])
+        return Plan(general, usage, meta, max_tokens=1, fixed_answer=fixed)
 
     def _extractive_plan(
         self,
@@ -308,6 +371,9 @@ class AnswerEngine:
         text, quotes = quoted
         meta.answer_mode, meta.extractive_reason = "extractive", reason
         meta.context_chars = sum(len(entry.text) for entry in entries)
+        if not quotes:  # the passages are about something else than the question names
+            meta.reason = "insufficient_information"
+            return Plan(general, usage, meta, max_tokens=1, fixed_answer=text)
         return Plan(
             general,
             usage,
@@ -397,10 +463,18 @@ class AnswerEngine:
         return reply.content.strip(), round((time.perf_counter() - started) * 1000, 1)
 
     async def _searched_entries(
-        self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget
-    ) -> list[ContextEntry]:
+        self,
+        question: Question,
+        llm: MeteredLLM,
+        meta: AnswerMeta,
+        budget: TokenBudget,
+        *,
+        nearest_below_floor: bool = False,
+    ) -> tuple[list[ContextEntry], list[ContextEntry]]:
+        """The passages of the answer, and (`nearest_below_floor`) when the question needed a
+        match and none reached the match floor, the nearest passages in their place."""
         if not question.documents:
-            return []
+            return [], []
         if question.options.whole_documents and asks_for_whole_documents(
             question.text, question.scope
         ):
@@ -414,23 +488,26 @@ class AnswerEngine:
                 budget=budget,
             )
             if entries is not None:
-                return entries
+                return entries, []
         query = await self._search_query(question, llm, meta)
         translated = await self._translated(query, question, llm, meta)
         result = await self.retriever.search_wordings(
             [query] if translated is None else [query, translated],
             question.documents,
             question.options.top_k,
-            require_match=question.require_match,
+            require_match=question.require_match and not nearest_below_floor,
             asked_in=None if translated is None else languages.language_of(question.text),
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
-        meta.retrieval_count = len(result.chunks)
         meta.retrieval_mode = self.retriever.mode
         if result.unavailable:
             meta.reason = "retrieval_unavailable"
-            return []
-        return build_context(result.chunks, budget)
+            return [], []
+        if question.require_match and self.retriever.misses_match_floor(result):
+            meta.retrieval_count = 0
+            return [], build_context(result.chunks, budget)
+        meta.retrieval_count = len(result.chunks)
+        return build_context(result.chunks, budget), []
 
     async def _inline_entries(
         self, question: Question, first_number: int, budget: TokenBudget
@@ -489,47 +566,119 @@ class AnswerEngine:
         if plan.fixed_answer is not None:
             yield SourcesReady()
             # An extractive answer streams a block (its introduction, then each quote) at a time.
-            for piece in (
-                re.split(r"(?<=\n\n)", plan.fixed_answer) if streaming else [plan.fixed_answer]
-            ):
+            for piece in _blocks(plan.fixed_answer) if streaming else [plan.fixed_answer]:
                 yield piece
             yield self._generated(plan, plan.fixed_answer, options.model)
             return
         messages = list(plan.messages)
+        given: Completion | None = None
         if plan.tools is not None:
-            answered = await self._tool_rounds(question, plan, llm, messages)
+            given = await self._tool_rounds(question, plan, llm, messages)
             _adopt_tool_results(plan)
-            if answered is not None:
-                yield SourcesReady()
-                yield answered.content
-                yield self._generated(plan, answered.content, answered.model)
-                return
         yield SourcesReady()
-        model, max_tokens, temperature = options.model, plan.max_tokens, options.temperature
-        if not streaming:
-            completion = await llm.complete(
-                messages, model=model, max_tokens=max_tokens, temperature=temperature
+        attempt = _Attempt(options.model)
+        async for shown in self._attempt(question, plan, llm, messages, attempt, streaming, given):
+            yield shown
+        if plan.candidates and is_bare(attempt.text):
+            # "[1]" alone: asked once more for the sentence first, then quoted instead.
+            plan.meta.answer_retried = True
+            retry = prompts.bare_retry_messages(messages)
+            attempt = _Attempt(options.model)
+            async for shown in self._attempt(question, plan, llm, retry, attempt, streaming):
+                yield shown
+            if is_bare(attempt.text):
+                text = self._instead_of_bare(question, plan)
+                for piece in _blocks(text) if streaming else [text]:
+                    yield piece
+                yield self._generated(plan, text, attempt.model)
+                return
+        yield self._generated(plan, attempt.text, attempt.model)
+
+    async def _attempt(
+        self,
+        question: Question,
+        plan: Plan,
+        llm: MeteredLLM,
+        messages: list[dict[str, Any]],
+        attempt: _Attempt,
+        streaming: bool,
+        given: Completion | None = None,
+    ) -> AsyncIterator[str]:
+        """One answer of the model (or `given`, the tool rounds' last), collected in `attempt`,
+        its text yielded as it comes. An answer with passages to cite is held back while it is
+        nothing but markers (`may_be_bare`): a bare "[1]" is never shown."""
+        options = question.options
+        if given is not None or not streaming:
+            completion = given or await llm.complete(
+                messages,
+                model=options.model,
+                max_tokens=plan.max_tokens,
+                temperature=options.temperature,
             )
-            yield completion.content
-            yield self._generated(plan, completion.content, completion.model)
+            attempt.pieces.append(completion.content)
+            attempt.model = completion.model
+            if not (plan.candidates and is_bare(completion.content)):
+                yield completion.content
             return
-        pieces: list[str] = []
-        end = StreamEnd(model=options.model)
         # With no sources, `[n]` markers point at nothing: they never reach the reader.
         markers = MarkerFilter() if not plan.candidates else None
+        held: str | None = ""  # None once the answer has shown it is one
         async for item in llm.stream(
-            messages, model=model, max_tokens=max_tokens, temperature=temperature
+            messages,
+            model=options.model,
+            max_tokens=plan.max_tokens,
+            temperature=options.temperature,
         ):
             if isinstance(item, StreamEnd):
-                end = item
+                attempt.model = item.model
                 continue
-            pieces.append(item)
-            shown = markers.feed(item) if markers is not None else item
-            if shown:
-                yield shown
+            attempt.pieces.append(item)
+            if markers is not None:
+                item = markers.feed(item)
+            elif held is not None:
+                held += item
+                if may_be_bare(held):
+                    continue
+                item, held = held, None
+            if item:
+                yield item
         if markers is not None and (rest := markers.flush().rstrip()):
             yield rest
-        yield self._generated(plan, "".join(pieces), end.model)
+        if held and not is_bare(held):
+            yield held
+
+    def _instead_of_bare(self, question: Question, plan: Plan) -> str:
+        """The answer in place of two bare ones: the extractive answer (`plan` becomes that of
+        a quoted answer, for `cite`), or, with nothing to quote, a plain word that there is no
+        answer."""
+        text = self._quoted_instead(question, plan, "bare")
+        if text is not None:
+            return text
+        plan.meta.reason = "not_cited"
+        plan.fixed_answer = prompts.NO_ANSWER_WRITTEN
+        return plan.fixed_answer
+
+    @staticmethod
+    def _quoted_instead(question: Question, plan: Plan, reason: ExtractiveReason) -> str | None:
+        """The extractive answer in place of the model's, for an answer from passages that the
+        model failed (`reason`); `plan` made that of the quoted answer. None when nothing can
+        be quoted (whole documents, passages without text). When the passages do not mention
+        what the question names, the answer says so, and cites nothing (`fixed_answer`)."""
+        if plan.meta.retrieval_mode == "whole_documents":
+            return None
+        asked = _matched_text(question, plan.meta)
+        quoted = extractive.answer(asked, plan.entries, asked=question.text)
+        if quoted is None:
+            return None
+        text, quotes = quoted
+        plan.meta.answer_mode, plan.meta.extractive_reason = "extractive", reason
+        if not quotes:
+            plan.meta.reason, plan.fixed_answer = "insufficient_information", text
+            return text
+        plan.meta.reason = None
+        plan.entries = _quoted_highlights(plan.entries, quotes)
+        plan.extracted = True
+        return text
 
     @staticmethod
     def _generated(plan: Plan, content: str, model: str) -> Generated:
@@ -576,7 +725,8 @@ class AnswerEngine:
         candidates = plan.candidates
         if plan.extracted:
             cited = apply_citations(content, candidates)
-            meta.grounded, meta.citation_count = True, len(cited.sources)
+            # Quotes of the nearest passages (`_not_answered_plan`) do not answer it.
+            meta.grounded, meta.citation_count = meta.reason is None, len(cited.sources)
             return CitedAnswer(cited.content, cited.sources, meta)
         if plan.fixed_answer is not None:
             return CitedAnswer(content, None, meta)
@@ -609,21 +759,20 @@ class AnswerEngine:
 
     def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
         """`auto`: the extractive answer for a grounded question the model answered without
-        citing anything it could be attributed to, rather than an answer with no sources."""
+        citing anything it could be attributed to, rather than an answer with no sources (the
+        model's stays when nothing the question names can be quoted)."""
         if question.options.answer_mode != "auto" or question.options.strict:
             return None
-        if plan.meta.retrieval_mode == "whole_documents":
+        quoting = dataclasses.replace(plan, meta=plan.meta.model_copy())
+        text = self._quoted_instead(question, quoting, "uncited")
+        if text is None or not quoting.extracted:
             return None
-        quoted = extractive.answer(_matched_text(question, plan.meta), plan.entries)
-        if quoted is None:
-            return None
-        text, quotes = quoted
-        entries = _quoted_highlights(plan.entries, quotes)
-        cited = apply_citations(text, [entry.source for entry in entries])
-        meta = plan.meta.model_copy()
-        meta.answer_mode, meta.extractive_reason = "extractive", "uncited"
-        meta.grounded, meta.reason, meta.citation_count = True, None, len(cited.sources)
-        return CitedAnswer(cited.content, cited.sources, meta)
+        return self.cite(question, quoting, text)
+
+
+def _blocks(text: str) -> list[str]:
+    """An extractive answer's blocks (its introduction, then each quote), as it streams."""
+    return re.split(r"(?<=\n\n)", text)
 
 
 def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:

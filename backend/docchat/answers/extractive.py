@@ -9,6 +9,12 @@ cited, and takes a few milliseconds. `answer` picks, over the passages an answer
 - the best one, and the next best while it scores at least `SECOND_QUOTE_SHARE` of it, up to
   `MAX_QUOTES`, each from a different passage;
 and quotes them in the order of their passages, a table row as "column: value" pairs.
+
+A quote must be about what the question names: when the question holds distinguishing names
+(`names_in`: "Who insures the Glimmerdal drones?"), only passages that mention one of them, in
+their text, their document's name or their location, are quoted; when none does, the answer says
+that the documents found do not answer it (`NOT_ANSWERED`) rather than quote a sentence about
+another deck's drones.
 """
 
 from __future__ import annotations
@@ -19,9 +25,23 @@ from dataclasses import dataclass
 
 from docchat.retrieval.citations import strip_markers
 from docchat.retrieval.context import ContextEntry
-from docchat.retrieval.highlight import TABLE_RULE, Highlight, Match, best_match, weights_for
+from docchat.retrieval.highlight import (
+    TABLE_RULE,
+    Highlight,
+    Match,
+    best_match,
+    terms,
+    weights_for,
+)
+from docchat.retrieval.languages import language_of
 
 INTRODUCTION = "From the documents:"
+# Before the nearest passages of a question the documents do not cover (the built-in model).
+NEAREST_INTRODUCTION = (
+    "Your documents do not seem to cover this. The nearest passages, which may not answer it:"
+)
+# What an answer says when the passages found are about something else than the question names.
+NOT_ANSWERED = "The documents found do not answer this: none of their passages mentions {names}."
 MAX_QUOTES = 2
 # A second passage is quoted when its best span scores at least this share of the best one's.
 SECOND_QUOTE_SHARE = 0.6
@@ -76,9 +96,63 @@ def _starts_unit(passage: str, start: int) -> bool:
     return not before or before[-1] in ".!?:;\n\"'”’)" or passage[start - 1] == "\n"
 
 
-def choose(question: str, entries: Sequence[ContextEntry]) -> list[Quote]:
-    """The spans to quote, in the order of their passages."""
+# A word that starts with a capital inside a sentence, or holds a digit or a second capital
+# anywhere ("X200", "iPhone", "NATO"), is a name: what tells one deck's drones from another's.
+_WORD = re.compile(r"[^\W_][\w'’]*", re.UNICODE)
+_SENTENCE_BREAK = re.compile(r"[.!?:;\n]")
+# Capitalised without being names.
+_NOT_NAMES = frozenset(("I",))
+# German capitalises every noun: there, only a word with a digit or a second capital is a name.
+_NOUNS_CAPITALISED = frozenset(("de",))
+
+
+def _marked_as_name(word: str, *, by_case: bool) -> bool:
+    """A word whose form alone says it is a name: a digit with letters, or (`by_case`) a
+    second capital."""
+    has_digit = any(char.isdigit() for char in word)
+    has_letter = any(char.isalpha() for char in word)
+    return (has_digit and has_letter) or (by_case and any(char.isupper() for char in word[1:]))
+
+
+def names_in(question: str) -> list[str]:
+    """The question's distinguishing names, as written, in order, each once: the words that
+    start with a capital inside a sentence (in a language that capitalises only names), and
+    the words that hold a digit or a second capital ("X200", "iPhone", "NATO"). A question
+    written in capitals alone has no names by case."""
+    by_case = any(char.islower() for char in question)
+    nouns_capitalised = not by_case or language_of(question) in _NOUNS_CAPITALISED
+    found: list[str] = []
+    previous_end: int | None = None
+    for match in _WORD.finditer(question):
+        starts_sentence = previous_end is None or bool(
+            _SENTENCE_BREAK.search(question, previous_end, match.start())
+        )
+        previous_end = match.end()
+        word = match.group().strip("'’")
+        if not word or word in _NOT_NAMES or word in found:
+            continue
+        capitalised = word[0].isupper() and not starts_sentence and not nouns_capitalised
+        if (capitalised or _marked_as_name(word, by_case=by_case)) and terms(word):
+            found.append(word)
+    return found
+
+
+def mentions(entry: ContextEntry, names: Sequence[str]) -> bool:
+    """Whether the passage, its document's name or its location mentions one of `names`
+    (compared as `highlight.terms` reads words: lower case, unaccented, stemmed)."""
+    source = entry.source
+    said = set(terms(f"{entry.text}\n{source.document_name}\n{source.location or ''}"))
+    return any(set(terms(name)) <= said for name in names)
+
+
+def choose(
+    question: str, entries: Sequence[ContextEntry], names: Sequence[str] = ()
+) -> list[Quote]:
+    """The spans to quote, in the order of their passages: of the passages that mention one of
+    `names` (the question's, `names_in`), when there are some."""
     readable = [entry for entry in entries if entry.text.strip()]
+    if names:
+        readable = [entry for entry in readable if mentions(entry, names)]
     weights = weights_for((entry.text, entry.source.location) for entry in readable)
     found: list[Quote] = []
     for rank, entry in enumerate(readable):
@@ -102,20 +176,39 @@ def choose(question: str, entries: Sequence[ContextEntry]) -> list[Quote]:
     return sorted(chosen, key=lambda quote: quote.entry.number)
 
 
-def compose(quotes: Sequence[Quote]) -> str:
+def compose(quotes: Sequence[Quote], introduction: str = INTRODUCTION) -> str:
     """The answer: a short introduction, then each quote as a block with its marker."""
     blocks = [
         f"> {quoted_text(quote.entry, quote.highlight)} [{quote.entry.number}]" for quote in quotes
     ]
-    return "\n\n".join([INTRODUCTION, *blocks])
+    return "\n\n".join([introduction, *blocks])
 
 
-def answer(question: str, entries: Sequence[ContextEntry]) -> tuple[str, list[Quote]] | None:
-    """The extractive answer and what it quotes; None when no passage has text to quote."""
-    quotes = choose(question, entries)
-    if not quotes:
-        return None
-    return compose(quotes), quotes
+def _listed(names: Sequence[str]) -> str:
+    quoted = [f"“{name}”" for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def answer(
+    question: str,
+    entries: Sequence[ContextEntry],
+    *,
+    asked: str | None = None,
+    introduction: str = INTRODUCTION,
+) -> tuple[str, list[Quote]] | None:
+    """The extractive answer and what it quotes; None when no passage has text to quote. No
+    quotes: the question names something no passage mentions, and the text says so.
+
+    `question` is what sentences are matched against (with its translation, when it was
+    searched translated); `asked`, the question as the user wrote it, whose names count (the
+    question itself when not given)."""
+    names = names_in(question if asked is None else asked)
+    quotes = choose(question, entries, names)
+    if quotes:
+        return compose(quotes, introduction), quotes
+    if names and any(entry.text.strip() for entry in entries):
+        return NOT_ANSWERED.format(names=_listed(names)), []
+    return None
 
 
 _QUOTE_LINE = re.compile(r"^> ?", re.MULTILINE)
@@ -126,7 +219,10 @@ def for_history(answer: str) -> str:
     numbered that turn's passages, not this one's), and a quoted answer as the sentences it
     quoted. Shown "From the documents:" and quotation marks, the built-in model wrote its general
     answers in that form too, quoting nothing."""
-    if answer.startswith(INTRODUCTION):
-        quotes = _QUOTE_LINE.sub("", answer.removeprefix(INTRODUCTION)).split("\n\n")
+    introduction = next(
+        (start for start in (INTRODUCTION, NEAREST_INTRODUCTION) if answer.startswith(start)), None
+    )
+    if introduction is not None:
+        quotes = _QUOTE_LINE.sub("", answer.removeprefix(introduction)).split("\n\n")
         answer = " ".join(quote.strip() for quote in quotes if quote.strip())
     return strip_markers(answer)

@@ -23,8 +23,9 @@ Scope = Literal["message", "chat", "all"]
 RetrievalMode = Literal["hybrid", "vector", "whole_documents"]
 AnswerMode = Literal["generative", "extractive"]
 # Why an answer was extractive: the setting or the message asked for it, the model is the
-# built-in demo model, or the model's grounded answer cited nothing.
-ExtractiveReason = Literal["requested", "builtin_model", "uncited"]
+# built-in demo model, the model's grounded answer cited nothing, or it was nothing but passage
+# numbers ("[1]"), asked for again and the same once more.
+ExtractiveReason = Literal["requested", "builtin_model", "uncited", "bare"]
 
 
 def _is_none(value: object) -> bool:
@@ -74,7 +75,13 @@ class AnswerMeta(BaseModel):
     )
     extractive_reason: ExtractiveReason | None = _optional(
         "Why the answer is extractive: requested (setting or message), builtin_model (the "
-        "demo model answers poorly), uncited (the model's answer cited nothing)"
+        "demo model answers poorly), uncited (the model's answer cited nothing), bare (the "
+        "model's answers were nothing but passage numbers such as [1], twice)"
+    )
+    answer_retried: bool | None = _optional(
+        "The model's first answer was nothing but passage numbers (such as [1]): it was asked "
+        "once more for a sentence, and this is the second answer (or, if that was bare too, "
+        "the extractive one: extractive_reason bare)"
     )
     citation_count: int | None = _optional()
     citation_mode: Literal["model", "inferred"] | None = _optional(

@@ -6,19 +6,29 @@ from collections.abc import Sequence
 from typing import Any
 
 # Short on purpose: small local models follow a few plain sentences far better than many.
+# The passage number comes after the sentence it supports: "write its number, like [1]" was read
+# by a 1.5B model as "reply with the number", and half its answers were a bare "[1]".
 GROUNDED_SYSTEM = (
-    "Answer the user's question using the numbered passages. After each fact taken from a "
-    "passage, write its number in brackets, like [1]. If the passages do not contain the "
-    "answer, say so and answer from general knowledge without brackets. Reply in the "
-    "language of the question."
+    "Answer the user's question in full sentences, using the numbered passages. End each "
+    "sentence that uses a passage with that passage's number in brackets, for example: The "
+    "office opens at nine [1]. If the passages do not contain the answer, say so and answer "
+    "from general knowledge without brackets. Reply in the language of the question."
 )
 
 TOOL_SYSTEM = (
     "You can search the user's documents with the semantic_search tool. Search when the "
-    "question may be answered by their documents; the results are numbered passages. After "
-    "each fact taken from a passage, write its number in brackets, like [1]. If nothing "
-    "relevant is found, say so and answer from general knowledge without brackets. Reply in "
-    "the language of the question."
+    "question may be answered by their documents; the results are numbered passages. Answer "
+    "in full sentences, and end each sentence that uses a passage with that passage's number "
+    "in brackets, for example: The office opens at nine [1]. If nothing relevant is found, say "
+    "so and answer from general knowledge without brackets. Reply in the language of the "
+    "question."
+)
+
+# Sent once more when an answer held nothing but passage numbers ("[1]"): the question again,
+# asking for the sentence first (`bare_retry_messages`).
+BARE_RETRY_INSTRUCTION = (
+    "Answer in a full sentence that says what the passage says, then put the passage number "
+    "in brackets after it. Do not reply with the number alone."
 )
 
 STRICT_ADDENDUM = (
@@ -55,6 +65,27 @@ NOT_FOUND_ANSWER = (
     "I could not find this in your documents. Try rephrasing the question, choosing other "
     "documents, or turning off documents-only mode."
 )
+
+# The model answered twice with nothing but passage numbers, and no sentence could be quoted.
+NO_ANSWER_WRITTEN = (
+    "The model did not write an answer to this question, only passage numbers. Try rephrasing "
+    "the question, or open the sources to read the passages."
+)
+
+# The built-in demo model (135M parameters) invents facts: it is not asked what the documents do
+# not answer, and says so (`AnswerEngine.plan`); it still answers small talk.
+_NO_GENERAL_ANSWERS = (
+    " The built-in demo model does not answer from general knowledge, as its answers would "
+    "not be reliable; connecting a language model gives general answers."
+)
+BUILTIN_NOT_ANSWERED = {
+    "no_match": "Your documents do not cover this: no passage matches the question."
+    + _NO_GENERAL_ANSWERS,
+    "no_documents": "There are no documents to search yet." + _NO_GENERAL_ANSWERS,
+    "retrieval_unavailable": "Your documents could not be searched just now; try again in a "
+    "moment." + _NO_GENERAL_ANSWERS,
+    "rag_disabled": "Documents are switched off for this question." + _NO_GENERAL_ANSWERS,
+}
 
 
 def _with_summary(system: str, summary: str | None) -> str:
@@ -106,6 +137,20 @@ def tool_messages(
         *history,
         {"role": "user", "content": question},
     ]
+
+
+def bare_retry_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` once more with `BARE_RETRY_INSTRUCTION` after the user's question (or, after
+    tool results, as a message of its own): for an answer that was nothing but passage numbers."""
+    *earlier, last = messages
+    content = last["content"]
+    if last.get("role") != "user":
+        return [*messages, {"role": "user", "content": BARE_RETRY_INSTRUCTION}]
+    if isinstance(content, str):
+        asked: Any = f"{content}\n\n{BARE_RETRY_INSTRUCTION}"
+    else:  # file parts, then the question's text part
+        asked = [*content, {"type": "text", "text": BARE_RETRY_INSTRUCTION}]
+    return [*earlier, {**last, "content": asked}]
 
 
 def general_messages(

@@ -233,6 +233,21 @@ def strip_markers(answer: str) -> str:
     return _outside_code(answer, lambda prose: SPACED_MARKER.sub("", prose)).strip()
 
 
+_CONTENT = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def is_bare(answer: str) -> bool:
+    """Whether the answer holds nothing besides [n] markers, white space and punctuation: a
+    model that replied "[1]" gave no answer (code counts as content)."""
+    return not _CONTENT.search(strip_markers(answer))
+
+
+def may_be_bare(partial: str) -> bool:
+    """Whether an answer that begins with `partial` may still be bare: it is so far, counting
+    what may become a marker at its end ("[1") as one."""
+    return is_bare(MARKER_PREFIX.sub("", partial))
+
+
 class MarkerFilter:
     """Removes [n] markers from an answer as it streams (for an answer with no sources).
 

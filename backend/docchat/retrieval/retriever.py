@@ -274,13 +274,18 @@ class Retriever:
         while len(self._ahead) > MAX_SEARCHES_AHEAD:
             self._ahead.popitem(last=False)
 
+    def misses_match_floor(self, result: SearchResult) -> bool:
+        """Whether a search found passages over the similarity floor of which even the best
+        stays under the match floor: near the question without matching it."""
+        if self.match_floor is None or not result.chunks:
+            return False
+        return result.best_match is None or result.best_match < self.match_floor
+
     def _judged(self, result: SearchResult, require_match: bool) -> SearchResult:
         """Nothing, when a match is required and even the best passage misses the floor."""
-        if not require_match or self.match_floor is None or not result.chunks:
-            return result
-        if result.best_match is not None and result.best_match >= self.match_floor:
-            return result
-        return replace(result, chunks=[])
+        if require_match and self.misses_match_floor(result):
+            return replace(result, chunks=[])
+        return result
 
     async def _search(self, query: str, scope: DocumentScope, top_k: int) -> SearchResult:
         """The best `top_k` passages over the similarity floor, and the best match score among

@@ -23,7 +23,8 @@ SEMANTIC_SEARCH_TOOL: dict[str, Any] = {
         "name": TOOL_NAME,
         "description": (
             "Search the user's documents for passages relevant to a query. Returns numbered "
-            "passages; cite them in the answer by number, like [1]."
+            "passages; in the answer, put a passage's number in brackets after the sentence "
+            "that uses it."
         ),
         "parameters": {
             "type": "object",

@@ -1700,6 +1700,11 @@ export interface components {
              */
             answer_mode?: ("generative" | "extractive") | null;
             /**
+             * Answer Retried
+             * @description The model's first answer was nothing but passage numbers (such as [1]): it was asked once more for a sentence, and this is the second answer (or, if that was bare too, the extractive one: extractive_reason bare)
+             */
+            answer_retried?: boolean | null;
+            /**
              * Cached
              * @description Reused from the answer cache (RAG_ANSWER_CACHE): the same or nearly the same question with the same passages, history, model and settings; no model call, no quota tokens
              */
@@ -1717,9 +1722,9 @@ export interface components {
             documents_searched?: number | null;
             /**
              * Extractive Reason
-             * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing)
+             * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
              */
-            extractive_reason?: ("requested" | "builtin_model" | "uncited") | null;
+            extractive_reason?: ("requested" | "builtin_model" | "uncited" | "bare") | null;
             /**
              * Grounded
              * @description The answer cites the documents
@@ -3440,6 +3445,12 @@ export interface components {
              */
             answer_mode: ("generative" | "extractive") | null;
             /**
+             * Answer Retried
+             * @description The model's first answer was nothing but passage numbers (such as [1]): it was asked once more for a sentence, and this is the second answer (or, if that was bare too, the extractive one: extractive_reason bare)
+             * @default null
+             */
+            answer_retried: boolean | null;
+            /**
              * Cached
              * @description Reused from the answer cache (RAG_ANSWER_CACHE): the same or nearly the same question with the same passages, history, model and settings; no model call, no quota tokens
              * @default null
@@ -3468,10 +3479,10 @@ export interface components {
             documents_searched: number | null;
             /**
              * Extractive Reason
-             * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing)
+             * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
              * @default null
              */
-            extractive_reason: ("requested" | "builtin_model" | "uncited") | null;
+            extractive_reason: ("requested" | "builtin_model" | "uncited" | "bare") | null;
             /**
              * Grounded
              * @description The answer cites the documents

@@ -215,6 +215,7 @@ const EXTRACTIVE_REASONS: Record<string, string> = {
   requested: "the best-matching sentences, no language model used",
   builtin_model: "no language model is connected (set LLM_BASE_URL for written answers)",
   uncited: "the model's answer cited nothing, so the passages are quoted instead",
+  bare: "the model answered with passage numbers only, twice, so the passages are quoted instead",
 };
 
 const GENERAL_REASONS: Record<string, string> = {
