@@ -140,6 +140,7 @@ async def test_the_builtin_model_never_states_general_facts_the_documents_do_not
     assert answer["content"] == not_covered
     assert answer["sources"] is None and answer["meta"]["grounded"] is False
     assert answer["meta"]["reason"] == "no_match"
+    assert answer["meta"]["evidence"] == "not_in_documents"  # the web app's "Not in your documents"
     _, events = await ask_streaming(client, headers, question)
     streamed = "".join(data["text"] for kind, data in events if kind == "delta")
     assert streamed == events[-1][1]["assistant_message"]["content"] == not_covered
@@ -171,6 +172,7 @@ async def test_the_builtin_model_shows_the_nearest_passages_as_not_answering(
     assert "14 hours" in message["content"] and "[1]" in message["content"]
     assert message["content"].startswith(extractive.NEAREST_INTRODUCTION)
     assert message["meta"]["grounded"] is False and message["meta"]["reason"] == "no_match"
+    assert message["meta"]["evidence"] == "not_in_documents"
     assert message["sources"] and "14 hours" in message["sources"][0]["highlight"]["text"]
     assert fresh_llm.requests == []
 
@@ -222,6 +224,7 @@ async def test_a_quote_is_about_what_the_question_names(
     assert answer["content"] == extractive.NOT_ANSWERED.format(names="“Kvitfjell”")
     assert answer["sources"] is None and answer["meta"]["grounded"] is False
     assert answer["meta"]["reason"] == "insufficient_information"
+    assert answer["meta"]["evidence"] == "not_in_documents"
     # The same question about the deck that holds the answer quotes it.
     asked = await ask(
         client,

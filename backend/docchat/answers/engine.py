@@ -344,6 +344,7 @@ class AnswerEngine:
         """What the built-in model's answer says when the documents do not answer: so, and the
         nearest passages quoted when some came close (over the similarity floor, under the
         match floor) and mention what the question names; no model call."""
+        meta.evidence = "not_in_documents"
         if nearest:
             asked = _matched_text(question, meta)
             nearest = with_highlights(nearest, asked)
@@ -372,7 +373,7 @@ class AnswerEngine:
         meta.answer_mode, meta.extractive_reason = "extractive", reason
         meta.context_chars = sum(len(entry.text) for entry in entries)
         if not quotes:  # the passages are about something else than the question names
-            meta.reason = "insufficient_information"
+            meta.reason, meta.evidence = "insufficient_information", "not_in_documents"
             return Plan(general, usage, meta, max_tokens=1, fixed_answer=text)
         return Plan(
             general,

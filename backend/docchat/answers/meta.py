@@ -26,6 +26,9 @@ AnswerMode = Literal["generative", "extractive"]
 # built-in demo model, the model's grounded answer cited nothing, or it was nothing but passage
 # numbers ("[1]"), asked for again and the same once more.
 ExtractiveReason = Literal["requested", "builtin_model", "uncited", "bare"]
+# What the documents were found to support. Set, for now, where the engine itself decides that
+# they do not answer (the demo model's refusal, nearest passages, quotes about something else).
+Evidence = Literal["answered", "partial", "not_in_documents"]
 
 
 def _is_none(value: object) -> bool:
@@ -72,6 +75,10 @@ class AnswerMeta(BaseModel):
     answer_mode: AnswerMode | None = _optional(
         "extractive: the documents' best sentences quoted, no model call; generative: written "
         "by the model"
+    )
+    evidence: Evidence | None = _optional(
+        "not_in_documents: the documents do not answer the question; the answer says so, and "
+        "any passages it quotes are the nearest ones, not an answer"
     )
     extractive_reason: ExtractiveReason | None = _optional(
         "Why the answer is extractive: requested (setting or message), builtin_model (the "

@@ -1721,6 +1721,11 @@ export interface components {
             /** Documents Searched */
             documents_searched?: number | null;
             /**
+             * Evidence
+             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             */
+            evidence?: ("answered" | "partial" | "not_in_documents") | null;
+            /**
              * Extractive Reason
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
              */
@@ -3477,6 +3482,12 @@ export interface components {
              * @default null
              */
             documents_searched: number | null;
+            /**
+             * Evidence
+             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @default null
+             */
+            evidence: ("answered" | "partial" | "not_in_documents") | null;
             /**
              * Extractive Reason
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)

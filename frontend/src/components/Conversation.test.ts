@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "../api/client";
-import { previewShift, unansweredTail } from "./Conversation";
+import { answerBadge, previewShift, unansweredTail } from "./Conversation";
 
 describe("previewShift", () => {
   it("leaves a preview that fits where it is", () => {
@@ -27,5 +27,20 @@ describe("unansweredTail", () => {
     expect(unansweredTail(asked).map((m) => m.id)).toEqual(["q2", "q3"]);
     expect(unansweredTail(asked.slice(0, 2))).toEqual([]);
     expect(unansweredTail([])).toEqual([]);
+  });
+});
+
+describe("answerBadge", () => {
+  it("says the documents do not answer instead of calling it a general answer", () => {
+    // The demo model's refusal was shown as a "General answer", as if facts had been given.
+    const refused = { meta: { grounded: false, evidence: "not_in_documents" }, sources: null } as Message;
+    expect(answerBadge(refused)).toEqual({ kind: "not-in-documents", text: "Not in your documents" });
+    const nearest = { ...refused, sources: [{}] } as Message;
+    expect(answerBadge(nearest).text).toBe("Nearest passages, not an answer");
+  });
+
+  it("keeps the general and quoted badges for the answers they describe", () => {
+    expect(answerBadge({ meta: { grounded: false }, sources: null } as Message).kind).toBe("general");
+    expect(answerBadge({ meta: { grounded: true }, sources: [{}] } as Message).kind).toBe("quoted");
   });
 });

@@ -218,6 +218,23 @@ const EXTRACTIVE_REASONS: Record<string, string> = {
   bare: "the model answered with passage numbers only, twice, so the passages are quoted instead",
 };
 
+/** The badge an answer's footer shows. The documents not answering is said as such, never as a
+ * "General answer": nothing general was written (the demo model is not asked for facts). */
+export function answerBadge(message: Pick<Message, "meta" | "sources">): {
+  kind: "quoted" | "nearest" | "not-in-documents" | "general";
+  text: string;
+} {
+  const notAnswered = message.meta?.evidence === "not_in_documents";
+  if (message.sources?.length) {
+    return notAnswered
+      ? { kind: "nearest", text: "Nearest passages, not an answer" }
+      : { kind: "quoted", text: "Quoted from the documents" };
+  }
+  return notAnswered
+    ? { kind: "not-in-documents", text: "Not in your documents" }
+    : { kind: "general", text: "General answer" };
+}
+
 const GENERAL_REASONS: Record<string, string> = {
   no_documents: "there are no documents to search yet",
   no_match: "no passage of the documents matched the question",
@@ -344,7 +361,7 @@ function AnswerMessage({
             {message.meta?.answer_mode === "extractive" && (
               <span className="quoted-answer">
                 <span className="badge quoted" title={EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}>
-                  Quoted from the documents
+                  {answerBadge(message).text}
                 </span>
                 <span className="muted small"> · {EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}</span>
               </span>
@@ -353,7 +370,7 @@ function AnswerMessage({
         ) : (
           !message.meta?.stopped && (
             <span className="general-answer">
-              <span className="badge general">General answer</span>
+              <span className={`badge ${answerBadge(message).kind}`}>{answerBadge(message).text}</span>
               {message.meta?.reason && GENERAL_REASONS[message.meta.reason] && (
                 <span className="muted"> · {GENERAL_REASONS[message.meta.reason]}</span>
               )}
