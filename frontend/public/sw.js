@@ -2,19 +2,33 @@
 // says it is offline; nothing from the API is ever kept (it is one person's, and must be fresh).
 // Hashed files under /assets/ never change: kept once, served from here. Pages: the network
 // first, the kept page when it cannot be reached.
+// Everything under /api/ (the sign-in's redirects among it) is the server's alone: the worker
+// never answers it, and where the browser can (static routing) it is not even woken for it.
 const CACHE = "docchat-shell-v1";
 const SHELL = "/";
 const KEPT = /^\/(assets\/|favicon\.svg$|icon-\d+\.png$|manifest\.json$)/;
 // The app's own pages (routes.ts; the server answers them with index.html): only these are
 // the shell. Other pages of the server (/docs, the API) are never kept nor answered from here.
 const APP_PAGE = /^\/((chats|shared)\/[0-9a-fA-F-]{36}|admin|account|collections)?\/?$/;
+const API = /^\/api\//;
+
+// The API straight to the network, without this worker (Chromium's static routing; where a
+// browser has none, the fetch handler below leaves the API alone).
+function apiRoutes(event) {
+  if (typeof event.addRoutes !== "function" || typeof URLPattern !== "function") return Promise.resolve();
+  try {
+    const route = { condition: { urlPattern: new URLPattern({ pathname: "/api/*" }) }, source: "network" };
+    return Promise.resolve(event.addRoutes([route])).catch(() => undefined);
+  } catch {
+    return Promise.resolve();
+  }
+}
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
-    caches
-      .open(CACHE)
-      .then((cache) => cache.add(SHELL))
-      .then(() => self.skipWaiting()),
+    Promise.all([apiRoutes(event), caches.open(CACHE).then((cache) => cache.add(SHELL))]).then(() =>
+      self.skipWaiting(),
+    ),
   );
 });
 
@@ -23,16 +37,18 @@ self.addEventListener("activate", (event) => {
     caches
       .keys()
       .then((names) => Promise.all(names.filter((name) => name !== CACHE).map((name) => caches.delete(name))))
-      // The page's request starts while the worker wakes up, not after (no added delay).
-      .then(() => self.registration.navigationPreload?.enable())
+      // No navigation preload (and off where an earlier version of this worker turned it on):
+      // it requests every navigation of the site, and the browser requests again each one the
+      // worker does not answer, so the sign-in's one-time code went to the server twice.
+      .then(() => self.registration.navigationPreload?.disable())
       .then(() => self.clients.claim()),
   );
 });
 
-async function page(event) {
+async function page(request) {
   const cache = await caches.open(CACHE);
   try {
-    const response = (await event.preloadResponse) || (await fetch(event.request));
+    const response = await fetch(request);
     // Every page of the app is the same index.html: one copy is enough.
     if (response.ok && (response.headers.get("content-type") || "").startsWith("text/html")) {
       await cache.put(SHELL, response.clone());
@@ -58,7 +74,7 @@ self.addEventListener("fetch", (event) => {
   const request = event.request;
   if (request.method !== "GET") return;
   const url = new URL(request.url);
-  if (url.origin !== self.location.origin) return;
-  if (request.mode === "navigate" && APP_PAGE.test(url.pathname)) event.respondWith(page(event));
+  if (url.origin !== self.location.origin || API.test(url.pathname)) return;
+  if (request.mode === "navigate" && APP_PAGE.test(url.pathname)) event.respondWith(page(request));
   else if (KEPT.test(url.pathname)) event.respondWith(file(request));
 });

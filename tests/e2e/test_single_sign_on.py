@@ -15,6 +15,12 @@ from tests.support.llm_server import free_port
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcServer
 
 DESKTOP = {"width": 1400, "height": 900}
+# Resolves once the app's service worker controls the page (the page's CSP allows no eval, so
+# no wait_for_function).
+CONTROLLED = """navigator.serviceWorker.ready.then(() => new Promise((resolve) => {
+  if (navigator.serviceWorker.controller) resolve(true);
+  navigator.serviceWorker.addEventListener("controllerchange", () => resolve(true));
+}))"""
 
 
 @pytest.fixture(scope="module")
@@ -89,4 +95,33 @@ async def test_sign_in_with_the_provider_and_back_to_the_page(
     await page.get_by_role("button", name="Sign-in").click()
     await expect(page.get_by_role("status")).to_contain_text("not verified your e-mail")
     await page.screenshot(path=str(SCREENSHOTS / "sso-refused.png"))
+    await context.close()
+
+
+async def test_sign_in_from_a_browser_that_runs_the_apps_service_worker(
+    browser: Browser, sso: tuple[LiveServer, OidcServer]
+) -> None:
+    """Any browser that has opened the app before runs its service worker; the sign-in's
+    requests must pass it by, each requested once (issue 67: with navigation preload the
+    browser requested the callback twice, and the second return of the code was refused)."""
+    server, provider = sso
+    provider.set_account("ren", email="ren@corp.example", email_verified=True, name="Ren Ito")
+    context = await browser.new_context(viewport=DESKTOP, service_workers="allow")
+    page = await context.new_page()
+    await page.goto(f"{server.url}/collections")
+    await page.evaluate(CONTROLLED)
+    await page.reload()  # the second visit, through the worker
+    await page.get_by_role("link", name="Sign in with Example SSO").click()
+    await page.locator("input[name=login]").fill("ren")
+    await page.locator("input[name=password]").fill("anything")
+    await page.get_by_role("button", name="Sign-in").click()
+    await expect(page.get_by_role("button", name="Account: ren@corp.example")).to_be_attached()
+    await expect(page.get_by_role("heading", name="Collections")).to_be_visible()
+    assert page.url == f"{server.url}/collections"
+    await expect(page.get_by_text("refused")).to_have_count(0)
+    # Navigation preload is off: it requests every address again that the worker leaves alone.
+    preload = await page.evaluate(
+        "navigator.serviceWorker.ready.then((r) => r.navigationPreload.getState())"
+    )
+    assert preload["enabled"] is False
     await context.close()
