@@ -8,7 +8,7 @@ from docchat.chats.models import Chat, ChatCollection, ChatDocument, Message, Me
 from docchat.db import Base
 from docchat.documents.models import Document, IngestionJob
 from docchat.events.models import Event
-from docchat.identity.models import ExternalIdentity
+from docchat.identity.models import ExternalIdentity, RedeemedCode
 from docchat.membership.models import (
     Collection,
     CollectionDocument,
@@ -42,6 +42,7 @@ __all__ = [
     "IngestionJob",
     "Message",
     "MessageDocument",
+    "RedeemedCode",
     "RefreshToken",
     "Source",
     "SourceItem",

@@ -3,10 +3,11 @@ the tests, its login page driven over HTTP, docchat in front of it as OIDC_* say
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
 import pytest
@@ -51,14 +52,17 @@ def oidc_settings(provider: OidcServer, **changes: Any) -> OidcSettings:
 
 
 @pytest_asyncio.fixture
-async def connect(settings: Settings, components: Components) -> AsyncIterator[Any]:
-    """An HTTP client to an app configured with these settings' changes."""
+async def connect(
+    settings: Settings, components: Components, live_components: Components
+) -> AsyncIterator[Any]:
+    """An HTTP client to an app configured with these settings' changes (`live`: its requests
+    commit for real, each on a connection of its own, for requests at the same time)."""
     clients: list[httpx.AsyncClient] = []
 
-    async def open_client(**changes: Any) -> httpx.AsyncClient:
+    async def open_client(live: bool = False, **changes: Any) -> httpx.AsyncClient:
         configured = settings.model_copy(update=changes)
         app = create_app(configured, run_worker=False)
-        attach_components(app, components)
+        attach_components(app, live_components if live else components)
         app.state.settings = configured
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         client = httpx.AsyncClient(transport=transport, base_url=BASE)
@@ -75,13 +79,19 @@ async def through_provider(
 ) -> httpx.Response:
     """Click 'Sign in', log in on the provider's page as `login_name`, and come back: the
     response of docchat's callback."""
+    return await client.get(await return_address(client, login_name, next_page))
+
+
+async def return_address(client: httpx.AsyncClient, login_name: str, next_page: str = "/") -> str:
+    """Click 'Sign in' and log in on the provider's page as `login_name`: the address of
+    docchat's callback the provider sends the browser back to (not yet requested)."""
     start = await client.get("/api/v1/auth/oidc/login", params={"next": next_page})
     assert start.status_code == 302, start.text
     location = start.headers["location"]
     async with httpx.AsyncClient() as browser:  # the provider's side: its own cookies
         for _ in range(10):
             if location.startswith(CALLBACK):
-                return await client.get(location.removeprefix(BASE))
+                return location.removeprefix(BASE)
             page = await browser.get(location)
             if page.status_code in (302, 303):
                 location = str(page.url.join(page.headers["location"]))
@@ -213,7 +223,8 @@ async def test_a_replayed_or_foreign_state_signs_no_one_in(
     client = await connect(oidc=oidc_settings(provider))
     callback = await through_provider(client, "bea")
     ticket_of(callback)
-    # The same return address again (the state cookie is gone, the code spent).
+    # The same return address again once the state cookie is gone (a minute later).
+    client.cookies.clear()
     state_and_code = callback.request.url.query.decode()
     replayed = await client.get(f"/api/v1/auth/oidc/callback?{state_and_code}")
     assert "expired, was already used" in error_of(replayed)
@@ -233,6 +244,45 @@ async def test_a_replayed_or_foreign_state_signs_no_one_in(
         params={"error": "Call 555-0100 to restore your account", "error_description": "x"},
     )
     assert error_of(spoofed) == "Sign-in failed: the provider ended the sign-in (error)"
+
+
+async def test_the_same_return_twice_signs_in_that_browser_and_no_other(
+    provider: OidcServer, connect: Any, session: AsyncSession
+) -> None:
+    """A browser that requests the callback twice at once (a service worker's navigation
+    preload did, issue 67): the code goes to the provider once, and both requests sign in."""
+    email = unique_email("kim")
+    provider.set_account("kim", email=email, email_verified=True, name="Kim")
+    client = await connect(live=True, oidc=oidc_settings(provider))
+    address = await return_address(client, "kim", next_page="/collections")
+    both = await asyncio.gather(client.get(address), client.get(address))
+    for callback in both:
+        assert callback.headers["location"].startswith("/collections#login_ticket=")
+        headers = await tokens_for(client, ticket_of(callback))
+        assert (await client.get("/api/v1/users/me", headers=headers)).json()["email"] == email
+    user = await users.get_by_email(session, email)
+    assert user is not None
+    logins = await session.execute(
+        select(AuditEntry).where(AuditEntry.action == "auth.login", AuditEntry.actor_id == user.id)
+    )
+    assert len(logins.all()) == 1  # one sign-in, answered twice
+    # Again a moment later, in the same browser: the same outcome.
+    assert (await client.get(address)).headers["location"].startswith("/collections#login_ticket=")
+
+    # Another browser with the same address, or with a sign-in of its own and this code: no.
+    other = await connect(live=True, oidc=oidc_settings(provider))
+    assert "expired, was already used" in error_of(await other.get(address))
+    started = await other.get("/api/v1/auth/oidc/login")
+    own_state = parse_qs(urlsplit(started.headers["location"]).query)["state"][0]
+    code = parse_qs(urlsplit(address).query)["code"][0]
+    taken = await other.get("/api/v1/auth/oidc/callback", params={"code": code, "state": own_state})
+    assert "expired, was already used" in error_of(taken)
+
+    # A refusal is answered twice too, with its reason.
+    provider.set_account("kim-unverified", email=email, email_verified=False, name="Kim")
+    address = await return_address(client, "kim-unverified")
+    for callback in await asyncio.gather(client.get(address), client.get(address)):
+        assert "not verified your e-mail" in error_of(callback)
 
 
 async def test_the_id_token_must_be_the_providers_for_this_client_and_this_sign_in(

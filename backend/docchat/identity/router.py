@@ -11,7 +11,7 @@ from fastapi.security import OAuth2PasswordRequestForm
 from docchat.auth.dependencies import ClientAddress
 from docchat.auth.schemas import TokenPair
 from docchat.config import Settings
-from docchat.identity import service, sso
+from docchat.identity import codes, service, sso
 from docchat.identity.oidc import OidcProvider, ProviderUnavailable, SignInRefused
 from docchat.identity.schemas import LoginMethods, SingleSignOn
 from docchat.kit.errors import Forbidden, NotFound
@@ -22,6 +22,8 @@ router = make_router(prefix="/auth", tags=["auth"])
 PENDING_COOKIE = "docchat_sso"
 COOKIE_PATH = "/api/v1/auth/oidc"
 START_PATH = "/api/v1/auth/oidc/login"
+PENDING_SECONDS = int(sso.PENDING_LIFETIME.total_seconds())
+REPLAY_SECONDS = int(codes.REPLAY_WINDOW.total_seconds())
 UNREACHABLE = (
     "Single sign-on is not available right now (the provider could not be reached, or refused "
     "this server): try again in a moment, or tell an administrator"
@@ -102,17 +104,23 @@ async def oidc_login(
     except ProviderUnavailable:
         return _back_with_error(UNREACHABLE)
     response = RedirectResponse(started.url, status_code=302)
+    _set_pending(response, request, settings, started.pending, PENDING_SECONDS)
+    return response
+
+
+def _set_pending(
+    response: RedirectResponse, request: Request, settings: Settings, value: str, seconds: int
+) -> None:
     response.set_cookie(
         PENDING_COOKIE,
-        started.pending,
-        max_age=int(sso.PENDING_LIFETIME.total_seconds()),
+        value,
+        max_age=seconds,
         path=COOKIE_PATH,
         httponly=True,
         samesite="lax",  # sent on the provider's top-level redirect back, not on embeds
         # Secure when the site is https, even behind a proxy that speaks http to us.
         secure=_redirect_uri(request, settings).startswith("https://"),
     )
-    return response
 
 
 @router.get(
@@ -162,6 +170,11 @@ async def oidc_callback(
     else:
         ticket = f"#login_ticket={finished.tokens.refresh_token}"
         response = RedirectResponse(f"{finished.return_to}{ticket}", status_code=303)
+        # Kept a minute more, for a second request of this same address by this browser (it
+        # is answered as this one was); gone after that.
+        _set_pending(response, request, settings, request.cookies[PENDING_COOKIE], REPLAY_SECONDS)
+        response.headers["Cache-Control"] = "no-store"
+        return response
     response.delete_cookie(PENDING_COOKIE, path=COOKIE_PATH)
     response.headers["Cache-Control"] = "no-store"
     return response

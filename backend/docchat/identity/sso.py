@@ -15,13 +15,20 @@ from docchat.auth import service as auth
 from docchat.auth.schemas import TokenPair
 from docchat.auth.security import read_payload, sign_payload
 from docchat.config import Settings
+from docchat.identity import codes
 from docchat.identity.accounts import Rules, account_for
-from docchat.identity.oidc import OidcProvider, SignInRefused
+from docchat.identity.oidc import OidcProvider, ProviderUnavailable, SignInRefused
+from docchat.kit.errors import Forbidden
+from docchat.users import repository as users
+from docchat.users.models import User
 
 OIDC = "oidc"
 PENDING = "sso-pending"
 PENDING_LIFETIME = timedelta(minutes=10)
 TICKET_LIFETIME = timedelta(seconds=60)
+# How many requests to the provider a sign-in may make (metadata, token, keys, userinfo): a
+# second return waits for the first at most this many of the provider's timeouts.
+PROVIDER_CALLS = 4
 EXPIRED = "This sign-in expired, was already used, or was started in another browser: start again"
 
 
@@ -66,20 +73,63 @@ async def finish(
     address: str,
 ) -> Finished:
     """The tokens of the person who signed in. Raises SignInRefused (and Forbidden from the
-    account rules) for anything that must not sign anyone in."""
+    account rules) for anything that must not sign anyone in.
+
+    The same return twice (a browser that requested the address again, as a service worker's
+    navigation preload makes it do): the code goes to the provider once, and the second return
+    gets the first one's outcome, a ticket of its own when that was a sign-in."""
     kept = read_payload(pending, PENDING, settings.auth) if pending else None
     # The state must come back to the browser that started the sign-in (its cookie): a link
     # with someone else's code and state signs no one in here.
     expected = str(kept.get("state", "")).encode() if kept else b""
     if kept is None or not hmac.compare_digest(expected, state.encode()):
         raise SignInRefused(EXPIRED)
-    person = await provider.finish(code, redirect_uri, str(kept["verifier"]), str(kept["nonce"]))
-    rules = Rules(OIDC, settings.oidc.create_accounts, settings.auth.break_glass_email)
-    user = await account_for(session, person, rules, address)
+    return_to = safe_return_path(str(kept.get("next", "/")))
+    if not await codes.claim(session, code, state):
+        wait = settings.oidc.timeout_seconds * PROVIDER_CALLS
+        return Finished(await _as_before(session, settings, code, state, wait), return_to)
+    try:
+        person = await provider.finish(
+            code, redirect_uri, str(kept["verifier"]), str(kept["nonce"])
+        )
+        rules = Rules(OIDC, settings.oidc.create_accounts, settings.auth.break_glass_email)
+        user = await account_for(session, person, rules, address)
+    except (SignInRefused, Forbidden) as exc:
+        await _settle_failed(session, code, codes.REFUSED, str(exc))
+        raise
+    except ProviderUnavailable:
+        await _settle_failed(session, code, codes.UNAVAILABLE)
+        raise
     await auth.record_login(session, user, address, via=OIDC)
+    await codes.settle(session, code, codes.SIGNED_IN, user_id=user.id)
+    return Finished(await _ticket(session, user, settings), return_to)
+
+
+async def _ticket(session: AsyncSession, user: User, settings: Settings) -> TokenPair:
     # The ticket the browser carries back: a refresh token that lives a minute, traded at once.
-    tokens = await auth.issue_tokens(session, user, settings.auth, refresh_lifetime=TICKET_LIFETIME)
-    return Finished(tokens, safe_return_path(str(kept.get("next", "/"))))
+    return await auth.issue_tokens(session, user, settings.auth, refresh_lifetime=TICKET_LIFETIME)
+
+
+async def _settle_failed(session: AsyncSession, code: str, kind: str, reason: str = "") -> None:
+    # Nothing of the failed sign-in is kept, but its outcome is (for a second return).
+    await session.rollback()
+    await codes.settle(session, code, kind, reason=reason)
+    await session.commit()
+
+
+async def _as_before(
+    session: AsyncSession, settings: Settings, code: str, state: str, wait: float
+) -> TokenPair:
+    """A second return of a code: the first one's outcome, never a second trade."""
+    outcome = await codes.outcome_of(session, code, state, wait)
+    if outcome is None:
+        raise SignInRefused(EXPIRED)
+    if outcome.kind == codes.UNAVAILABLE:
+        raise ProviderUnavailable("the first return of this code found the provider unavailable")
+    user = await users.get_active(session, outcome.user_id) if outcome.user_id else None
+    if outcome.kind != codes.SIGNED_IN or user is None:
+        raise SignInRefused(outcome.reason or EXPIRED)
+    return await _ticket(session, user, settings)
 
 
 async def record_refusal(session: AsyncSession, address: str, reason: str) -> None:
