@@ -21,6 +21,16 @@ CONTROLLED = """navigator.serviceWorker.ready.then(() => new Promise((resolve) =
   if (navigator.serviceWorker.controller) resolve(true);
   navigator.serviceWorker.addEventListener("controllerchange", () => resolve(true));
 }))"""
+# How the browser routed a request of the API made by the page: "network" when the worker's
+# static route took it there without waking the worker (the entry appears once it is read).
+ROUTED = """fetch("/api/v1/auth/methods?routed")
+  .then((response) => response.text())
+  .then(() => new Promise((resolve) => setTimeout(resolve, 300)))
+  .then(() => {
+    const entries = performance.getEntriesByType("resource");
+    const entry = entries.find((e) => e.name.endsWith("?routed"));
+    return String(entry && entry.workerMatchedSourceType);
+  })"""
 
 
 @pytest.fixture(scope="module")
@@ -124,4 +134,6 @@ async def test_sign_in_from_a_browser_that_runs_the_apps_service_worker(
         "navigator.serviceWorker.ready.then((r) => r.navigationPreload.getState())"
     )
     assert preload["enabled"] is False
+    # And the API goes to the network by the browser's own routing, the worker not woken.
+    assert await page.evaluate(ROUTED) == "network"
     await context.close()
