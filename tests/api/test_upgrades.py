@@ -1,6 +1,8 @@
 """Upgrades from any release: a database filled under the first schema, and again under every
 later one, migrated one release at a time to the newest, loses nothing and still serves its
-people through the API."""
+people through the API; the first release's documents (vectors with their text in one Chroma
+collection, no BM25 rows) are found again, by both halves of hybrid search, once the
+service starts."""
 
 from __future__ import annotations
 
@@ -9,27 +11,48 @@ import datetime
 import hashlib
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
+import chromadb
 import httpx
 import sqlalchemy as sa
+from chromadb.config import Settings as ChromaSettings
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from docchat.config import Settings
 from docchat.db import create_engine, create_sessionmaker
-from docchat.main.app import attach_components, create_app
+from docchat.events.publisher import EventPublisher
+from docchat.ingestion import upgrade
+from docchat.llm.client import LLM
+from docchat.llm.embeddings import Embedder
+from docchat.main import doctor
+from docchat.main.app import create_app
 from docchat.main.components import Components
 from docchat.main.doctor import migration_chain
+from docchat.retrieval.chroma import ChromaVectorStore
+from docchat.retrieval.index import DocumentRef
 from docchat.users.passwords import hash_password_now
+from tests.support.chat import ask
 from tests.support.database import alembic, create_database, drop_database
+from tests.support.llm_server import ScriptedLLM
 from tests.support.users import PASSWORD, login
 
 EARLY = "early.adopter@example.com"
+# The handbook's five chunks, as the first release read them.
+HANDBOOK = [
+    "The ferry leaves at nine from the north pier.",
+    "Tickets are sold on board; children under six travel free.",
+    "Alarm code KX-4471 means the bilge pump of the ferry runs dry.",
+    "The harbour canteen opens at seven and closes at noon.",
+    "Lost property is kept at the harbour office for thirty days.",
+]
 
 
 async def fill_the_first_schema(connection: AsyncConnection) -> dict[str, str]:
     """What a team had under the first release: an account, a read document, a chat with a
-    cited answer, the document's finished job."""
+    cited answer, the document's finished job (the document's chunks: `keep_first_vectors`)."""
     user, document, chat = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     digest = hashlib.sha256(b"handbook").hexdigest()
     now = datetime.datetime.now(datetime.UTC)
@@ -89,7 +112,42 @@ async def fill_the_first_schema(connection: AsyncConnection) -> dict[str, str]:
     ]
     for statement, values in statements:
         await connection.execute(sa.text(statement), {**common, **values})
-    return {"document": str(document), "chat": str(chat)}
+    return {"document": str(document), "chat": str(chat), "user": str(user)}
+
+
+def keep_first_vectors(
+    folder: Path, settings: Settings, embedder: Embedder, made: dict[str, str]
+) -> None:
+    """The first release's data folder: every chunk of every owner in one Chroma collection,
+    its text stored with it, ids `{document}_{index}`, no version in its metadata."""
+    client = chromadb.PersistentClient(
+        path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    )
+    single = client.get_or_create_collection(
+        settings.rag.collection,
+        embedding_function=None,
+        metadata={
+            "hnsw:space": "cosine",
+            "embedding_model": embedder.name,
+            "dimension": embedder.dimension,
+        },
+    )
+    single.upsert(
+        ids=[f"{made['document']}_{index}" for index in range(len(HANDBOOK))],
+        embeddings=[list(vector) for vector in embedder.embed(HANDBOOK)],
+        documents=HANDBOOK,
+        metadatas=[
+            {
+                "document_id": made["document"],
+                "chunk_index": index,
+                "owner_id": made["user"],
+                "visibility": "private",
+                "filename": "handbook.pdf",
+                "page": index // 2 + 1,
+            }
+            for index in range(len(HANDBOOK))
+        ],
+    )
 
 
 def _value(column: sa.Column[Any], step: int, parents: dict[str, Any]) -> Any:
@@ -160,7 +218,7 @@ async def row_counts(connection: AsyncConnection) -> dict[str, int]:
 
 
 async def test_every_release_upgrades_to_the_newest_with_its_data(
-    components: Components,
+    components: Components, fresh_llm: ScriptedLLM, tmp_path: Path
 ) -> None:
     chain = migration_chain()
     url = await create_database("docchat_upgrades")
@@ -169,6 +227,7 @@ async def test_every_release_upgrades_to_the_newest_with_its_data(
         await alembic(url, "upgrade", chain[0])
         async with engine.begin() as connection:
             made = await fill_the_first_schema(connection)
+        keep_first_vectors(tmp_path / "chroma", components.settings, components.embedder, made)
         counts: dict[str, int] = {}
         for step, revision in enumerate(chain):
             await alembic(url, "upgrade", revision)
@@ -188,24 +247,88 @@ async def test_every_release_upgrades_to_the_newest_with_its_data(
         empty = sorted(name for name, n in counts.items() if n == 0)
         assert empty == ["answer_cache", "collection_members"], empty
 
-        # The newest release serves what the first one stored.
-        upgraded = dataclasses.replace(components, sessionmaker=create_sessionmaker(engine))
-        app = create_app(components.settings, run_worker=False)
-        attach_components(app, upgraded)
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
-            signed_in = await login(client, EARLY)
-            assert signed_in.status_code == 200, signed_in.text
-            headers = {"Authorization": f"Bearer {signed_in.json()['access_token']}"}
-            document = await client.get(f"/api/v1/documents/{made['document']}", headers=headers)
-            assert document.status_code == 200, document.text
-            assert document.json()["status"] == "completed"
-            messages = await client.get(f"/api/v1/chats/{made['chat']}/messages", headers=headers)
-            assert messages.status_code == 200, messages.text
-            answer = messages.json()["items"][-1]
-            assert answer["content"] == "At nine [1]."
-            assert answer["sources"][0]["document_name"] == "handbook.pdf"
-            assert answer["sources"][0]["page"] == 2
+        # The newest release over the first one's data folder. Migrated, not yet started: the
+        # doctor says the old document cannot be found, and what makes it searchable.
+        settings = components.settings
+        store = ChromaVectorStore(
+            collection=settings.rag.collection,
+            embedding_model=components.embedder.name,
+            dimension=components.embedder.dimension,
+            path=tmp_path / "chroma",
+        )
+        upgraded = dataclasses.replace(
+            components,
+            sessionmaker=create_sessionmaker(engine),
+            vector_store=store,
+            # The app closes these when it stops: its own, not those other tests share.
+            llm=LLM(settings.llm),
+            publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
+        )
+        documents = {"documents": doctor.CHECKS["documents"]}
+        (before,) = await doctor.examine(doctor.subjects_of(upgraded), documents)
+        assert before.status is doctor.Status.failed, before
+        assert "1 completed document(s) have no BM25 rows" in before.found
+        assert f"{len(HANDBOOK)} chunk(s) wait in the single vector collection" in before.found
+        assert "docchat reindex --layout-only" in before.advice
+
+        async def started(_: Settings) -> Components:
+            return upgraded
+
+        # `docchat serve`: its start brings the old document up to date, beside the worker.
+        app = create_app(settings, components_factory=started, run_worker=True)
+        async with app.router.lifespan_context(app):
+            await app.state.upgrading
+            await serves_what_the_first_release_stored(app, upgraded, made, fresh_llm)
+        (after,) = await doctor.examine(doctor.subjects_of(upgraded), documents)
+        assert after.status is doctor.Status.ok, after
+
+        # Safe to repeat: the next start finds nothing left to do, and changes nothing.
+        assert await upgrade.bring_up_to_date(upgraded) == upgrade.Outcome()
+        ref = DocumentRef(uuid.UUID(made["document"]), uuid.UUID(made["user"]))
+        assert await upgraded.vector_index.count(ref) == len(HANDBOOK)
+        async with engine.connect() as connection:
+            rows = await connection.scalar(
+                sa.text("SELECT count(*) FROM document_chunks WHERE document_id = :id"),
+                {"id": ref.id},
+            )
+        assert rows == len(HANDBOOK)
     finally:
         await engine.dispose()
         await drop_database(url)
+
+
+async def serves_what_the_first_release_stored(
+    app: Any, upgraded: Components, made: dict[str, str], llm: ScriptedLLM
+) -> None:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://docchat.test") as client:
+        signed_in = await login(client, EARLY)
+        assert signed_in.status_code == 200, signed_in.text
+        headers = {"Authorization": f"Bearer {signed_in.json()['access_token']}"}
+        document = await client.get(f"/api/v1/documents/{made['document']}", headers=headers)
+        assert document.status_code == 200, document.text
+        assert document.json()["status"] == "completed"
+        messages = await client.get(f"/api/v1/chats/{made['chat']}/messages", headers=headers)
+        assert messages.status_code == 200, messages.text
+        answer = messages.json()["items"][-1]
+        assert answer["content"] == "At nine [1]."
+        assert answer["sources"][0]["document_name"] == "handbook.pdf"
+        assert answer["sources"][0]["page"] == 2
+
+        # A new question about the old document: both halves of hybrid search find it.
+        question = "What does alarm code KX-4471 mean?"
+        ref = DocumentRef(uuid.UUID(made["document"]), uuid.UUID(made["user"]))
+        (lexical, *_) = await upgraded.lexical.search([ref], question, 5)
+        assert "KX-4471" in lexical.chunk.text
+        (vector,) = upgraded.embedder.embed([question])
+        nearest = await upgraded.vector_index.query(vector, [ref], 1)
+        assert [hit.chunk.chunk_index for hit in nearest] == [2]
+        llm.script("The bilge pump of the ferry runs dry [1].")
+        asked = await ask(client, headers, question)
+        assert asked.status_code == 200, asked.text
+        message = asked.json()["assistant_message"]
+        assert message["meta"]["retrieval_mode"] == "hybrid"
+        cited = message["sources"][0]
+        assert cited["document_name"] == "handbook.pdf"
+        assert "KX-4471" in cited["content_preview"]
+        assert cited["page"] == 2

@@ -105,6 +105,49 @@ async def live_documents(session: AsyncSession) -> list[Document]:
     return list((await session.execute(statement)).scalars())
 
 
+def _without_lexical_rows() -> ColumnElement[bool]:
+    """Live, completed documents with chunks but not one row in `document_chunks`: read by a
+    version older than the BM25 index (or their rows lost), so BM25 never finds them."""
+    rows = select(DocumentChunk.document_id).where(DocumentChunk.document_id == Document.id)
+    return and_(
+        Document.deleted_at.is_(None),
+        Document.status == DocumentStatus.completed,
+        Document.chunk_count > 0,
+        ~rows.exists(),
+    )
+
+
+async def count_without_lexical_rows(session: AsyncSession) -> int:
+    """How many documents `without_lexical_rows` would list, all told."""
+    statement = select(func.count()).select_from(Document).where(_without_lexical_rows())
+    return int((await session.execute(statement)).scalar_one())
+
+
+async def without_lexical_rows(
+    session: AsyncSession, after: uuid.UUID | None, limit: int
+) -> list[Document]:
+    """Up to `limit` completed documents without BM25 rows, by id, after `after` (so a caller
+    going through them all never meets one twice, whatever it did with the last)."""
+    statement = select(Document).where(_without_lexical_rows())
+    if after is not None:
+        statement = statement.where(Document.id > after)
+    statement = statement.order_by(Document.id).limit(limit)
+    return list((await session.execute(statement)).scalars())
+
+
+async def refresh_token_count(session: AsyncSession, document_id: uuid.UUID) -> None:
+    """The document's word total (BM25's average length) from its rows, as they are now."""
+    await session.execute(
+        update(Document)
+        .where(Document.id == document_id)
+        .values(
+            token_count=select(func.coalesce(func.sum(DocumentChunk.tokens), 0))
+            .where(DocumentChunk.document_id == document_id)
+            .scalar_subquery()
+        )
+    )
+
+
 async def get_live(session: AsyncSession, document_id: uuid.UUID) -> Document | None:
     """A document by id regardless of reader, for the worker (which acts for its owner)."""
     statement = select(Document).where(Document.id == document_id, Document.deleted_at.is_(None))

@@ -140,12 +140,17 @@ def create_app(
         stop = asyncio.Event()
         worker_task = None
         if settings.worker.enabled if run_worker is None else run_worker:
+            from docchat.ingestion import upgrade
             from docchat.ingestion.worker import IngestionWorker
             from docchat.sources.sync import SourceSyncer
 
             worker = IngestionWorker(components)
+            # Documents an earlier version stored are made searchable again beside the lanes.
+            app.state.upgrading = asyncio.ensure_future(upgrade.run_at_start(components, stop))
             worker_task = asyncio.gather(
-                worker.run_forever(stop), SourceSyncer(components).run_forever(stop)
+                worker.run_forever(stop),
+                SourceSyncer(components).run_forever(stop),
+                app.state.upgrading,
             )
         freeze_startup_heap()
         try:

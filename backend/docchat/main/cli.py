@@ -10,11 +10,17 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docchat.config import Settings, get_settings
 from docchat.users import commands as users_commands
 from docchat.users.emails import InvalidEmail
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+    from docchat.ingestion.upgrade import Backlog
+    from docchat.retrieval.index import BlockingVectorStore
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -51,6 +57,7 @@ def _serve(args: argparse.Namespace) -> None:
 async def _worker() -> None:
     from docchat.auth.keys import with_signing_key
     from docchat.db import create_engine, create_sessionmaker
+    from docchat.ingestion import upgrade
     from docchat.ingestion.worker import IngestionWorker
     from docchat.kit.heap import freeze_startup_heap
     from docchat.main import telemetry
@@ -76,6 +83,7 @@ async def _worker() -> None:
             await asyncio.gather(
                 IngestionWorker(components).run_forever(stop),
                 SourceSyncer(components).run_forever(stop),
+                upgrade.run_at_start(components, stop),
             )
         finally:
             components.close()
@@ -101,7 +109,7 @@ async def _create_admin(email: str, password: str) -> str:
     return action
 
 
-def _migrate(_: argparse.Namespace) -> None:
+def _apply_migrations() -> None:
     from alembic import command
     from alembic.config import Config
 
@@ -110,28 +118,50 @@ def _migrate(_: argparse.Namespace) -> None:
     command.upgrade(Config(str(PROJECT_ROOT / "alembic.ini")), "head")
 
 
+def _migrate(_: argparse.Namespace) -> None:
+    """Apply the migrations, then say what the database still holds of an earlier version
+    that searches cannot find yet, and what makes it searchable."""
+    _apply_migrations()
+    backlog = asyncio.run(_database_backlog())
+    if backlog:
+        from docchat.ingestion.upgrade import COMMAND
+
+        print(
+            f"{backlog.describe()}: the service brings them up to date when it starts "
+            f"(`docchat serve` or `docchat worker`, progress in its log), or run `{COMMAND}`"
+        )
+
+
+async def _database_backlog() -> Backlog:
+    from docchat.db import create_engine, create_sessionmaker
+    from docchat.ingestion import upgrade
+
+    engine = create_engine(get_settings().database_url, pool_size=1)
+    try:
+        return await upgrade.backlog(create_sessionmaker(engine), None)
+    finally:
+        await engine.dispose()
+
+
 async def _reindex(layout_only: bool) -> None:
     """Rebuild the vector index for the configured embedder and queue every document again;
-    with `layout_only`, only move chunks of the older single-collection layout to their
-    owners' collections (no re-embedding)."""
+    with `layout_only`, bring documents of earlier versions up to date instead, embedding
+    nothing again: their chunks moved out of the older single-collection layout to their
+    owners' collections, and their BM25 rows written (`ingestion.upgrade`)."""
     from docchat.db import create_engine, create_sessionmaker, session_scope
     from docchat.documents import jobs
     from docchat.documents import repository as documents_repository
     from docchat.main.components import build_embedder, build_vector_store
-    from docchat.retrieval.chroma import ChromaVectorStore
 
     settings = get_settings()
     embedder = build_embedder(settings)
     store = build_vector_store(settings, embedder)
-    if layout_only:
-        if not isinstance(store, ChromaVectorStore):  # the older layout was Chroma's alone
-            print("nothing to move: only Chroma had the older layout")
-            return
-        print(f"moved {store.move_legacy_chunks()} chunks of the older layout")
-        return
-    store.reset_collection()
     engine = create_engine(settings.database_url, pool_size=1)
     try:
+        if layout_only:
+            await _bring_up_to_date(settings, create_sessionmaker(engine), store)
+            return
+        store.reset_collection()
         async with session_scope(create_sessionmaker(engine)) as session:
             documents = await documents_repository.live_documents(session)
             for document in documents:
@@ -140,6 +170,28 @@ async def _reindex(layout_only: bool) -> None:
         print(f"queued {len(documents)} documents for re-indexing with {embedder.name}")
     finally:
         await engine.dispose()
+
+
+async def _bring_up_to_date(
+    settings: Settings,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    store: BlockingVectorStore,
+) -> None:
+    from docchat.ingestion import upgrade
+    from docchat.main import telemetry
+
+    telemetry.configure_logging(settings.log_level)  # the progress, batch by batch
+    outcome = await upgrade.bring_up_to_date(upgrade.Parts.of(settings, sessionmaker, store))
+    queued = (
+        f"; {outcome.requeued} document(s) queued to be read again from their files, which "
+        "a running worker does (`docchat serve` or `docchat worker`)"
+        if outcome.requeued
+        else ""
+    )
+    print(
+        f"moved {outcome.moved} chunks of the older layout, wrote the BM25 rows of "
+        f"{outcome.rebuilt} document(s){queued}"
+    )
 
 
 async def _delete_account(args: argparse.Namespace) -> tuple[bool, str]:
@@ -197,35 +249,15 @@ async def _doctor(as_json: bool) -> int:
     import json
 
     from docchat.db import create_engine, create_sessionmaker
-    from docchat.documents.storage import build_storage
     from docchat.llm.client import LLM
     from docchat.main import doctor
-    from docchat.main.components import build_embedder, build_vector_store
 
     settings = get_settings()
     logging.basicConfig(level=logging.ERROR)  # the findings say it, once
-    try:
-        embedder = await asyncio.to_thread(build_embedder, settings)
-        store = await asyncio.to_thread(build_vector_store, settings, embedder)
-    except Exception as exc:  # nothing else can be checked without them: say why, and stop
-        finding = doctor.Finding(
-            "vector index",
-            doctor.Status.failed,
-            f"the embedding model or vector store cannot be opened: {exc}",
-            "check EMBEDDING_* and DATA_DIR (or the vector store's settings)",
-        )
-        print(json.dumps(doctor.as_json([finding])) if as_json else doctor.report([finding]))
-        return 1
     engine = create_engine(settings.database_url, pool_size=1)
     llm = LLM(settings.llm.model_copy(update={"max_retries": 0}))
-    subjects = doctor.Subjects(
-        settings=settings,
-        sessionmaker=create_sessionmaker(engine),
-        embedder=embedder,
-        vector_store=store,
-        storage=build_storage(settings.storage, settings.files_dir),
-        llm=llm,
-    )
+    subjects = await doctor.subjects_from(settings, create_sessionmaker(engine), llm)
+    store = subjects.vector_store
     try:
         findings = await doctor.examine(subjects)
     finally:
@@ -321,7 +353,9 @@ def main(argv: list[str] | None = None) -> None:
     reindex.add_argument(
         "--layout-only",
         action="store_true",
-        help="only move chunks stored by versions with one collection to their owners'",
+        help="only bring documents of earlier versions up to date, embedding nothing again: "
+        "move their chunks out of the single collection to their owners', write their BM25 "
+        "rows (the service also does this when it starts)",
     )
     commands.add_parser("openapi", help="print the OpenAPI schema (for the generated TS client)")
     doctor = commands.add_parser(
@@ -395,7 +429,7 @@ def main(argv: list[str] | None = None) -> None:
             )
             sys.exit(f"docchat {args.command}: {damaged}{exc}")
         # The database may be older than this version, and holds no vectors: bring both up.
-        _migrate(args)
+        _apply_migrations()
         asyncio.run(_reindex(False))
 
 

@@ -2,8 +2,11 @@
 
 Each check looks at one thing an installation needs and says, in one line, what it found and
 what to do when something is wrong: the database and its migrations, the vector index against
-the embedding model, the file storage, the model endpoint, OCR, what translates questions in
-other languages, the signing key, the clocks and the disk. The command prints them and exits 1
+the embedding model, whether every completed document can be found (BM25 rows, vectors where
+searches look), the file storage, the model endpoint, OCR, what translates questions in other
+languages, the signing key, the clocks and the disk. Each check runs and reports on its own: a
+part that cannot be opened (a vector store in an unwritable DATA_DIR) fails its checks, and
+the others still look at theirs. The command prints them and exits 1
 when one failed (a warning alone exits 0, so a cron job or a deployment script can act on the
 status); administrators get the same findings in `/readyz` (`details`).
 
@@ -18,8 +21,8 @@ import enum
 import shutil
 import stat
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,13 +40,14 @@ from docchat.config import (
     LLMSettings,
     Settings,
 )
-from docchat.documents.storage import FileStorage
+from docchat.documents.storage import FileStorage, build_storage
 from docchat.extraction.ocr import OcrOptions, tesseract_problem
+from docchat.ingestion import upgrade
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
-from docchat.main.components import Components
+from docchat.main.components import Components, build_embedder, build_vector_store
 from docchat.retrieval.glossary import FREEDICT, installed_sources
-from docchat.retrieval.index import BlockingVectorStore
+from docchat.retrieval.index import BlockingVectorStore, VectorStoreUnavailable
 from docchat.retrieval.translation import APERTIUM_PACKAGES, Apertium
 
 # Clocks further apart than this make tokens and job leases expire early or late.
@@ -94,14 +98,17 @@ def _failed(check: str, found: str, advice: str) -> Finding:
 
 @dataclass(frozen=True)
 class Subjects:
-    """What the checks look at."""
+    """What the checks look at. The command builds the embedder and the vector store itself:
+    one it could not open is None, with the reason in `unopened` (by part: "embedding",
+    "vector index")."""
 
     settings: Settings
     sessionmaker: async_sessionmaker[AsyncSession]
-    embedder: Embedder
-    vector_store: BlockingVectorStore
+    embedder: Embedder | None
+    vector_store: BlockingVectorStore | None
     storage: FileStorage
     llm: LLM
+    unopened: Mapping[str, str] = field(default_factory=dict)
 
 
 def subjects_of(components: Components) -> Subjects:
@@ -113,6 +120,34 @@ def subjects_of(components: Components) -> Subjects:
         vector_store=components.vector_store,
         storage=components.storage,
         llm=components.llm,
+    )
+
+
+async def subjects_from(
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession], llm: LLM
+) -> Subjects:
+    """What `docchat doctor` looks at, built from the settings as `docchat serve` would; the
+    embedding model or vector store that cannot be opened is left out, with why."""
+    unopened: dict[str, str] = {}
+    embedder: Embedder | None = None
+    store: BlockingVectorStore | None = None
+    try:
+        embedder = await asyncio.to_thread(build_embedder, settings)
+    except Exception as exc:
+        unopened["embedding"] = unopened["vector index"] = f"{type(exc).__name__}: {exc}"
+    if embedder is not None:
+        try:
+            store = await asyncio.to_thread(build_vector_store, settings, embedder)
+        except Exception as exc:
+            unopened["vector index"] = f"{type(exc).__name__}: {exc}"
+    return Subjects(
+        settings=settings,
+        sessionmaker=sessionmaker,
+        embedder=embedder,
+        vector_store=store,
+        storage=build_storage(settings.storage, settings.files_dir),
+        llm=llm,
+        unopened=unopened,
     )
 
 
@@ -177,8 +212,20 @@ def known_revisions() -> set[str]:
     return set(migration_chain())
 
 
+def _unopened(subjects: Subjects, check: str, advice: str) -> Finding:
+    reason = subjects.unopened.get(check, "it was not opened")
+    return _failed(check, f"cannot be opened: {reason[:200]}", advice)
+
+
 async def _vector_index(subjects: Subjects) -> Finding:
     embedder = subjects.embedder
+    if subjects.vector_store is None or embedder is None:
+        return _unopened(
+            subjects,
+            "vector index",
+            "make DATA_DIR a folder the service's user can write (or check the vector store's "
+            "settings, and EMBEDDING_* when the embedding model failed too)",
+        )
     mismatch = getattr(subjects.vector_store, "mismatch", None)
     if mismatch:
         return _failed("vector index", str(mismatch), "run `docchat reindex`")
@@ -196,6 +243,12 @@ async def _vector_index(subjects: Subjects) -> Finding:
 
 async def _embedding_model(subjects: Subjects) -> Finding:
     embedder = subjects.embedder
+    if embedder is None:
+        return _unopened(
+            subjects,
+            "embedding",
+            "check EMBEDDING_BACKEND and, for a remote model, EMBEDDING_BASE_URL and its key",
+        )
     try:
         (vector,) = await asyncio.to_thread(embedder.embed, ["doctor"])
     except Exception as exc:
@@ -211,6 +264,27 @@ async def _embedding_model(subjects: Subjects) -> Finding:
             "set the model the index was built with, or run `docchat reindex`",
         )
     return _ok("embedding", f"{embedder.name} answers")
+
+
+async def _documents(subjects: Subjects) -> Finding:
+    """Completed documents that no search finds: without BM25 rows, or with their vectors in
+    the layout of an earlier version (what `docchat migrate` leaves of a first release's
+    installation until the service starts)."""
+    try:
+        backlog = await upgrade.backlog(subjects.sessionmaker, subjects.vector_store)
+    except VectorStoreUnavailable as exc:
+        return _warning("documents", f"not counted: {_first_line(exc)}", "")
+    except Exception:  # the database check says why
+        return _warning("documents", "not counted: the database cannot be reached", "")
+    if backlog:
+        return _failed(
+            "documents",
+            f"{backlog.describe()}: searches do not find them",
+            f"start the service (`docchat serve` or `docchat worker` bring them up to date "
+            f"at start, progress in the log), or run `{upgrade.COMMAND}`",
+        )
+    unchecked = " (vectors not checked)" if subjects.vector_store is None else ""
+    return _ok("documents", f"every completed document has its BM25 rows and vectors{unchecked}")
 
 
 async def _storage(subjects: Subjects) -> Finding:
@@ -404,6 +478,7 @@ CHECKS: dict[str, Check] = {
     "database": _database,
     "vector index": _vector_index,
     "embedding": _embedding_model,
+    "documents": _documents,
     "storage": _storage,
     "model": _model,
     "ocr": _ocr,

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -197,8 +197,8 @@ class ChromaVectorStore:
             logger.error(self.mismatch)
         elif self.has_legacy_chunks():
             logger.warning(
-                "chunks of an older layout are waiting in %r: run "
-                "`docchat reindex --layout-only` to move them",
+                "chunks of an older layout wait in %r, where no search looks: the service "
+                "(or a worker) moves them when it starts, as `docchat reindex --layout-only` does",
                 collection,
             )
 
@@ -265,11 +265,16 @@ class ChromaVectorStore:
 
     def has_legacy_chunks(self) -> bool:
         """Chunks wait in the single collection older versions used (`move_legacy_chunks`)."""
-        return not self.mismatch and int(self._marker.count()) > 0
+        return self.legacy_chunk_count() > 0
 
-    def move_legacy_chunks(self) -> int:
+    def legacy_chunk_count(self) -> int:
+        """How many chunks wait in the single collection (none while the model mismatches:
+        those are not this embedder's vectors)."""
+        return 0 if self.mismatch else int(self._marker.count())
+
+    def move_legacy_chunks(self, progress: Callable[[int, int], bool] | None = None) -> int:
         """Move chunks written before collections were split by owner to their owner's
-        collection (run by `docchat reindex`); returns how many moved."""
+        collection, a batch at a time (`index.OlderLayout`); returns how many moved."""
         moved = 0
         while True:
             batch = self._marker.get(
@@ -288,6 +293,8 @@ class ChromaVectorStore:
             self._write(chunks, [[float(x) for x in vector] for vector in vectors], texts=True)
             self._marker.delete(ids=batch["ids"])
             moved += len(chunks)
+            if progress is not None and not progress(moved, int(self._marker.count())):
+                break
         if moved:
             logger.info("moved %d chunks into per-owner collections", moved)
         return moved

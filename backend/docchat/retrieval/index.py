@@ -38,7 +38,7 @@ import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from docchat.config import Settings
 from docchat.kit.registry import Registry
@@ -305,6 +305,24 @@ class BlockingVectorStore(Protocol):
 
     def reset_collection(self) -> None:
         """Remove every vector and record the configured model (`docchat reindex`)."""
+        ...
+
+
+@runtime_checkable
+class OlderLayout(Protocol):
+    """A store that may still hold chunks as an earlier version of docchat laid them out
+    (Chroma's single collection, before one per owner), where no search looks. They are moved
+    to the current layout, vectors and text kept, without embedding anything again."""
+
+    def legacy_chunk_count(self) -> int:
+        """How many chunks wait in the older layout."""
+        ...
+
+    def move_legacy_chunks(self, progress: Callable[[int, int], bool] | None = None) -> int:
+        """Move them, a batch at a time, each batch written before it is removed (a move cut
+        short is finished by the next, and moving twice is harmless); after each batch,
+        `progress(moved, left)` is told, and the move stops when it returns False. Returns
+        how many moved."""
         ...
 
 
