@@ -36,7 +36,15 @@ def by_check(findings: list[doctor.Finding]) -> dict[str, doctor.Finding]:
 async def test_a_healthy_installation_passes_every_check(components: Components) -> None:
     findings = by_check(await doctor.examine(subjects_of(components)))
     assert list(findings) == list(doctor.CHECKS)
-    healthy = ("database", "vector index", "embedding", "storage", "model", "translation")
+    healthy = (
+        "database",
+        "vector index",
+        "embedding",
+        "documents",
+        "storage",
+        "model",
+        "translation",
+    )
     for name in (*healthy, "clock", "disk"):
         assert findings[name].status is doctor.Status.ok, findings[name]
     assert "migrations current" in findings["database"].found
@@ -164,15 +172,31 @@ def test_the_command_prints_one_line_per_check_and_exits_by_the_worst(
     # A machine short of disk space warns, and is still healthy.
     assert all(line.startswith(("ok ", "warning disk ")) for line in lines[:-1]), healthy.stdout
 
-    down = {**env, "LLM_BASE_URL": "http://127.0.0.1:9/v1"}
+    # The model down, and a DATA_DIR nothing can be written to (even by root: a file stands
+    # where its parent folder should be), so the vector store cannot be opened. Every check
+    # still runs and reports on its own.
+    (tmp_path / "blocked").write_text("a file, not a folder")
+    down = {
+        **env,
+        "LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "DATA_DIR": str(tmp_path / "blocked" / "data"),
+    }
     sick = subprocess.run(  # noqa: S603
         [*command, "--json"], env=down, capture_output=True, text=True, timeout=120
     )
-    assert sick.returncode == 1
+    assert sick.returncode == 1, sick.stdout + sick.stderr
     findings = {finding["check"]: finding for finding in json.loads(sick.stdout)}
+    assert list(findings) == list(doctor.CHECKS)
     assert findings["model"]["status"] == "failed"
     assert "start the model server" in findings["model"]["advice"]
-    assert findings["database"]["status"] == "ok"
+    assert findings["vector index"]["status"] == "failed"
+    assert findings["vector index"]["found"].startswith("cannot be opened: ")
+    assert "DATA_DIR" in findings["vector index"]["advice"]
+    assert findings["storage"]["status"] == "failed"
+    assert "writable" in findings["storage"]["advice"]
+    for name in ("database", "embedding", "translation", "clock"):
+        assert findings[name]["status"] == "ok", findings[name]
+    assert findings["documents"]["status"] == "warning"
 
 
 @pytest.mark.parametrize("caller", ["anonymous", "user"])

@@ -283,8 +283,13 @@ async def _documents(subjects: Subjects) -> Finding:
             f"start the service (`docchat serve` or `docchat worker` bring them up to date "
             f"at start, progress in the log), or run `{upgrade.COMMAND}`",
         )
-    unchecked = " (vectors not checked)" if subjects.vector_store is None else ""
-    return _ok("documents", f"every completed document has its BM25 rows and vectors{unchecked}")
+    if subjects.vector_store is None:
+        return _warning(
+            "documents",
+            "every completed document has its BM25 rows; their vectors were not looked at",
+            "see the vector index line",
+        )
+    return _ok("documents", "every completed document has its BM25 rows and vectors")
 
 
 async def _storage(subjects: Subjects) -> Finding:
