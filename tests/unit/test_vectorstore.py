@@ -11,6 +11,7 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
+from docchat.retrieval import chroma
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import (
     Chunk,
@@ -78,7 +79,9 @@ def test_delete_document_removes_only_that_document(tmp_path: Path) -> None:
     assert store.count(gone) == 0 and store.count(kept) == 1
 
 
-def test_chunks_of_the_single_collection_layout_move_to_their_owners(tmp_path: Path) -> None:
+def test_chunks_of_the_single_collection_layout_move_to_their_owners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     documents = [new_document(), new_document()]
     # Same client settings as the store's: Chroma keeps one client per folder and process.
     settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
@@ -106,8 +109,15 @@ def test_chunks_of_the_single_collection_layout_move_to_their_owners(tmp_path: P
             ],
         )
     store = open_store(tmp_path)
-    assert store.has_legacy_chunks()
-    assert store.move_legacy_chunks() == 2  # what `docchat reindex --layout-only` runs
+    assert store.has_legacy_chunks() and store.legacy_chunk_count() == 2
+    # A move told to stop after its first batch (a service stopping) leaves the rest where
+    # they were, and the next one (the next start) finishes it.
+    monkeypatch.setattr(chroma, "LEGACY_MOVE_BATCH", 1)
+    told: list[tuple[int, int]] = []
+    assert store.move_legacy_chunks(lambda moved, left: bool(told.append((moved, left)))) == 1
+    assert told == [(1, 1)] and store.legacy_chunk_count() == 1
+    assert store.move_legacy_chunks() == 1  # what the start and `reindex --layout-only` run
+    assert store.move_legacy_chunks() == 0 and not store.has_legacy_chunks()
     for document in documents:
         [hit] = store.query([1.0, 0.0, 0.0], [document], top_k=5)
         # Such chunks may have no rows in PostgreSQL: the store still has what they were.
