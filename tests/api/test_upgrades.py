@@ -19,10 +19,12 @@ import httpx
 import sqlalchemy as sa
 from chromadb.config import Settings as ChromaSettings
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from docchat.config import Settings
 from docchat.db import create_engine, create_sessionmaker
+from docchat.documents import repository as documents_repository
+from docchat.documents.models import Document, DocumentStatus, IngestionJob, JobStatus
 from docchat.events.publisher import EventPublisher
 from docchat.ingestion import upgrade
 from docchat.llm.client import LLM
@@ -33,6 +35,7 @@ from docchat.main.components import Components
 from docchat.main.doctor import migration_chain
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import DocumentRef
+from docchat.users.models import User
 from docchat.users.passwords import hash_password_now
 from tests.support.chat import ask
 from tests.support.database import alembic, create_database, drop_database
@@ -332,3 +335,42 @@ async def serves_what_the_first_release_stored(
         assert cited["document_name"] == "handbook.pdf"
         assert "KX-4471" in cited["content_preview"]
         assert cited["page"] == 2
+
+
+async def test_a_document_whose_vectors_are_lost_too_is_read_again(
+    components: Components, session: AsyncSession
+) -> None:
+    """Completed, with no BM25 rows and no chunk in the vector store (its text is nowhere but
+    in its file): bringing it up to date queues it to be read again, once."""
+    owner = User(email=f"early-{uuid.uuid4().hex[:8]}@example.com", password_hash="x")
+    session.add(owner)
+    await session.flush()
+    lost = Document(
+        owner_id=owner.id,
+        filename="lost.pdf",
+        content_type="application/pdf",
+        size_bytes=1,
+        sha256="0" * 64,
+        storage_key="lost",
+        status=DocumentStatus.completed,
+        page_count=1,
+        chunk_count=3,
+        chunks_done=3,
+    )
+    session.add(lost)
+    await session.commit()
+
+    first = await upgrade.bring_up_to_date(components)
+    assert first.requeued >= 1 and first.finished
+    await session.refresh(lost)
+    assert lost.status == DocumentStatus.queued and lost.chunks_done == 0
+    queued = await session.scalar(
+        sa.select(sa.func.count())
+        .select_from(IngestionJob)
+        .where(IngestionJob.document_id == lost.id, IngestionJob.status == JobStatus.queued)
+    )
+    assert queued == 1
+    # Queued, it is no longer a completed document without rows: nothing more to do for it.
+    async with components.sessionmaker() as other:
+        listed = await documents_repository.without_lexical_rows(other, None, 1000)
+    assert lost.id not in {document.id for document in listed}
