@@ -413,6 +413,34 @@ class SourceSettings(BaseSettings):
         ge=1,
         description="Longest wait before a source that could not be read is tried again",
     )
+    git_max_bytes: int = Field(
+        200 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Most bytes one fetch of a Git source may download (and keep on disk); a larger "
+            "one is stopped, discarded and not tried again until the source changes"
+        ),
+    )
+    git_max_objects: int = Field(
+        200_000,
+        ge=1,
+        description=(
+            "Most Git objects (files, folders, commits) one fetch of a Git source may bring"
+        ),
+    )
+    git_timeout_seconds: float = Field(
+        300.0, gt=0, description="Longest time one fetch of a Git source may take, in all"
+    )
+    sitemap_max_bytes: int = Field(
+        20 * 1024 * 1024,
+        ge=1024,
+        description="Largest sitemap (each of a sitemap index's too) a website source reads",
+    )
+    sitemap_max_entries: int = Field(
+        50_000,
+        ge=1,
+        description="Most entries a website source's sitemaps may hold, in all; more fail the sync",
+    )
 
 
 class OcrSettings(BaseSettings):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -482,6 +483,122 @@ async def test_a_git_branch_as_a_source(
     assert not cache.exists()
 
 
+def _bounded(parts: Components, **limits: Any) -> Components:
+    """The same parts with other source limits (SOURCES_GIT_MAX_BYTES, ...) for the syncer."""
+    sources = parts.settings.sources.model_copy(update=limits)
+    return dataclasses.replace(
+        parts, settings=parts.settings.model_copy(update={"sources": sources})
+    )
+
+
+async def _add(
+    client: httpx.AsyncClient, headers: dict[str, str], collection: str, body: Any
+) -> str:
+    made = await client.post(
+        f"/api/v1/collections/{collection}/sources", headers=headers, json=body
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+async def test_a_git_fetch_past_its_bounds_is_stopped_discarded_and_not_retried(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    client, parts = served
+    owner = await auth_headers(client)
+    collection = await _collection(client, owner, "Big repository")
+    with git_server(tmp_path / "big.git") as (url, repository):
+        # 300 KB that does not compress, and 15 small files (with the trees and the commit,
+        # 20 objects).
+        files = {f"notes/{index}.md": b"note %d" % index for index in range(15)}
+        repository.commit({**files, "data/blob.txt": os.urandom(300 * 1024)})
+        body = {"name": "Big", "kind": "git", "settings": {"url": url, "ref": "main"}}
+        source = await _add(client, owner, collection, body)
+        cache = parts.settings.data_dir / "sources" / uuid.UUID(source).hex
+
+        await SourceSyncer(_bounded(parts, git_max_bytes=64 * 1024)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert state["state"] == "failing", state
+        assert "SOURCES_GIT_MAX_BYTES" in state["last_error"], state
+        assert "not tried again" in state["last_error"] and state["next_sync_at"] is None
+        assert not list(cache.rglob("*.pack")) and not list(cache.rglob("incoming-*"))
+        # Nothing is due: the worker does not fetch it again on its own.
+        asked = repository.requests
+        assert await SourceSyncer(_bounded(parts, git_max_bytes=64 * 1024)).run_until_idle() == 0
+        assert repository.requests == asked
+
+        # Sync now tries again, when asked; the object count is a bound of its own.
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await SourceSyncer(_bounded(parts, git_max_objects=10)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert "SOURCES_GIT_MAX_OBJECTS" in state["last_error"] and state["next_sync_at"] is None
+
+        # A slow server: the fetch ends at its deadline (tried again later: it may recover).
+        repository.pause_seconds = 5.0
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await SourceSyncer(_bounded(parts, git_timeout_seconds=0.5)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert "SOURCES_GIT_TIMEOUT_SECONDS" in state["last_error"], state
+        assert state["next_sync_at"] is not None
+        repository.pause_seconds = 0.0
+
+        # Its settings changed (a folder of small files): tried at once, within the bounds.
+        changed = await client.patch(
+            f"/api/v1/sources/{source}",
+            headers=owner,
+            json={"settings": {"url": url, "ref": "main", "folder": "notes"}},
+        )
+        assert changed.status_code == 200, changed.text
+        repository.commit(files)  # the big file went
+        await SourceSyncer(_bounded(parts, git_max_bytes=64 * 1024)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert state["state"] == "idle" and state["progress"]["added"] == 15, state
+
+
+async def test_git_and_s3_sources_connect_only_to_the_address_they_checked(
+    served: Client, s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that resolves to a public address for the checks (at creation and before the
+    sync) and to loopback a moment later cannot send the sync's requests there."""
+    client, parts = served
+    owner = await auth_headers(client)
+    collection = await _collection(client, owner, "Rebinding")
+    real = socket.getaddrinfo
+    answered = [0]  # names of rebind.test resolved so far: the first two are the checks
+
+    def rebinding(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if not str(host).endswith(".rebind.test"):
+            return real(host, port, *args, **kwargs)
+        answered[0] += 1
+        address = "93.184.215.14" if answered[0] <= 2 else "127.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, int(port or 80)))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    with git_server(tmp_path / "rebind.git") as (url, repository):
+        repository.commit({"index.md": HANDBOOK})
+        port = url.rsplit(":", 1)[1].strip("/")
+        git = {"url": f"http://git.rebind.test:{port}/", "ref": "main"}
+        git_source = await _add(
+            client, owner, collection, {"name": "Git", "kind": "git", "settings": git}
+        )
+        await SourceSyncer(parts).run_until_idle()
+        state = await _source(client, owner, git_source)
+        assert state["state"] == "failing" and "git.rebind.test" in state["last_error"], state
+        assert "private, loopback or link-local" in state["last_error"]
+        assert repository.requests == 0
+
+    answered[0] = 0
+    port = s3_endpoint.rsplit(":", 1)[1]
+    s3 = {"bucket": BUCKET, "endpoint_url": f"http://s3.rebind.test:{port}"}
+    secrets = {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY}
+    body = {"name": "Bucket", "kind": "s3", "settings": s3, "secrets": secrets}
+    s3_source = await _add(client, owner, collection, body)
+    await SourceSyncer(parts).run_until_idle()
+    state = await _source(client, owner, s3_source)
+    assert state["state"] == "failing", state
+    assert "private, loopback or link-local" in state["last_error"], state
+
+
 async def test_a_website_crawled_below_its_folder_honouring_robots_txt(
     served: Client, session: AsyncSession
 ) -> None:
@@ -527,6 +644,36 @@ async def test_a_website_crawled_below_its_folder_honouring_robots_txt(
         assert progress["removed"] == 1 and progress["failed"] == 0, progress
         names = await _names(client, owner, collection)
         assert "report.pdf" not in names and "flaky.html" in names
+    finally:
+        site.stop()
+
+
+async def test_a_sitemap_past_its_bounds_fails_the_sync_saying_which(
+    served: Client, session: AsyncSession
+) -> None:
+    client, parts = served
+    owner = await auth_headers(client)
+    collection = await _collection(client, owner, "Sitemap")
+    site = DocsSite()
+    try:
+        for index in range(60):  # a sitemap of about 3 KB and 60 entries
+            site.pages[f"/docs/page-{index}.html"] = (b"<p>A page.</p>", "text/html")
+        body = {
+            "name": "Site",
+            "kind": "website",
+            "settings": {"url": f"{site.base}/docs/sitemap.xml"},
+        }
+        source = await _add(client, owner, collection, body)
+        await SourceSyncer(_bounded(parts, sitemap_max_bytes=2048)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert state["state"] == "failing", state
+        assert "larger than 2,048 bytes (SOURCES_SITEMAP_MAX_BYTES)" in state["last_error"]
+
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await SourceSyncer(_bounded(parts, sitemap_max_entries=50)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert "more than 50 entries (SOURCES_SITEMAP_MAX_ENTRIES)" in state["last_error"]
+        assert await _names(client, owner, collection) == []
     finally:
         site.stop()
 

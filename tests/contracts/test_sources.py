@@ -80,6 +80,7 @@ def _s3(root: Path, request: pytest.FixtureRequest) -> Made:
         "endpoint_url": endpoint,
         "access_key_id": ACCESS_KEY_ID,
         "secret_access_key": SECRET_ACCESS_KEY,
+        "fetch_allowed_hosts": "127.0.0.1",  # the server is on loopback
     }
     return SOURCES.get("s3")(settings), put, remove
 
@@ -102,7 +103,13 @@ def _git(root: Path, request: pytest.FixtureRequest) -> Made:
         del files[f"docs/{name}"]
         repository.commit(files)
 
-    settings = {"url": url, "ref": "main", "folder": "docs", "cache_dir": str(root / "cache")}
+    settings = {
+        "url": url,
+        "ref": "main",
+        "folder": "docs",
+        "cache_dir": str(root / "cache"),
+        "fetch_allowed_hosts": "127.0.0.1",  # the server is on loopback
+    }
     source = SOURCES.get("git")(settings)
     request.addfinalizer(lambda: close_source(source))
     return source, change, remove

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from socketserver import ThreadingMixIn
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from dulwich.objects import Blob, Commit, Tree
@@ -27,10 +28,13 @@ class _Threaded(ThreadingMixIn, WSGIServer):
 
 
 class Repository:
-    """A bare repository whose branch `main` the test moves with `commit(files)`."""
+    """A bare repository whose branch `main` the test moves with `commit(files)`; the server
+    counts the requests it gets and can be made slow (`pause_seconds`)."""
 
     def __init__(self, folder: Path) -> None:
         self.repo = Repo.init_bare(str(folder), mkdir=True)
+        self.pause_seconds = 0.0  # how long the server waits before each answer (a slow one)
+        self.requests = 0
 
     def _tree(self, files: Mapping[str, bytes]) -> bytes:
         """The tree of `files` (paths with "/"), its sub-trees and blobs stored."""
@@ -78,7 +82,13 @@ class Repository:
 def git_server(folder: Path) -> Iterator[tuple[str, Repository]]:
     """The URL of a repository served while the block runs, and the repository."""
     repository = Repository(folder)
-    app = make_wsgi_chain(DictBackend({"/": repository.repo}))
+    git_app = make_wsgi_chain(DictBackend({"/": repository.repo}))
+
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        repository.requests += 1
+        time.sleep(repository.pause_seconds)
+        return git_app(environ, start_response)
+
     server = make_server("127.0.0.1", 0, app, server_class=_Threaded, handler_class=_Quiet)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

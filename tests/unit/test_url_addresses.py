@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from docchat.documents.fetch import _public
+from docchat.documents.fetch import is_public_address
 
 
 @pytest.mark.parametrize("address", ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"])
 def test_public_addresses_may_be_fetched(address: str) -> None:
-    assert _public(address)
+    assert is_public_address(address)
 
 
 @pytest.mark.parametrize(
@@ -30,4 +30,4 @@ def test_public_addresses_may_be_fetched(address: str) -> None:
     ],
 )
 def test_private_loopback_link_local_and_special_addresses_are_not(address: str) -> None:
-    assert not _public(address)
+    assert not is_public_address(address)

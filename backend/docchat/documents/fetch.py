@@ -58,7 +58,8 @@ class NotThere(BadRequest):
     """The server says the page is not there (404 or 410)."""
 
 
-def _public(address: str) -> bool:
+def is_public_address(address: str) -> bool:
+    """Whether `address` (an IP) is one users may have the server connect to."""
     ip = ipaddress.ip_address(address.split("%")[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
@@ -88,7 +89,7 @@ async def _check_host(url: httpx.URL, allowed: set[str]) -> None:
         infos = await loop.getaddrinfo(host, url.port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise BadRequest(f"The host {url.host} could not be found") from exc
-    if not infos or not all(_public(str(info[4][0])) for info in infos):
+    if not infos or not all(is_public_address(str(info[4][0])) for info in infos):
         raise _refused(url.host)
 
 
@@ -98,7 +99,7 @@ def _check_peer(response: httpx.Response, url: httpx.URL, allowed: set[str]) -> 
         return
     stream = response.extensions.get("network_stream")
     peer = stream.get_extra_info("server_addr") if stream is not None else None
-    if not peer or not _public(str(peer[0])):
+    if not peer or not is_public_address(str(peer[0])):
         raise _refused(url.host)
 
 

@@ -21,6 +21,16 @@ from docchat.kit.registry import Registry
 class SourceError(Exception):
     """The source, or one of its items, cannot be read; the message says why, for its owner."""
 
+    # Whether trying again can only fail the same way until the source's settings change.
+    permanent = False
+
+
+class SourceLimit(SourceError):
+    """The source exceeds a bound of the installation (a Git fetch's size or object count):
+    it is not tried again on its own, only when its settings change or someone asks."""
+
+    permanent = True
+
 
 @dataclass(frozen=True)
 class SourceItem:

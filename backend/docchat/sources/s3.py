@@ -1,6 +1,8 @@
 """An S3-compatible bucket prefix as a source (AWS S3, MinIO, Ceph, ...): its objects below the
 prefix. An object's version is its ETag (which changes with its content) and size; "folders"
-(keys ending in "/") are skipped. boto3 blocks: every call runs in a thread.
+(keys ending in "/") are skipped. boto3 blocks: every call runs in a thread. Its requests go
+through connections to checked addresses only (`sources.connections`), the bucket's own host
+name included.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from docchat.documents.storage import ByteSource
+from docchat.sources.connections import AddressRefused, Guard, pool_manager, send_through
 from docchat.sources.port import SourceError, SourceItem
 
 PAGE = 1000
@@ -32,6 +35,8 @@ def _reason(exc: Exception) -> str:
     """What the bucket said, for the source's owner (never a stack or a secret)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    if isinstance(exc, AddressRefused):
+        return str(exc)
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         return (
@@ -52,8 +57,10 @@ class S3PrefixSource:
         region: str = "us-east-1",
         access_key_id: str | None = None,
         secret_access_key: str | None = None,
+        allowed_hosts: tuple[str, ...] = (),
     ) -> None:
         import boto3
+        import urllib3
         from botocore import UNSIGNED
         from botocore.config import Config
 
@@ -87,6 +94,11 @@ class S3PrefixSource:
             )
         except Exception as exc:  # a malformed region or endpoint
             raise SourceError(f"its settings cannot be used: {exc}") from exc
+        # Sent by connections of our own, which connect only to the addresses they checked.
+        connections = pool_manager(
+            Guard(allowed_hosts), timeout=urllib3.Timeout(connect=10, read=60), retries=False
+        )
+        self._client.meta.events.register("before-send.s3", send_through(connections))
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> S3PrefixSource:
@@ -97,6 +109,9 @@ class S3PrefixSource:
             region=settings.get("region", "us-east-1"),
             access_key_id=settings.get("access_key_id"),
             secret_access_key=settings.get("secret_access_key"),
+            allowed_hosts=tuple(
+                host for host in settings.get("fetch_allowed_hosts", "").split(",") if host
+            ),
         )
 
     def _listing(self) -> list[SourceItem]:

@@ -228,6 +228,8 @@ async def update(
             # Credentials go only where they were given for: asked for again.
             row.secrets = None
         await _check_reachable(row, settings)
+        if row.state == SourceState.failing:
+            row.next_sync_at = utcnow()  # changed settings may mend it: tried at once
     if "interval_minutes" in given:
         row.interval_minutes = _interval(changes.interval_minutes, settings)
         if row.state in (SourceState.idle, SourceState.failing):

@@ -15,7 +15,9 @@ Each item is one transaction (its document and its row together), so a sync cut 
 worker killed mid-way) leaves every item either done or not: the next claim lists again and
 finds the done ones unchanged, so nothing is added twice and no removal is lost. A failing
 item does not fail the sync: it keeps its reason (`error`) and is tried again next time. A
-source that cannot be listed at all backs off: 1, 2, 4, ... minutes, up to a day, between tries.
+source that cannot be listed at all backs off: 1, 2, 4, ... minutes, up to a day, between tries;
+one that exceeds a bound of the installation (`SourceLimit`: a Git fetch too large) would only
+fail again, so it waits until its settings change or someone asks.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from docchat.users.models import User
 logger = logging.getLogger(__name__)
 # Rows a statement writes at once (a statement takes at most 32,767 parameters).
 BATCH = 5000
+NOT_RETRIED = "It is not tried again on its own: change its settings, or choose Sync now"
 
 # A due source, or one whose worker stopped beating (it died): claimed by one worker alone.
 _CLAIM = text(
@@ -152,6 +155,12 @@ def connector_settings(row: SourceRow, settings: Settings) -> dict[str, str]:
     values["fetch_max_redirects"] = str(settings.url_fetch.max_redirects)
     values["max_bytes"] = str(settings.max_upload_bytes)
     values["max_items"] = str(settings.sources.max_items)
+    limits = settings.sources
+    values["git_max_bytes"] = str(limits.git_max_bytes)
+    values["git_max_objects"] = str(limits.git_max_objects)
+    values["git_timeout_seconds"] = str(limits.git_timeout_seconds)
+    values["sitemap_max_bytes"] = str(limits.sitemap_max_bytes)
+    values["sitemap_max_entries"] = str(limits.sitemap_max_entries)
     return values
 
 
@@ -318,7 +327,7 @@ class SourceSyncer:
         try:
             listed = await self._listing(connector)
         except SourceError as exc:
-            await self._finish_failing(claim, str(exc))
+            await self._finish_failing(claim, str(exc), permanent=exc.permanent)
             return
         progress = Progress(listed=len(listed))
         if not listed and await self._known_items(claim):
@@ -559,7 +568,10 @@ class SourceSyncer:
             await session.commit()
         logger.info("source %s synced: %s", claim.source_id, progress.as_json())
 
-    async def _finish_failing(self, claim: Claim, reason: str) -> None:
+    async def _finish_failing(self, claim: Claim, reason: str, *, permanent: bool = False) -> None:
+        """The source could not be listed: tried again after a backoff, or, when trying again
+        can only fail the same way (a bound exceeded), not until its settings change or
+        someone asks (Sync now)."""
         now = utcnow()
         async with self.sessionmaker() as session:
             row = await self._hold(session, claim)
@@ -570,8 +582,8 @@ class SourceSyncer:
             row.state = SourceState.failing
             row.claim_token = None
             row.last_finished_at = now
-            row.next_sync_at = now + wait
-            row.last_error = reason
+            row.next_sync_at = None if permanent else now + wait
+            row.last_error = f"{reason}. {NOT_RETRIED}" if permanent else reason
             await session.commit()
         logger.warning("source %s could not be synced: %s", claim.source_id, reason)
 

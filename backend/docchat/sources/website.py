@@ -13,6 +13,11 @@ links: the bodies are kept until the sync ends, so reading an item fetches nothi
 the server says is gone (404, 410) is not listed, so its document goes; one that fails for
 another reason (5xx, a timeout) is listed as unavailable, so the sync keeps its document and
 says why.
+
+A sitemap is read within bounds (SOURCES_SITEMAP_MAX_BYTES for each file,
+SOURCES_SITEMAP_MAX_ENTRIES for all of them together; past either the sync fails and says
+which), and parsed in a thread, as robots.txt and pages are: a site's files never hold up the
+event loop that answers everyone else.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import BinaryIO
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -32,7 +37,7 @@ from defusedxml import ElementTree
 from docchat.config import UrlFetchSettings
 from docchat.documents.fetch import Fetched, NotThere, fetch
 from docchat.documents.storage import ByteSource, FileSource
-from docchat.kit.errors import DocchatError
+from docchat.kit.errors import DocchatError, PayloadTooLarge
 from docchat.sources.port import SourceError, SourceItem
 
 AGENT = "docchat"
@@ -71,6 +76,53 @@ def _digest(fetched: Fetched, html: bool) -> tuple[int, str, list[str]]:
 
 
 @dataclass
+class _Sitemap:
+    """What one sitemap file holds: the sitemaps it names (an index) and its pages."""
+
+    sitemaps: list[str] = field(default_factory=list)
+    pages: list[tuple[str, str | None]] = field(default_factory=list)  # (url, lastmod)
+    entries: int = 0
+
+
+def _parse_sitemap(body: BinaryIO, room: int, inside: Callable[[str], bool]) -> _Sitemap:
+    """The entries of a sitemap, read as they come (never the whole tree at once); more than
+    `room` entries fail. It blocks: run it in a thread."""
+    found = _Sitemap()
+    try:
+        for _, element in ElementTree.iterparse(body, events=("end",)):
+            if element.tag not in (f"{SITEMAP_NS}url", f"{SITEMAP_NS}sitemap"):
+                continue
+            found.entries += 1
+            if found.entries > room:
+                raise SourceError(_too_many_entries(room))
+            location = (element.findtext(f"{SITEMAP_NS}loc") or "").strip()
+            if element.tag == f"{SITEMAP_NS}sitemap" and location:
+                found.sitemaps.append(location)
+            elif location and inside(location):
+                lastmod = element.findtext(f"{SITEMAP_NS}lastmod")
+                found.pages.append((location, lastmod.strip() if lastmod else None))
+            element.clear()
+    except SourceError:
+        raise
+    except Exception as exc:
+        raise SourceError("its sitemap is not valid XML") from exc
+    return found
+
+
+def _too_many_entries(limit: int) -> str:
+    return (
+        f"its sitemaps hold more than {limit:,} entries (SOURCES_SITEMAP_MAX_ENTRIES); give a "
+        "sitemap of the pages wanted, or the folder's address to follow its links"
+    )
+
+
+def _robots(body: BinaryIO) -> RobotFileParser:
+    robots = RobotFileParser()
+    robots.parse(body.read().decode("utf-8", "replace").splitlines())
+    return robots
+
+
+@dataclass
 class _Page:
     item: SourceItem
     body: BinaryIO | None = None  # kept from the listing
@@ -86,6 +138,8 @@ class WebsiteSource:
         *,
         max_pages: int = 200,
         path_prefix: str | None = None,
+        sitemap_max_bytes: int = 20 * 1024 * 1024,
+        sitemap_max_entries: int = 50_000,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -98,6 +152,8 @@ class WebsiteSource:
         self.max_bytes = max_bytes
         self.max_pages = max_pages
         self.sitemap = parts.path.endswith(".xml")
+        self.sitemap_max_bytes = sitemap_max_bytes
+        self.sitemap_max_entries = sitemap_max_entries
         self._pages: dict[str, _Page] = {}
         self._robots: RobotFileParser | None = None
 
@@ -123,25 +179,26 @@ class WebsiteSource:
             int(settings.get("max_bytes", str(50 * 1024 * 1024))),
             max_pages=max_pages,
             path_prefix=settings.get("path_prefix") or None,
+            sitemap_max_bytes=int(settings.get("sitemap_max_bytes", str(20 * 1024 * 1024))),
+            sitemap_max_entries=int(settings.get("sitemap_max_entries", "50000")),
         )
 
     # -- fetching ------------------------------------------------------------------------------
 
-    async def _get(self, url: str) -> Fetched:
-        return await fetch(url, self.fetch_settings, self.max_bytes)
+    async def _get(self, url: str, max_bytes: int | None = None) -> Fetched:
+        return await fetch(url, self.fetch_settings, max_bytes or self.max_bytes)
 
     async def _read_robots(self) -> RobotFileParser:
-        robots = RobotFileParser()
         try:
             fetched = await self._get(f"{self.scheme}://{self.host}/robots.txt")
         except NotThere:
+            robots = RobotFileParser()
             robots.parse([])  # none: everything may be fetched
             return robots
         except DocchatError as exc:
             raise SourceError(f"its robots.txt could not be read: {exc.message}") from exc
         with fetched.body:
-            robots.parse(fetched.body.read().decode("utf-8", "replace").splitlines())
-        return robots
+            return await asyncio.to_thread(_robots, fetched.body)
 
     def _key(self, url: str) -> str:
         """An item's key: its path below the folder (with its query), "./" for the folder."""
@@ -204,30 +261,32 @@ class WebsiteSource:
                     queue.append(link)
             await self._pause()
 
+    async def _read_sitemap(self, url: str, room: int) -> _Sitemap:
+        """One sitemap file, fetched within its byte bound and parsed in a thread."""
+        try:
+            fetched = await self._get(url, self.sitemap_max_bytes)
+        except PayloadTooLarge as exc:
+            limit = self.sitemap_max_bytes
+            size = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit:,} bytes"
+            raise SourceError(
+                f"its sitemap is larger than {size} (SOURCES_SITEMAP_MAX_BYTES); give a "
+                "smaller sitemap, or the folder's address to follow its links"
+            ) from exc
+        except DocchatError as exc:
+            raise SourceError(f"its sitemap could not be read: {exc.message}") from exc
+        with fetched.body:
+            return await asyncio.to_thread(_parse_sitemap, fetched.body, room, self._inside)
+
     async def _sitemap_entries(self) -> list[tuple[str, str | None]]:
         """(page, lastmod) of the sitemap, and of the sitemaps a sitemap index names."""
         entries: list[tuple[str, str | None]] = []
-        pending, read = [self.start], 0
+        pending, read, counted = [self.start], 0, 0
         while pending and read < 20 and len(entries) < self.max_pages:
-            try:
-                fetched = await self._get(pending.pop(0))
-            except DocchatError as exc:
-                raise SourceError(f"its sitemap could not be read: {exc.message}") from exc
+            sitemap = await self._read_sitemap(pending.pop(0), self.sitemap_max_entries - counted)
             read += 1
-            with fetched.body:
-                try:
-                    root = ElementTree.fromstring(fetched.body.read())
-                except Exception as exc:
-                    raise SourceError("its sitemap is not valid XML") from exc
-            for entry in root.iter(f"{SITEMAP_NS}sitemap"):
-                location = entry.findtext(f"{SITEMAP_NS}loc")
-                if location:
-                    pending.append(location.strip())
-            for entry in root.iter(f"{SITEMAP_NS}url"):
-                location = entry.findtext(f"{SITEMAP_NS}loc")
-                if location and self._inside(location.strip()):
-                    lastmod = entry.findtext(f"{SITEMAP_NS}lastmod")
-                    entries.append((location.strip(), lastmod.strip() if lastmod else None))
+            counted += sitemap.entries
+            pending.extend(sitemap.sitemaps)
+            entries.extend(sitemap.pages)
         return entries[: self.max_pages]
 
     async def _from_sitemap(self) -> AsyncIterator[SourceItem]:
