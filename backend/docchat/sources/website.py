@@ -25,14 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import BinaryIO
+from typing import BinaryIO, cast
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
-
-from defusedxml import ElementTree
+from xml.etree.ElementTree import Element, XMLPullParser
 
 from docchat.config import UrlFetchSettings
 from docchat.documents.fetch import Fetched, NotThere, fetch
@@ -45,6 +44,7 @@ MAX_CRAWL_DELAY = 10.0
 UNAVAILABLE = "unavailable:"
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+READ_BYTES = 64 * 1024
 
 
 class _Links(HTMLParser):
@@ -84,12 +84,39 @@ class _Sitemap:
     entries: int = 0
 
 
+def _elements(body: BinaryIO) -> Iterator[Element]:
+    """The elements of an XML file as each ends, read 64 KB at a time by expat (in C: the
+    thread holds the interpreter lock in short steps). A sitemap has no DTD: one is refused
+    before expat sees it (no entities to expand, nothing external to load)."""
+    parser: XMLPullParser[Element] = XMLPullParser(events=("start", "end"))
+    prolog, seen = True, b""
+    while chunk := body.read(READ_BYTES):
+        if prolog:
+            if b"<!DOCTYPE" in seen[-9:] + chunk:
+                raise SourceError("its sitemap declares a DTD, which a sitemap never needs")
+            seen = chunk
+        parser.feed(chunk)
+        for ended in _ended(parser):
+            prolog = False
+            if ended is not None:
+                yield ended
+    parser.close()
+    yield from (ended for ended in _ended(parser) if ended is not None)
+
+
+def _ended(parser: XMLPullParser[Element]) -> Iterator[Element | None]:
+    """Each event read: its element when one ends, else None."""
+    for event in parser.read_events():
+        kind, element = cast(tuple[str, object], event)  # ("start" or "end", the element)
+        yield element if kind == "end" and isinstance(element, Element) else None
+
+
 def _parse_sitemap(body: BinaryIO, room: int, inside: Callable[[str], bool]) -> _Sitemap:
     """The entries of a sitemap, read as they come (never the whole tree at once); more than
     `room` entries fail. It blocks: run it in a thread."""
     found = _Sitemap()
     try:
-        for _, element in ElementTree.iterparse(body, events=("end",)):
+        for element in _elements(body):
             if element.tag not in (f"{SITEMAP_NS}url", f"{SITEMAP_NS}sitemap"):
                 continue
             found.entries += 1
