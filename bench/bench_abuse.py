@@ -14,7 +14,10 @@ it, with an OpenAI-protocol model that answers at once (in this process). A prob
 - hostile PDF: a 20 KB PDF whose pages exhaust the reader, uploaded (the worker ingests it)
   and attached to six messages at once (inline answers read it too);
 - amplifying ODT: an OpenDocument table of repeated rows and columns that reads as
-  thousands of chunks, then another user's one-line note (how long the note waits).
+  thousands of chunks, then another user's one-line note (how long the note waits);
+- hostile sitemaps: two website sources synced again and again (Sync now): a 33 MB sitemap
+  sent without a length (the case of issue 67), and one of 19 MB and 40,000 entries, just
+  within the default bounds, that the sync parses in full.
 `--code-root` runs another checkout's server (the same benchmark before a change).
 """
 
@@ -24,9 +27,12 @@ import argparse
 import asyncio
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -233,6 +239,89 @@ def amplifying_odt(base: str, limit_seconds: float) -> Callable[[], Awaitable[st
     return attack
 
 
+def _sitemap(entries: int, loc: Callable[[int], str]) -> bytes:
+    urls = "".join(f"<url><loc>{loc(index)}</loc></url>\n" for index in range(entries))
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{urls}</urlset>\n'
+    ).encode()
+
+
+@contextmanager
+def hostile_site() -> Iterator[str]:
+    """A site on loopback with /big/sitemap.xml (33 MB, no length given: read until the
+    bound) and /many/sitemap.xml (19 MB, 40,000 entries of long addresses outside its folder,
+    so the sync lists nothing and fetches no page)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    big = _sitemap(330_000, lambda index: f"{base}/big/page-{index:08d}.html")
+    padding = "x" * 400
+    many = _sitemap(40_000, lambda index: f"{base}/elsewhere/{padding}/{index:08d}.html")
+    bodies = {"/big/sitemap.xml": big, "/many/sitemap.xml": many}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # the body ends when the connection does
+
+        def do_GET(self) -> None:
+            body = bodies.get(self.path)
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "application/xml")
+            self.end_headers()
+            if body:
+                for start in range(0, len(body), 1 << 20):
+                    self.wfile.write(body[start : start + (1 << 20)])
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield base
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def hostile_sitemaps(base: str, site: str, seconds: float) -> Callable[[], Awaitable[str]]:
+    async def attack() -> str:
+        async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+            headers = await auth_headers(client)
+            made = await client.post("/api/v1/collections", headers=headers, json={"name": "S"})
+            made.raise_for_status()
+            sources = []
+            for name in ("big", "many"):
+                body = {
+                    "name": name,
+                    "kind": "website",
+                    "settings": {"url": f"{site}/{name}/sitemap.xml"},
+                    "interval_minutes": None,
+                }
+                created = await client.post(
+                    f"/api/v1/collections/{made.json()['id']}/sources", headers=headers, json=body
+                )
+                created.raise_for_status()
+                sources.append(created.json()["id"])
+            syncs: Counter[str] = Counter()
+            outcome: dict[str, str] = {}
+            last: dict[str, str] = {}
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                for name, source in zip(("big", "many"), sources, strict=True):
+                    state = (await client.get(f"/api/v1/sources/{source}", headers=headers)).json()
+                    finished = state["last_finished_at"]
+                    if finished and finished != last.get(name):
+                        last[name] = finished
+                        syncs[name] += 1
+                        outcome[name] = (state["last_error"] or "ok")[:60]
+                        await client.post(f"/api/v1/sources/{source}/sync", headers=headers)
+                await asyncio.sleep(0.5)
+        return "; ".join(f"{name}: {syncs[name]} syncs, {outcome.get(name)}" for name in outcome)
+
+    return attack
+
+
 def row(label: str, timings: list[float], outcome: str, seconds: float) -> list[object]:
     return [
         label,
@@ -246,7 +335,7 @@ def row(label: str, timings: list[float], outcome: str, seconds: float) -> list[
     ]
 
 
-async def main(phase_seconds: float, code_root: Path) -> None:
+async def main(phase_seconds: float, code_root: Path, only: list[str] | None = None) -> None:
     llm = start_scripted_llm()
     url = await fresh_database()
     port = free_port()
@@ -258,8 +347,11 @@ async def main(phase_seconds: float, code_root: Path) -> None:
         "AUTH_LOGIN_ADDRESS_MAX_FAILURES": "100000",
         "AUTH_LOGIN_ACCOUNT_MAX_FAILURES": "100000",
         "MAX_UPLOAD_MB": "50",
+        # The hostile site is on loopback; sources are looked for often, to sync again at once.
+        "URL_FETCH_ALLOWED_HOSTS": '["127.0.0.1"]',
+        "SOURCES_POLL_SECONDS": "1",
     }
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, hostile_site() as site:
         server = start_server(
             url, llm.base_url, Path(folder), port, extra_env=unthrottled, code_root=code_root
         )
@@ -277,7 +369,10 @@ async def main(phase_seconds: float, code_root: Path) -> None:
                 ("failed logins", failed_logins(base, phase_seconds)),
                 ("hostile PDF", hostile_pdf(base, 240)),
                 ("amplifying ODT", amplifying_odt(base, 150)),
+                ("hostile sitemaps", hostile_sitemaps(base, site, max(phase_seconds, 30))),
             ):
+                if only and label != "idle" and label not in only:
+                    continue
                 timings, outcome, seconds = await during(base, attack)
                 rows.append(row(label, timings, outcome, seconds))
                 print(f"  {label}: done", flush=True)
@@ -314,5 +409,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--phase-seconds", type=float, default=10.0)
     parser.add_argument("--code-root", type=Path, default=ROOT)
+    parser.add_argument(
+        "--only", action="append", help="run only the attacks named (idle always runs)"
+    )
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.phase_seconds, arguments.code_root))
+    asyncio.run(main(arguments.phase_seconds, arguments.code_root, arguments.only))
