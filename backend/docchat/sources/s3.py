@@ -63,6 +63,7 @@ class S3PrefixSource:
         import urllib3
         from botocore import UNSIGNED
         from botocore.config import Config
+        from botocore.httpsession import get_cert_path
 
         if not bucket:
             raise SourceError("an S3 source needs a bucket")
@@ -96,7 +97,11 @@ class S3PrefixSource:
             raise SourceError(f"its settings cannot be used: {exc}") from exc
         # Sent by connections of our own, which connect only to the addresses they checked.
         connections = pool_manager(
-            Guard(allowed_hosts), timeout=urllib3.Timeout(connect=10, read=60), retries=False
+            Guard(allowed_hosts),
+            timeout=urllib3.Timeout(connect=10, read=60),
+            retries=False,
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=get_cert_path(True),  # the certificates botocore itself trusts
         )
         self._client.meta.events.register("before-send.s3", send_through(connections))
 
