@@ -12,7 +12,8 @@ answer says), as the chat would store it.
 For every late question, what reaches the prompt is built by the service's own code
 (`chats.history`, `chats.summaries`) and searched for the late question's gold answer:
 - *last N*: the plain window of the last N exchanges (before issue 42);
-- *relevance*: N exchanges, the last 2 always, the others chosen by `history.Relevance`
+- *relevance*: the last N exchanges and up to `history.EARLIER_RELATED` earlier ones related
+  to the question, chosen by `history.Relevance`
   (MiniLM embeddings + shared terms; real model, real cache);
 - *digest*: the built-in demo model's summary of everything before the last N exchanges;
 - *relevance + digest*: what the prompt now carries with the demo model.

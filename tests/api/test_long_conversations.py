@@ -31,19 +31,28 @@ async def test_a_chat_sets_how_many_exchanges_its_questions_remember(
     headers = await auth_headers(client)
     defaults = (await client.get("/api/v1/chats/answer-settings", headers=headers)).json()
     assert defaults["history_pairs"] == 10 and defaults["history_pairs_limit"] == 50
+    # Unrelated questions: none brings an earlier one in besides the window.
+    asked = [
+        "How do sourdough starters work?",
+        "When is high tide in Brest?",
+        "Which chess opening suits beginners?",
+        "Where do alpine roses grow?",
+        "How are tax forms filed?",
+        "What is a good name for a cat?",
+        "How fast do glaciers move?",
+        "Who paints lighthouses?",
+    ]
     chat_id = None
     for turn in range(5):
-        chat_id = (await ask(client, headers, f"question {turn}", chat_id=chat_id)).json()[
-            "chat_id"
-        ]
+        chat_id = (await ask(client, headers, asked[turn], chat_id=chat_id)).json()["chat_id"]
     url = f"/api/v1/chats/{chat_id}"
     changed = await client.patch(url, headers=headers, json={"history_pairs": 2})
     assert changed.status_code == 200 and changed.json()["history_pairs"] == 2
-    await ask(client, headers, "question 5", chat_id=chat_id)
-    assert _history(fresh_llm) == ["question 3", "question 4"]
+    await ask(client, headers, asked[5], chat_id=chat_id)
+    assert _history(fresh_llm) == asked[3:5]
 
     await client.patch(url, headers=headers, json={"history_pairs": 0})
-    await ask(client, headers, "question 6", chat_id=chat_id)
+    await ask(client, headers, asked[6], chat_id=chat_id)
     assert len(fresh_llm.last_request["messages"]) == 2  # the system message and the question
 
     refused = await client.patch(url, headers=headers, json={"history_pairs": 51})
@@ -52,28 +61,32 @@ async def test_a_chat_sets_how_many_exchanges_its_questions_remember(
     assert negative.status_code == 422
     back = await client.patch(url, headers=headers, json={"history_pairs": None})
     assert back.json()["history_pairs"] is None
-    await ask(client, headers, "question 7", chat_id=chat_id)
-    assert _history(fresh_llm)[-1] == "question 6" and len(_history(fresh_llm)) == 7
+    await ask(client, headers, asked[7], chat_id=chat_id)
+    assert _history(fresh_llm) == asked[:7]
 
 
-async def test_an_early_exchange_about_the_question_is_remembered_ahead_of_recent_ones(
+async def test_the_last_ten_exchanges_stay_and_a_related_earlier_one_comes_besides(
     client: httpx.AsyncClient, fresh_llm: ScriptedLLM
 ) -> None:
+    """Issue 67: the 12th question of a chat carried pairs 1-4 and 6-11, pair 5 (one of the
+    last 10) dropped for older related ones. The last 10 always come; relevance adds the
+    related pair 1, which had left the window."""
     headers = await auth_headers(client)
     fresh_llm.script("The Zephyr bridge over the Varn river was designed by Ingrid Lindqvist.")
     first = await ask(client, headers, "Who designed the Zephyr bridge over the Varn river?")
     chat_id = first.json()["chat_id"]
+    asked = ["Who designed the Zephyr bridge over the Varn river?"]
+    for detail in ("long", "wide", "old"):  # pairs 2-4: about the bridge too
+        asked.append(f"How {detail} is the Zephyr bridge over the Varn river?")
+        await ask(client, headers, asked[-1], chat_id=chat_id)
     topics = ["sourdough starters", "tide tables", "chess openings", "alpine roses", "tax forms"]
-    for turn in range(12):
-        await ask(
-            client, headers, f"Tell me about {topics[turn % 5]}, part {turn}", chat_id=chat_id
-        )
+    for turn in range(7):  # pairs 5-11
+        asked.append(f"Tell me about {topics[turn % 5]}, part {turn}")
+        await ask(client, headers, asked[-1], chat_id=chat_id)
     await ask(client, headers, "When was the Zephyr bridge over the Varn opened?", chat_id=chat_id)
     remembered = _history(fresh_llm)
-    assert len(remembered) == 10
-    # The related first exchange, then the most recent ones, oldest first; the last two stay.
-    assert remembered[0] == "Who designed the Zephyr bridge over the Varn river?"
-    assert remembered[1:] == [f"Tell me about {topics[t % 5]}, part {t}" for t in range(3, 12)]
+    assert remembered[-10:] == asked[1:11]  # pairs 2-11, oldest first
+    assert remembered == asked  # and the related pair 1 before them
     assert "Ingrid Lindqvist" in fresh_llm.prompt_text()
 
 

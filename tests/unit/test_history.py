@@ -44,19 +44,29 @@ def test_without_relevance_the_latest_exchanges_are_kept_oldest_first() -> None:
     assert _questions(chosen) == ["question 7", "question 8", "question 9"]
 
 
-def test_a_related_earlier_exchange_goes_ahead_of_recent_ones_and_the_last_two_stay() -> None:
-    scores = [0.0] * 10
-    scores[1], scores[4] = 0.9, 0.5  # related; 6 and 7 are merely recent
-    chosen = history.choose(TEN, scores, pairs=4, token_budget=10_000, message_chars=500)
-    assert _questions(chosen) == ["question 1", "question 4", "question 8", "question 9"]
-    # The last two stay even when everything before them is more related.
+def test_related_earlier_exchanges_come_besides_the_last_ones_never_in_their_place() -> None:
+    """Issue 67: the 12th question carried pairs 1-4 and 6-11, pair 5 dropped for older
+    related ones; the last `pairs` always stay, relevance only adds to them."""
+    eleven = _exchanges(*((f"question {n}", f"answer {n}") for n in range(1, 12)))
+    scores = [0.9, 0.8, 0.7, 0.6] + [0.0] * 7  # pairs 1-4 related, 5-11 not
+    chosen = history.choose(eleven, scores, pairs=10, token_budget=10_000, message_chars=500)
+    assert _questions(chosen) == [f"question {n}" for n in range(1, 12)]
+    # The most related first, at most EARLIER_RELATED of them, never more than the window.
     chosen = history.choose(
-        TEN, [1.0] * 8 + [0.0, 0.0], pairs=2, token_budget=10_000, message_chars=500
+        TEN,
+        [0.5, 0.9, 0.4, 0.8, 0.6, 0.7] + [0.0] * 4,
+        pairs=4,
+        token_budget=10_000,
+        message_chars=500,
     )
-    assert _questions(chosen) == ["question 8", "question 9"]
+    assert _questions(chosen) == ["question 1", "question 3", "question 5"] + [
+        f"question {n}" for n in range(6, 10)
+    ]
+    chosen = history.choose(TEN, [1.0] * 10, pairs=2, token_budget=10_000, message_chars=500)
+    assert _questions(chosen) == ["question 0", "question 1", "question 8", "question 9"]
 
 
-def test_unrelated_earlier_exchanges_do_not_displace_recent_ones() -> None:
+def test_unrelated_earlier_exchanges_do_not_come_in() -> None:
     scores = [history.RELATED - 0.01] * 10
     chosen = history.choose(TEN, scores, pairs=3, token_budget=10_000, message_chars=500)
     assert _questions(chosen) == ["question 7", "question 8", "question 9"]
@@ -69,6 +79,16 @@ def test_the_token_budget_bounds_the_history_but_the_latest_exchange_always_come
     assert [e.seq for e in chosen] == [e.seq for e in long[-2:]]
     assert len(history.choose(long, None, pairs=5, token_budget=1, message_chars=500)) == 1
     assert history.choose(long, None, pairs=0, token_budget=10_000, message_chars=500) == []
+    # A related earlier exchange never comes in when the last ones did not all fit, and only
+    # with what they left of the budget.
+    related = [1.0] * 5
+    chosen = history.choose(long, related, pairs=2, token_budget=2 * one_pair, message_chars=500)
+    assert [e.seq for e in chosen] == [e.seq for e in long[-2:]]
+    chosen = history.choose(long, related, pairs=3, token_budget=2 * one_pair, message_chars=500)
+    assert [e.seq for e in chosen] == [e.seq for e in long[-2:]]
+    related = [0.9, 0.5, 1.0, 0.0, 0.0]  # the third fits after the last two, the first not
+    chosen = history.choose(long, related, pairs=2, token_budget=3 * one_pair, message_chars=500)
+    assert [e.seq for e in chosen] == [e.seq for e in long[-3:]]
 
 
 def test_history_messages_drop_citation_markers_and_are_cut() -> None:

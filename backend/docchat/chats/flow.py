@@ -32,7 +32,7 @@ from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan,
 from docchat.answers.meta import Scope
 from docchat.chats import repository
 from docchat.chats import service as chats_service
-from docchat.chats.history import KEEP_RECENT, Relevance
+from docchat.chats.history import Relevance
 from docchat.chats.models import MessageStatus
 from docchat.chats.progress import ENDED_WITHOUT_TEXT, End, Progress, follow_stored
 from docchat.chats.schemas import (
@@ -213,7 +213,7 @@ class MessageFlow:
         restarted = turn.replaces_from_seq is not None and exchanges > turn.remembers
         if turn.remembers > 0 and (restarted or leaving >= fold_batch(turn.remembers)):
             self.summaries.after_answer(turn.chat_id, turn.question.options.model)
-        if self.relevance is not None and exchanges >= turn.remembers > KEEP_RECENT:
+        if self.relevance is not None and exchanges >= turn.remembers > 0:
             self.relevance.remember(turn.question.text, saved.content, turn.earlier_exchanges)
         logger.info(
             "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",

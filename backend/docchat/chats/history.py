@@ -1,11 +1,13 @@
 """What a question remembers of its chat: earlier exchanges chosen by relevance, and a summary.
 
-A chat keeps `history_pairs` exchanges in the prompt (the chat's setting, else
-`RAG_MAX_HISTORY_PAIRS`). When it is longer than that, the last `KEEP_RECENT` exchanges always
-stay and the other places go to the exchanges most related to the new question (by embedding
-similarity and shared terms), ahead of merely recent ones; what is kept is sent oldest first.
-Everything before the last `history_pairs` exchanges is also folded into the chat's running
-summary (`chats.summaries`), which the prompt carries in front of the kept exchanges.
+A chat's last `history_pairs` exchanges are always in the prompt (the chat's setting, else
+`RAG_MAX_HISTORY_PAIRS`, 10), as far as the history's token budget reaches. When the chat is
+longer than that, up to `EARLIER_RELATED` earlier exchanges most related to the new question
+(by embedding similarity and shared terms) come in besides them, with what is left of the
+budget: relevance adds to the last exchanges, it never takes the place of one. What is kept is
+sent oldest first. Everything before the last `history_pairs` exchanges is also folded into the
+chat's running summary (`chats.summaries`), which the prompt carries in front of the kept
+exchanges.
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ from docchat.kit.tokens import estimate_tokens
 from docchat.llm.embeddings import CachedVectors
 from docchat.retrieval.highlight import terms
 
-# The last exchanges always sent, whatever the question: a follow-up needs them.
-KEEP_RECENT = 2
+# The most earlier exchanges relevance adds to a chat's last ones (never more than its
+# window): a late question usually goes back to one early turn.
+EARLIER_RELATED = 3
 # An exchange's share of the question's terms counts this much next to its cosine similarity.
 TERM_WEIGHT = 0.5
-# An earlier exchange scoring at least this is related to the question and goes ahead of the
-# unrelated ones, the most related first; the unrelated ones follow, the latest first (a
-# question about nothing said before keeps the plain window). Calibrated with
-# `bench.eval_long_conversations`.
+# An earlier exchange scoring at least this is related to the question and may come in besides
+# the last ones, the most related first (a question about nothing said before keeps the plain
+# window). Calibrated with `bench.eval_long_conversations`.
 RELATED = 0.35
 
 
@@ -110,32 +112,32 @@ def choose(
     token_budget: int,
     message_chars: int,
 ) -> list[Exchange]:
-    """At most `pairs` exchanges within `token_budget`, oldest first: the last `KEEP_RECENT`
-    always (the latest first if even they do not fit), then the most relevant of the others
-    (`relevance[i]` for `exchanges[i]`, see `RELATED`; None: the most recent)."""
+    """The last `pairs` exchanges within `token_budget` (the latest first if not all of them
+    fit, the latest always), then, with what is left of it, up to `EARLIER_RELATED` (at most
+    `pairs`) of the earlier ones related to the question (`relevance[i]` for `exchanges[i]`,
+    see `RELATED`; None: none), the most related first; oldest first."""
     if pairs <= 0 or not exchanges:
         return []
     count = len(exchanges)
-    recent = list(range(count - 1, max(count - KEEP_RECENT, 0) - 1, -1))[:pairs]
-    earlier = range(count - len(recent) - 1, -1, -1)  # latest first
-
-    def priority(index: int) -> tuple[bool, float]:
-        score = relevance[index] if relevance is not None else 0.0
-        return (True, score) if score >= RELATED else (False, index)
-
-    ranked = recent + sorted(earlier, key=priority, reverse=True)
     chosen: list[int] = []
     spent = 0
-    for index in ranked:
-        if len(chosen) == pairs:
-            break
+    for index in range(count - 1, max(count - pairs, 0) - 1, -1):
         cost = _tokens(exchanges[index], message_chars)
         if spent + cost > token_budget and chosen:
-            if index in recent:
-                break  # no older exchange may come in over a more recent one of the last two
-            continue
+            break  # no older exchange may come in over a more recent one of the last ones
         chosen.append(index)
         spent += cost
+    if relevance is not None and len(chosen) == min(pairs, count):
+        related = [i for i in range(count - len(chosen)) if relevance[i] >= RELATED]
+        added = 0
+        for index in sorted(related, key=lambda i: relevance[i], reverse=True):
+            if added == min(EARLIER_RELATED, pairs):
+                break
+            cost = _tokens(exchanges[index], message_chars)
+            if spent + cost <= token_budget:
+                chosen.append(index)
+                spent += cost
+                added += 1
     return [exchanges[index] for index in sorted(chosen)]
 
 

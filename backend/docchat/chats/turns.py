@@ -236,7 +236,7 @@ async def _remembered(
     # Enough to see when half a window has left it unsummarised (`summaries.fold_batch`), and
     # what relevance compares.
     summarised = window > 0 and rag.summarise_history
-    compared = relevance is not None and window > history.KEEP_RECENT
+    compared = relevance is not None and window > 0
     searched = max(
         window + summaries.fold_batch(window) if summarised else window,
         rag.history_search_pairs if compared else 0,
@@ -247,7 +247,7 @@ async def _remembered(
     earlier = recent.messages
     exchanges = history.exchanges_of(earlier)
     scores = None
-    if relevance is not None and len(exchanges) > window > history.KEEP_RECENT:
+    if relevance is not None and len(exchanges) > window > 0:
         try:
             scores = await relevance.scores(question, exchanges)
         except Exception:  # the embedder failed: the latest exchanges, as without relevance
@@ -275,7 +275,7 @@ def _passing_the_window(
     """The earlier exchanges' texts when the next question will be the chat's first to choose
     among its exchanges by relevance: embedded after this answer, not all at once when that
     question is asked (50 ms on its path at 10 exchanges)."""
-    if relevance is None or remembers <= history.KEEP_RECENT or len(earlier) != remembers:
+    if relevance is None or remembers <= 0 or len(earlier) != remembers:
         return ()
     return tuple(exchange.text() for exchange in earlier)
 
