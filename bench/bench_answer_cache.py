@@ -6,11 +6,13 @@
 One installation, two runs of `docchat serve` (RAG_ANSWER_CACHE off, then on). A team lead
 uploads `--articles` squad-dev articles into a collection and invites every user, who accepts;
 each user then asks `--messages` questions about the collection, each in a new chat, pausing
-5-15 s between them. A question is, with probability `--repeats`, one a colleague asked
-before (half of those reworded trivially: lower case, no question mark), else a SQuAD question
-about the articles not asked yet. The model is the scripted OpenAI-protocol server, taking
-`--model-seconds` per answer, as a remote model does. "Model calls" counts answers not marked
-`meta.cached`; a "false reuse" is a cached answer to a question nobody had asked.
+5-15 s between them. A question is, with probability `--repeats`, a repeat: one the user asked
+before (half of those reworded trivially: lower case, no question mark), or, when they have
+asked nothing yet or at even odds, one a colleague asked before, which a cached answer must
+not serve (an answer belongs to its asker); else a SQuAD question about the articles not asked
+yet. The model is the scripted OpenAI-protocol server, taking `--model-seconds` per answer, as
+a remote model does. "Model calls" counts answers not marked `meta.cached`; a "false reuse" is
+a cached answer to a question the user had not asked before.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def library(articles: int) -> tuple[list[tuple[str, str]], list[str]]:
 class Workload:
     """Who asks what, decided before the runs so both ask the same."""
 
-    plan: list[list[tuple[str, str]]]  # per user: (question, "new", "same" or "reworded")
+    # per user: (question, "new", "same", "reworded" or "colleague")
+    plan: list[list[tuple[str, str]]]
 
     @classmethod
     def build(cls, users: int, messages: int, repeats: float, questions: list[str]) -> Workload:
@@ -88,10 +91,15 @@ class Workload:
         for _ in range(messages):
             earlier = list(asked)
             for user in range(users):
+                own = [question for question, kind in plan[user] if kind == "new"]
+                others = [question for question in earlier if question not in own]
                 if earlier and rng.random() < repeats:
-                    question, kind = rng.choice(earlier), "same"
-                    if rng.random() < 0.5:
-                        question, kind = question.lower().rstrip("?").strip(), "reworded"
+                    if own and (not others or rng.random() < 0.5):
+                        question, kind = rng.choice(own), "same"
+                        if rng.random() < 0.5:
+                            question, kind = question.lower().rstrip("?").strip(), "reworded"
+                    else:
+                        question, kind = rng.choice(others), "colleague"
                     plan[user].append((question, kind))
                 else:
                     question = fresh.pop()
@@ -108,6 +116,7 @@ class Results:
     repeats: dict[str, int] = field(default_factory=lambda: {"same": 0, "reworded": 0})
     reused: dict[str, int] = field(default_factory=lambda: {"same": 0, "reworded": 0})
     false_reuse: int = 0
+    colleague: int = 0
     errors: int = 0
 
 
@@ -135,7 +144,10 @@ async def run_user(
         cached = bool(response.json()["assistant_message"]["meta"].get("cached"))
         results.latency.append(latency)
         results.model_calls += not cached
-        if kind != "new":
+        if kind == "colleague":
+            results.colleague += 1
+            results.false_reuse += cached
+        elif kind != "new":
             results.repeats[kind] += 1
             results.reused[kind] += cached
             results.repeat_latency.append(latency)
@@ -221,6 +233,7 @@ def row(name: str, results: Results, baseline: Results | None) -> list[object]:
         saved,
         f"{results.reused['same']}/{results.repeats['same']}",
         f"{results.reused['reworded']}/{results.repeats['reworded']}",
+        results.colleague,
         results.false_reuse,
         f"{median(results.latency):.0f} / {percentile(results.latency, 95):.0f}",
         f"{median(results.repeat_latency):.0f} / {percentile(results.repeat_latency, 95):.0f}",
@@ -275,7 +288,7 @@ async def main(options: argparse.Namespace) -> None:
     print(
         f"\nAnswer cache: {options.users} users, {options.messages} questions each about "
         f"{options.articles} squad-dev articles in a shared collection, {options.repeats:.0%} "
-        f"repeats (half reworded), model {options.model_seconds:g} s per answer; {machine()}"
+        f"repeats (own ones half reworded, or a colleague's), model {options.model_seconds:g} s per answer; {machine()}"
     )
     print(
         table(
@@ -286,6 +299,7 @@ async def main(options: argparse.Namespace) -> None:
                 "saved",
                 "same words reused",
                 "reworded reused",
+                "colleagues' questions",
                 "false reuse",
                 "p50 / p95 ms",
                 "repeats p50 / p95 ms",

@@ -1,21 +1,26 @@
 """The answer cache (issue 42): off by default; on, a model's answer is reused only for the
 same (or nearly the same) question with the same scope, passages, history, model and settings,
-and never from documents the asker cannot read now."""
+never from documents the asker cannot read now, and only for the person who asked it (issue
+67)."""
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from fastapi import FastAPI
 
 from docchat.answers.cache import decisive_words, normalised
+from docchat.db import create_engine
 from docchat.ingestion.worker import IngestionWorker
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from tests.support.chat import ask
+from tests.support.database import alembic
 from tests.support.documents import upload, upload_and_process
 from tests.support.llm_server import ScriptedLLM
 from tests.support.users import auth_headers
@@ -119,7 +124,7 @@ async def test_a_new_version_a_deleted_document_another_model_or_history_miss(
     assert "9443" not in after_delete["content"]
 
 
-async def test_a_colleague_with_the_same_scope_reuses_it_and_loses_it_with_access(
+async def test_a_colleague_with_the_same_scope_gets_their_own_answer(
     client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
 ) -> None:
     olga, vera = await auth_headers(client), await auth_headers(client)
@@ -135,20 +140,22 @@ async def test_a_colleague_with_the_same_scope_reuses_it_and_loses_it_with_acces
     assert invited.status_code == 201
     assert (await client.post(f"{url}/invitation/accept", headers=vera)).status_code == 200
 
-    # A stranger asks the same question of their own documents: a different scope.
-    stranger = await auth_headers(client)
-    await upload_and_process(client, cached, stranger, "gateway.txt", GUIDE)
-
     fresh_llm.script("Port 8080 [1].")
     asked = _answer(await ask(client, olga, QUESTION, collection_ids=[collection]))
+    assert "cached" not in asked["meta"]
+    # The same question of the same documents: the model answers Vera (issue 67: an answer is
+    # never reused across people).
+    fresh_llm.script("Port 8080, for Vera [1].")
     calls = len(fresh_llm.requests)
-    reused = _answer(await ask(client, vera, QUESTION, collection_ids=[collection]))
-    assert reused["meta"]["cached"] is True and reused["content"] == asked["content"]
-    assert len(fresh_llm.requests) == calls
-    fresh_llm.script("Port 8080, for the stranger [1].")
-    theirs = _answer(await ask(client, stranger, QUESTION))
-    assert "cached" not in theirs["meta"]
+    theirs = _answer(await ask(client, vera, QUESTION, collection_ids=[collection]))
+    assert "cached" not in theirs["meta"] and theirs["content"] == "Port 8080, for Vera [1]."
+    assert len(fresh_llm.requests) == calls + 1
+    # Olga's own repeat is still reused.
+    again = _answer(await ask(client, olga, QUESTION, collection_ids=[collection]))
+    assert again["meta"]["cached"] is True and again["content"] == asked["content"]
+    assert len(fresh_llm.requests) == calls + 1
 
+    # Vera's own entry is hers only while she may read its documents.
     members = (await client.get(f"{url}/members", headers=olga)).json()
     viewer = next(m for m in members if m["role"] == "viewer")
     removed = await client.delete(f"{url}/members/{viewer['id']}", headers=olga)
@@ -159,6 +166,67 @@ async def test_a_colleague_with_the_same_scope_reuses_it_and_loses_it_with_acces
     revoked = _answer(await ask(client, vera, QUESTION))
     assert "cached" not in revoked["meta"] and revoked["sources"] is None
     assert "8080" not in revoked["content"]
+
+
+async def test_a_general_answer_is_never_reused_for_another_user(
+    client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Issue 67: without documents, every user's prompt is the same, and user B asking a near
+    question got user A's cached answer, which held A's password from A's question; an exact
+    repeat told B that someone had asked."""
+    alice, bob, carol = [await auth_headers(client) for _ in range(3)]
+    question = "My wifi password is Tulip-4471-Quartz, can you make it stronger?"
+    fresh_llm.script("Try Tulip-4471-Quartz-Harbor-Lantern.")
+    first = _answer(await ask(client, alice, question))
+    assert first["sources"] is None and "cached" not in first["meta"]
+
+    # Bob asks the same words, Carol nearly the same: the model answers each of them.
+    for user, asked, reply in (
+        (bob, question, "I cannot see your password; choose a long passphrase."),
+        (carol, "My wifi password is Tulip-4471-Quartz, could you make it stronger?", "Add words."),
+    ):
+        fresh_llm.script(reply)
+        calls = len(fresh_llm.requests)
+        answered = _answer(await ask(client, user, asked))
+        assert "cached" not in answered["meta"] and answered["content"] == reply
+        assert len(fresh_llm.requests) == calls + 1
+        assert fresh_llm.last_request["messages"][-1]["content"] == asked
+
+    # Alice's own repeat is reused.
+    calls = len(fresh_llm.requests)
+    again = _answer(await ask(client, alice, question))
+    assert again["meta"]["cached"] is True and again["content"] == first["content"]
+    assert len(fresh_llm.requests) == calls
+
+
+async def test_entries_kept_before_answers_belonged_to_their_asker_are_dropped(
+    database_url: str,
+) -> None:
+    """The upgrade removes the entries cached under the shared keys (no asker to give them
+    to), through the real migrations (this run's database, taken back a release and up)."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        await alembic(database_url, "downgrade", "0029")
+        async with engine.begin() as connection:
+            await connection.execute(
+                sa.text(
+                    "INSERT INTO answer_cache (id, context_key, question, normalised, vector, "
+                    "content, model) VALUES (:id, :key, 'q', 'q', ARRAY[0.5]::real[], "
+                    "'A password answer', 'm')"
+                ),
+                {"id": uuid.uuid4(), "key": b"k" * 32},
+            )
+    finally:
+        await alembic(database_url, "upgrade", "head")
+    try:
+        async with engine.begin() as connection:
+            assert await connection.scalar(sa.text("SELECT count(*) FROM answer_cache")) == 0
+            columns = await connection.run_sync(
+                lambda sync: [c["name"] for c in sa.inspect(sync).get_columns("answer_cache")]
+            )
+            assert "user_id" in columns
+    finally:
+        await engine.dispose()
 
 
 async def test_regenerating_asks_the_model_again(

@@ -1,14 +1,19 @@
-"""The answer cache: a model's answer reused when the same question meets the same prompt.
+"""The answer cache: a model's answer reused when the same person asks the same question of the
+same prompt.
 
-Off by default (`RAG_ANSWER_CACHE`). An answer is found in two steps:
+Off by default (`RAG_ANSWER_CACHE`). Every entry belongs to the person whose question it
+answered: it is found only by their own questions (its `user_id`, and the key, which names
+them) and goes with their account. No answer crosses people: a general answer can hold what
+its asker told the model (a password in their question), and an answer found at all tells that
+someone asked. An answer is found in two steps:
 
-1. Its **context key**: a hash of everything that reached the model but the question's own
-   words: the system prompt with the numbered passages (their text, so a new version of a
-   document changes it), the history and the chat's summary, the model, the answer settings,
-   the kind of scope and its identity (a listed scope's documents with their versions; a
-   wide one's condition and size as last counted). A passage the asker can no longer read is
-   not found by their search, so its prompt differs: an answer built from documents they
-   cannot read now is never theirs.
+1. Its **context key**: a hash of the asker and of everything that reached the model but the
+   question's own words: the system prompt with the numbered passages (their text, so a new
+   version of a document changes it), the history and the chat's summary, the model, the
+   answer settings, the kind of scope and its identity (a listed scope's documents with their
+   versions; a wide one's condition and size as last counted). A passage the asker can no
+   longer read is not found by their search, so its prompt differs: an answer built from
+   documents they cannot read now is never theirs.
 2. The **question**: the same words (ignoring case, punctuation and articles), or an embedding
    similarity of at least `RAG_ANSWER_CACHE_SIMILARITY` with the same question words,
    negations and numbers ("When was it founded?" is not "Where was it founded?", 0.957).
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -37,6 +43,9 @@ from docchat.db import utcnow
 from docchat.llm.embeddings import CachedVectors
 from docchat.retrieval.index import DocumentScope, SearchScope
 
+# Part of every key: a new version makes every entry kept under an older rule unreachable.
+# 2 (issue 67): keys name their asker (version 1 ones were shared by everyone with the scope).
+KEY_VERSION = 2
 # Candidates compared per lookup: the latest answers kept for one context.
 CANDIDATES = 20
 _PUNCTUATION = re.compile(r"[^\w\s]")
@@ -67,15 +76,20 @@ def _scope_identity(documents: SearchScope) -> Any:
     return [scope.condition.sql, parameters, scope.size, scope.totals]
 
 
-def context_key(question: Question, plan: Plan, llm: LLMSettings) -> bytes | None:
-    """The key of everything but the question's words, or None for an answer that is not
-    reused: no model call (quoted, fixed), tool mode, documents read inline, file parts."""
+def context_key(
+    user_id: uuid.UUID, question: Question, plan: Plan, llm: LLMSettings
+) -> bytes | None:
+    """The key of the asker and everything but the question's words, or None for an answer
+    that is not reused: no model call (quoted, fixed), tool mode, documents read inline, file
+    parts."""
     if plan.fixed_answer is not None or plan.tools is not None or question.inline_documents:
         return None
     if not all(isinstance(message.get("content"), str) for message in plan.messages):
         return None
     options = question.options
     payload = {
+        "version": KEY_VERSION,
+        "user": str(user_id),
         "prompt": plan.messages[:-1],
         # The model as named, where it runs, and how it samples (the server's default unless
         # the request says).
@@ -113,16 +127,21 @@ class AnswerCache:
     def enabled(self) -> bool:
         return self.rag.answer_cache
 
-    def key(self, question: Question, plan: Plan) -> bytes | None:
-        return context_key(question, plan, self.llm) if self.enabled else None
+    def key(self, user_id: uuid.UUID, question: Question, plan: Plan) -> bytes | None:
+        return context_key(user_id, question, plan, self.llm) if self.enabled else None
 
-    async def find(self, key: bytes, question: str) -> Reused | None:
-        """A kept answer for `question` under `key`, still fresh; its use is counted."""
+    async def find(self, user_id: uuid.UUID, key: bytes, question: str) -> Reused | None:
+        """A kept answer of `user_id`'s for `question` under `key`, still fresh; its use is
+        counted."""
         oldest = utcnow() - timedelta(seconds=self.rag.answer_cache_seconds)
         async with self.sessionmaker() as session:
             statement = (
                 select(CachedAnswer)
-                .where(CachedAnswer.context_key == key, CachedAnswer.created_at > oldest)
+                .where(
+                    CachedAnswer.user_id == user_id,
+                    CachedAnswer.context_key == key,
+                    CachedAnswer.created_at > oldest,
+                )
                 .order_by(CachedAnswer.created_at.desc())
                 .limit(CANDIDATES)
             )
@@ -158,14 +177,17 @@ class AnswerCache:
                 best = (similarity, candidate)
         return best[1] if best is not None else None
 
-    async def keep(self, key: bytes, question: str, content: str, model: str) -> None:
-        """Keep a finished answer for reuse; expired ones go as it is written."""
+    async def keep(
+        self, user_id: uuid.UUID, key: bytes, question: str, content: str, model: str
+    ) -> None:
+        """Keep a finished answer for `user_id`'s reuse; expired ones go as it is written."""
         [vector] = await self.vectors.of([question])
         oldest = utcnow() - timedelta(seconds=self.rag.answer_cache_seconds)
         async with self.sessionmaker() as session:
             await session.execute(delete(CachedAnswer).where(CachedAnswer.created_at <= oldest))
             session.add(
                 CachedAnswer(
+                    user_id=user_id,
                     context_key=key,
                     question=question,
                     normalised=normalised(question),

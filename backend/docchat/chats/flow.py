@@ -311,7 +311,7 @@ class MessageFlow:
         # Regenerating asks for another answer than the one there: never a reused one.
         regenerating = turn.keeps_answer_id is not None or turn.replaces_from_seq is not None
         key = (
-            self.cache.key(turn.question, plan)
+            self.cache.key(turn.user_id, turn.question, plan)
             if self.cache is not None and not regenerating
             else None
         )
@@ -322,7 +322,9 @@ class MessageFlow:
         generated = await self._written(run, plan)
         if key is not None and self.cache is not None and generated.content:
             try:
-                await self.cache.keep(key, turn.question.text, generated.content, generated.model)
+                await self.cache.keep(
+                    turn.user_id, key, turn.question.text, generated.content, generated.model
+                )
             except Exception:  # the answer stands; only its reuse is lost
                 logger.exception("the answer for chat %s was not cached", turn.chat_id)
         return generated
@@ -331,7 +333,7 @@ class MessageFlow:
         """The cached answer for this question and prompt, given as this run's text."""
         assert self.cache is not None
         try:
-            reused = await self.cache.find(key, run.turn.question.text)
+            reused = await self.cache.find(run.turn.user_id, key, run.turn.question.text)
         except Exception:  # the model answers instead
             logger.exception("the answer cache could not be read for chat %s", run.turn.chat_id)
             return None
