@@ -216,3 +216,36 @@ async def test_documents_in_german_and_chinese_are_indexed_in_their_language(
     # Chinese is read as pairs of characters: a question's words are found inside the text.
     found = await lexical.search(scope, "莱茵河三角洲是什么时候开始形成的？", 2)
     assert [str(hit.chunk.document_id) for hit in found] == [chinese["id"]]
+
+
+BRIDGE = (
+    "Die Lindenhagener Brücke über die Warnow wurde zwischen 1887 und 1891 gebaut. Ihr "
+    "Baumeister war Konrad Kellmünz aus Ulm, der später auch den Bahnhof der Stadt entwarf."
+)
+
+
+async def test_an_english_question_finds_a_german_passage_by_the_names_it_shares(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Issue 67: asked in English over all documents, the German document that answers was no
+    longer found: the German stemmer folds umlauts and strips endings (`kellmunz`,
+    `lindenhag`) where the English one keeps them (`kellmünz`, `lindenhagen`), so even the
+    names the question shares with it did not match in BM25."""
+    attach_components(app, _translating(components, on=False))
+    library = await _library(client, components)
+    headers = library["headers"]
+    bridge = await upload_and_process(client, components, headers, "bruecke.txt", BRIDGE.encode())
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    scope = [vector_ref(library["comet"]), vector_ref(bridge)]
+    for question in (
+        "Which bridge did Kellmünz build?",
+        "Who was the master builder of the Lindenhagen bridge?",
+    ):
+        found = await lexical.search(scope, question, 2)
+        assert [str(hit.chunk.document_id) for hit in found] == [bridge["id"]], question
+        assert found[0].coverage > 0.5, question
+        fresh_llm.script("Konrad Kellmünz [1].")
+        answer = (await ask(client, headers, question)).json()["assistant_message"]
+        assert answer["meta"]["grounded"] is True, (question, answer["meta"])
+        assert [source["document_name"] for source in answer["sources"]] == ["bruecke.txt"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from docchat.retrieval.lexical import WordStatistics, select_words, tsquery_of
+from docchat.retrieval.lexical import QuestionWords, WordStatistics, select_words, tsquery_of
 
 STATISTICS = WordStatistics(
     shares={"year": 0.40, "citi": 0.30, "warsaw": 0.001, "river": 0.02},
@@ -83,3 +83,35 @@ def test_several_picking_words_need_the_partner_together() -> None:
         two_at_least == "('zygmunt' & ('wawel' | 'citi' | 'year')) | ('wawel' & ('citi' | 'year'))"
     )
     assert alone == "'zygmunt' | 'wawel'"
+
+
+def test_a_name_read_otherwise_in_another_language_counts_there_and_once() -> None:
+    """Issue 67: an English question's "Kellmünz" is `kellmunz` in a German chunk."""
+    readings = [
+        ("english", 1, "kellmünz"),
+        ("german", 1, "kellmunz"),
+        ("french", 1, "kellmünz"),
+        ("english", 2, "lindenhagen"),
+        ("german", 2, "lindenhag"),
+        ("dutch", 2, "lindenhag"),
+    ]
+    own = ["bridg", "kellmünz", "lindenhagen"]
+    words = QuestionWords.of(own, readings, "english", "english")
+    assert words.everywhere == own
+    assert words.variants == [
+        ("dutch", "lindenhag"),
+        ("german", "kellmunz"),
+        ("german", "lindenhag"),
+    ]
+    # One word each: the name's readings count once in the question's weight.
+    assert words.groups == {
+        "bridg": 0,
+        "kellmünz": 1,
+        "lindenhagen": 2,
+        "kellmunz": 1,
+        "lindenhag": 2,
+    }
+    # A German question: its names as the installation's language reads them count everywhere.
+    german = QuestionWords.of(["kellmunz"], readings[:3], "german", "english")
+    assert german.everywhere == ["kellmunz", "kellmünz"] and german.variants == []
+    assert german.groups == {"kellmunz": 0, "kellmünz": 0}

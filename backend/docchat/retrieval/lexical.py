@@ -27,20 +27,34 @@ from sqlalchemy import TextClause, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
-from docchat.retrieval.languages import configuration_of, names_in, segmented
+from docchat.retrieval.languages import CJK, CONFIGURATIONS, configuration_of, names_in, segmented
 from docchat.retrieval.models import DocumentChunk
 
 K1 = 1.2
 B = 0.75
 
-# The question's lexemes (PostgreSQL's parser and stemmer make them). The same statement has
+# The question's lexemes (PostgreSQL's parser and stemmer make them), and its names as each
+# text search configuration this server has reads them (`:configs`, `:words`): the parallel
+# arrays of the configuration, the name's position and the lexeme. The same statement has
 # the rest of the search's transaction planned for its values: the best plan for BM25 depends
 # on how many chunks hold each word and how wide the scope is, and after five runs of a prepared
 # statement PostgreSQL may settle on a generic plan blind to both (measured over a 100k-chunk
 # library: p50 20-22 ms with generic plans, 14 ms with plans made for each question).
 _LEXEMES = text(
-    "SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes, "
-    "set_config('plan_cache_mode', 'force_custom_plan', true) AS planning"
+    """
+SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes,
+       set_config('plan_cache_mode', 'force_custom_plan', true) AS planning,
+       r.configs, r.positions, r.readings
+FROM (
+    SELECT array_agg(c.config) AS configs, array_agg(w.position) AS positions,
+           array_agg(l.lexeme) AS readings
+    FROM unnest(CAST(:configs AS text[])) AS c(config)
+    JOIN pg_ts_config t ON t.cfgname = c.config
+    CROSS JOIN unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, position)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(c.config AS regconfig), w.word)))
+        AS l(lexeme)
+) AS r
+"""
 )
 # The scope's size and average length, from its documents' word totals (its chunks unread).
 _SCOPE_TOTALS = text(
@@ -65,16 +79,29 @@ WHERE s.schemaname = current_schema() AND s.tablename = 'document_chunks' AND s.
 # Candidates are the scope's chunks holding one of the `:query` lexemes; each keeps only the
 # question's lexemes before they are counted. A lexeme's document frequency is counted over the
 # candidates, unless `:known` gives it (common words that did not pick candidates).
+# A name the question shares with a chunk in another language may be read otherwise there
+# ("Kellmünz" is `kellmunz` in German, "Lindenhagen" `lindenhag`): the names' readings in the
+# other configurations (`:variant_configs`, `:variant_lexemes`) count in the chunks of that
+# configuration only, where they are the name, not a word of another language.
 _BM25 = """
 WITH question AS (
     SELECT CAST(:lexemes AS text[]) AS lexemes, CAST(:query AS tsquery) AS query
+),
+variant AS (
+    SELECT v.config, array_agg(v.lexeme) AS lexemes
+    FROM unnest(CAST(:variant_configs AS text[]), CAST(:variant_lexemes AS text[]))
+    AS v(config, lexeme)
+    GROUP BY v.config
 ),
 matches AS (
     SELECT c.document_id, c.chunk_index, c.tokens, t.lexeme,
            CAST(coalesce(array_length(t.positions, 1), 1) AS float8) AS tf
     {candidates}
+    LEFT JOIN variant v ON v.config = coalesce(c.language, :default_language)
     -- Only the question's lexemes, positions kept: weight them A, keep the A ones.
-    CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', q.lexemes), '{{a}}')) AS t
+    CROSS JOIN LATERAL unnest(ts_filter(
+        setweight(c.tsv, 'A', q.lexemes || coalesce(v.lexemes, CAST('{{}}' AS text[]))), '{{a}}'
+    )) AS t
 ),
 known AS (
     SELECT k.lexeme, k.df FROM unnest(CAST(:known AS text[]), CAST(:known_df AS float8[]))
@@ -104,19 +131,21 @@ ranked AS (
 -- than the question's can only share its names, numbers and rare terms, and is judged on the
 -- lexemes the scope holds (`present`): a German question's own words are not missing from an
 -- English passage, they were never going to be in it.
--- (The names the question was also read for in the installation's language, `:own` false,
--- count only there.)
+-- (The names the question was also read for in the installation's language and the others,
+-- `:own` false, count only there; the readings of one word, `:groups`, count once, the
+-- heaviest held.)
 idf AS (
     SELECT coalesce(f.df, 0) > 0 AS held, l.lexeme = ANY(CAST(:own AS text[])) AS own,
+           l.word,
            ln(1 + (CAST(:n AS float8) - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5))
            AS weight
-    FROM question q
-    CROSS JOIN LATERAL unnest(q.lexemes) AS l(lexeme)
+    FROM unnest(CAST(:words AS text[]), CAST(:groups AS integer[])) AS l(lexeme, word)
     LEFT JOIN frequency f ON f.lexeme = l.lexeme
 ),
 ideal AS (
-    SELECT sum(weight) FILTER (WHERE own) AS total, sum(weight) FILTER (WHERE held) AS present
-    FROM idf
+    SELECT (SELECT sum(weight) FROM idf WHERE own) AS total,
+           (SELECT sum(best) FROM (SELECT max(weight) AS best FROM idf WHERE held GROUP BY word)
+            AS w) AS present
 )
 SELECT r.score,
        r.score / nullif(CASE WHEN coalesce(c.language, :default_language) = :question_language
@@ -416,6 +445,73 @@ def select_words(
     return WordSelection(picking, common, partner)
 
 
+# Every configuration a chunk may be indexed with (`languages.configuration`).
+NAME_CONFIGURATIONS = frozenset([*CONFIGURATIONS.values(), *CJK.values()])
+# A shorter name ("I", "EU") is read as written in every language, or is a word there.
+NAME_CHARACTERS = 3
+
+
+def _read_per_language(name: str) -> bool:
+    """Whether a name is read in each language's configuration: a word of letters."""
+    return len(name) >= NAME_CHARACTERS and name.isalpha()
+
+
+@dataclass(frozen=True)
+class QuestionWords:
+    """A question's lexemes as BM25 reads them.
+
+    `everywhere` count in every chunk: the question's `own` (read in its language) and, when it
+    is written in another language than the installation's, its names as the installation's
+    language reads them (a German question's "Duskmoor" in an English passage). `variants` are
+    its names as each other configuration reads them, where that differs ("Kellmünz" is
+    `kellmunz` in German, whose stemmer folds umlauts; "Lindenhagen" is `lindenhag`): each
+    counts only in the chunks indexed with its configuration. `groups` gives every lexeme the
+    word it reads, so that one name read several ways counts once in the coverage."""
+
+    own: list[str]
+    everywhere: list[str]
+    variants: list[tuple[str, str]]
+    groups: dict[str, int]
+
+    @property
+    def all(self) -> list[str]:
+        return list(self.groups)
+
+    @classmethod
+    def of(
+        cls,
+        own: Sequence[str],
+        readings: Sequence[tuple[str, int, str]],
+        language: str,
+        installation: str,
+    ) -> QuestionWords:
+        """From the question's `own` lexemes and its names' `readings` (configuration, the
+        name's position, lexeme), read in the question's `language`."""
+        everywhere = list(own)
+        if language != installation:
+            everywhere += [lexeme for config, _, lexeme in readings if config == installation]
+        everywhere = list(dict.fromkeys(everywhere))
+        matched = set(everywhere)
+        variants = sorted(
+            {
+                (config, lexeme)
+                for config, _, lexeme in readings
+                if config != language and lexeme not in matched
+            }
+        )
+        used = matched | {lexeme for _, lexeme in variants}
+        groups = {lexeme: index for index, lexeme in enumerate(everywhere)}
+        by_name: dict[int, set[str]] = {}
+        for _, position, lexeme in readings:
+            by_name.setdefault(position, set()).add(lexeme)
+        for position, lexemes in sorted(by_name.items()):
+            known = [groups[lexeme] for lexeme in lexemes if lexeme in groups]
+            word = min(known) if known else len(everywhere) + position
+            for lexeme in lexemes & used:
+                groups[lexeme] = min(groups.get(lexeme, word), word)
+        return cls(list(own), everywhere, variants, groups)
+
+
 def tsquery_of(lexemes: Sequence[str]) -> str:
     """An OR query of lexemes as they are (quoted, so they are never normalised again)."""
     return " | ".join("'" + x.replace("\\", "\\\\").replace("'", "''") + "'" for x in lexemes)
@@ -477,28 +573,27 @@ class LexicalIndex:
         scope = DocumentScope.of(documents)
         async with self.sessionmaker() as session:
             language = configuration_of(question, self.language)
-            asked = {"config": language, "question": segmented(question)}
-            own = list((await session.execute(_LEXEMES, asked)).scalar_one() or [])
-            lexemes = own
-            if language != self.language:  # names as the installation's language reads them
-                names = {"config": self.language, "question": names_in(question)}
-                read = (await session.execute(_LEXEMES, names)).scalar_one() or []
-                lexemes = list(dict.fromkeys([*own, *read]))
+            read = await self._read(session, question, language)
+            own, lexemes = read.own, read.everywhere
             if not lexemes:
                 return []
             n, avgdl = scope.totals or await self._scope_totals(session, scope)
             parameters: dict[str, Any] = {"documents": scope.ids}
             if scope.listed and n <= self.exact_scope_chunks:
-                statement, words = _BM25_SCOPE_FIRST, WordSelection(lexemes, {})
+                statement, words = _BM25_SCOPE_FIRST, WordSelection(read.all, {})
             else:
                 statistics = await self._word_statistics(session)
                 statement = _BM25_MATCHES_FIRST
                 if scope.condition is not None:
                     statement = _bm25_in(scope.condition.sql)
                     parameters = dict(scope.condition.parameters)
-                words = select_words(lexemes, statistics, n, self.candidate_budget)
+                words = select_words(read.all, statistics, n, self.candidate_budget)
             parameters |= {
                 "lexemes": lexemes,
+                "variant_configs": [config for config, _ in read.variants],
+                "variant_lexemes": [lexeme for _, lexeme in read.variants],
+                "words": list(read.groups),
+                "groups": list(read.groups.values()),
                 "known": list(words.common),
                 "known_df": list(words.common.values()),
                 "n": n,
@@ -518,6 +613,28 @@ class LexicalIndex:
                 LexicalHit(_chunk_of(row), float(row.score), float(row.coverage or 0.0))
                 for row in rows
             ]
+
+    async def _read(self, session: AsyncSession, question: str, language: str) -> QuestionWords:
+        """The question read in its `language`, and its names as the installation's language
+        and every other configuration read them (`QuestionWords`), in one statement."""
+        names = names_in(question).split()
+        asked = {
+            "config": language,
+            "question": segmented(question),
+            "configs": sorted({*NAME_CONFIGURATIONS, language, self.language}),
+            "words": names,
+        }
+        row = (await session.execute(_LEXEMES, asked)).one()
+        readings = [
+            (str(config), int(position), str(lexeme))
+            for config, position, lexeme in zip(
+                row.configs or [], row.positions or [], row.readings or [], strict=True
+            )
+            # Names and numbers are read as the installation's language reads them; only a
+            # name of letters is read otherwise in another language (a code is not).
+            if config in (language, self.language) or _read_per_language(names[position - 1])
+        ]
+        return QuestionWords.of(list(row.lexemes or []), readings, language, self.language)
 
     async def admitted(self, scope: DocumentScope, chunks: Sequence[Chunk]) -> set[str]:
         """The ids of those of `chunks` that a wide scope holds: their document is in it and
