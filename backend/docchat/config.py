@@ -230,8 +230,8 @@ class RAGSettings(BaseSettings):
         100,
         ge=0,
         description=(
-            "Earlier pairs read to find those most related to the question when a chat is "
-            "longer than its history (the last 2 always stay)"
+            "Earlier pairs read to find those related to the question when a chat is longer "
+            "than its history (up to 3 come besides its last pairs)"
         ),
     )
     summarise_history: bool = Field(
@@ -245,8 +245,9 @@ class RAGSettings(BaseSettings):
     answer_cache: bool = Field(
         False,
         description=(
-            "Reuse a model's answer for the same or nearly the same question when the scope, "
-            "the passages, the history, the model and the answer settings are all the same"
+            "Reuse a model's answer for its asker's same or nearly the same question when the "
+            "scope, the passages, the history, the model and the answer settings are all the "
+            "same (never for another user)"
         ),
     )
     answer_cache_seconds: int = Field(
