@@ -206,7 +206,7 @@ async def test_entries_kept_before_answers_belonged_to_their_asker_are_dropped(
     to), through the real migrations (this run's database, taken back a release and up)."""
     engine = create_engine(database_url, pool_size=1)
     try:
-        await alembic(database_url, "downgrade", "0029")
+        await alembic(database_url, "downgrade", "0030")
         async with engine.begin() as connection:
             await connection.execute(
                 sa.text(

@@ -5,8 +5,8 @@ documents) reached other users, with whatever its asker had told the model. The 
 so far name no asker and are dropped (they are a cache: the next question asks the model);
 the new column is required, and an entry goes with its account.
 
-Revision ID: 0030
-Revises: 0029
+Revision ID: 0031
+Revises: 0030
 Create Date: 2026-11-29 02:00:00+00:00
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0030"
-down_revision: str | None = "0029"
+revision: str = "0031"
+down_revision: str | None = "0030"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
