@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import BinaryIO, cast
+from typing import BinaryIO
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
-from xml.etree.ElementTree import Element, XMLPullParser
+from xml.parsers import expat
 
 from docchat.config import UrlFetchSettings
 from docchat.documents.fetch import Fetched, NotThere, fetch
@@ -84,56 +84,80 @@ class _Sitemap:
     entries: int = 0
 
 
-def _elements(body: BinaryIO) -> Iterator[Element]:
-    """The elements of an XML file as each ends, read 64 KB at a time by expat (in C: the
-    thread holds the interpreter lock in short steps). A sitemap has no DTD: one is refused
-    before expat sees it (no entities to expand, nothing external to load)."""
-    parser: XMLPullParser[Element] = XMLPullParser(events=("start", "end"))
-    prolog, seen = True, b""
-    while chunk := body.read(READ_BYTES):
-        if prolog:
-            if b"<!DOCTYPE" in seen[-9:] + chunk:
-                raise SourceError("its sitemap declares a DTD, which a sitemap never needs")
-            seen = chunk
-        parser.feed(chunk)
-        for ended in _ended(parser):
-            prolog = False
-            if ended is not None:
-                yield ended
-    parser.close()
-    yield from (ended for ended in _ended(parser) if ended is not None)
+class _SitemapReader:
+    """Reads a sitemap through expat's callbacks (in C, 64 KB at a time), keeping nothing but
+    the entry being read: no tree grows, whatever else the file holds. A sitemap has no DTD:
+    expat reports one before any entity in it could be expanded, in any encoding (UTF-16
+    included), and it is refused there."""
+
+    def __init__(self, room: int, inside: Callable[[str], bool]) -> None:
+        self.found, self.room, self.inside = _Sitemap(), room, inside
+        self.entry: str | None = None  # "url" or "sitemap" while one is read
+        self.field: str | None = None  # "loc" or "lastmod" while one is read
+        self.texts: dict[str, list[str]] = {}
+
+    def read(self, body: BinaryIO) -> _Sitemap:
+        parser = expat.ParserCreate(namespace_separator="}")
+        parser.StartDoctypeDeclHandler = self._refuse_dtd
+        parser.EntityDeclHandler = self._refuse_dtd
+        parser.StartElementHandler = self._start
+        parser.EndElementHandler = self._end
+        parser.CharacterDataHandler = self._text
+        while chunk := body.read(READ_BYTES):
+            parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+        return self.found
+
+    @staticmethod
+    def _refuse_dtd(*_: object) -> None:
+        raise SourceError("its sitemap declares a DTD, which a sitemap never needs")
+
+    def _start(self, name: str, _attributes: object) -> None:
+        tag = _sitemap_tag(name)
+        if tag in ("url", "sitemap") and self.entry is None:
+            self.entry, self.texts = tag, {}
+        elif tag in ("loc", "lastmod") and self.entry is not None and self.field is None:
+            self.field = tag
+            self.texts[tag] = []
+
+    def _text(self, text: str) -> None:
+        if self.field is not None:
+            self.texts[self.field].append(text)
+
+    def _end(self, name: str) -> None:
+        tag = _sitemap_tag(name)
+        if tag is not None and tag == self.field:
+            self.field = None
+        elif tag is not None and tag == self.entry:
+            self.entry = None
+            self._add(tag, "".join(self.texts.get("loc", ())).strip(), self.texts.get("lastmod"))
+
+    def _add(self, tag: str, location: str, lastmod: list[str] | None) -> None:
+        found = self.found
+        found.entries += 1
+        if found.entries > self.room:
+            raise SourceError(_too_many_entries(self.room))
+        if tag == "sitemap" and location:
+            found.sitemaps.append(location)
+        elif tag == "url" and location and self.inside(location):
+            found.pages.append((location, "".join(lastmod).strip() if lastmod else None))
 
 
-def _ended(parser: XMLPullParser[Element]) -> Iterator[Element | None]:
-    """Each event read: its element when one ends, else None."""
-    for event in parser.read_events():
-        kind, element = cast(tuple[str, object], event)  # ("start" or "end", the element)
-        yield element if kind == "end" and isinstance(element, Element) else None
+def _sitemap_tag(name: str) -> str | None:
+    """The local name of an element of the sitemap namespace ("url"), else None."""
+    namespace, _, local = name.rpartition("}")
+    return local if f"{{{namespace}}}" == SITEMAP_NS else None
 
 
 def _parse_sitemap(body: BinaryIO, room: int, inside: Callable[[str], bool]) -> _Sitemap:
-    """The entries of a sitemap, read as they come (never the whole tree at once); more than
-    `room` entries fail. It blocks: run it in a thread."""
-    found = _Sitemap()
+    """The entries of a sitemap, read as they come; more than `room` entries fail. It blocks:
+    run it in a thread."""
     try:
-        for element in _elements(body):
-            if element.tag not in (f"{SITEMAP_NS}url", f"{SITEMAP_NS}sitemap"):
-                continue
-            found.entries += 1
-            if found.entries > room:
-                raise SourceError(_too_many_entries(room))
-            location = (element.findtext(f"{SITEMAP_NS}loc") or "").strip()
-            if element.tag == f"{SITEMAP_NS}sitemap" and location:
-                found.sitemaps.append(location)
-            elif location and inside(location):
-                lastmod = element.findtext(f"{SITEMAP_NS}lastmod")
-                found.pages.append((location, lastmod.strip() if lastmod else None))
-            element.clear()
+        return _SitemapReader(room, inside).read(body)
     except SourceError:
         raise
     except Exception as exc:
         raise SourceError("its sitemap is not valid XML") from exc
-    return found
 
 
 def _too_many_entries(limit: int) -> str:
