@@ -229,6 +229,21 @@ async def test_entries_kept_before_answers_belonged_to_their_asker_are_dropped(
         await engine.dispose()
 
 
+async def test_a_quoted_answer_given_for_a_bare_one_is_not_kept(
+    client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Twice "[1]": the answer is quoted from the passage instead. Kept, the quote came back
+    on the next ask as if the model had written it, without the retry or its reason."""
+    headers = await auth_headers(client)
+    await upload_and_process(client, cached, headers, "gateway.txt", GUIDE)
+    fresh_llm.script("[1]", "[1]")
+    first = _answer(await ask(client, headers, QUESTION))
+    assert first["meta"]["extractive_reason"] == "bare"
+    fresh_llm.script("The console is on port 8080 [1].")
+    again = _answer(await ask(client, headers, QUESTION))
+    assert "cached" not in again["meta"] and again["content"].startswith("The console")
+
+
 async def test_regenerating_asks_the_model_again(
     client: httpx.AsyncClient, cached: Components, fresh_llm: ScriptedLLM
 ) -> None:

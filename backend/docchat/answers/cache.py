@@ -116,6 +116,13 @@ class Reused:
     model: str
 
 
+def worth_keeping(plan: Plan) -> bool:
+    """An answer the model wrote as asked, once `produce` is over: not one it wrote again after
+    a bare "[1]", nor the quotes or the fixed text given in place of a failed answer (reused,
+    they would come back as a model's answer, without the retry and the reason in `meta`)."""
+    return plan.fixed_answer is None and not plan.extracted and not plan.meta.answer_retried
+
+
 @dataclass
 class AnswerCache:
     rag: RAGSettings

@@ -27,7 +27,7 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.answers.cache import AnswerCache
+from docchat.answers.cache import AnswerCache, worth_keeping
 from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, SourcesReady
 from docchat.answers.meta import Scope
 from docchat.chats import repository
@@ -320,7 +320,7 @@ class MessageFlow:
             if reused is not None:
                 return reused
         generated = await self._written(run, plan)
-        if key is not None and self.cache is not None and generated.content:
+        if key is not None and self.cache is not None and generated.content and worth_keeping(plan):
             try:
                 await self.cache.keep(
                     turn.user_id, key, turn.question.text, generated.content, generated.model
