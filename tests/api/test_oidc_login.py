@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -13,11 +14,12 @@ import httpx
 import pytest
 import pytest_asyncio
 from jose import jwt
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit.models import AuditEntry
 from docchat.config import OidcSettings, Settings
+from docchat.identity import codes
 from docchat.identity.models import ExternalIdentity
 from docchat.identity.oidc import OidcProvider, SignInRefused
 from docchat.main.app import attach_components, create_app
@@ -244,6 +246,28 @@ async def test_a_replayed_or_foreign_state_signs_no_one_in(
         params={"error": "Call 555-0100 to restore your account", "error_description": "x"},
     )
     assert error_of(spoofed) == "Sign-in failed: the provider ended the sign-in (error)"
+
+
+async def test_a_second_return_waits_for_the_first_without_holding_a_connection(
+    live_components: Components,
+) -> None:
+    """While the first return of a code is at the provider, the second one waits for its
+    outcome. It held its transaction (and so a pooled connection) open all the while: a burst
+    of such returns could take the whole pool (review of issue 67's fix)."""
+    code, state = f"code-{uuid.uuid4()}", "state"
+    async with live_components.sessionmaker() as first:
+        assert await codes.claim(first, code, state)
+    async with live_components.sessionmaker() as waiting, live_components.sessionmaker() as watch:
+        looking = asyncio.create_task(codes.outcome_of(waiting, code, state, wait_seconds=1.0))
+        await asyncio.sleep(0.5)
+        held = await watch.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state = 'idle in transaction' AND query LIKE '%sso_redeemed_codes%'"
+            )
+        )
+        assert await looking is None  # no outcome came within the wait
+    assert held == 0
 
 
 async def test_the_same_return_twice_signs_in_that_browser_and_no_other(

@@ -23,6 +23,9 @@ from docchat.identity.models import RedeemedCode
 
 REPLAY_WINDOW = timedelta(seconds=60)
 POLL_SECONDS = 0.1
+# The longest a second return waits for the first one's outcome, whatever the provider's own
+# time limits add up to.
+MAX_WAIT_SECONDS = 15.0
 SIGNED_IN = "signed_in"
 REFUSED = "refused"
 UNAVAILABLE = "unavailable"
@@ -85,7 +88,7 @@ async def outcome_of(
         RedeemedCode.reason,
         RedeemedCode.user_id,
     ).where(RedeemedCode.code_digest == _digest(code))
-    deadline = time.monotonic() + wait_seconds
+    deadline = time.monotonic() + min(wait_seconds, MAX_WAIT_SECONDS)
     while True:
         row = (await session.execute(statement)).first()
         if row is None or not hmac.compare_digest(row.state_digest, _digest(state)):
@@ -96,5 +99,8 @@ async def outcome_of(
             return Outcome(row.outcome, row.reason, row.user_id)
         if time.monotonic() >= deadline:
             return None
-        # A statement sees what was committed before it began: the next one sees the outcome.
+        # Between two looks the transaction ends and the connection goes back to the pool: a
+        # waiting return holds none (many of them at once would take the pool), and the next
+        # statement sees what was committed since.
+        await session.rollback()
         await asyncio.sleep(POLL_SECONDS)
