@@ -51,7 +51,7 @@ FROM (
     FROM unnest(CAST(:configs AS text[])) AS c(config)
     JOIN pg_ts_config t ON t.cfgname = c.config
     CROSS JOIN unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, position)
-    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(c.config AS regconfig), w.word)))
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(t.oid AS regconfig), w.word)))
         AS l(lexeme)
 ) AS r
 """
