@@ -229,6 +229,8 @@ export default function ChatPage({ chatId, navigate }: Props) {
         onChatCreated={(id) => {
           createdByStream.current = id;
           navigate({ page: "chat", chatId: id }, { replace: true });
+          // Saved with its question: listed now, not only once the answer's stream has closed.
+          void refreshChats();
         }}
         onPickDocument={(document) =>
           setSelected((current) =>
