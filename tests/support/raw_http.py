@@ -9,6 +9,8 @@ import socket
 from dataclasses import dataclass
 
 PIECE = 256 * 1024
+# One chunk of a chunked body, built once: the senders write it in a tight loop.
+CHUNK = b"%x\r\n" % PIECE + b"a" * PIECE + b"\r\n"
 
 
 @dataclass(frozen=True)
@@ -103,13 +105,12 @@ def send_endless_body(
         sock.sendall(_head(port, method, path, {**headers, "Transfer-Encoding": "chunked"}))
         if prefix:
             sock.sendall(b"%x\r\n" % len(prefix) + prefix + b"\r\n")
-        piece = b"%x\r\n" % PIECE + b"a" * PIECE + b"\r\n"
         answered = False
         while sent < give_up_after:
             answered = bool(select.select([sock], [], [], 0)[0])
             if answered:
                 break
-            sock.sendall(piece)
+            sock.sendall(CHUNK)
             sent += PIECE
         if not answered:
             sock.sendall(b"0\r\n\r\n")  # the body ends: a server that waited for it answers now
@@ -125,10 +126,6 @@ class AfterAnswer:
     status: int
     sent_after_answer: int
     closed: bool  # the server closed the connection before the client gave up
-
-
-def _chunk() -> bytes:
-    return b"%x\r\n" % PIECE + b"a" * PIECE + b"\r\n"
 
 
 def send_on_after_answer(
@@ -154,11 +151,11 @@ def send_on_after_answer(
         if prefix:
             sock.sendall(b"%x\r\n" % len(prefix) + prefix + b"\r\n")
         while sent < give_up_after and not select.select([sock], [], [], 0)[0]:
-            sock.sendall(_chunk())
+            sock.sendall(CHUNK)
             sent += PIECE
         answered_at = sent
         while sent - answered_at < give_up_after:
-            sock.sendall(_chunk())
+            sock.sendall(CHUNK)
             sent += PIECE
     except (BrokenPipeError, ConnectionResetError):
         closed = True  # perhaps before the answer was seen: then nothing was sent after it
