@@ -25,9 +25,11 @@ from docchat.ingestion.worker import IngestionWorker
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components
 from docchat.sources.models import Source
+from docchat.sources.port import SOURCES
 from docchat.sources.sync import LostClaim, Progress, SourceSyncer
 from tests.api.test_collections import invite
 from tests.support.chat import ask
+from tests.support.fake_source import FAKE
 from tests.support.files import make_pdf
 from tests.support.git_server import git_server
 from tests.support.llm_server import ScriptedLLM
@@ -849,3 +851,38 @@ async def test_a_sync_that_breaks_says_so_and_backs_off_instead_of_hanging(
     state = await _source(client, admin, source)
     assert state["state"] == "failing" and said in state["last_error"], state
     assert state["next_sync_at"] is not None
+
+
+async def test_the_kinds_and_their_settings_come_from_what_each_kind_declares(
+    served: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kind registered with its declaration is listed, its settings checked and its address
+    refused on a private network, with nothing else to edit (the web app's form reads the
+    list)."""
+    client, _ = served
+    owner = await auth_headers(client)
+    kinds = (await client.get("/api/v1/sources/kinds", headers=owner)).json()
+    assert [kind["kind"] for kind in kinds] == SOURCES.names()
+    s3 = next(kind for kind in kinds if kind["kind"] == "s3")
+    assert [s["name"] for s in s3["settings"] if s["address"]] == ["endpoint_url"]
+    assert [s["name"] for s in s3["settings"] if s["secret"]] == [
+        "access_key_id",
+        "secret_access_key",
+    ]
+    assert next(kind for kind in kinds if kind["kind"] == "folder")["administrators_only"]
+
+    monkeypatch.setitem(SOURCES._entries, "wiki", FAKE)
+    kinds = (await client.get("/api/v1/sources/kinds", headers=owner)).json()
+    wiki = next(kind for kind in kinds if kind["kind"] == "wiki")
+    assert wiki["label"] == "A wiki" and wiki["settings"][0]["name"] == "server"
+    url = f"/api/v1/collections/{await _collection(client, owner, 'Wiki')}/sources"
+    body: dict[str, Any] = {"name": "W", "kind": "wiki", "settings": {"space": "HR"}}
+    refused = await client.post(url, headers=owner, json=body)
+    assert refused.status_code == 422 and "'server'" in refused.json()["detail"]
+    body["settings"] = {"server": "http://10.1.2.3:8080/"}
+    refused = await client.post(url, headers=owner, json=body)
+    assert refused.status_code == 400 and "URL_FETCH_ALLOWED_HOSTS" in refused.json()["detail"]
+    body["settings"] = {"server": "http://127.0.0.1:9/"}  # allowed in these tests
+    assert (await client.post(url, headers=owner, json=body)).status_code == 201
+    unknown = await client.post(url, headers=owner, json={**body, "kind": "ftp"})
+    assert unknown.status_code == 422 and "ftp" in unknown.json()["detail"]

@@ -56,11 +56,11 @@ from docchat.retrieval.query_embedding import shared_query
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
 from docchat.retrieval.translation import OfflineTranslator
-from docchat.sources.folder import FolderSource
-from docchat.sources.git import GitSource
+from docchat.sources.folder import FOLDER
+from docchat.sources.git import GIT
 from docchat.sources.port import SOURCES
-from docchat.sources.s3 import S3PrefixSource
-from docchat.sources.website import WebsiteSource
+from docchat.sources.s3 import S3
+from docchat.sources.website import WEBSITE
 
 logger = logging.getLogger(__name__)
 
@@ -209,10 +209,10 @@ VECTOR_STORES.register("chroma", _chroma)
 EMBEDDERS.register("local", local_embedder)
 EMBEDDERS.register("openai", OpenAIEmbedder)
 RERANKERS.register("http", HttpReranker.from_settings)
-SOURCES.register("folder", FolderSource.from_settings)
-SOURCES.register("s3", S3PrefixSource.from_settings)
-SOURCES.register("git", GitSource.from_settings)
-SOURCES.register("website", WebsiteSource.from_settings)
+SOURCES.register("folder", FOLDER)
+SOURCES.register("s3", S3)
+SOURCES.register("git", GIT)
+SOURCES.register("website", WEBSITE)
 
 
 def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVectorStore:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 from docchat.documents.storage import ByteSource, FileSource
-from docchat.sources.port import SourceError, SourceItem
+from docchat.sources.port import Connector, Setting, SourceError, SourceItem
 
 
 class FolderSource:
@@ -67,3 +67,11 @@ class FolderSource:
             yield FileSource(file)
         finally:
             await asyncio.to_thread(file.close)
+
+
+FOLDER = Connector(
+    FolderSource.from_settings,
+    "Folder on the server",
+    (Setting("path", "Folder", placeholder="/srv/shared/handbooks", required=True, target=True),),
+    administrators_only=True,
+)

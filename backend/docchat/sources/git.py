@@ -30,7 +30,14 @@ from typing import Any
 from docchat.documents.storage import ByteSource, FileSource
 from docchat.extraction.kinds import FORMATS
 from docchat.sources.connections import AddressRefused, Guard, pool_manager
-from docchat.sources.port import SourceError, SourceItem, SourceLimit
+from docchat.sources.port import (
+    Connector,
+    Setting,
+    SettingType,
+    SourceError,
+    SourceItem,
+    SourceLimit,
+)
 
 DOCUMENT_SUFFIXES = frozenset(
     suffix.lower() for entry in FORMATS.values() for suffix in entry.suffixes if suffix
@@ -285,3 +292,28 @@ class GitSource:
     @contextlib.asynccontextmanager
     async def open(self, item: SourceItem) -> AsyncIterator[ByteSource]:
         yield FileSource(io.BytesIO(await asyncio.to_thread(self._read, item)))
+
+
+GIT = Connector(
+    GitSource.from_settings,
+    "Git repository",
+    (
+        Setting(
+            "url",
+            "Repository address",
+            placeholder="https://git.example.com/team/handbook.git",
+            type=SettingType.url,
+            required=True,
+            address=True,
+        ),
+        Setting("ref", "Branch or tag", placeholder="main"),
+        Setting("folder", "Folder in it", placeholder="docs"),
+        Setting("username", "User name", help="if the server wants one", secret=True),
+        Setting(
+            "token",
+            "Access token",
+            help="private repositories; stored encrypted, never shown again",
+            secret=True,
+        ),
+    ),
+)

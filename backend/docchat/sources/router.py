@@ -9,7 +9,15 @@ from docchat.auth.dependencies import ClientAddress, CurrentUser
 from docchat.kit.pagination import Page, PageDep, page_of
 from docchat.kit.routing import SessionDep, SettingsDep, make_router
 from docchat.sources import service
-from docchat.sources.schemas import SourceCreate, SourceItemRead, SourceRead, SourceUpdate
+from docchat.sources.port import SOURCES
+from docchat.sources.schemas import (
+    SettingRead,
+    SourceCreate,
+    SourceItemRead,
+    SourceKindRead,
+    SourceRead,
+    SourceUpdate,
+)
 
 # The scopes of API keys follow the collections' (upload to change, read to look).
 router = make_router(tags=["collections"])
@@ -48,6 +56,22 @@ async def create_source(
     (your storage quota)."""
     row = await service.create(session, user, collection_id, data, settings, address)
     return service.as_read(row)
+
+
+# Before `/sources/{source_id}`, which would take "kinds" for an id.
+@router.get("/sources/kinds", response_model=list[SourceKindRead], operation_id="sources_kinds")
+async def list_kinds(_: CurrentUser) -> list[SourceKindRead]:
+    """The kinds of source this installation has, each with the settings it takes (names,
+    labels, which are required, secret, or addresses): what a form for one shows."""
+    return [
+        SourceKindRead(
+            kind=kind,
+            label=connector.label,
+            administrators_only=connector.administrators_only,
+            settings=[SettingRead.model_validate(setting) for setting in connector.settings],
+        )
+        for kind, connector in SOURCES
+    ]
 
 
 @router.get("/sources/{source_id}", response_model=SourceRead, operation_id="sources_get")

@@ -15,7 +15,7 @@ from typing import Any
 
 from docchat.documents.storage import ByteSource
 from docchat.sources.connections import AddressRefused, Guard, pool_manager, send_through
-from docchat.sources.port import SourceError, SourceItem
+from docchat.sources.port import Connector, Setting, SettingType, SourceError, SourceItem
 
 PAGE = 1000
 
@@ -156,3 +156,29 @@ class S3PrefixSource:
             yield _ObjectBody(body)
         finally:
             await asyncio.to_thread(body.close)
+
+
+S3 = Connector(
+    S3PrefixSource.from_settings,
+    "S3 bucket",
+    (
+        Setting("bucket", "Bucket", placeholder="team-docs", required=True, target=True),
+        Setting("prefix", "Prefix", placeholder="wiki/"),
+        Setting(
+            "endpoint_url",
+            "Endpoint",
+            help="MinIO and others; empty for AWS",
+            placeholder="https://minio.example.com",
+            type=SettingType.url,
+            address=True,
+        ),
+        Setting("region", "Region", placeholder="us-east-1", target=True),
+        Setting("access_key_id", "Access key ID", secret=True),
+        Setting(
+            "secret_access_key",
+            "Secret access key",
+            help="stored encrypted, never shown again",
+            secret=True,
+        ),
+    ),
+)

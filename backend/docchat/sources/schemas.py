@@ -2,22 +2,19 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from docchat.kit.schemas import RequestModel
 from docchat.sources.models import SourceState
+from docchat.sources.port import SettingType
 
 MAX_SETTING = 2000
 
 
-class SourceKind(StrEnum):
-    folder = "folder"  # a folder on the server (administrators only, under SOURCES_FOLDER_ROOTS)
-    s3 = "s3"  # an S3-compatible bucket prefix
-    git = "git"  # a Git repository's branch or tag (http or https)
-    website = "website"  # a site's pages below a folder: its sitemap, or links from a page
+# A registered kind ("folder", "s3", ...): `GET /api/v1/sources/kinds` lists them.
+KIND = Field(min_length=1, max_length=16, description="A kind of `GET /api/v1/sources/kinds`")
 
 
 def _short_values(values: dict[str, str] | None) -> dict[str, str] | None:
@@ -33,18 +30,16 @@ def _short_values(values: dict[str, str] | None) -> dict[str, str] | None:
 
 class SourceCreate(RequestModel):
     name: str = Field(min_length=1, max_length=200)
-    kind: SourceKind
+    kind: str = KIND
     settings: dict[str, str] = Field(
         default_factory=dict,
-        description="folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, "
-        "`region`; git: `url`, optional `ref` (branch or tag, default main), `folder`; "
-        "website: `url` (a start page, or a sitemap ending in .xml), optional `max_pages` "
-        "(200), `path_prefix`",
+        description="The settings its kind declares that are no secret "
+        "(`GET /api/v1/sources/kinds`)",
     )
     secrets: dict[str, str] | None = Field(
         None,
-        description="s3: `access_key_id`, `secret_access_key`; git: `token` (and `username` "
-        "when the server wants one); stored encrypted, never returned",
+        description="The settings its kind declares secret (credentials); stored encrypted, "
+        "never returned",
     )
     interval_minutes: int | None = Field(
         None,
@@ -73,7 +68,7 @@ class SourceRead(BaseModel):
     id: uuid.UUID
     collection_id: uuid.UUID
     owner_id: uuid.UUID = Field(description="Whose documents its files become (and quota)")
-    kind: SourceKind
+    kind: str
     name: str
     settings: dict[str, str]
     has_secrets: bool = Field(description="Credentials are stored (they are never returned)")
@@ -97,3 +92,25 @@ class SourceItemRead(BaseModel):
     document_id: uuid.UUID | None
     error: str | None = Field(description="Why the last sync could not bring it in")
     synced_at: datetime | None
+
+
+class SettingRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    label: str = Field(description="What a form calls it")
+    help: str = Field(description="A hint beside the label (may be empty)")
+    placeholder: str = Field(description="An example value (may be empty)")
+    type: SettingType
+    required: bool
+    secret: bool = Field(description="A credential: given in `secrets`, never returned")
+    address: bool = Field(
+        description="An address the server connects to: refused on a private network"
+    )
+
+
+class SourceKindRead(BaseModel):
+    kind: str
+    label: str
+    administrators_only: bool
+    settings: list[SettingRead]

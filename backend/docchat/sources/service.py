@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -27,59 +26,20 @@ from docchat.kit.routing import after_commit
 from docchat.kit.secretbox import seal
 from docchat.membership.models import EVERYONE_ID, CollectionRole
 from docchat.sharing.collections import require_role
+from docchat.sources.declared import checked_settings, connector_of, retargeted
 from docchat.sources.models import Source as SourceRow
 from docchat.sources.models import SourceItem as ItemRow
 from docchat.sources.models import SourceState
 from docchat.sources.port import SourceError
-from docchat.sources.schemas import SourceCreate, SourceKind, SourceRead, SourceUpdate
+from docchat.sources.schemas import SourceCreate, SourceRead, SourceUpdate
 from docchat.sources.sync import check_addresses, forget_cache, next_sync, open_connector
 from docchat.users.models import User
 
 NOT_FOUND = "Source not found"
-# The settings that say where a source reads from: its credentials were given for them.
-TARGET_FIELDS = ("url", "endpoint_url", "bucket", "region", "path")
-
-
-@dataclass(frozen=True)
-class KindRules:
-    required: tuple[str, ...]
-    optional: tuple[str, ...] = ()
-    secrets: tuple[str, ...] = ()
-    administrators_only: bool = False
-
-
-KINDS: dict[SourceKind, KindRules] = {
-    SourceKind.folder: KindRules(("path",), administrators_only=True),
-    SourceKind.s3: KindRules(
-        ("bucket",),
-        ("prefix", "endpoint_url", "region"),
-        ("access_key_id", "secret_access_key"),
-    ),
-    SourceKind.git: KindRules(("url",), ("ref", "folder"), ("username", "token")),
-    SourceKind.website: KindRules(("url",), ("max_pages", "path_prefix")),
-}
 
 
 def as_read(row: SourceRow) -> SourceRead:
     return SourceRead.model_validate(row)
-
-
-def _checked_fields(
-    kind: SourceKind, settings: dict[str, str], secrets: dict[str, str] | None
-) -> tuple[dict[str, str], dict[str, str]]:
-    rules = KINDS[kind]
-    unknown = sorted(set(settings) - set(rules.required) - set(rules.optional))
-    if unknown:
-        raise Unprocessable(f"A {kind} source has no setting {unknown[0]!r}")
-    missing = [name for name in rules.required if not settings.get(name, "").strip()]
-    if missing:
-        raise Unprocessable(f"A {kind} source needs the setting {missing[0]!r}")
-    secrets = secrets or {}
-    unknown = sorted(set(secrets) - set(rules.secrets))
-    if unknown:
-        raise Unprocessable(f"A {kind} source has no secret {unknown[0]!r}")
-    cleaned = {name: value.strip() for name, value in settings.items() if value.strip()}
-    return cleaned, {name: value for name, value in secrets.items() if value}
 
 
 async def _check_reachable(row: SourceRow, settings: Settings) -> None:
@@ -139,9 +99,9 @@ async def create(
     if collection_id == EVERYONE_ID:
         raise Unprocessable("Sources feed collections of your own, not Everyone")
     await require_role(session, user, collection_id, CollectionRole.owner)
-    if KINDS[data.kind].administrators_only and not user.is_admin:
+    if connector_of(data.kind).administrators_only and not user.is_admin:
         raise Forbidden(f"Only administrators can add {data.kind} sources")
-    fields, secrets = _checked_fields(data.kind, data.settings, data.secrets)
+    fields, secrets = checked_settings(data.kind, data.settings, data.secrets)
     interval = (
         data.interval_minutes
         if "interval_minutes" in data.model_fields_set
@@ -182,7 +142,7 @@ async def get_managed(session: AsyncSession, user: User, source_id: uuid.UUID) -
     """A source the user may change: an owner of its collection (folders: administrators)."""
     row = await get_readable(session, user, source_id)
     await require_role(session, user, row.collection_id, CollectionRole.owner)
-    if KINDS[SourceKind(row.kind)].administrators_only and not user.is_admin:
+    if connector_of(row.kind).administrators_only and not user.is_admin:
         raise Forbidden(f"Only administrators can change {row.kind} sources")
     return row
 
@@ -217,14 +177,14 @@ async def update(
                 "Only the person who added the source (or an administrator) can change where "
                 "it reads from or its credentials"
             )
-        fields, secrets = _checked_fields(
-            SourceKind(row.kind), changes.settings or dict(row.settings), changes.secrets
+        fields, secrets = checked_settings(
+            row.kind, changes.settings or dict(row.settings), changes.secrets
         )
-        retargeted = any(fields.get(name) != row.settings.get(name) for name in TARGET_FIELDS)
+        moved = retargeted(row.kind, row.settings, fields)
         row.settings = fields
         if changes.secrets is not None:
             row.secrets = _seal(secrets, settings)
-        elif retargeted:
+        elif moved:
             # Credentials go only where they were given for: asked for again.
             row.secrets = None
         await _check_reachable(row, settings)

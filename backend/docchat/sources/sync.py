@@ -175,8 +175,10 @@ def forget_cache(row: SourceRow, settings: Settings) -> None:
 
 async def check_addresses(row: SourceRow, settings: Settings) -> None:
     """Refuse (BadRequest) an address of the source on a network users may not reach, as URL
-    fetches do: at creation, and before every sync (a name may resolve elsewhere by then)."""
-    for address in (row.settings.get("endpoint_url"), row.settings.get("url")):
+    fetches do: at creation, and before every sync (a name may resolve elsewhere by then).
+    The addresses are the settings its kind declares so (`Connector.addresses`)."""
+    for name in SOURCES.get(row.kind).addresses:
+        address = row.settings.get(name)
         if address:
             await check_reachable_address(address, settings.url_fetch)
 

@@ -37,7 +37,7 @@ from docchat.config import UrlFetchSettings
 from docchat.documents.fetch import Fetched, NotThere, fetch
 from docchat.documents.storage import ByteSource, FileSource
 from docchat.kit.errors import DocchatError, PayloadTooLarge
-from docchat.sources.port import SourceError, SourceItem
+from docchat.sources.port import Connector, Setting, SettingType, SourceError, SourceItem
 
 AGENT = "docchat"
 MAX_CRAWL_DELAY = 10.0
@@ -392,3 +392,27 @@ class WebsiteSource:
 def _name(url: str) -> str:
     path = urlsplit(url).path.rstrip("/")
     return path.rsplit("/", 1)[-1] or urlsplit(url).netloc
+
+
+WEBSITE = Connector(
+    WebsiteSource.from_settings,
+    "Website",
+    (
+        Setting(
+            "url",
+            "Start page or sitemap",
+            help="the pages below its folder are taken",
+            placeholder="https://intranet.example.com/handbook/",
+            type=SettingType.url,
+            required=True,
+            address=True,
+        ),
+        Setting("max_pages", "At most pages", placeholder="200", type=SettingType.number),
+        Setting(
+            "path_prefix",
+            "Only pages below",
+            help="a path on the site; its folder when empty",
+            placeholder="/handbook/",
+        ),
+    ),
+)

@@ -1252,6 +1252,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sources/kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Kinds
+         * @description The kinds of source this installation has, each with the settings it takes (names,
+         *     labels, which are required, secret, or addresses): what a form for one shows.
+         */
+        get: operations["sources_kinds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sources/{source_id}": {
         parameters: {
             query?: never;
@@ -3158,6 +3179,44 @@ export interface components {
          * @enum {string}
          */
         Scope: "read" | "chat" | "upload" | "admin";
+        /** SettingRead */
+        SettingRead: {
+            /**
+             * Address
+             * @description An address the server connects to: refused on a private network
+             */
+            address: boolean;
+            /**
+             * Help
+             * @description A hint beside the label (may be empty)
+             */
+            help: string;
+            /**
+             * Label
+             * @description What a form calls it
+             */
+            label: string;
+            /** Name */
+            name: string;
+            /**
+             * Placeholder
+             * @description An example value (may be empty)
+             */
+            placeholder: string;
+            /** Required */
+            required: boolean;
+            /**
+             * Secret
+             * @description A credential: given in `secrets`, never returned
+             */
+            secret: boolean;
+            type: components["schemas"]["SettingType"];
+        };
+        /**
+         * SettingType
+         * @enum {string}
+         */
+        SettingType: "text" | "url" | "number";
         /**
          * SharedChat
          * @description A chat someone shared by link: what its readers see of it.
@@ -3271,19 +3330,23 @@ export interface components {
              * @description Minutes between syncs (omitted: SOURCES_DEFAULT_INTERVAL_MINUTES; null: only when asked)
              */
             interval_minutes?: number | null;
-            kind: components["schemas"]["SourceKind"];
+            /**
+             * Kind
+             * @description A kind of `GET /api/v1/sources/kinds`
+             */
+            kind: string;
             /** Name */
             name: string;
             /**
              * Secrets
-             * @description s3: `access_key_id`, `secret_access_key`; git: `token` (and `username` when the server wants one); stored encrypted, never returned
+             * @description The settings its kind declares secret (credentials); stored encrypted, never returned
              */
             secrets?: {
                 [key: string]: string;
             } | null;
             /**
              * Settings
-             * @description folder: `path`; s3: `bucket`, optional `prefix`, `endpoint_url`, `region`; git: `url`, optional `ref` (branch or tag, default main), `folder`; website: `url` (a start page, or a sitemap ending in .xml), optional `max_pages` (200), `path_prefix`
+             * @description The settings its kind declares that are no secret (`GET /api/v1/sources/kinds`)
              */
             settings?: {
                 [key: string]: string;
@@ -3306,11 +3369,17 @@ export interface components {
             /** Synced At */
             synced_at: string | null;
         };
-        /**
-         * SourceKind
-         * @enum {string}
-         */
-        SourceKind: "folder" | "s3" | "git" | "website";
+        /** SourceKindRead */
+        SourceKindRead: {
+            /** Administrators Only */
+            administrators_only: boolean;
+            /** Kind */
+            kind: string;
+            /** Label */
+            label: string;
+            /** Settings */
+            settings: components["schemas"]["SettingRead"][];
+        };
         /** SourceRead */
         SourceRead: {
             /**
@@ -3335,7 +3404,8 @@ export interface components {
             id: string;
             /** Interval Minutes */
             interval_minutes: number | null;
-            kind: components["schemas"]["SourceKind"];
+            /** Kind */
+            kind: string;
             /** Last Error */
             last_error: string | null;
             /** Last Finished At */
@@ -6395,6 +6465,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    sources_kinds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceKindRead"][];
                 };
             };
         };

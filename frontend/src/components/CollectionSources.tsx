@@ -5,7 +5,8 @@ import { queryClient } from "../api/queries";
 import { counted } from "../format";
 
 type Source = Schemas["SourceRead"];
-type Kind = Schemas["SourceKind"];
+type Kind = Schemas["SourceKindRead"];
+type Setting = Schemas["SettingRead"];
 
 const INTERVALS: { minutes: number | null; label: string }[] = [
   { minutes: 15, label: "every 15 minutes" },
@@ -14,26 +15,23 @@ const INTERVALS: { minutes: number | null; label: string }[] = [
   { minutes: null, label: "only when I ask" },
 ];
 
-const SETTINGS: Record<Kind, string[]> = {
-  folder: ["path"],
-  s3: ["bucket", "prefix", "endpoint_url", "region"],
-  git: ["url", "ref", "folder"],
-  website: ["url", "max_pages", "path_prefix"],
-};
-const SECRETS: Record<Kind, string[]> = {
-  folder: [],
-  s3: ["access_key_id", "secret_access_key"],
-  git: ["username", "token"],
-  website: [],
-};
+/** The kinds of source the server has, each with the settings its form shows. */
+function useSourceKinds(): Kind[] {
+  return (
+    useQuery({
+      queryKey: ["source-kinds"],
+      queryFn: async () => (await api.GET("/api/v1/sources/kinds")).data ?? [],
+      staleTime: Infinity,
+    }).data ?? []
+  );
+}
 
-/** Where a source's files come from, in a line. */
-function place(source: Source): string {
-  const settings = source.settings;
-  if (source.kind === "s3") return `s3://${settings.bucket}/${settings.prefix ?? ""}`;
-  if (source.kind === "website") return settings.url ?? "";
-  if (source.kind === "git") return `${settings.url} @ ${settings.ref ?? "main"}${settings.folder ? ` /${settings.folder}` : ""}`;
-  return settings.path ?? "";
+/** Where a source's files come from, in a line: its kind, then its settings in the kind's order. */
+function place(source: Source, kinds: Kind[]): string {
+  const kind = kinds.find((each) => each.kind === source.kind);
+  const names = kind ? kind.settings.map((setting) => setting.name) : Object.keys(source.settings);
+  const values = names.map((name) => source.settings[name]).filter(Boolean);
+  return `${kind?.label ?? source.kind}: ${values.join(" · ")}`;
 }
 
 function sourcesKey(collectionId: string) {
@@ -76,27 +74,47 @@ function FailedItems({ source }: { source: Source }) {
   );
 }
 
+/** One setting's field, drawn from its declaration: a credential is a password field. */
+function SettingField({ setting, value, onChange }: { setting: Setting; value: string; onChange(value: string): void }) {
+  const note = setting.help || (setting.required ? "" : "optional");
+  const type = setting.secret ? "password" : setting.type === "number" ? "number" : setting.type === "url" ? "url" : "text";
+  return (
+    <label className={setting.type === "number" ? undefined : "grow"}>
+      {setting.label} {note && <span className="muted small">({note})</span>}
+      <input
+        type={type}
+        required={setting.required}
+        min={setting.type === "number" ? 1 : undefined}
+        placeholder={setting.placeholder || undefined}
+        autoComplete={setting.secret ? "new-password" : "off"}
+        value={value}
+        onChange={(event) => onChange(event.target.value)}
+      />
+    </label>
+  );
+}
+
 function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; isAdmin: boolean; onAdded(): void }) {
-  const [kind, setKind] = useState<Kind>("s3");
+  const kinds = useSourceKinds().filter((each) => isAdmin || !each.administrators_only);
+  const [chosen, setKind] = useState<string | null>(null);
   const [name, setName] = useState("");
   const [fields, setFields] = useState<Record<string, string>>({});
   const [minutes, setMinutes] = useState<number | null>(60);
   const [error, setError] = useState<string | null>(null);
-  const field = (key: string) => ({
-    value: fields[key] ?? "",
-    onChange: (event: { target: { value: string } }) => setFields({ ...fields, [key]: event.target.value }),
-  });
+  const kind = kinds.find((each) => each.kind === chosen) ?? kinds[0];
+  const declared = kind?.settings ?? [];
 
   async function add(event: FormEvent) {
     event.preventDefault();
+    if (!kind) return;
     setError(null);
-    const settingNames = SETTINGS[kind];
-    const settings = Object.fromEntries(settingNames.filter((key) => fields[key]?.trim()).map((key) => [key, fields[key].trim()]));
-    const given = SECRETS[kind].filter((key) => fields[key]);
-    const secrets = given.length ? Object.fromEntries(given.map((key) => [key, fields[key]])) : null;
+    const given = (secret: boolean) =>
+      declared.filter((setting) => setting.secret === secret && fields[setting.name]?.trim()).map((setting) => [setting.name, secret ? fields[setting.name] : fields[setting.name].trim()]);
+    const settings = Object.fromEntries(given(false));
+    const secrets = given(true).length ? Object.fromEntries(given(true)) : null;
     const { error: failure } = await api.POST("/api/v1/collections/{collection_id}/sources", {
       params: { path: { collection_id: collectionId } },
-      body: { name, kind, settings, secrets, interval_minutes: minutes },
+      body: { name, kind: kind.kind, settings, secrets, interval_minutes: minutes },
     });
     if (failure) {
       setError(errorMessage(failure, "The source could not be added"));
@@ -107,16 +125,23 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
     onAdded();
   }
 
+  const fieldsOf = (secret: boolean) =>
+    declared
+      .filter((setting) => setting.secret === secret)
+      .map((setting) => (
+        <SettingField key={setting.name} setting={setting} value={fields[setting.name] ?? ""} onChange={(value) => setFields({ ...fields, [setting.name]: value })} />
+      ));
   return (
     <form className="stack" onSubmit={(event) => void add(event)} aria-label="Add a source">
       <div className="row wrap">
         <label>
           Kind
-          <select value={kind} onChange={(e) => setKind(e.target.value as Kind)}>
-            <option value="s3">S3 bucket</option>
-            <option value="git">Git repository</option>
-            <option value="website">Website</option>
-            {isAdmin && <option value="folder">Folder on the server</option>}
+          <select value={kind?.kind ?? ""} onChange={(e) => setKind(e.target.value)}>
+            {kinds.map((each) => (
+              <option key={each.kind} value={each.kind}>
+                {each.label}
+              </option>
+            ))}
           </select>
         </label>
         <label className="grow">
@@ -134,93 +159,15 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
           </select>
         </label>
       </div>
-      {kind === "folder" && (
-        <label>
-          Folder
-          <input required placeholder="/srv/shared/handbooks" {...field("path")} />
-        </label>
-      )}
-      {kind === "git" && (
-        <>
-          <div className="row wrap">
-            <label className="grow">
-              Repository address
-              <input type="url" required placeholder="https://git.example.com/team/handbook.git" {...field("url")} />
-            </label>
-            <label>
-              Branch or tag
-              <input placeholder="main" {...field("ref")} />
-            </label>
-            <label>
-              Folder in it <span className="muted small">(optional)</span>
-              <input placeholder="docs" {...field("folder")} />
-            </label>
-          </div>
-          <div className="row wrap">
-            <label>
-              User name <span className="muted small">(if the server wants one)</span>
-              <input autoComplete="off" {...field("username")} />
-            </label>
-            <label className="grow">
-              Access token <span className="muted small">(private repositories; stored encrypted, never shown again)</span>
-              <input type="password" autoComplete="new-password" {...field("token")} />
-            </label>
-          </div>
-        </>
-      )}
-      {kind === "website" && (
-        <div className="row wrap">
-          <label className="grow">
-            Start page or sitemap <span className="muted small">(the pages below its folder are taken)</span>
-            <input type="url" required placeholder="https://intranet.example.com/handbook/" {...field("url")} />
-          </label>
-          <label>
-            At most pages
-            <input type="number" min={1} placeholder="200" {...field("max_pages")} />
-          </label>
-        </div>
-      )}
-      {kind === "s3" && (
-        <>
-          <div className="row wrap">
-            <label className="grow">
-              Bucket
-              <input required placeholder="team-docs" {...field("bucket")} />
-            </label>
-            <label className="grow">
-              Prefix <span className="muted small">(optional)</span>
-              <input placeholder="wiki/" {...field("prefix")} />
-            </label>
-          </div>
-          <div className="row wrap">
-            <label className="grow">
-              Endpoint <span className="muted small">(MinIO and others; empty for AWS)</span>
-              <input type="url" placeholder="https://minio.example.com" {...field("endpoint_url")} />
-            </label>
-            <label>
-              Region
-              <input placeholder="us-east-1" {...field("region")} />
-            </label>
-          </div>
-          <div className="row wrap">
-            <label className="grow">
-              Access key ID
-              <input autoComplete="off" {...field("access_key_id")} />
-            </label>
-            <label className="grow">
-              Secret access key <span className="muted small">(stored encrypted, never shown again)</span>
-              <input type="password" autoComplete="new-password" {...field("secret_access_key")} />
-            </label>
-          </div>
-        </>
-      )}
+      <div className="row wrap">{fieldsOf(false)}</div>
+      {declared.some((setting) => setting.secret) && <div className="row wrap">{fieldsOf(true)}</div>}
       {error && (
         <p role="alert" className="error small">
           {error}
         </p>
       )}
       <div>
-        <button type="submit" className="primary">
+        <button type="submit" className="primary" disabled={!kind}>
           Add source
         </button>
       </div>
@@ -235,6 +182,7 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
   const [showFailed, setShowFailed] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const key = sourcesKey(collectionId);
+  const kinds = useSourceKinds();
   const sources =
     useQuery({
       queryKey: key,
@@ -293,7 +241,7 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
               <div className="row wrap">
                 <span className="grow">
                   <strong>{source.name}</strong>{" "}
-                  <span className="muted small">{place(source)}</span>
+                  <span className="muted small">{place(source, kinds)}</span>
                 </span>
                 <span className={`badge ${source.state}`}>{source.state}</span>
               </div>
