@@ -615,6 +615,17 @@ async def test_an_administrator_feeds_a_collection_from_a_server_folder(
 
     await admin.get_by_role("button", name="Add a source…").click()
     form = admin.get_by_role("form", name="Add a source")
+    # The form is drawn from the kinds the server declares: a Git repository's address is a
+    # required URL, its token a password field.
+    await form.get_by_label("Kind").select_option("git")
+    await expect(form.get_by_role("textbox", name="Repository address")).to_have_attribute(
+        "type", "url"
+    )
+    await expect(form.get_by_label("Access token")).to_have_attribute("type", "password")
+    await form.screenshot(path=str(SCREENSHOTS / "collection-sources-form.png"))
+    await admin.set_viewport_size({"width": 390, "height": 844})
+    await form.screenshot(path=str(SCREENSHOTS / "collection-sources-form-phone.png"))
+    await admin.set_viewport_size({"width": 1400, "height": 900})
     await form.get_by_label("Kind").select_option("folder")
     await form.get_by_role("textbox", name="Name").fill("HR share")
     await form.get_by_role("textbox", name="Folder").fill(str(folder))

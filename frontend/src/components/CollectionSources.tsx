@@ -80,7 +80,9 @@ function SettingField({ setting, value, onChange }: { setting: Setting; value: s
   const type = setting.secret ? "password" : setting.type === "number" ? "number" : setting.type === "url" ? "url" : "text";
   return (
     <label className={setting.type === "number" ? undefined : "grow"}>
-      {setting.label} {note && <span className="muted small">({note})</span>}
+      <span>
+        {setting.label} {note && <span className="muted small">({note})</span>}
+      </span>
       <input
         type={type}
         required={setting.required}
@@ -159,8 +161,8 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
           </select>
         </label>
       </div>
-      <div className="row wrap">{fieldsOf(false)}</div>
-      {declared.some((setting) => setting.secret) && <div className="row wrap">{fieldsOf(true)}</div>}
+      <div className="row wrap fields">{fieldsOf(false)}</div>
+      {declared.some((setting) => setting.secret) && <div className="row wrap fields">{fieldsOf(true)}</div>}
       {error && (
         <p role="alert" className="error small">
           {error}
