@@ -76,6 +76,7 @@ def test_moving_a_source_is_a_change_of_an_address_or_a_target(fake_kind: str) -
 def test_every_kind_declares_addresses_as_urls_and_no_secret_as_one(
     kind: str, connector: Connector
 ) -> None:
+    assert len(kind) <= 16, "a source's kind is kept in 16 characters (sources.kind)"
     names = [setting.name for setting in connector.settings]
     assert len(names) == len(set(names)), f"{kind} declares a setting twice"
     for setting in connector.settings:
