@@ -1,5 +1,7 @@
 import { useState, type FormEvent } from "react";
-import { api, errorMessage, type Message, type Schemas } from "../api/client";
+import { api, type Message, type Schemas } from "../api/client";
+import { latestFailure, unwrap, useWrite } from "../api/mutations";
+import { keys } from "../api/queries";
 
 type Rating = Schemas["Rating"];
 
@@ -64,39 +66,49 @@ export default function AnswerActions({ message, onRegenerate }: { message: Mess
     }
   }
 
-  async function rate(next: Rating, withComment: string | null) {
-    const { data, error } = await api.PUT(url, { params: { path }, body: { rating: next, comment: withComment } });
-    if (error || !data) {
-      setStatus(errorMessage(error, "The rating was not saved"));
-      return false;
-    }
-    setRating(data.rating);
-    setComment(data.comment ?? "");
-    setStatus(null);
-    return true;
-  }
+  // Ratings are what the administrators' review lists.
+  const rate = useWrite({
+    write: (body: Schemas["FeedbackWrite"]) => unwrap(api.PUT(url, { params: { path }, body }), "The rating was not saved"),
+    invalidates: [keys.admin],
+    onSuccess(saved) {
+      setRating(saved.rating);
+      setComment(saved.comment ?? "");
+    },
+  });
+  const unrate = useWrite({
+    write: () => unwrap(api.DELETE(url, { params: { path } }), "The rating was not removed"),
+    invalidates: [keys.admin],
+    onSuccess() {
+      setRating(null);
+      setComment("");
+      setCommenting(false);
+    },
+  });
+  const shown = latestFailure(rate, unrate) ?? status;
 
-  async function toggle(next: Rating) {
+  function toggle(next: Rating) {
+    setStatus(null);
     if (rating === next) {
-      const { error } = await api.DELETE(url, { params: { path } });
-      if (error) setStatus(errorMessage(error, "The rating was not removed"));
-      else {
-        setRating(null);
-        setComment("");
-        setCommenting(false);
-      }
+      unrate.mutate();
       return;
     }
     // A thumbs down asks what was wrong (optional); a thumbs up offers it.
-    if (await rate(next, comment || null)) setCommenting(next === "down");
+    rate.mutate({ rating: next, comment: comment || null }, { onSuccess: () => setCommenting(next === "down") });
   }
 
-  async function saveComment(event: FormEvent) {
+  function saveComment(event: FormEvent) {
     event.preventDefault();
-    if (rating && (await rate(rating, comment.trim() || null))) {
-      setCommenting(false);
-      setStatus("Thanks: your comment was saved");
-    }
+    if (!rating) return;
+    setStatus(null);
+    rate.mutate(
+      { rating, comment: comment.trim() || null },
+      {
+        onSuccess() {
+          setCommenting(false);
+          setStatus("Thanks: your comment was saved");
+        },
+      },
+    );
   }
 
   return (
@@ -109,10 +121,10 @@ export default function AnswerActions({ message, onRegenerate }: { message: Mess
           Regenerate
         </button>
       )}
-      <button className="icon" aria-pressed={rating === "up"} onClick={() => void toggle("up")} aria-label="Good answer">
+      <button className="icon" aria-pressed={rating === "up"} onClick={() => toggle("up")} aria-label="Good answer">
         <Thumb />
       </button>
-      <button className="icon" aria-pressed={rating === "down"} onClick={() => void toggle("down")} aria-label="Bad answer">
+      <button className="icon" aria-pressed={rating === "down"} onClick={() => toggle("down")} aria-label="Bad answer">
         <Thumb down />
       </button>
       {rating && !commenting && (
@@ -121,7 +133,7 @@ export default function AnswerActions({ message, onRegenerate }: { message: Mess
         </button>
       )}
       {commenting && (
-        <form className="feedback-form" onSubmit={(event) => void saveComment(event)}>
+        <form className="feedback-form" onSubmit={saveComment}>
           <label>
             {rating === "down" ? "What was wrong? (optional)" : "What was good? (optional)"}
             <textarea value={comment} maxLength={2000} rows={2} onChange={(event) => setComment(event.target.value)} />
@@ -133,9 +145,9 @@ export default function AnswerActions({ message, onRegenerate }: { message: Mess
           </button>
         </form>
       )}
-      {status && (
+      {shown && (
         <span role="status" className="muted small">
-          {status}
+          {shown}
         </span>
       )}
     </div>

@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from "react";
-import { api, errorMessage } from "../api/client";
-import { keys, queryClient, refreshChats, useCategories } from "../api/queries";
+import { api } from "../api/client";
+import { latestFailure, unwrap, useWrite } from "../api/mutations";
+import { keys, useCategories } from "../api/queries";
 import { useModalDialog } from "../dialogs";
 
 /** The user's categories, to add, rename and delete in place (a dialog; no browser prompt).
@@ -9,35 +10,39 @@ export default function Categories({ open, onClose }: { open: boolean; onClose()
   const dialog = useModalDialog(open);
   const [name, setName] = useState("");
   const [renaming, setRenaming] = useState<string | null>(null);
-  const [problem, setProblem] = useState<string | null>(null);
   const categories = useCategories();
+  // The chats show their category: they are read again with the categories, failed or not.
+  const changes = { invalidates: [keys.categories, keys.chats], invalidateOnError: true };
+  const create = useWrite({
+    write: (trimmed: string) => unwrap(api.POST("/api/v1/categories", { body: { name: trimmed } }), "The category could not be created"),
+    onSuccess: () => setName(""),
+    ...changes,
+  });
+  const update = useWrite({
+    write: ({ id, trimmed }: { id: string; trimmed: string }) =>
+      unwrap(
+        api.PATCH("/api/v1/categories/{category_id}", { params: { path: { category_id: id } }, body: { name: trimmed } }),
+        "The category could not be renamed",
+      ),
+    ...changes,
+  });
+  const destroy = useWrite({
+    write: (id: string) =>
+      unwrap(api.DELETE("/api/v1/categories/{category_id}", { params: { path: { category_id: id } } }), "The category could not be deleted"),
+    ...changes,
+  });
+  const problem = latestFailure(create, update, destroy);
 
-  async function changed(error: unknown, failure: string): Promise<boolean> {
-    setProblem(error ? errorMessage(error, failure) : null);
-    await queryClient.invalidateQueries({ queryKey: keys.categories });
-    void refreshChats();
-    return !error;
-  }
-
-  async function add(event: FormEvent) {
+  function add(event: FormEvent) {
     event.preventDefault();
     const trimmed = name.trim();
-    if (!trimmed) return;
-    const { error } = await api.POST("/api/v1/categories", { body: { name: trimmed } });
-    if (await changed(error, "The category could not be created")) setName("");
+    if (trimmed) create.mutate(trimmed);
   }
 
-  async function rename(id: string, before: string, text: string) {
+  function rename(id: string, before: string, text: string) {
     setRenaming(null);
     const trimmed = text.trim();
-    if (!trimmed || trimmed === before) return;
-    const { error } = await api.PATCH("/api/v1/categories/{category_id}", { params: { path: { category_id: id } }, body: { name: trimmed } });
-    await changed(error, "The category could not be renamed");
-  }
-
-  async function remove(id: string) {
-    const { error } = await api.DELETE("/api/v1/categories/{category_id}", { params: { path: { category_id: id } } });
-    await changed(error, "The category could not be deleted");
+    if (trimmed && trimmed !== before) update.mutate({ id, trimmed });
   }
 
   return (
@@ -58,9 +63,9 @@ export default function Categories({ open, onClose }: { open: boolean; onClose()
                 aria-label={`New name for ${category.name}`}
                 maxLength={100}
                 autoFocus
-                onBlur={(event) => void rename(category.id, category.name, event.currentTarget.value)}
+                onBlur={(event) => rename(category.id, category.name, event.currentTarget.value)}
                 onKeyDown={(event) => {
-                  if (event.key === "Enter") void rename(category.id, category.name, event.currentTarget.value);
+                  if (event.key === "Enter") rename(category.id, category.name, event.currentTarget.value);
                   if (event.key === "Escape") {
                     event.preventDefault(); // cancels the rename, not the dialog
                     setRenaming(null);
@@ -73,14 +78,14 @@ export default function Categories({ open, onClose }: { open: boolean; onClose()
             <button className="link small" onClick={() => setRenaming(category.id)} aria-label={`Rename ${category.name}`}>
               Rename
             </button>
-            <button className="link small danger-text" onClick={() => void remove(category.id)} aria-label={`Delete ${category.name}`}>
+            <button className="link small danger-text" onClick={() => destroy.mutate(category.id)} aria-label={`Delete ${category.name}`}>
               Delete
             </button>
           </li>
         ))}
         {!categories.length && <li className="muted">No categories yet.</li>}
       </ul>
-      <form className="row" onSubmit={(event) => void add(event)}>
+      <form className="row" onSubmit={add}>
         <label className="grow">
           <span className="sr-only">New category</span>
           <input value={name} onChange={(event) => setName(event.target.value)} placeholder="New category" maxLength={100} />

@@ -1,6 +1,7 @@
 import { forwardRef, useState } from "react";
-import { api, downloadChat, errorMessage, type ChatDetail } from "../api/client";
-import { refreshChats, useCategories } from "../api/queries";
+import { api, downloadChat, type ChatDetail, type Schemas } from "../api/client";
+import { latestFailure, unwrap, useWrite } from "../api/mutations";
+import { keys, useCategories } from "../api/queries";
 import ShareChat from "./ShareChat";
 
 interface Props {
@@ -15,46 +16,31 @@ interface Props {
  * search has them too. */
 const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ chat, onChanged, onDeleted }, title) {
   const [renaming, setRenaming] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
   const [sharing, setSharing] = useState(false);
   // Phones: the actions fold behind "⋯" so the conversation keeps the screen.
   const [menuOpen, setMenuOpen] = useState(false);
   const categories = useCategories();
 
-  async function change(
-    body: { title?: string; category_id?: string | null; pinned?: boolean; archived?: boolean },
-    failure: string,
-  ) {
-    const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });
-    setProblem(error ? errorMessage(error, failure) : null);
-    onChanged();
-    void refreshChats();
-  }
+  const update = useWrite({
+    write: ({ body, failure }: { body: Schemas["ChatUpdate"]; failure: string }) =>
+      unwrap(api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body }), failure),
+    invalidates: [keys.chats],
+    invalidateOnError: true,
+  });
+  const change = (body: Schemas["ChatUpdate"], failure: string) => update.mutate({ body, failure }, { onSettled: onChanged });
+  const exportChat = useWrite({ write: (format: "markdown" | "json") => downloadChat(chat.id, format) });
+  // Deleting asks nothing: it can be undone for a while (the server keeps the chat 30 days).
+  const destroy = useWrite({
+    write: () => unwrap(api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } }), "The chat could not be deleted"),
+    invalidates: [keys.chats],
+    onSuccess: () => onDeleted(chat),
+  });
+  const problem = latestFailure(update, exportChat, destroy);
 
-  async function rename(text: string) {
+  function rename(text: string) {
     setRenaming(false);
     const trimmed = text.trim();
-    if (trimmed && trimmed !== chat.title) await change({ title: trimmed }, "The chat could not be renamed");
-  }
-
-  async function save(format: "markdown" | "json") {
-    try {
-      await downloadChat(chat.id, format);
-      setProblem(null);
-    } catch (caught) {
-      setProblem(caught instanceof Error ? caught.message : "The chat could not be saved");
-    }
-  }
-
-  // Deleting asks nothing: it can be undone for a while (the server keeps the chat 30 days).
-  async function remove() {
-    const { error } = await api.DELETE("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } } });
-    if (error) {
-      setProblem(errorMessage(error, "The chat could not be deleted"));
-      return;
-    }
-    onDeleted(chat);
-    void refreshChats();
+    if (trimmed && trimmed !== chat.title) change({ title: trimmed }, "The chat could not be renamed");
   }
 
   return (
@@ -68,9 +54,9 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
           aria-label="New name of the chat"
           autoFocus
           onFocus={(event) => event.currentTarget.select()}
-          onBlur={(event) => void rename(event.currentTarget.value)}
+          onBlur={(event) => rename(event.currentTarget.value)}
           onKeyDown={(event) => {
-            if (event.key === "Enter") void rename(event.currentTarget.value);
+            if (event.key === "Enter") rename(event.currentTarget.value);
             if (event.key === "Escape") setRenaming(false);
           }}
         />
@@ -101,7 +87,7 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
           <select
             className="chat-category small"
             value={chat.category_id ?? ""}
-            onChange={(event) => void change({ category_id: event.target.value || null }, "The chat could not be moved")}
+            onChange={(event) => change({ category_id: event.target.value || null }, "The chat could not be moved")}
             aria-label="Category of this chat"
           >
             <option value="">No category</option>
@@ -115,14 +101,14 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
         <button
           className="link small"
           title="Pinned chats stay at the top of the list"
-          onClick={() => void change({ pinned: chat.pinned_at === null }, "The chat could not be pinned")}
+          onClick={() => change({ pinned: chat.pinned_at === null }, "The chat could not be pinned")}
         >
           {chat.pinned_at === null ? "Pin" : "Unpin"}
         </button>
         <button
           className="link small"
           title={chat.archived_at === null ? "Out of the list; a search still finds it" : "Back into the list"}
-          onClick={() => void change({ archived: chat.archived_at === null }, "The chat could not be archived")}
+          onClick={() => change({ archived: chat.archived_at === null }, "The chat could not be archived")}
         >
           {chat.archived_at === null ? "Archive" : "Unarchive"}
         </button>
@@ -132,15 +118,15 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
         </button>
         <span className="small muted">
           Save as{" "}
-          <button className="link" onClick={() => void save("markdown")} aria-label="Save this chat as Markdown">
+          <button className="link" onClick={() => exportChat.mutate("markdown")} aria-label="Save this chat as Markdown">
             Markdown
           </button>{" "}
           ·{" "}
-          <button className="link" onClick={() => void save("json")} aria-label="Save this chat as JSON">
+          <button className="link" onClick={() => exportChat.mutate("json")} aria-label="Save this chat as JSON">
             JSON
           </button>
         </span>
-        <button className="link small danger-text" onClick={() => void remove()}>
+        <button className="link small danger-text" onClick={() => destroy.mutate()}>
           Delete
         </button>
       </div>

@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
 import { keys } from "../api/queries";
-import { api, errorMessage, type Schemas } from "../api/client";
+import { api, type Schemas } from "../api/client";
+import { failureText, unwrap, useWrite } from "../api/mutations";
 
 type Defaults = Schemas["AnswerDefaults"];
 type Chat = Schemas["ChatDetail"];
@@ -18,13 +18,12 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
       staleTime: 5 * 60_000,
       queryFn: async () => (await api.GET("/api/v1/chats/answer-settings")).data ?? null,
     }).data ?? null;
-  const [problem, setProblem] = useState<string | null>(null);
-
-  async function change(body: Schemas["ChatUpdate"]) {
-    const { error } = await api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body });
-    setProblem(error ? errorMessage(error, "The setting was not saved") : null);
-    onChanged();
-  }
+  const save = useWrite({
+    write: (body: Schemas["ChatUpdate"]) =>
+      unwrap(api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body }), "The setting was not saved"),
+  });
+  const problem = save.error ? failureText(save.error) : null;
+  const change = (body: Schemas["ChatUpdate"]) => save.mutate(body, { onSettled: onChanged });
 
   if (!defaults) return null;
   const strictValue = chat.strict == null ? "" : chat.strict ? "strict" : "open";
@@ -34,7 +33,7 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
       <div className="chat-settings-body">
         <label>
           Model
-          <select aria-label="Chat model" value={chat.model ?? ""} onChange={(event) => void change({ model: event.target.value || null })}>
+          <select aria-label="Chat model" value={chat.model ?? ""} onChange={(event) => change({ model: event.target.value || null })}>
             <option value="">Default ({defaults.model})</option>
             {defaults.models.map((name) => (
               <option key={name} value={name}>
@@ -48,7 +47,7 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
           <select
             aria-label="Chat answers"
             value={strictValue}
-            onChange={(event) => void change({ strict: event.target.value === "" ? null : event.target.value === "strict" })}
+            onChange={(event) => change({ strict: event.target.value === "" ? null : event.target.value === "strict" })}
           >
             <option value="">Default ({defaults.strict ? "documents only" : "general answers allowed"})</option>
             <option value="strict">Documents only: no citation, no answer</option>
@@ -60,7 +59,7 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
           <select
             aria-label="Chat history"
             value={chat.history_pairs ?? ""}
-            onChange={(event) => void change({ history_pairs: event.target.value === "" ? null : Number(event.target.value) })}
+            onChange={(event) => change({ history_pairs: event.target.value === "" ? null : Number(event.target.value) })}
           >
             <option value="">Default (last {defaults.history_pairs} exchanges)</option>
             {historyChoices(defaults.history_pairs_limit, chat.history_pairs).map((pairs) => (

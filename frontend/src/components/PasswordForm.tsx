@@ -1,32 +1,29 @@
 import { useState, type FormEvent } from "react";
-import { api, errorMessage, replaceTokens } from "../api/client";
+import { api, replaceTokens } from "../api/client";
+import { failureText, unwrap, useWrite } from "../api/mutations";
 
 /** Change the password; the server ends every other session and returns new tokens for this one. */
 export default function PasswordForm({ onChanged, currentLabel = "Current password" }: { onChanged: () => void; currentLabel?: string }) {
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [done, setDone] = useState(false);
-  const [busy, setBusy] = useState(false);
+  const change = useWrite({
+    write: () =>
+      unwrap(
+        api.POST("/api/v1/users/me/password", { body: { current_password: current, new_password: next } }),
+        "The password could not be changed",
+      ),
+    onSuccess(tokens) {
+      replaceTokens(tokens);
+      setCurrent("");
+      setNext("");
+      onChanged();
+    },
+  });
+  const error = change.error ? failureText(change.error) : null;
 
-  async function submit(event: FormEvent) {
+  function submit(event: FormEvent) {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    setDone(false);
-    const { data, error: failure } = await api.POST("/api/v1/users/me/password", {
-      body: { current_password: current, new_password: next },
-    });
-    setBusy(false);
-    if (!data) {
-      setError(errorMessage(failure, "The password could not be changed"));
-      return;
-    }
-    replaceTokens(data);
-    setCurrent("");
-    setNext("");
-    setDone(true);
-    onChanged();
+    change.mutate();
   }
 
   return (
@@ -44,8 +41,8 @@ export default function PasswordForm({ onChanged, currentLabel = "Current passwo
           {error}
         </p>
       )}
-      {done && <p role="status">Password changed. Other sessions of your account have been signed out.</p>}
-      <button type="submit" className="primary" disabled={busy}>
+      {change.isSuccess && <p role="status">Password changed. Other sessions of your account have been signed out.</p>}
+      <button type="submit" className="primary" disabled={change.isPending}>
         Change password
       </button>
     </form>

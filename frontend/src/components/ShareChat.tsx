@@ -1,6 +1,7 @@
 import { useState } from "react";
-import { api, errorMessage, type ChatDetail } from "../api/client";
-import { refreshChats } from "../api/queries";
+import { api, type ChatDetail } from "../api/client";
+import { latestFailure, unwrap, useWrite } from "../api/mutations";
+import { keys } from "../api/queries";
 import { useModalDialog } from "../dialogs";
 import { longDate } from "../format";
 import { routePath } from "../routes";
@@ -9,23 +10,28 @@ import { routePath } from "../routes";
  * copy it, bring it up to date with what was asked since, or turn it off. */
 export default function ShareChat({ chat, open, onClose, onChanged }: { chat: ChatDetail; open: boolean; onClose(): void; onChanged(): void }) {
   const dialog = useModalDialog(open);
-  const [problem, setProblem] = useState<string | null>(null);
+  const [copyFailed, setCopyFailed] = useState(false);
   const [copied, setCopied] = useState(false);
   const link = chat.share_id ? `${window.location.origin}${routePath({ page: "shared", shareId: chat.share_id })}` : null;
 
-  async function share() {
-    const { error } = await api.PUT("/api/v1/chats/{chat_id}/share", { params: { path: { chat_id: chat.id } } });
-    setProblem(error ? errorMessage(error, "The link could not be made") : null);
-    setCopied(false);
-    onChanged();
-    void refreshChats();
-  }
+  const path = { chat_id: chat.id };
+  // Either way the chat is read again: its link is what the server now has.
+  const share = useWrite({
+    write: () => unwrap(api.PUT("/api/v1/chats/{chat_id}/share", { params: { path } }), "The link could not be made"),
+    invalidates: [keys.chats],
+    invalidateOnError: true,
+  });
+  const unshare = useWrite({
+    write: () => unwrap(api.DELETE("/api/v1/chats/{chat_id}/share", { params: { path } }), "The link could not be turned off"),
+    invalidates: [keys.chats],
+    invalidateOnError: true,
+  });
+  const problem = copyFailed ? "The link could not be copied: select it and copy it yourself" : latestFailure(share, unshare);
 
-  async function unshare() {
-    const { error } = await api.DELETE("/api/v1/chats/{chat_id}/share", { params: { path: { chat_id: chat.id } } });
-    setProblem(error ? errorMessage(error, "The link could not be turned off") : null);
-    onChanged();
-    void refreshChats();
+  function change(write: typeof share | typeof unshare) {
+    setCopyFailed(false);
+    setCopied(false);
+    write.mutate(undefined, { onSettled: onChanged });
   }
 
   async function copy() {
@@ -34,7 +40,7 @@ export default function ShareChat({ chat, open, onClose, onChanged }: { chat: Ch
       await navigator.clipboard.writeText(link);
       setCopied(true);
     } catch {
-      setProblem("The link could not be copied: select it and copy it yourself");
+      setCopyFailed(true);
     }
   }
 
@@ -62,14 +68,14 @@ export default function ShareChat({ chat, open, onClose, onChanged }: { chat: Ch
             <button className="primary" onClick={() => void copy()}>
               {copied ? "Copied" : "Copy link"}
             </button>
-            <button onClick={() => void share()}>Update link</button>
-            <button className="danger-text" onClick={() => void unshare()}>
+            <button onClick={() => change(share)}>Update link</button>
+            <button className="danger-text" onClick={() => change(unshare)}>
               Stop sharing
             </button>
           </div>
         </>
       ) : (
-        <button className="primary" onClick={() => void share()}>
+        <button className="primary" onClick={() => change(share)}>
           Create link
         </button>
       )}

@@ -1,7 +1,8 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { api, errorMessage, type Schemas } from "../api/client";
-import { keys, queryClient } from "../api/queries";
+import { api, type Schemas } from "../api/client";
+import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
+import { keys } from "../api/queries";
 import { useModalDialog } from "../dialogs";
 import { counted } from "../format";
 import Pager from "./Pager";
@@ -60,8 +61,6 @@ function DeleteUser({ user, onClose, onDeleted }: { user: AdminUser; onClose(): 
   const dialog = useModalDialog(true);
   const [choice, setChoice] = useState<"transfer" | "delete">("transfer");
   const [heir, setHeir] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [working, setWorking] = useState(false);
   const plan = useQuery({
     queryKey: [...ADMIN_USERS, user.id, "deletion"],
     queryFn: async () =>
@@ -74,26 +73,25 @@ function DeleteUser({ user, onClose, onDeleted }: { user: AdminUser; onClose(): 
     return data?.items.find((candidate) => candidate.email.toLowerCase() === heir.trim().toLowerCase())?.id ?? null;
   }
 
-  async function remove(event: FormEvent) {
+  const destroy = useWrite({
+    async write() {
+      let query: { others_documents?: "transfer" | "delete"; transfer_to?: string } = {};
+      if (reliedOn > 0 && choice === "transfer") {
+        const id = await heirId();
+        if (!id) throw new Error(`No active account has the email ${heir.trim() || "given"}`);
+        query = { others_documents: "transfer", transfer_to: id };
+      } else if (reliedOn > 0) query = { others_documents: "delete" };
+      await unwrap(api.DELETE("/api/v1/admin/users/{user_id}", { params: { path: { user_id: user.id }, query } }), "The account could not be deleted");
+    },
+    invalidates: [keys.admin],
+    onSuccess: onDeleted,
+  });
+  const error = destroy.error ? failureText(destroy.error) : null;
+  const working = destroy.isPending;
+
+  function remove(event: FormEvent) {
     event.preventDefault();
-    setError(null);
-    setWorking(true);
-    let query: { others_documents?: "transfer" | "delete"; transfer_to?: string } = {};
-    if (reliedOn > 0 && choice === "transfer") {
-      const id = await heirId();
-      if (!id) {
-        setWorking(false);
-        setError(`No active account has the email ${heir.trim() || "given"}`);
-        return;
-      }
-      query = { others_documents: "transfer", transfer_to: id };
-    } else if (reliedOn > 0) query = { others_documents: "delete" };
-    const { error: failure } = await api.DELETE("/api/v1/admin/users/{user_id}", {
-      params: { path: { user_id: user.id }, query },
-    });
-    setWorking(false);
-    if (failure) setError(errorMessage(failure, "The account could not be deleted"));
-    else onDeleted();
+    destroy.mutate();
   }
 
   return (
@@ -170,7 +168,6 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<Role>("user");
   const [handover, setHandover] = useState<{ email: string; password: string } | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<AdminUser | null>(null);
 
@@ -185,35 +182,38 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
   const users: AdminUser[] = data?.items ?? [];
   const total = data?.total ?? 0;
   // A change here shows at once in the users, the usage totals and the audit log.
-  const load = () => queryClient.invalidateQueries({ queryKey: keys.admin });
+  const changes = { invalidates: [keys.admin] };
+  const add = useWrite({
+    write: () =>
+      unwrap(api.POST("/api/v1/admin/users", { body: { email, role, display_name: "", must_change_password: true } }), "The user could not be added"),
+    onSuccess(created) {
+      setHandover({ email: created.email, password: created.temporary_password ?? "" });
+      setEmail("");
+    },
+    ...changes,
+  });
+  // A refused change is read again too: the row shows what the server kept.
+  const update = useWrite({
+    write: ({ user, body }: { user: AdminUser; body: Schemas["AdminUserUpdate"] }) =>
+      unwrap(api.PATCH("/api/v1/admin/users/{user_id}", { params: { path: { user_id: user.id } }, body }), "The change was refused"),
+    invalidateOnError: true,
+    ...changes,
+  });
+  const reset = useWrite({
+    write: (user: AdminUser) =>
+      unwrap(api.POST("/api/v1/admin/users/{user_id}/reset-password", { params: { path: { user_id: user.id } } }), "The password could not be reset"),
+    onSuccess: (done, user) => setHandover({ email: user.email, password: done.temporary_password }),
+    ...changes,
+  });
+  const error = latestFailure(add, update, reset);
 
-  async function create(event: FormEvent) {
+  function create(event: FormEvent) {
     event.preventDefault();
-    setError(null);
-    const { data, error: failure } = await api.POST("/api/v1/admin/users", { body: { email, role, display_name: "", must_change_password: true } });
-    if (!data) {
-      setError(errorMessage(failure, "The user could not be added"));
-      return;
-    }
-    setHandover({ email: data.email, password: data.temporary_password ?? "" });
-    setEmail("");
-    await load();
+    add.mutate();
   }
 
-  async function update(user: AdminUser, body: Schemas["AdminUserUpdate"]) {
-    setError(null);
-    const { error: failure } = await api.PATCH("/api/v1/admin/users/{user_id}", { params: { path: { user_id: user.id } }, body });
-    if (failure) setError(errorMessage(failure, "The change was refused"));
-    await load();
-  }
-
-  async function resetPassword(user: AdminUser) {
-    if (!window.confirm(`Reset the password of ${user.email}? Their sessions end now.`)) return;
-    const { data, error: failure } = await api.POST("/api/v1/admin/users/{user_id}/reset-password", { params: { path: { user_id: user.id } } });
-    if (data) {
-      setHandover({ email: user.email, password: data.temporary_password });
-      void load();
-    } else setError(errorMessage(failure, "The password could not be reset"));
+  function resetPassword(user: AdminUser) {
+    if (window.confirm(`Reset the password of ${user.email}? Their sessions end now.`)) reset.mutate(user);
   }
 
   return (
@@ -277,7 +277,7 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
                   {user.must_change_password && <span className="muted"> (temporary password)</span>}
                 </td>
                 <td>
-                  <select aria-label={`Role of ${user.email}`} value={user.role} onChange={(e) => void update(user, { role: e.target.value as Role })}>
+                  <select aria-label={`Role of ${user.email}`} value={user.role} onChange={(e) => update.mutate({ user, body: { role: e.target.value as Role } })}>
                     <option value="user">user</option>
                     <option value="admin">admin</option>
                   </select>
@@ -299,7 +299,7 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
                       onCancel={() => setEditing(null)}
                       onSave={(body) => {
                         setEditing(null);
-                        void update(user, body);
+                        update.mutate({ user, body });
                       }}
                     />
                   ) : (
@@ -313,11 +313,11 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
                 </td>
                 <td className="row">
                   {user.id !== currentUserId && (
-                    <button type="button" onClick={() => void update(user, { is_active: !user.is_active })}>
+                    <button type="button" onClick={() => update.mutate({ user, body: { is_active: !user.is_active } })}>
                       {user.is_active ? "Deactivate" : "Reactivate"}
                     </button>
                   )}
-                  <button type="button" onClick={() => void resetPassword(user)}>
+                  <button type="button" onClick={() => resetPassword(user)}>
                     Reset password
                   </button>
                   {user.id !== currentUserId && (
@@ -336,10 +336,7 @@ export default function UsersAdmin({ currentUserId }: { currentUserId: string })
         <DeleteUser
           user={deleting}
           onClose={() => setDeleting(null)}
-          onDeleted={() => {
-            setDeleting(null);
-            void load();
-          }}
+          onDeleted={() => setDeleting(null)}
         />
       )}
     </>

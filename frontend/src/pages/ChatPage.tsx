@@ -1,6 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, type ChatDetail, type Source } from "../api/client";
+import { unwrap, useWrite } from "../api/mutations";
 import { keys, queryClient, refreshChats, useCollections } from "../api/queries";
 import ChatHeader from "../components/ChatHeader";
 import ChatList from "../components/ChatList";
@@ -86,15 +87,23 @@ export default function ChatPage({ chatId, navigate }: Props) {
     return () => window.clearTimeout(timer);
   }, [deleted]);
 
-  async function undoDelete() {
+  const restore = useWrite({
+    write: async (chat: ChatDetail) => {
+      try {
+        await unwrap(api.POST("/api/v1/chats/{chat_id}/restore", { params: { path: { chat_id: chat.id } } }), "The chat could not be restored");
+      } finally {
+        // Read while it was deleted, its detail said "missing": forgotten, it is read afresh.
+        queryClient.removeQueries({ queryKey: keys.chat(chat.id) });
+      }
+    },
+    invalidates: [keys.chats],
+    invalidateOnError: true,
+    onSuccess: (_, chat) => openChat(chat.id),
+  });
+  function undoDelete() {
     if (!deleted) return;
-    const chat = deleted;
     setDeleted(null);
-    const { error } = await api.POST("/api/v1/chats/{chat_id}/restore", { params: { path: { chat_id: chat.id } } });
-    // Read while it was deleted, its detail said "missing": forgotten, it is read afresh.
-    queryClient.removeQueries({ queryKey: keys.chat(chat.id) });
-    if (!error) openChat(chat.id);
-    void refreshChats();
+    restore.mutate(deleted);
   }
 
   if (shown.chatId !== chatId) {
@@ -138,19 +147,24 @@ export default function ChatPage({ chatId, navigate }: Props) {
     setPanelOpen(true);
   }
 
-  async function unlinkDocument(documentId: string) {
-    if (!chatId) return;
-    await api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: documentId } } });
-    await loadDetail();
-  }
-
-  async function unlinkCollection(collectionId: string) {
-    if (!chatId) return;
-    await api.DELETE("/api/v1/chats/{chat_id}/collections/{collection_id}", {
-      params: { path: { chat_id: chatId, collection_id: collectionId } },
-    });
-    await loadDetail();
-  }
+  // The chat's links are what the server has afterwards, whether or not the unlink went through.
+  const unlinks = { invalidates: [keys.chat(chatId ?? "")], invalidateOnError: true };
+  const unlinkDocument = useWrite({
+    write: (documentId: string) =>
+      unwrap(
+        api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId ?? "", document_id: documentId } } }),
+        "The document could not be removed from this chat",
+      ),
+    ...unlinks,
+  });
+  const unlinkCollection = useWrite({
+    write: (collectionId: string) =>
+      unwrap(
+        api.DELETE("/api/v1/chats/{chat_id}/collections/{collection_id}", { params: { path: { chat_id: chatId ?? "", collection_id: collectionId } } }),
+        "The collection could not be removed from this chat",
+      ),
+    ...unlinks,
+  });
 
   const linkedCollections = (detail?.collection_ids ?? []).map((id) => ({
     id,
@@ -197,8 +211,8 @@ export default function ChatPage({ chatId, navigate }: Props) {
               <ChatScope
                 documents={(detail?.documents ?? []).map((document) => ({ id: document.id, name: document.filename }))}
                 collections={linkedCollections}
-                onUnlinkDocument={(id) => void unlinkDocument(id)}
-                onUnlinkCollection={(id) => void unlinkCollection(id)}
+                onUnlinkDocument={(id) => chatId && unlinkDocument.mutate(id)}
+                onUnlinkCollection={(id) => chatId && unlinkCollection.mutate(id)}
                 onChoose={chooseDocuments}
               />
               {detail && <ChatSettings chat={detail} onChanged={() => void loadDetail()} />}
@@ -210,7 +224,7 @@ export default function ChatPage({ chatId, navigate }: Props) {
           ) : deleted ? (
             <p role="status" className="undo-bar small">
               Deleted “{deleted.title}”.{" "}
-              <button className="link" onClick={() => void undoDelete()}>
+              <button className="link" onClick={undoDelete}>
                 Undo
               </button>
             </p>
