@@ -1,6 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { api, downloadMyData, errorMessage, logout, type Schemas, type User } from "../api/client";
+import { api, downloadMyData, logout, type Schemas, type User } from "../api/client";
+import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
 import { keys, queryClient, useUsage } from "../api/queries";
 import PasswordForm from "../components/PasswordForm";
 import ThemePicker from "../components/ThemePicker";
@@ -46,33 +47,34 @@ function ApiKeys({ user }: { user: User }) {
   const [scopes, setScopes] = useState<Scope[]>(["read", "chat"]);
   const [expires, setExpires] = useState("");
   const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
 
   const listed =
     useQuery({
       queryKey: keys.apiKeys,
       queryFn: async () => (await api.GET("/api/v1/api-keys")).data ?? [],
     }).data ?? [];
-  const load = () => queryClient.invalidateQueries({ queryKey: keys.apiKeys });
+  const add = useWrite({
+    write: (expires_at: string | null) => unwrap(api.POST("/api/v1/api-keys", { body: { name, scopes, expires_at } }), "The key could not be created"),
+    invalidates: [keys.apiKeys],
+    onSuccess(created) {
+      setSecret(created.secret);
+      setName("");
+    },
+  });
+  const revoke = useWrite({
+    write: (key: ApiKey) => unwrap(api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: key.id } } }), "The key could not be revoked"),
+    invalidates: [keys.apiKeys],
+    invalidateOnError: true,
+  });
+  const error = latestFailure(add, revoke);
 
-  async function create(event: FormEvent) {
+  function create(event: FormEvent) {
     event.preventDefault();
-    setError(null);
-    const expires_at = expires ? new Date(`${expires}T23:59:59`).toISOString() : null;
-    const { data, error: failure } = await api.POST("/api/v1/api-keys", { body: { name, scopes, expires_at } });
-    if (!data) {
-      setError(errorMessage(failure, "The key could not be created"));
-      return;
-    }
-    setSecret(data.secret);
-    setName("");
-    await load();
+    add.mutate(expires ? new Date(`${expires}T23:59:59`).toISOString() : null);
   }
 
-  async function revoke(key: ApiKey) {
-    if (!window.confirm(`Revoke “${key.name}”? Programs using it stop working at once.`)) return;
-    await api.DELETE("/api/v1/api-keys/{key_id}", { params: { path: { key_id: key.id } } });
-    await load();
+  function confirmRevoke(key: ApiKey) {
+    if (window.confirm(`Revoke “${key.name}”? Programs using it stop working at once.`)) revoke.mutate(key);
   }
 
   const offered = SCOPES.filter(({ scope }) => scope !== "admin" || user.role === "admin");
@@ -152,7 +154,7 @@ function ApiKeys({ user }: { user: User }) {
                 <td>{keyState(key)}</td>
                 <td>
                   {!key.revoked_at && (
-                    <button type="button" onClick={() => void revoke(key)} aria-label={`Revoke ${key.name}`}>
+                    <button type="button" onClick={() => confirmRevoke(key)} aria-label={`Revoke ${key.name}`}>
                       Revoke
                     </button>
                   )}
@@ -174,26 +176,17 @@ function ApiKeys({ user }: { user: User }) {
 }
 
 function MyData() {
-  const [state, setState] = useState<"idle" | "working" | "failed">("idle");
-  async function fetchAll() {
-    setState("working");
-    try {
-      await downloadMyData();
-      setState("idle");
-    } catch {
-      setState("failed");
-    }
-  }
+  const fetchAll = useWrite({ write: downloadMyData });
   return (
     <>
       <p className="muted">
         One zip file with your documents, every chat with its sources, the collections you own, your API keys' names
         and what the audit log records about you.
       </p>
-      <button type="button" onClick={() => void fetchAll()} disabled={state === "working"}>
-        {state === "working" ? "Preparing…" : "Download everything"}
+      <button type="button" onClick={() => fetchAll.mutate()} disabled={fetchAll.isPending}>
+        {fetchAll.isPending ? "Preparing…" : "Download everything"}
       </button>
-      {state === "failed" && <p role="alert">Your data could not be downloaded. Try again.</p>}
+      {fetchAll.isError && <p role="alert">Your data could not be downloaded. Try again.</p>}
     </>
   );
 }
@@ -206,40 +199,37 @@ function DeleteAccount({ user }: { user: User }) {
   const [open, setOpen] = useState(false);
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [working, setWorking] = useState(false);
   const dialog = useModalDialog(open);
   const plan = useQuery({
     queryKey: DELETION_PLAN,
     queryFn: async () => (await api.GET("/api/v1/users/me/deletion")).data ?? null,
   }).data;
+  const request = useWrite({
+    write: () =>
+      unwrap(api.POST("/api/v1/users/me/deletion", { body: { confirm_email: email, password: password || null } }), "Your account could not be deleted"),
+    onSuccess(outcome) {
+      if (outcome.status === "deleted") {
+        logout();
+        return;
+      }
+      setOpen(false);
+      // Only then: after a logout there is no plan to read.
+      void queryClient.invalidateQueries({ queryKey: DELETION_PLAN });
+    },
+  });
+  const takeBack = useWrite({
+    write: () => unwrap(api.DELETE("/api/v1/users/me/deletion"), "Your request could not be taken back"),
+    invalidates: [DELETION_PLAN],
+    invalidateOnError: true,
+  });
   if (!plan) return null;
   const reliedOn = plan.relied_on_documents.length + plan.relied_on_collections.length;
-  const refresh = () => queryClient.invalidateQueries({ queryKey: DELETION_PLAN });
+  const error = request.error ? failureText(request.error) : null;
+  const working = request.isPending;
 
-  async function confirm(event: FormEvent) {
+  function confirm(event: FormEvent) {
     event.preventDefault();
-    setError(null);
-    setWorking(true);
-    const { data, error: failure } = await api.POST("/api/v1/users/me/deletion", {
-      body: { confirm_email: email, password: password || null },
-    });
-    setWorking(false);
-    if (!data) {
-      setError(errorMessage(failure, "Your account could not be deleted"));
-      return;
-    }
-    if (data.status === "deleted") {
-      logout();
-      return;
-    }
-    setOpen(false);
-    await refresh();
-  }
-
-  async function cancel() {
-    await api.DELETE("/api/v1/users/me/deletion");
-    await refresh();
+    request.mutate();
   }
 
   if (plan.deletion_requested_at) {
@@ -250,9 +240,14 @@ function DeleteAccount({ user }: { user: User }) {
           {reliedOn.toLocaleString()} of your documents or collections, so an administrator decides what happens to them,
           then deletes it. Until then everything works as before.
         </p>
-        <button type="button" onClick={() => void cancel()}>
+        <button type="button" onClick={() => takeBack.mutate()}>
           Keep my account
         </button>
+        {takeBack.error && (
+          <p role="alert" className="error small">
+            {failureText(takeBack.error)}
+          </p>
+        )}
       </div>
     );
   }
@@ -270,11 +265,11 @@ function DeleteAccount({ user }: { user: User }) {
           : an administrator will decide whether a colleague takes them over, and your account stays until then.
         </p>
       )}
-      <button type="button" className="danger" onClick={() => { setError(null); setOpen(true); }}>
+      <button type="button" className="danger" onClick={() => { request.reset(); setOpen(true); }}>
         Delete account…
       </button>
       <dialog ref={dialog} aria-labelledby="delete-account-title" onClose={() => setOpen(false)}>
-        <form onSubmit={(event) => void confirm(event)} className="stack">
+        <form onSubmit={confirm} className="stack">
           <h2 id="delete-account-title">Delete your account?</h2>
           <p className="small">
             {reliedOn > 0

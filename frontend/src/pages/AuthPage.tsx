@@ -1,14 +1,13 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, login, register } from "../api/client";
+import { failureText, useWrite } from "../api/mutations";
 import { keys } from "../api/queries";
 
 export default function AuthPage({ notice = null, onAuthenticated }: { notice?: string | null; onAuthenticated: () => Promise<void> }) {
   const [mode, setMode] = useState<"login" | "register">("login");
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   // With a company directory, people log in with their directory name as well as an e-mail;
   // with sign-up closed, it is not offered. Until the server says, an open e-mail login.
   const { data: methods } = useQuery({
@@ -25,18 +24,18 @@ export default function AuthPage({ notice = null, onAuthenticated }: { notice?: 
   const formShown = passwords || showForm;
   const returnTo = window.location.pathname + window.location.search;
 
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+  const signIn = useWrite({
+    async write() {
       await (mode === "login" ? login(email, password) : register(email, password));
       await onAuthenticated();
-    } catch (caught) {
-      setError(caught instanceof Error ? caught.message : "Something went wrong");
-    } finally {
-      setBusy(false);
-    }
+    },
+  });
+  const error = signIn.error ? failureText(signIn.error, "Something went wrong") : null;
+  const busy = signIn.isPending;
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    signIn.mutate();
   }
 
   return (
