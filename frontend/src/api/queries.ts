@@ -43,6 +43,12 @@ export function refreshChats(): Promise<void> {
   return queryClient.invalidateQueries({ queryKey: keys.chats });
 }
 
+/** After a change to a collection (its documents, members, sources): the collections, each
+ * one's detail and the invitations are read again. */
+export function refreshCollections(): Promise<void> {
+  return queryClient.invalidateQueries({ queryKey: keys.collections });
+}
+
 /** After an upload or a change to a document: every document list (and the storage used)
  * is read again. */
 export async function refreshDocuments(): Promise<void> {

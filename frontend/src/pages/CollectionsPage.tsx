@@ -1,7 +1,8 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
-import { keys, queryClient, refreshDocuments, useCollections, useInvitations } from "../api/queries";
+import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
+import { keys, refreshCollections, useCollections, useInvitations } from "../api/queries";
 import CollectionSources from "../components/CollectionSources";
 
 type Collection = Schemas["CollectionRead"];
@@ -49,10 +50,15 @@ function AddDocuments({ documents, onAdd }: { documents: DocumentInfo[]; onAdd(i
   );
 }
 
-function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collection: Collection; onChanged: () => void; userId: string; isAdmin: boolean }) {
+/** A change to a collection: the request, and what to say when it is refused without a reason. */
+interface Change {
+  send(): Promise<{ data?: unknown; error?: unknown; response: Response }>;
+  failure: string;
+}
+
+function CollectionDetail({ collection, userId, isAdmin }: { collection: Collection; userId: string; isAdmin: boolean }) {
   const [who, setWho] = useState("");
   const [role, setRole] = useState<Role>("viewer");
-  const [error, setError] = useState<string | null>(null);
   const path = { collection_id: collection.id };
   const canEdit = collection.role !== "viewer";
   const isOwner = collection.role === "owner" && !collection.builtin;
@@ -81,33 +87,28 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
       queryKey: keys.groups,
       queryFn: async () => (await api.GET("/api/v1/groups", { params: { query: { limit: 100 } } })).data?.items ?? [],
     }).data ?? [];
-  const load = () => queryClient.invalidateQueries({ queryKey: keys.collection(collection.id) });
-
-  async function run(action: Promise<{ error?: unknown }>, fallback: string) {
-    setError(null);
-    const { error: failure } = await action;
-    if (failure) setError(errorMessage(failure, fallback));
-    await load();
-    onChanged();
-  }
-
+  // The collections (their counts), this one's documents and members: read again, refused or not.
+  const changes = { invalidates: [keys.collections], invalidateOnError: true };
+  const change = useWrite({ write: ({ send, failure }: Change) => unwrap(send(), failure), ...changes });
+  const run = (send: Change["send"], failure: string) => change.mutate({ send, failure });
   /** Several documents at once: one request each, all sent together; what failed is said. */
-  async function addDocuments(ids: string[]) {
-    setError(null);
-    const results = await Promise.all(
-      ids.map((document_id) => api.PUT("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id } } })),
-    );
-    const failed = results.filter((result) => result.error);
-    if (failed.length) setError(`${failed.length} of ${ids.length} could not be added: ${errorMessage(failed[0].error, "refused")}`);
-    await load();
-    onChanged();
-  }
+  const addDocuments = useWrite({
+    async write(ids: string[]) {
+      const results = await Promise.all(
+        ids.map((document_id) => api.PUT("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id } } })),
+      );
+      const failed = results.filter((result) => result.error);
+      if (failed.length) throw new Error(`${failed.length} of ${ids.length} could not be added: ${errorMessage(failed[0].error, "refused")}`);
+    },
+    ...changes,
+  });
+  const error = latestFailure(change, addDocuments);
 
   function addMember(event: FormEvent) {
     event.preventDefault();
     const group = groups.find((candidate) => candidate.name === who.trim());
     const body = group ? { group_id: group.id, role } : { email: who.trim(), role };
-    void run(api.POST("/api/v1/collections/{collection_id}/members", { params: { path }, body }), "Could not share");
+    run(() => api.POST("/api/v1/collections/{collection_id}/members", { params: { path }, body }), "Could not share");
     setWho("");
   }
 
@@ -132,7 +133,7 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
             {canEdit && (
               <button
                 type="button"
-                onClick={() => void run(api.DELETE("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id: document.id } } }), "Could not remove")}
+                onClick={() => run(() => api.DELETE("/api/v1/collections/{collection_id}/documents/{document_id}", { params: { path: { ...path, document_id: document.id } } }), "Could not remove")}
                 aria-label={`Remove ${document.filename} from ${collection.name}`}
               >
                 Remove
@@ -146,7 +147,7 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
         <AddDocuments
           key={addable.map((document) => document.id).join()}
           documents={addable}
-          onAdd={(ids) => void addDocuments(ids)}
+          onAdd={(ids) => addDocuments.mutate(ids)}
         />
       )}
       {!collection.builtin && (
@@ -155,10 +156,7 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
             collectionId={collection.id}
             isOwner={isOwner}
             isAdmin={isAdmin}
-            onChanged={() => {
-              void load();
-              onChanged();
-            }}
+            onChanged={refreshCollections}
           />
           <h3>Members ({members.length})</h3>
           <ul className="plain" aria-label="Members">
@@ -173,7 +171,7 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
                     aria-label={`Role of ${member.email ?? member.group_name}`}
                     value={member.role}
                     onChange={(e) =>
-                      void run(api.PATCH("/api/v1/collections/{collection_id}/members/{member_id}", { params: { path: { ...path, member_id: member.id } }, body: { role: e.target.value as Role } }), "Could not change the role")
+                      run(() => api.PATCH("/api/v1/collections/{collection_id}/members/{member_id}", { params: { path: { ...path, member_id: member.id } }, body: { role: e.target.value as Role } }), "Could not change the role")
                     }
                   >
                     {ROLES.map((name) => (
@@ -186,7 +184,7 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
                 {(isOwner || member.user_id === userId) && (
                   <button
                     type="button"
-                    onClick={() => void run(api.DELETE("/api/v1/collections/{collection_id}/members/{member_id}", { params: { path: { ...path, member_id: member.id } } }), "Could not remove")}
+                    onClick={() => run(() => api.DELETE("/api/v1/collections/{collection_id}/members/{member_id}", { params: { path: { ...path, member_id: member.id } } }), "Could not remove")}
                   >
                     {member.user_id === userId ? "Leave" : "Remove"}
                   </button>
@@ -222,7 +220,7 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
             <button
               type="button"
               className="danger"
-              onClick={() => window.confirm(`Delete the collection “${collection.name}”? Its documents stay with their owners.`) && void run(api.DELETE("/api/v1/collections/{collection_id}", { params: { path } }), "Could not delete")}
+              onClick={() => window.confirm(`Delete the collection “${collection.name}”? Its documents stay with their owners.`) && run(() => api.DELETE("/api/v1/collections/{collection_id}", { params: { path } }), "Could not delete")}
             >
               Delete collection
             </button>
@@ -235,23 +233,22 @@ function CollectionDetail({ collection, onChanged, userId, isAdmin }: { collecti
 
 /** Collections others added you to: nothing of them reaches your answers until you accept. */
 function Invitations({ invitations, onAnswered }: { invitations: Invitation[]; onAnswered: (joined: string | null) => void }) {
-  const [error, setError] = useState<string | null>(null);
+  const reply = useWrite({
+    write: ({ invitation, accept }: { invitation: Invitation; accept: boolean }) => {
+      const path = { params: { path: { collection_id: invitation.collection_id } } };
+      return unwrap(
+        accept
+          ? api.POST("/api/v1/collections/{collection_id}/invitation/accept", path)
+          : api.DELETE("/api/v1/collections/{collection_id}/invitation", path),
+        "Could not answer the invitation",
+      );
+    },
+    // Accepted, its documents are the reader's to read now: lists shown elsewhere are out of date.
+    invalidates: [keys.collections, keys.documents, keys.usage],
+    onSuccess: (_, { invitation, accept }) => onAnswered(accept ? invitation.collection_id : null),
+  });
   if (invitations.length === 0) return null;
-
-  async function answer(invitation: Invitation, accept: boolean) {
-    setError(null);
-    const path = { params: { path: { collection_id: invitation.collection_id } } };
-    const { error: failure } = accept
-      ? await api.POST("/api/v1/collections/{collection_id}/invitation/accept", path)
-      : await api.DELETE("/api/v1/collections/{collection_id}/invitation", path);
-    if (failure) return setError(errorMessage(failure, "Could not answer the invitation"));
-    if (accept) {
-      // Its documents are the reader's to read now: lists shown elsewhere are out of date.
-      void refreshDocuments();
-      void queryClient.invalidateQueries({ queryKey: keys.collections });
-    }
-    onAnswered(accept ? invitation.collection_id : null);
-  }
+  const error = reply.error ? failureText(reply.error) : null;
 
   return (
     <section className="card" aria-labelledby="invitations-title">
@@ -267,10 +264,10 @@ function Invitations({ invitations, onAnswered }: { invitations: Invitation[]; o
                 {invitation.invited_by ? `, from ${invitation.invited_by}` : ""}
               </span>
             </span>
-            <button type="button" className="primary" onClick={() => void answer(invitation, true)} aria-label={`Accept ${invitation.collection_name}`}>
+            <button type="button" className="primary" onClick={() => reply.mutate({ invitation, accept: true })} aria-label={`Accept ${invitation.collection_name}`}>
               Accept
             </button>
-            <button type="button" onClick={() => void answer(invitation, false)} aria-label={`Decline ${invitation.collection_name}`}>
+            <button type="button" onClick={() => reply.mutate({ invitation, accept: false })} aria-label={`Decline ${invitation.collection_name}`}>
               Decline
             </button>
           </li>
@@ -291,18 +288,20 @@ export default function CollectionsPage({ userId, isAdmin }: { userId: string; i
   const invitations = useInvitations();
   const [openId, setOpenId] = useState<string | null>(null);
   const [name, setName] = useState("");
-  const [error, setError] = useState<string | null>(null);
   // Collections, their details and the invitations are read again.
-  const load = () => queryClient.invalidateQueries({ queryKey: keys.collections });
+  const add = useWrite({
+    write: () => unwrap(api.POST("/api/v1/collections", { body: { name, description: "" } }), "Could not create the collection"),
+    invalidates: [keys.collections],
+    onSuccess(created) {
+      setName("");
+      setOpenId(created.id);
+    },
+  });
+  const error = add.error ? failureText(add.error) : null;
 
-  async function create(event: FormEvent) {
+  function create(event: FormEvent) {
     event.preventDefault();
-    setError(null);
-    const { data, error: failure } = await api.POST("/api/v1/collections", { body: { name, description: "" } });
-    if (!data) return setError(errorMessage(failure, "Could not create the collection"));
-    setName("");
-    setOpenId(data.id);
-    await load();
+    add.mutate();
   }
 
   const open = collections.find((collection) => collection.id === openId) ?? null;
@@ -310,10 +309,7 @@ export default function CollectionsPage({ userId, isAdmin }: { userId: string; i
     <main className="admin">
       <Invitations
         invitations={invitations}
-        onAnswered={(joined) => {
-          if (joined) setOpenId(joined);
-          void load();
-        }}
+        onAnswered={(joined) => joined && setOpenId(joined)}
       />
       <section className="card" aria-labelledby="collections-title">
         <h2 id="collections-title">Collections</h2>
@@ -345,7 +341,7 @@ export default function CollectionsPage({ userId, isAdmin }: { userId: string; i
           </p>
         )}
       </section>
-      {open && <CollectionDetail key={open.id} collection={open} userId={userId} isAdmin={isAdmin} onChanged={() => void load()} />}
+      {open && <CollectionDetail key={open.id} collection={open} userId={userId} isAdmin={isAdmin} />}
     </main>
   );
 }
