@@ -41,6 +41,7 @@ interface WriteOptions<TData, TVariables> {
    * shows the server's current state either way). */
   invalidateOnError?: boolean;
   onSuccess?(data: TData, variables: TVariables): void;
+  onError?(error: Error, variables: TVariables): void;
 }
 
 /** A write as a mutation: `mutate(variables)`, `isPending` while it runs, `error` once it failed
@@ -50,6 +51,7 @@ export function useWrite<TData = unknown, TVariables = void>({
   invalidates = [],
   invalidateOnError = false,
   onSuccess,
+  onError,
 }: WriteOptions<TData, TVariables>): UseMutationResult<TData, Error, TVariables> {
   const client = useQueryClient();
   const refresh = () => Promise.all(invalidates.map((queryKey) => client.invalidateQueries({ queryKey })));
@@ -60,7 +62,8 @@ export function useWrite<TData = unknown, TVariables = void>({
       onSuccess?.(data, variables);
       await refresh();
     },
-    onError: async () => {
+    onError: async (error, variables) => {
+      onError?.(error, variables);
       if (invalidateOnError) await refresh();
     },
   });

@@ -1,6 +1,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useCallback, useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
+import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
 import { keys, refreshDocuments, useUsage } from "../api/queries";
 import { fileSize } from "../format";
 
@@ -66,7 +67,6 @@ export default function DocumentsPanel({
   const [uploads, setUploads] = useState<Upload[]>([]);
   const maxBytes = useUsage()?.max_upload_bytes ?? null;
   const [dragging, setDragging] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const input = useRef<HTMLInputElement>(null);
   // The kinds of file the server reads (it says so itself: nothing is repeated here).
@@ -157,40 +157,40 @@ export default function DocumentsPanel({
     upload(event.dataTransfer.files);
   }
 
-  async function uploadVersion(document: DocumentInfo, file: File) {
-    setError(null);
-    setNotice(`Sending ${file.name} as a new version of ${document.filename}…`);
-    try {
-      const stored = await uploadDocument(file, `/api/v1/documents/${document.id}/versions`, (sent) =>
+  // Every document list (and the storage used) is read again, whether or not a change went through.
+  const changes = { invalidates: [keys.documents, keys.usage], invalidateOnError: true };
+  const newVersion = useWrite({
+    write: ({ document, file }: { document: DocumentInfo; file: File }) => {
+      setNotice(`Sending ${file.name} as a new version of ${document.filename}…`);
+      return uploadDocument(file, `/api/v1/documents/${document.id}/versions`, (sent) =>
         setNotice(`Sending ${file.name} as a new version of ${document.filename}: ${Math.round(sent * 100)}%`),
       );
-      setNotice(stored.duplicate ? `${file.name} is the same file as the current version of ${document.filename}` : null);
-    } catch (caught) {
-      setNotice(null);
-      setError(caught instanceof Error ? caught.message : "Upload failed");
-    }
-    await refresh();
-  }
+    },
+    onSuccess: (stored, { document, file }) =>
+      setNotice(stored.duplicate ? `${file.name} is the same file as the current version of ${document.filename}` : null),
+    onError: () => setNotice(null),
+    ...changes,
+  });
+  const change = useWrite({
+    write: (send: () => Promise<{ data?: unknown; error?: unknown; response: Response }>) => unwrap(send(), "That did not work"),
+    ...changes,
+  });
+  const error = latestFailure(newVersion, change);
 
-  async function act(action: () => Promise<{ error?: unknown }>) {
-    setError(null);
-    const { error: failure } = await action();
-    if (failure) setError((failure as { detail?: string }).detail ?? "That did not work");
-    await refresh();
-  }
-
-  async function link(document: DocumentInfo) {
+  function link(document: DocumentInfo) {
     if (!chatId) return;
-    await act(() => api.POST("/api/v1/chats/{chat_id}/documents", { params: { path: { chat_id: chatId } }, body: { document_ids: [document.id] } }));
-    onLinked?.();
-  }
-
-  async function unlink(document: DocumentInfo) {
-    if (!chatId) return;
-    await act(() =>
-      api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: document.id } } }),
+    change.mutate(
+      () => api.POST("/api/v1/chats/{chat_id}/documents", { params: { path: { chat_id: chatId } }, body: { document_ids: [document.id] } }),
+      { onSettled: () => onLinked?.() },
     );
-    onLinked?.();
+  }
+
+  function unlink(document: DocumentInfo) {
+    if (!chatId) return;
+    change.mutate(
+      () => api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: document.id } } }),
+      { onSettled: () => onLinked?.() },
+    );
   }
 
   return (
@@ -223,7 +223,7 @@ export default function DocumentsPanel({
           }}
         />
       </div>
-      {!visibility && <AddFromUrl onAdded={() => void refresh()} />}
+      {!visibility && <AddFromUrl />}
       <UploadQueue uploads={uploads} onDismiss={(id) => setUploads((previous) => previous.filter((u) => u.id !== id))} />
       {error && (
         <p role="alert" className="error">
@@ -296,21 +296,21 @@ export default function DocumentsPanel({
                         onChange={(event) => {
                           const file = event.target.files?.[0];
                           event.target.value = "";
-                          if (file) void uploadVersion(d, file);
+                          if (file) newVersion.mutate({ document: d, file });
                         }}
                       />
                     </label>
                   )}
                   {/* Queued or being read, it is processed already: nothing to do again. */}
                   {(d.status === "completed" || d.status === "failed") && (
-                    <button onClick={() => act(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
+                    <button onClick={() => change.mutate(() => api.POST("/api/v1/documents/{document_id}/reprocess", { params: { path: { document_id: d.id } } }))}>
                       Reprocess
                     </button>
                   )}
                   <button
                     onClick={() =>
                       window.confirm(`Delete ${d.filename}?`) &&
-                      act(() => api.DELETE("/api/v1/documents/{document_id}", { params: { path: { document_id: d.id } } }))
+                      change.mutate(() => api.DELETE("/api/v1/documents/{document_id}", { params: { path: { document_id: d.id } } }))
                     }
                   >
                     Delete
@@ -403,29 +403,31 @@ function UploadQueue({ uploads, onDismiss }: { uploads: Upload[]; onDismiss(id: 
 }
 
 /** A web page or file by its address; the server fetches it (and refuses private addresses). */
-function AddFromUrl({ onAdded }: { onAdded(): void }) {
+function AddFromUrl() {
   const [url, setUrl] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ error: boolean; text: string } | null>(null);
+  const [duplicateOf, setDuplicateOf] = useState<string | null>(null);
+  const fetchPage = useWrite({
+    write: (address: string) => unwrap(api.POST("/api/v1/documents/from-url", { body: { url: address } }), "The address could not be fetched"),
+    invalidates: [keys.documents, keys.usage],
+    onSuccess(added) {
+      setUrl("");
+      setDuplicateOf(added.duplicate ? added.filename : null);
+    },
+  });
+  const busy = fetchPage.isPending;
+  const outcome = fetchPage.error
+    ? { error: true, text: failureText(fetchPage.error) }
+    : fetchPage.isSuccess && duplicateOf
+      ? { error: false, text: `Already uploaded as ${duplicateOf}` }
+      : null;
 
-  async function add(event: FormEvent) {
+  function add(event: FormEvent) {
     event.preventDefault();
-    if (!url.trim()) return;
-    setBusy(true);
-    setOutcome(null);
-    const { data, error } = await api.POST("/api/v1/documents/from-url", { body: { url: url.trim() } });
-    setBusy(false);
-    if (error || !data) {
-      setOutcome({ error: true, text: errorMessage(error, "The address could not be fetched") });
-      return;
-    }
-    setUrl("");
-    setOutcome(data.duplicate ? { error: false, text: `Already uploaded as ${data.filename}` } : null);
-    onAdded();
+    if (url.trim()) fetchPage.mutate(url.trim());
   }
 
   return (
-    <form className="from-url" onSubmit={(event) => void add(event)}>
+    <form className="from-url" onSubmit={add}>
       <label htmlFor="from-url" className="sr-only">
         Web address of a page or file
       </label>
