@@ -49,15 +49,6 @@ export function refreshCollections(): Promise<void> {
   return queryClient.invalidateQueries({ queryKey: keys.collections });
 }
 
-/** After an upload or a change to a document: every document list (and the storage used)
- * is read again. */
-export async function refreshDocuments(): Promise<void> {
-  await Promise.all([
-    queryClient.invalidateQueries({ queryKey: keys.documents }),
-    queryClient.invalidateQueries({ queryKey: keys.usage }),
-  ]);
-}
-
 /** The reader's categories (the list, the chat header, the categories dialog share one). */
 export function useCategories(): Category[] {
   return (

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { uploadDocument, type DocumentInfo } from "../api/client";
-import { refreshDocuments } from "../api/queries";
+import { failureText, useWrite } from "../api/mutations";
+import { keys } from "../api/queries";
 
 /** A file attached in the composer, on its way to the server. */
 interface Attaching {
@@ -37,26 +38,33 @@ export function useAttachments(onAttached: (document: DocumentInfo) => void) {
     setItems((current) => current.filter((item) => item.key !== key));
   }
 
-  async function send(file: File, item: Attaching) {
-    running.current.add(item.cancel);
-    try {
-      const stored = await uploadDocument(file, "/api/v1/documents", (progress) => patch(item.key, { progress }), item.cancel.signal);
+  // One mutation for every file: its callbacks run for each upload, whichever finishes first.
+  const upload = useWrite({
+    write: ({ file, item }: { file: File; item: Attaching }) =>
+      uploadDocument(file, "/api/v1/documents", (progress) => patch(item.key, { progress }), item.cancel.signal),
+    invalidates: [keys.documents, keys.usage],
+    onSuccess(stored, { item }) {
+      running.current.delete(item.cancel);
       drop(item.key);
       attached.current(stored);
-      void refreshDocuments();
-    } catch (caught) {
-      if (item.cancel.signal.aborted) return drop(item.key);
-      patch(item.key, { error: caught instanceof Error ? caught.message : "The file could not be attached" });
-    } finally {
+    },
+    onError(caught, { item }) {
       running.current.delete(item.cancel);
-    }
+      if (item.cancel.signal.aborted) drop(item.key);
+      else patch(item.key, { error: failureText(caught, "The file could not be attached") });
+    },
+  });
+
+  function send(file: File, item: Attaching) {
+    running.current.add(item.cancel);
+    upload.mutate({ file, item });
   }
 
   function attach(files: FileList | File[]) {
     for (const file of Array.from(files)) {
       const item = { key: nextKey++, name: file.name, progress: 0, cancel: new AbortController() };
       setItems((current) => [...current, item]);
-      void send(file, item);
+      send(file, item);
     }
   }
 

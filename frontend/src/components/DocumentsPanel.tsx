@@ -1,8 +1,8 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useCallback, useRef, useState, type DragEvent, type FormEvent } from "react";
+import { useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
 import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
-import { keys, refreshDocuments, useUsage } from "../api/queries";
+import { keys, useUsage } from "../api/queries";
 import { fileSize } from "../format";
 
 type UploadState = "waiting" | "uploading" | "failed" | "duplicate";
@@ -102,12 +102,17 @@ export default function DocumentsPanel({
   });
   const documents = listed.data?.documents ?? [];
   const total = listed.data?.total ?? 0;
-  const refresh = useCallback(() => refreshDocuments(), []);
 
 
   function patchUpload(id: number, patch: Partial<Upload>) {
     setUploads((previous) => previous.map((u) => (u.id === id ? { ...u, ...patch } : u)));
   }
+
+  // One file at a time (sendWaiting awaits each); the lists are read again after each.
+  const store = useWrite({
+    write: ({ id, file }: { id: number; file: File }) => uploadDocument(file, uploadUrl, (progress) => patchUpload(id, { progress })),
+    invalidates: [keys.documents, keys.usage],
+  });
 
   async function sendWaiting() {
     if (sending.current) return;
@@ -117,16 +122,15 @@ export default function DocumentsPanel({
         const { id, file } = next;
         patchUpload(id, { state: "uploading" });
         try {
-          const stored = await uploadDocument(file, uploadUrl, (progress) => patchUpload(id, { progress }));
+          const stored = await store.mutateAsync({ id, file });
           if (stored.duplicate) {
             const same = stored.filename === file.name ? "" : ` as ${stored.filename}`;
             patchUpload(id, { state: "duplicate", error: `Already uploaded${same}: the same file is not added twice` });
           } else {
             setUploads((previous) => previous.filter((u) => u.id !== id));
           }
-          await refresh();
         } catch (caught) {
-          patchUpload(id, { state: "failed", error: caught instanceof Error ? caught.message : "Upload failed" });
+          patchUpload(id, { state: "failed", error: failureText(caught, "Upload failed") });
         }
       }
     } finally {
