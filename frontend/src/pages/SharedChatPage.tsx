@@ -3,7 +3,7 @@ import { useState } from "react";
 import { api, errorMessage, type Schemas } from "../api/client";
 import { keys } from "../api/queries";
 import { quoteOf } from "../citations";
-import { AnswerText } from "../components/Conversation";
+import { AnswerText } from "../components/AnswerMessage";
 import { longDate } from "../format";
 
 type SharedMessage = Schemas["SharedMessage"];
