@@ -56,7 +56,7 @@ export function useWrite<TData = unknown, TVariables = void>({
   const client = useQueryClient();
   const refresh = () => Promise.all(invalidates.map((queryKey) => client.invalidateQueries({ queryKey })));
   return useMutation<TData, Error, TVariables>({
-    mutationFn: write,
+    mutationFn: (variables) => write(variables),
     // Awaited: the mutation settles once the changed reads are fresh.
     onSuccess: async (data, variables) => {
       onSuccess?.(data, variables);
