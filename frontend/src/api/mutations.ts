@@ -4,7 +4,7 @@ import { useMutation, useQueryClient, type QueryKey, type UseMutationResult } fr
 import { errorMessage } from "./client";
 
 /** What an openapi-fetch call resolves to: the data, or the error body the server sent. */
-interface Answer<T> {
+export interface ApiAnswer<T = unknown> {
   data?: T;
   error?: unknown;
   response: Response;
@@ -12,7 +12,7 @@ interface Answer<T> {
 
 /** The data of a call that succeeded; a refused one throws an Error saying why (the server's
  * words, or `failure` when it gave none). */
-export async function unwrap<T>(answer: Promise<Answer<T>>, failure: string): Promise<T> {
+export async function unwrap<T>(answer: Promise<ApiAnswer<T>>, failure: string): Promise<T> {
   const { data, error, response } = await answer;
   if (!response.ok || error !== undefined) throw new Error(errorMessage(error, failure));
   return data as T;

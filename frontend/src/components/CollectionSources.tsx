@@ -1,7 +1,8 @@
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
-import { api, errorMessage, type Schemas } from "../api/client";
-import { queryClient } from "../api/queries";
+import { api, type Schemas } from "../api/client";
+import { type ApiAnswer, failureText, unwrap, useWrite } from "../api/mutations";
+import { keys } from "../api/queries";
 import { counted } from "../format";
 
 type Source = Schemas["SourceRead"];
@@ -102,29 +103,28 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
   const [name, setName] = useState("");
   const [fields, setFields] = useState<Record<string, string>>({});
   const [minutes, setMinutes] = useState<number | null>(60);
-  const [error, setError] = useState<string | null>(null);
   const kind = kinds.find((each) => each.kind === chosen) ?? kinds[0];
   const declared = kind?.settings ?? [];
+  const create = useWrite({
+    write: (body: Schemas["SourceCreate"]) =>
+      unwrap(api.POST("/api/v1/collections/{collection_id}/sources", { params: { path: { collection_id: collectionId } }, body }), "The source could not be added"),
+    invalidates: [sourcesKey(collectionId), keys.collections],
+    onSuccess() {
+      setName("");
+      setFields({});
+      onAdded();
+    },
+  });
+  const error = create.error ? failureText(create.error) : null;
 
-  async function add(event: FormEvent) {
+  function add(event: FormEvent) {
     event.preventDefault();
     if (!kind) return;
-    setError(null);
     const given = (secret: boolean) =>
       declared.filter((setting) => setting.secret === secret && fields[setting.name]?.trim()).map((setting) => [setting.name, secret ? fields[setting.name] : fields[setting.name].trim()]);
     const settings = Object.fromEntries(given(false));
     const secrets = given(true).length ? Object.fromEntries(given(true)) : null;
-    const { error: failure } = await api.POST("/api/v1/collections/{collection_id}/sources", {
-      params: { path: { collection_id: collectionId } },
-      body: { name, kind: kind.kind, settings, secrets, interval_minutes: minutes },
-    });
-    if (failure) {
-      setError(errorMessage(failure, "The source could not be added"));
-      return;
-    }
-    setName("");
-    setFields({});
-    onAdded();
+    create.mutate({ name, kind: kind.kind, settings, secrets, interval_minutes: minutes });
   }
 
   const fieldsOf = (secret: boolean) =>
@@ -134,7 +134,7 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
         <SettingField key={setting.name} setting={setting} value={fields[setting.name] ?? ""} onChange={(value) => setFields({ ...fields, [setting.name]: value })} />
       ));
   return (
-    <form className="stack" onSubmit={(event) => void add(event)} aria-label="Add a source">
+    <form className="stack" onSubmit={add} aria-label="Add a source">
       <div className="row wrap">
         <label>
           Kind
@@ -182,7 +182,6 @@ function AddSource({ collectionId, isAdmin, onAdded }: { collectionId: string; i
 export default function CollectionSources({ collectionId, isOwner, isAdmin, onChanged }: { collectionId: string; isOwner: boolean; isAdmin: boolean; onChanged(): void }) {
   const [adding, setAdding] = useState(false);
   const [showFailed, setShowFailed] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const key = sourcesKey(collectionId);
   const kinds = useSourceKinds();
   const sources =
@@ -195,10 +194,6 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
           ? 2000
           : false,
     }).data ?? [];
-  const load = async () => {
-    await queryClient.invalidateQueries({ queryKey: key });
-    onChanged();
-  };
   // A sync that moved on brought documents in or took them out: show the collection's anew.
   const moved = sources
     .map((source) => `${source.id}:${source.state}:${source.last_finished_at ?? ""}:${String(source.progress.done ?? "")}`)
@@ -209,18 +204,20 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
     seen.current = moved;
   }, [moved, onChanged]);
 
-  async function run(action: Promise<{ error?: unknown }>, fallback: string) {
-    setError(null);
-    const { error: failure } = await action;
-    if (failure) setError(errorMessage(failure, fallback));
-    await load();
-  }
+  // The sources and the collection (its documents) are read again, whether or not it went through.
+  const change = useWrite({
+    write: ({ send, failure }: { send(): Promise<ApiAnswer>; failure: string }) => unwrap(send(), failure),
+    invalidates: [key, keys.collections],
+    invalidateOnError: true,
+  });
+  const error = change.error ? failureText(change.error) : null;
+  const run = (send: () => Promise<ApiAnswer>, failure: string) => change.mutate({ send, failure });
 
   function remove(source: Source) {
     if (!window.confirm(`Remove the source “${source.name}”?`)) return;
     const keep = window.confirm(`Keep the documents “${source.name}” brought in? OK keeps them in the collection; Cancel deletes them too.`);
-    void run(
-      api.DELETE("/api/v1/sources/{source_id}", { params: { path: { source_id: source.id }, query: { keep_documents: keep } } }),
+    run(
+      () => api.DELETE("/api/v1/sources/{source_id}", { params: { path: { source_id: source.id }, query: { keep_documents: keep } } }),
       "The source could not be removed",
     );
   }
@@ -260,12 +257,12 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
               {showFailed === source.id && <FailedItems source={source} />}
               {isOwner && (
                 <div className="row wrap">
-                  <button type="button" disabled={source.state === "syncing" || source.state === "paused"} onClick={() => void run(api.POST("/api/v1/sources/{source_id}/sync", { params: { path } }), "Could not start a sync")}>
+                  <button type="button" disabled={source.state === "syncing" || source.state === "paused"} onClick={() => run(() => api.POST("/api/v1/sources/{source_id}/sync", { params: { path } }), "Could not start a sync")}>
                     Sync now
                   </button>
                   <button
                     type="button"
-                    onClick={() => void run(api.PATCH("/api/v1/sources/{source_id}", { params: { path }, body: { paused: source.state !== "paused" } }), "Could not change it")}
+                    onClick={() => run(() => api.PATCH("/api/v1/sources/{source_id}", { params: { path }, body: { paused: source.state !== "paused" } }), "Could not change it")}
                   >
                     {source.state === "paused" ? "Resume" : "Pause"}
                   </button>
@@ -284,10 +281,7 @@ export default function CollectionSources({ collectionId, isOwner, isAdmin, onCh
           <AddSource
             collectionId={collectionId}
             isAdmin={isAdmin}
-            onAdded={() => {
-              setAdding(false);
-              void load();
-            }}
+            onAdded={() => setAdding(false)}
           />
         ) : (
           <button type="button" onClick={() => setAdding(true)}>

@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useRef, useState, type DragEvent, type FormEvent } from "react";
 import { api, errorMessage, uploadDocument, type DocumentInfo, type Schemas } from "../api/client";
-import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
+import { type ApiAnswer, failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
 import { keys, useUsage } from "../api/queries";
 import { fileSize } from "../format";
 
@@ -176,7 +176,7 @@ export default function DocumentsPanel({
     ...changes,
   });
   const change = useWrite({
-    write: (send: () => Promise<{ data?: unknown; error?: unknown; response: Response }>) => unwrap(send(), "That did not work"),
+    write: (send: () => Promise<ApiAnswer>) => unwrap(send(), "That did not work"),
     ...changes,
   });
   const error = latestFailure(newVersion, change);

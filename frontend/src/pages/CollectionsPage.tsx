@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, errorMessage, type DocumentInfo, type Schemas } from "../api/client";
-import { failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
+import { type ApiAnswer, failureText, latestFailure, unwrap, useWrite } from "../api/mutations";
 import { keys, refreshCollections, useCollections, useInvitations } from "../api/queries";
 import CollectionSources from "../components/CollectionSources";
 
@@ -52,7 +52,7 @@ function AddDocuments({ documents, onAdd }: { documents: DocumentInfo[]; onAdd(i
 
 /** A change to a collection: the request, and what to say when it is refused without a reason. */
 interface Change {
-  send(): Promise<{ data?: unknown; error?: unknown; response: Response }>;
+  send(): Promise<ApiAnswer>;
   failure: string;
 }
 
