@@ -62,6 +62,9 @@ export default function AnswerActions({ message, onRegenerate }: { message: Mess
       setCopied(true);
       window.setTimeout(() => setCopied(false), 2000);
     } catch {
+      // Said instead of an earlier rating's failure: the last thing done is what the line reports.
+      rate.reset();
+      unrate.reset();
       setStatus("Copying was refused by the browser");
     }
   }
