@@ -308,7 +308,7 @@ async def test_crashed_worker_job_is_taken_again(
     document_id = uuid.UUID(response.json()["id"])
     # A worker claims the job and dies before finishing: the job stays "running".
     worker = IngestionWorker(components, worker_id="doomed")
-    claimed = await worker._claim()
+    claimed = await worker.claims.claim()
     assert claimed is not None and claimed.document_id == document_id
     assert await IngestionWorker(components).run_once() is False  # not stale yet: left alone
 

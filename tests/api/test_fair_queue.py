@@ -74,7 +74,7 @@ async def test_a_document_is_processing_once_a_worker_has_it(
     headers = await auth_headers(client)
     document = (await upload(client, headers, "notes.md", b"some notes")).json()
     worker = IngestionWorker(components)
-    claimed = await worker._claim()
+    claimed = await worker.claims.claim()
     assert claimed is not None and claimed.document_id.hex == document["id"].replace("-", "")
     seen = (await client.get(f"/api/v1/documents/{document['id']}", headers=headers)).json()
     assert seen["status"] == "processing" and seen["queue_position"] is None
@@ -170,7 +170,7 @@ async def test_a_worker_with_two_lanes_processes_two_documents_at_once(
     first, second = await auth_headers(live_client), await auth_headers(live_client)
     ids = await _queue(live_client, first, 2, "first") + await _queue(live_client, second, 2, "b")
     in_flight, most = 0, 0
-    process = IngestionWorker._process
+    process = IngestionWorker.process
 
     async def counted(self: IngestionWorker, job: Any) -> None:
         nonlocal in_flight, most
@@ -181,7 +181,7 @@ async def test_a_worker_with_two_lanes_processes_two_documents_at_once(
         finally:
             in_flight -= 1
 
-    monkeypatch.setattr(IngestionWorker, "_process", counted)
+    monkeypatch.setattr(IngestionWorker, "process", counted)
     stop = asyncio.Event()
     running = asyncio.create_task(IngestionWorker(components).run_forever(stop))
     try:

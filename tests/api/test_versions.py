@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from docchat.ingestion.worker import ClaimedJob, IngestionWorker
+from docchat.ingestion.claims import ClaimedJob
+from docchat.ingestion.worker import IngestionWorker
 from docchat.main.components import Components
 from docchat.retrieval.index import Chunk, DocumentRef
 from tests.support.chat import ask
@@ -97,11 +98,13 @@ class _AskingWhileWriting(IngestionWorker):
         super().__init__(components)
         self.ask_now = ask_now
         self.seen: list[str] = []
+        self._store = self.pipeline.embed_and_store
+        self.pipeline.embed_and_store = self._store_and_ask  # type: ignore[method-assign]
 
-    async def _embed_and_store(
+    async def _store_and_ask(
         self, job: ClaimedJob, batch: Sequence[Chunk], before: int, last: bool
     ) -> None:
-        await super()._embed_and_store(job, batch, before, last)
+        await self._store(job, batch, before, last)
         self.seen.append(await self.ask_now())
 
 

@@ -72,7 +72,7 @@ async def test_a_worker_whose_job_was_taken_over_writes_nothing(
     response = await upload(live_client, headers, "tides.md", filler("tides", 60).encode())
     document_id = uuid.UUID(response.json()["id"])
     stalled = IngestionWorker(components, worker_id="stalled")
-    first = await stalled._claim()
+    first = await stalled.claims.claim()
     assert first is not None and first.document_id == document_id
     # It stops sending heartbeats; once stale, another worker takes the job.
     async with components.sessionmaker() as session:
@@ -83,18 +83,18 @@ async def test_a_worker_whose_job_was_taken_over_writes_nothing(
         )
         await session.commit()
     successor = IngestionWorker(components, worker_id="successor")
-    second = await successor._claim()
+    second = await successor.claims.claim()
     assert second is not None and second.id == first.id and second.token != first.token
 
     # The stalled worker wakes up and carries on: every write it tries is refused.
-    await stalled._process(first)
+    await stalled.process(first)
     job = await _job(components, document_id)
     assert job.status == JobStatus.running and job.claimed_by == "successor"
     document = await _document(components, document_id)
     assert document.status == DocumentStatus.processing and document.chunk_count is None
     assert await _lexical_rows(components, document_id) == 0
 
-    await successor._process(second)
+    await successor.process(second)
     document = await _document(components, document_id)
     assert document.status == DocumentStatus.completed and document.chunk_count
     assert await _lexical_rows(components, document_id) == document.chunk_count
@@ -126,9 +126,9 @@ async def test_heartbeats_keep_a_slow_job_with_its_worker(
     response = await upload(live_client, headers, "long.md", filler("glaciers", 80).encode())
     document_id = uuid.UUID(response.json()["id"])
     owner = IngestionWorker(slow, worker_id="owner")
-    claim = await owner._claim()
+    claim = await owner.claims.claim()
     assert claim is not None and claim.document_id == document_id
-    working = asyncio.create_task(owner._process(claim))
+    working = asyncio.create_task(owner.process(claim))
     rival = IngestionWorker(slow, worker_id="rival")
     started = time.monotonic()
     # Far past the stale window, the rival finds nothing to take.

@@ -248,9 +248,9 @@ async def test_documents_waiting_to_go_alone_keep_their_claims(
         embedder=_SlowAloneEmbedder(live_components.embedder, 1.5),
     )
     worker = IngestionWorker(failing)
-    claimed = await worker._claim_group()
+    claimed = await worker.claims.claim_group()
     assert sorted(str(job.document_id) for job in claimed) == sorted(ids)
-    working = asyncio.create_task(worker._process_group(claimed))
+    working = asyncio.create_task(worker.groups.process(claimed))
     rival = IngestionWorker(quick)
     while not working.done():
         await rival.run_once()  # what other tests left behind, or one of ours gone stale
