@@ -22,11 +22,13 @@ from docchat.config import SourceSettings, UrlFetchSettings
 from docchat.db import utcnow
 from docchat.documents.models import Document, IngestionJob
 from docchat.ingestion.worker import IngestionWorker
+from docchat.kit.lease import LostClaim
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components
 from docchat.sources.models import Source
+from docchat.sources.plan import Progress
 from docchat.sources.port import SOURCES
-from docchat.sources.sync import LostClaim, Progress, SourceSyncer
+from docchat.sources.sync import SourceSyncer
 from tests.api.test_collections import invite
 from tests.support.chat import ask
 from tests.support.fake_source import FAKE
@@ -350,9 +352,9 @@ async def test_a_sync_cut_short_is_finished_by_another_worker_without_duplicates
 
     # The first worker brings one file in, then dies (no heartbeat from then on).
     first = SourceSyncer(parts)
-    claim = await first._claim()
+    claim = await first.claims.claim()
     assert claim is not None and claim.source_id == source_id
-    from docchat.sources.sync import open_connector
+    from docchat.sources.connector import open_connector
 
     row = await session.get(Source, source_id)
     assert row is not None
@@ -360,14 +362,14 @@ async def test_a_sync_cut_short_is_finished_by_another_worker_without_duplicates
     listed = await first._listing(connector)
     plan = await first._plan(claim, listed, Progress(listed=len(listed)))
     item, known = plan.bring[0]
-    await first._bring(claim, connector, item, known, Progress())
+    await first.items.bring(claim, connector, item, known, Progress())
     # Another worker sees the claim go stale and takes the source over.
     stale = utcnow() - timedelta(seconds=parts.settings.worker.stale_after_seconds + 1)
     await session.execute(update(Source).where(Source.id == source_id).values(heartbeat_at=stale))
     await session.commit()
     assert await SourceSyncer(parts).run_until_idle() == 1
     with pytest.raises(LostClaim):  # the first one, back, can write nothing more
-        await first._bring(claim, connector, plan.bring[1][0], None, Progress())
+        await first.items.bring(claim, connector, plan.bring[1][0], None, Progress())
 
     documents = await session.execute(
         select(Document.filename).where(
@@ -394,7 +396,7 @@ async def test_pausing_stops_a_sync_and_deleting_takes_the_documents_or_leaves_t
     source = (await client.post(url, headers=admin, json=body)).json()["id"]
 
     syncer = SourceSyncer(parts)
-    claim = await syncer._claim()
+    claim = await syncer.claims.claim()
     assert claim is not None
     paused = await client.patch(f"/api/v1/sources/{source}", headers=admin, json={"paused": True})
     assert paused.status_code == 200 and paused.json()["state"] == "paused"
@@ -759,7 +761,7 @@ async def test_a_source_is_not_synced_for_someone_no_longer_an_owner_nor_claimed
     made = await client.post(f"/api/v1/collections/{collection}/sources", headers=author, json=body)
     assert made.status_code == 201, made.text
     first = SourceSyncer(parts)
-    claim = await first._claim()
+    claim = await first.claims.claim()
     assert claim is not None
     assert await SourceSyncer(parts).run_once() is False, "held by the first worker"
     await first._finish_failing(claim, "test")

@@ -12,7 +12,7 @@ from docchat.kit.errors import BadRequest, Unprocessable
 from docchat.sources.declared import checked_settings, retargeted
 from docchat.sources.models import Source as SourceRow
 from docchat.sources.port import SOURCES, Connector, SettingType
-from docchat.sources.sync import check_addresses
+from docchat.sources.addresses import check_addresses
 from tests.support.fake_source import FAKE
 
 

@@ -58,9 +58,9 @@ from docchat.membership.models import (
     CollectionRole,
 )
 from docchat.retrieval.index import VectorIndex, VectorStoreUnavailable
+from docchat.sources.connector import cache_dir
 from docchat.sources.models import Source as SourceRow
 from docchat.sources.models import SourceState
-from docchat.sources.sync import cache_dir
 from docchat.users import administration
 from docchat.users.models import User
 from docchat.users.passwords import NO_PASSWORD

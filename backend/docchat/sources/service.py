@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit import service as audit
@@ -26,13 +25,16 @@ from docchat.kit.routing import after_commit
 from docchat.kit.secretbox import seal
 from docchat.membership.models import EVERYONE_ID, CollectionRole
 from docchat.sharing.collections import require_role
+from docchat.sources import repository
+from docchat.sources.addresses import check_addresses
+from docchat.sources.connector import forget_cache, open_connector
 from docchat.sources.declared import checked_settings, connector_of, retargeted
 from docchat.sources.models import Source as SourceRow
 from docchat.sources.models import SourceItem as ItemRow
 from docchat.sources.models import SourceState
+from docchat.sources.plan import next_sync
 from docchat.sources.port import SourceError
 from docchat.sources.schemas import SourceCreate, SourceRead, SourceUpdate
-from docchat.sources.sync import check_addresses, forget_cache, next_sync, open_connector
 from docchat.users.models import User
 
 NOT_FOUND = "Source not found"
@@ -120,7 +122,7 @@ async def create(
         progress={},
     )
     await _check_reachable(row, settings)
-    session.add(row)
+    repository.add(session, row)
     await session.flush()
     await _record(session, audit.AuditAction.source_created, user, row, address)
     return row
@@ -128,7 +130,7 @@ async def create(
 
 async def get_readable(session: AsyncSession, user: User, source_id: uuid.UUID) -> SourceRow:
     """A source of a collection the user reads; a 404 for any other."""
-    row = await session.get(SourceRow, source_id)
+    row = await repository.get(session, source_id)
     if row is None or row.state == SourceState.removing:
         raise NotFound(NOT_FOUND)
     try:
@@ -151,12 +153,7 @@ async def list_for_collection(
     session: AsyncSession, user: User, collection_id: uuid.UUID
 ) -> Sequence[SourceRow]:
     await require_role(session, user, collection_id, CollectionRole.viewer)
-    statement = (
-        select(SourceRow)
-        .where(SourceRow.collection_id == collection_id, SourceRow.state != SourceState.removing)
-        .order_by(SourceRow.created_at, SourceRow.id)
-    )
-    return (await session.execute(statement)).scalars().all()
+    return await repository.in_collection(session, collection_id)
 
 
 async def update(
@@ -210,7 +207,7 @@ async def _locked(session: AsyncSession, row: SourceRow, *, deleting: bool = Fal
     """The row locked for a change. A worker writing a file holds it FOR KEY SHARE: a change
     (FOR NO KEY UPDATE) goes ahead at once and the worker sees it at its next step; a deletion
     (FOR UPDATE) waits for that one file."""
-    await session.refresh(row, with_for_update={"key_share": not deleting})
+    await repository.lock(session, row, deleting=deleting)
     return row
 
 
@@ -239,7 +236,7 @@ async def delete(
         session, audit.AuditAction.source_deleted, user, row, address, kept=keep_documents
     )
     if keep_documents:
-        await session.delete(row)
+        await repository.delete_row(session, row)
         await session.flush()
         after_commit(session, partial(asyncio.to_thread, forget_cache, row, settings))
         return False
@@ -257,9 +254,4 @@ async def items(
     failed: bool | None,
 ) -> tuple[Sequence[ItemRow], int]:
     row = await get_readable(session, user, source_id)
-    statement = select(ItemRow).where(ItemRow.source_id == row.id)
-    if failed is not None:
-        statement = statement.where(
-            ItemRow.error.is_not(None) if failed else ItemRow.error.is_(None)
-        )
-    return await paginate(session, statement.order_by(ItemRow.key), page)
+    return await paginate(session, repository.items_statement(row.id, failed), page)
