@@ -9,10 +9,10 @@ import pytest
 import docchat.main.components  # noqa: F401  (registers the implementations)
 from docchat.config import Settings
 from docchat.kit.errors import BadRequest, Unprocessable
+from docchat.sources.addresses import check_addresses
 from docchat.sources.declared import checked_settings, retargeted
 from docchat.sources.models import Source as SourceRow
 from docchat.sources.port import SOURCES, Connector, SettingType
-from docchat.sources.addresses import check_addresses
 from tests.support.fake_source import FAKE
 
 
