@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "docchat"
 
 # Lowest first. A unit is a package (`documents`) or a top-level module (`config`).
@@ -40,11 +42,35 @@ def _unit(path: Path) -> str:
     return relative.parts[0] if len(relative.parts) > 1 else relative.stem
 
 
-def _imported_units(tree: ast.AST) -> Iterator[tuple[str, int]]:
+def _module_name(path: Path) -> str:
+    """`docchat.chats.flow` for chats/flow.py, `docchat.chats` for chats/__init__.py."""
+    parts = ("docchat", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module an `ImportFrom` reads from, relative imports resolved against `module`."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _imported_units(
+    tree: ast.AST, module: str = "docchat", is_package: bool = False
+) -> Iterator[tuple[str, int]]:
+    """The docchat units an importing module (dotted name) reads, each with its line."""
     for node in ast.walk(tree):
         names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(node, module, is_package)
+            # `from docchat import chats` names its units in the aliases.
+            names = (
+                [f"docchat.{alias.name}" for alias in node.names]
+                if source == "docchat"
+                else [source]
+            )
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         for name in names:
@@ -64,10 +90,38 @@ def _imports() -> list[tuple[str, str, str]]:
     found = []
     for path in _modules():
         unit = _unit(path)
-        for imported, line in _imported_units(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        module, is_package = _module_name(path), path.name == "__init__.py"
+        for imported, line in _imported_units(tree, module, is_package):
             if imported != unit:
                 found.append((unit, imported, f"{path.relative_to(PACKAGE)}:{line}"))
     return found
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "is_package", "units"),
+    [
+        ("import docchat.chats.flow", "docchat.account.export", False, ["chats"]),
+        ("from docchat.chats import flow", "docchat.account.export", False, ["chats"]),
+        ("from docchat import chats", "docchat.account.export", False, ["chats"]),
+        ("from docchat import main, tracing", "docchat.kit.errors", False, ["main", "tracing"]),
+        ("from ..chats import flow", "docchat.account.export", False, ["chats"]),
+        ("from .. import chats", "docchat.account.export", False, ["chats"]),
+        ("from ..main.app import create_app", "docchat.kit.errors", False, ["main"]),
+        ("from . import export", "docchat.account.router", False, ["account"]),
+        ("from .export import build", "docchat.account.router", False, ["account"]),
+        ("from . import router", "docchat.account", True, ["account"]),
+        ("from .. import main", "docchat.account", True, ["main"]),
+        ("from . import tracing", "docchat.config", False, ["tracing"]),
+        ("import sqlalchemy", "docchat.db", False, []),
+        ("from sqlalchemy import select", "docchat.db", False, []),
+    ],
+)
+def test_every_form_of_import_is_resolved(
+    source: str, module: str, is_package: bool, units: list[str]
+) -> None:
+    found = [unit for unit, _ in _imported_units(ast.parse(source), module, is_package)]
+    assert found == units
 
 
 def test_every_module_has_a_layer() -> None:
