@@ -1,0 +1,157 @@
+"""SQL lives in `repository.py`: a session call that reads or writes rows anywhere else fails
+this test, unless its module is in `EXCEPTIONS` with the reason (the one list of them).
+
+What counts is a call on a session (a name `session` or `..._session`, which is what every
+signature here calls an `AsyncSession`; `test_a_session_is_called_a_session` keeps it so):
+
+- in `SQL_CALLS`, the calls that run a statement or choose which rows are written: `execute`,
+  `scalar`, `scalars`, `get`, `get_one`, `stream`, `stream_scalars`, `refresh`, `connection`,
+  `run_sync`, and `add`, `add_all`, `delete`, `merge` (a repository's create and delete);
+- not counted, the unit of work and the transaction, which the caller owns (CONVENTIONS.md, rule
+  3: services flush, the route class or the worker commits): `flush`, `commit`, `rollback`,
+  `begin`, `begin_nested`, `close`, `expire`, `expire_all`, `expunge`, `in_transaction`. A flush
+  writes only what a repository call or a change to a loaded row already decided.
+
+`python scripts/codebase_figures.py` prints the count outside repositories.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "docchat"
+
+SQL_CALLS = frozenset(
+    {
+        "execute",
+        "scalar",
+        "scalars",
+        "get",
+        "get_one",
+        "stream",
+        "stream_scalars",
+        "refresh",
+        "connection",
+        "run_sync",
+        "add",
+        "add_all",
+        "delete",
+        "merge",
+    }
+)
+SESSION_NAME = re.compile(r"^_*(\w+_)?session$")
+
+# Modules (relative to backend/docchat) that may call a session outside a repository.
+EXCEPTIONS: dict[str, str] = {
+    # the infrastructure that runs what repositories build
+    "db.py": "the sessions' own module: `advisory_lock`, the transaction lock any layer takes",
+    "kit/pagination.py": "runs the page and the count of a statement a repository built",
+    "main/doctor.py": "`docchat doctor`: the migration at head and the database's clock",
+    "main/health.py": "the readiness probe: the migrations table answers",
+    # still to move (this branch, package by package)
+    "account/deletion.py": "to move",
+    "answers/cache.py": "to move",
+    "audit/service.py": "to move",
+    "auth/api_keys.py": "to move",
+    "categories/service.py": "to move",
+    "chats/progress.py": "to move",
+    "chats/service.py": "to move",
+    "chats/shares.py": "to move",
+    "chats/summaries.py": "to move",
+    "documents/handover.py": "to move",
+    "documents/jobs.py": "to move",
+    "documents/scopes.py": "to move",
+    "documents/service.py": "to move",
+    "events/service.py": "to move",
+    "identity/accounts.py": "to move",
+    "identity/codes.py": "to move",
+    "membership/access.py": "to move",
+    "quotas/service.py": "to move",
+    "retrieval/lexical.py": "to move",
+    "users/administration.py": "to move",
+    # moved by the lease/sources work (issue 68, another branch)
+    "sources/sync.py": "moved by the lease/sources work",
+    "sources/service.py": "moved by the lease/sources work",
+}
+
+
+def _receiver(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def session_calls(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, method) of every SQL call on a session in a module, in line order."""
+    for node in sorted(ast.walk(tree), key=lambda node: getattr(node, "lineno", 0)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver = _receiver(node.func.value)
+        if receiver and SESSION_NAME.match(receiver) and node.func.attr in SQL_CALLS:
+            yield node.lineno, node.func.attr
+
+
+def _modules() -> Iterator[tuple[str, ast.AST]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text())
+
+
+def calls_outside_repositories() -> dict[str, list[tuple[int, str]]]:
+    """Every module other than a `repository.py` with SQL calls on a session, with them."""
+    found = {}
+    for name, tree in _modules():
+        if Path(name).name != "repository.py" and (calls := list(session_calls(tree))):
+            found[name] = calls
+    return found
+
+
+def test_sql_is_only_in_repositories() -> None:
+    stray = [
+        f"{name}:{line}: session.{method}"
+        for name, calls in calls_outside_repositories().items()
+        if name not in EXCEPTIONS
+        for line, method in calls
+    ]
+    assert stray == [], "move these into the package's repository.py:\n" + "\n".join(stray)
+
+
+def test_every_exception_is_still_needed() -> None:
+    stale = sorted(set(EXCEPTIONS) - set(calls_outside_repositories()))
+    assert stale == [], f"no SQL left in these, take them off EXCEPTIONS: {stale}"
+
+
+def _annotation(argument: ast.arg) -> str:
+    return ast.unparse(argument.annotation) if argument.annotation else ""
+
+
+def test_a_session_is_called_a_session() -> None:
+    # The rule finds sessions by name, so a session parameter must be named like one.
+    misnamed = [
+        f"{name}:{node.lineno}: {argument.arg}"
+        for name, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        if re.fullmatch(r"(AsyncSession|SessionDep)( \| None)?", _annotation(argument))
+        and not SESSION_NAME.match(argument.arg)
+    ]
+    assert misnamed == []
+
+
+def test_the_rule_sees_the_forms_a_session_is_called_in() -> None:
+    source = """
+async def f(session, self):
+    await session.execute(statement)
+    await self._session.get(User, 1)
+    self.db_session.add(row)
+    await session.flush()
+    await session.commit()
+    sessions.get(key)
+    await connection.execute(statement)
+"""
+    assert list(session_calls(ast.parse(source))) == [(3, "execute"), (4, "get"), (5, "add")]
