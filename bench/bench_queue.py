@@ -8,7 +8,7 @@ Each part starts on a fresh database, migrated and never analysed by hand (as af
 upload, before autovacuum has run).
 
 1. The claim (`--claims`): N jobs of one owner queued, and one each of 20 other owners; one
-   claim (`jobs.claim_next`) timed 50 times, each rolled back, so the queue stays as it is.
+   claim (`jobs_repository.claim_next`) timed 50 times, each rolled back, so the queue stays as it is.
 2. Bulk ingestion (`--backlogs`): one owner adds N one-paragraph text files through the
    documents service (as uploads do: stored, a document and a job each); then one worker, as
    `docchat serve` runs it, ingests for `--window` seconds. The documents completed per second
@@ -47,7 +47,7 @@ from bench.common import (
     table,
 )
 from docchat.db import create_engine, create_sessionmaker, utcnow
-from docchat.documents import jobs
+from docchat.documents import jobs_repository
 from docchat.documents.models import Document, DocumentStatus, IngestionJob
 from docchat.documents.service import add_file
 from docchat.documents.storage import FileSource
@@ -104,7 +104,7 @@ async def claim_timings(backlog: int) -> list[float]:
         for _ in range(CLAIMS_TIMED):
             async with sessions() as session:
                 started = time.perf_counter()
-                claimed = await jobs.claim_next(
+                claimed = await jobs_repository.claim_next(
                     session, worker_id="bench", now=utcnow(), stale_after=timedelta(hours=1)
                 )
                 timings.append((time.perf_counter() - started) * 1000)

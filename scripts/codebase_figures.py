@@ -40,7 +40,7 @@ def main() -> None:
     everywhere = sum(
         len(list(rule.session_calls(ast.parse(path.read_text())))) for path in PACKAGE.rglob("*.py")
     )
-    print(f"SQL calls on a session outside repository.py: {counted} of {everywhere}")
+    print(f"SQL calls on a session outside repositories: {counted} of {everywhere}")
     print(f"  in the listed exceptions: {listed}; elsewhere: {counted - listed}")
     for name, calls in sorted(outside.items(), key=lambda item: -len(item[1])):
         print(f"    {len(calls):3d} {name}")

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import update
 
 from docchat.db import utcnow
-from docchat.documents import jobs
+from docchat.documents import jobs_repository
 from docchat.documents.models import IngestionJob
 from docchat.ingestion.worker import IngestionWorker
 from docchat.main.components import Components
@@ -117,8 +117,10 @@ async def test_a_claim_beside_another_workers_goes_to_the_next_owner_not_the_sam
         async with sessions() as first, sessions() as second:
             # The first worker holds the head of an owner's queue, not yet committed: the
             # second takes another owner's head, not that owner's next job.
-            taken = await jobs.claim_next(first, worker_id="one", now=now, stale_after=stale_after)
-            beside = await jobs.claim_next(
+            taken = await jobs_repository.claim_next(
+                first, worker_id="one", now=now, stale_after=stale_after
+            )
+            beside = await jobs_repository.claim_next(
                 second, worker_id="two", now=now, stale_after=stale_after
             )
             assert taken is not None and beside is not None
@@ -144,7 +146,7 @@ async def test_idle_owners_only_skips_an_owner_with_a_job_running(
             # Every idle owner's head, one each, until none is left (other tests' leftovers
             # included): never the owner with a job running.
             claimed = []
-            while job := await jobs.claim_next(
+            while job := await jobs_repository.claim_next(
                 session,
                 worker_id="two",
                 now=utcnow(),

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.config import Settings, WorkerSettings
 from docchat.db import create_sessionmaker
-from docchat.documents import jobs
+from docchat.documents import jobs_repository
 from docchat.documents.models import Document, DocumentStatus, JobStatus
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.chroma import ChromaVectorStore
@@ -115,7 +115,7 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
         )
         session.add(document)
         await session.flush()
-        await jobs.enqueue(session, document)
+        await jobs_repository.enqueue(session, document)
         await session.commit()
         document_id = document.id
 

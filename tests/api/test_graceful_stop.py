@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from docchat.db import create_sessionmaker
-from docchat.documents import jobs
+from docchat.documents import jobs_repository
 from docchat.documents.models import Document, DocumentStatus, JobStatus
 from docchat.users.models import User
 from tests.support.documents import document_and_job, wait_for_document
@@ -210,7 +210,7 @@ async def test_a_worker_stops_within_10_s_mid_document_and_hands_it_back(
         )
         session.add(document)
         await session.flush()
-        await jobs.enqueue(session, document)
+        await jobs_repository.enqueue(session, document)
         await session.commit()
         document_id = document.id
 

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.documents import scopes
+from docchat.documents import scopes, scopes_repository
 from docchat.documents.models import Document, DocumentStatus, Visibility
 from docchat.documents.repository import readable_by
 from docchat.documents.scopes import search_scope
@@ -294,8 +294,8 @@ async def test_counting_a_readers_own_part_reads_none_of_everyones_documents(
     rule = scopes.ScopeRule(
         reader.id, own=True, everyone=True, collections=(uuid.UUID(library["collection"]),)
     )
-    explained = text(f"EXPLAIN (ANALYZE, FORMAT JSON) {scopes._RESTS_TOTALS.text}")
+    explained = text(f"EXPLAIN (ANALYZE, FORMAT JSON) {scopes_repository._RESTS_TOTALS.text}")
     [[plan]] = (await session.execute(explained, rule.parameters())).all()
     assert _rows_read(plan[0]["Plan"], "documents") < 50
-    counted = (await session.execute(scopes._RESTS_TOTALS, rule.parameters())).one()
+    counted = (await session.execute(scopes_repository._RESTS_TOTALS, rule.parameters())).one()
     assert counted.documents == 2  # the reader's note and the colleague's handbook

@@ -16,14 +16,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.db import utcnow
-from docchat.documents import jobs
-from docchat.documents.models import Document, DocumentStatus, DocumentVersion
+from docchat.documents import jobs_repository, repository
+from docchat.documents.models import Document, DocumentStatus
 from docchat.kit.errors import ServiceUnavailable
-from docchat.membership.models import CollectionDocument
 from docchat.retrieval.index import DocumentRef, VectorIndex, VectorStoreUnavailable
 
 BATCH = 5000
@@ -47,15 +45,11 @@ async def hand_over(
             ) from exc
     ids = [document.id for document in documents]
     unfinished: list[tuple[uuid.UUID, uuid.UUID | None]] = []
-    await jobs.lock_unfinished(session, ids)
+    await jobs_repository.lock_unfinished(session, ids)
     for start in range(0, len(ids), BATCH):  # a statement takes at most 32,767 parameters
         batch = ids[start : start + BATCH]
-        await session.execute(
-            update(CollectionDocument)
-            .where(CollectionDocument.document_id.in_(batch))
-            .values(owner_id=heir)
-        )
-        unfinished += await jobs.retire_unfinished(session, batch, utcnow())
+        await repository.set_collection_entries_owner(session, batch, heir)
+        unfinished += await jobs_repository.retire_unfinished(session, batch, utcnow())
     for document in documents:
         document.owner_id = heir
         document.category_id = None  # the categories were the old owner's
@@ -65,8 +59,8 @@ async def hand_over(
         document = by_id[document_id]
         if version_id is None:
             document.pages_done = document.chunks_done = 0
-            await jobs.enqueue(session, document)
+            await jobs_repository.enqueue(session, document)
             continue
-        version = await session.get(DocumentVersion, version_id)
+        version = await repository.get_version(session, version_id)
         if version is not None and version.status != DocumentStatus.failed:
-            await jobs.enqueue_version(session, document, version)
+            await jobs_repository.enqueue_version(session, document, version)

@@ -102,7 +102,7 @@ class IngestionJob(IdMixin, TimestampMixin, Base):
         # The fair claim reads each owner's running jobs and when the owner was last served.
         Index("ix_ingestion_jobs_running", "owner_id", postgresql_where=text("status = 'running'")),
         Index("ix_ingestion_jobs_owner_claimed_at", "owner_id", "claimed_at"),
-        # Each owner's queue in claim order, queued jobs only (`jobs.claim_next`).
+        # Each owner's queue in claim order, queued jobs only (`jobs_repository.claim_next`).
         Index(
             "ix_ingestion_jobs_queued",
             "owner_id",

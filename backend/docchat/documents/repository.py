@@ -99,6 +99,22 @@ async def readable_among(
     return list((await session.execute(statement.order_by(Document.created_at))).scalars())
 
 
+def add(session: AsyncSession, row: Document | DocumentVersion) -> None:
+    """A new document or version, written at the next flush."""
+    session.add(row)
+
+
+async def set_collection_entries_owner(
+    session: AsyncSession, document_ids: Sequence[uuid.UUID], owner_id: uuid.UUID
+) -> None:
+    """Write the documents' new owner where collections list them."""
+    await session.execute(
+        update(CollectionDocument)
+        .where(CollectionDocument.document_id.in_(list(document_ids)))
+        .values(owner_id=owner_id)
+    )
+
+
 async def live_documents(session: AsyncSession) -> list[Document]:
     """Every document not deleted, of every owner (for `docchat reindex`)."""
     statement = select(Document).where(Document.deleted_at.is_(None))

@@ -13,7 +13,7 @@ from docchat.audit import service as audit
 from docchat.categories import service as categories_service
 from docchat.config import QuotaSettings, UrlFetchSettings
 from docchat.db import utcnow
-from docchat.documents import jobs, repository
+from docchat.documents import jobs_repository, repository
 from docchat.documents.fetch import fetch
 from docchat.documents.filetypes import FileKind, detect_kind, sanitize_filename
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, Visibility
@@ -162,9 +162,9 @@ async def add_file(
         storage_key=stored.key,
         status=DocumentStatus.queued,
     )
-    session.add(document)
+    repository.add(session, document)
     await session.flush()
-    await jobs.enqueue(session, document)
+    await jobs_repository.enqueue(session, document)
     return Upload(document, duplicate=False)
 
 
@@ -212,9 +212,9 @@ async def upload_version(
         storage_key=stored.key,
         status=DocumentStatus.queued,
     )
-    session.add(version)
+    repository.add(session, version)
     await session.flush()
-    await jobs.enqueue_version(session, locked, version)
+    await jobs_repository.enqueue_version(session, locked, version)
     return Upload(locked, duplicate=False)
 
 
@@ -253,7 +253,7 @@ async def as_read(
 ) -> list[DocumentRead]:
     """The documents as the viewer sees them, with the queue position of those waiting."""
     waiting = [document.id for document in documents if document.status == DocumentStatus.queued]
-    positions = await jobs.queue_positions(session, waiting)
+    positions = await jobs_repository.queue_positions(session, waiting)
     # Only the owner hears of new versions (their file names are the owner's business).
     owned = [document.id for document in documents if document.owner_id == viewer_id]
     versions = await repository.latest_unfinished_versions(session, owned)
@@ -351,11 +351,11 @@ async def reprocess(session: AsyncSession, user: User, document: Document) -> Do
     _ensure_can_modify(user, document)
     if await repository.version_in_progress(session, document.id) is not None:
         raise Conflict("A new version of this document is being read; reprocess it after that")
-    await jobs.cancel_pending(session, document.id, utcnow())
+    await jobs_repository.cancel_pending(session, document.id, utcnow())
     document.error = None
     document.pages_done = 0
     document.chunks_done = 0
-    await jobs.enqueue(session, document)
+    await jobs_repository.enqueue(session, document)
     await session.flush()
     return document
 
@@ -375,7 +375,7 @@ async def delete(
     for key in keys:
         after_commit(session, partial(release_file, sessionmaker, storage, key))
     document.deleted_at = utcnow()
-    await jobs.cancel_pending(session, document.id, document.deleted_at)
+    await jobs_repository.cancel_pending(session, document.id, document.deleted_at)
     await lexical.delete_chunks(session, document.id)
     await audit.record(
         session,

@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.config import Settings
 from docchat.db import session_scope, utcnow
-from docchat.documents import jobs
+from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus
 from docchat.extraction.chunking import title_of, with_header
@@ -255,9 +255,9 @@ async def _queue_again(
             return 0
         if await documents_repository.version_in_progress(session, document_id) is not None:
             return 0  # the new version, once read, brings its own rows
-        await jobs.cancel_pending(session, document_id, utcnow())
+        await jobs_repository.cancel_pending(session, document_id, utcnow())
         document.chunks_done = 0
-        await jobs.enqueue(session, document)
+        await jobs_repository.enqueue(session, document)
     logger.warning(
         "document %s: the vector store does not hold its chunks' text; queued to be read "
         "again from its file",

@@ -149,7 +149,7 @@ async def _reindex(layout_only: bool) -> None:
     nothing again: their chunks moved out of the older single-collection layout to their
     owners' collections, and their BM25 rows written (`ingestion.upgrade`)."""
     from docchat.db import create_engine, create_sessionmaker, session_scope
-    from docchat.documents import jobs
+    from docchat.documents import jobs_repository
     from docchat.documents import repository as documents_repository
     from docchat.main.components import build_embedder, build_vector_store
 
@@ -166,7 +166,7 @@ async def _reindex(layout_only: bool) -> None:
             documents = await documents_repository.live_documents(session)
             for document in documents:
                 document.chunks_done = 0
-                await jobs.enqueue(session, document)
+                await jobs_repository.enqueue(session, document)
         print(f"queued {len(documents)} documents for re-indexing with {embedder.name}")
     finally:
         await engine.dispose()
