@@ -68,7 +68,6 @@ EXCEPTIONS: dict[str, str] = {
     "identity/codes.py": "to move",
     "membership/access.py": "to move",
     "quotas/service.py": "to move",
-    "retrieval/lexical.py": "to move",
     "users/administration.py": "to move",
     # moved by the lease/sources work (issue 68, another branch)
     "sources/sync.py": "moved by the lease/sources work",

@@ -10,223 +10,28 @@ word among the installation's most common is estimated from the installation's s
 the question's rarer words. The rows live in the same database as the documents, are written
 with the vectors and removed with the document, and a search is restricted to the scope the
 caller resolved for the user: the ids of a listed scope, or a wide scope's condition, which
-the candidates' documents must meet (`documents.scopes`).
+the candidates' documents must meet (`documents.scopes`). The statements are in
+`repository.py`; this module decides which to run and with what.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import TextClause, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.retrieval import repository
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
 from docchat.retrieval.languages import CJK, CONFIGURATIONS, configuration_of, names_in, segmented
 from docchat.retrieval.models import DocumentChunk
 
 K1 = 1.2
 B = 0.75
-
-# The question's lexemes (PostgreSQL's parser and stemmer make them), and its names as each
-# text search configuration this server has reads them (`:configs`, `:words`): the parallel
-# arrays of the configuration, the name's position and the lexeme. The same statement has
-# the rest of the search's transaction planned for its values: the best plan for BM25 depends
-# on how many chunks hold each word and how wide the scope is, and after five runs of a prepared
-# statement PostgreSQL may settle on a generic plan blind to both (measured over a 100k-chunk
-# library: p50 20-22 ms with generic plans, 14 ms with plans made for each question).
-_LEXEMES = text(
-    """
-SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes,
-       set_config('plan_cache_mode', 'force_custom_plan', true) AS planning,
-       r.configs, r.positions, r.readings
-FROM (
-    SELECT array_agg(c.config) AS configs, array_agg(w.position) AS positions,
-           array_agg(l.lexeme) AS readings
-    FROM unnest(CAST(:configs AS text[])) AS c(config)
-    JOIN pg_ts_config t ON t.cfgname = c.config
-    CROSS JOIN unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, position)
-    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(t.oid AS regconfig), w.word)))
-        AS l(lexeme)
-) AS r
-"""
-)
-# The scope's size and average length, from its documents' word totals (its chunks unread).
-_SCOPE_TOTALS = text(
-    """
-SELECT CAST(coalesce(sum(chunk_count), 0) AS float8) AS n,
-       coalesce(CAST(sum(token_count) AS float8) / nullif(sum(chunk_count), 0), 1) AS avgdl
-FROM documents WHERE id = ANY(:documents)
-"""
-)
-# PostgreSQL's own statistics of the column (kept by ANALYZE, up to 10,000 words with migration
-# 0008): the installation's most common lexemes and the share of chunks holding each. The last
-# three numbers of the shares array are the smallest share, the largest and the null share.
-_COMMON_LEXEMES = text(
-    """
-SELECT CAST(CAST(s.most_common_elems AS text) AS text[]) AS lexemes,
-       s.most_common_elem_freqs AS shares,
-       (SELECT reltuples FROM pg_class WHERE oid = CAST('document_chunks' AS regclass)) AS rows
-FROM pg_stats s
-WHERE s.schemaname = current_schema() AND s.tablename = 'document_chunks' AND s.attname = 'tsv'
-"""
-)
-# Candidates are the scope's chunks holding one of the `:query` lexemes; each keeps only the
-# question's lexemes before they are counted. A lexeme's document frequency is counted over the
-# candidates, unless `:known` gives it (common words that did not pick candidates).
-# A name the question shares with a chunk in another language may be read otherwise there
-# ("Kellmünz" is `kellmunz` in German, "Lindenhagen" `lindenhag`): the names' readings in the
-# other configurations (`:variant_configs`, `:variant_lexemes`) count in the chunks of that
-# configuration only, where they are the name, not a word of another language.
-_BM25 = """
-WITH question AS (
-    SELECT CAST(:lexemes AS text[]) AS lexemes, CAST(:query AS tsquery) AS query
-),
-variant AS (
-    SELECT v.config, array_agg(v.lexeme) AS lexemes
-    FROM unnest(CAST(:variant_configs AS text[]), CAST(:variant_lexemes AS text[]))
-    AS v(config, lexeme)
-    GROUP BY v.config
-),
-matches AS (
-    SELECT c.document_id, c.chunk_index, c.tokens, t.lexeme,
-           CAST(coalesce(array_length(t.positions, 1), 1) AS float8) AS tf
-    {candidates}
-    LEFT JOIN variant v ON v.config = coalesce(c.language, :default_language)
-    -- Only the question's lexemes, positions kept: weight them A, keep the A ones.
-    CROSS JOIN LATERAL unnest(ts_filter(
-        setweight(c.tsv, 'A', q.lexemes || coalesce(v.lexemes, CAST('{{}}' AS text[]))), '{{a}}'
-    )) AS t
-),
-known AS (
-    SELECT k.lexeme, k.df FROM unnest(CAST(:known AS text[]), CAST(:known_df AS float8[]))
-    AS k(lexeme, df)
-),
-frequency AS (
-    SELECT lexeme, CAST(count(*) AS float8) AS df FROM matches
-    WHERE lexeme NOT IN (SELECT lexeme FROM known) GROUP BY lexeme
-    UNION ALL
-    SELECT lexeme, df FROM known
-),
-ranked AS (
-    SELECT m.document_id, m.chunk_index,
-           sum(ln(1 + (CAST(:n AS float8) - f.df + 0.5) / (f.df + 0.5))
-               * m.tf * (CAST(:k1 AS float8) + 1)
-               / (m.tf + CAST(:k1 AS float8)
-                  * (1 - CAST(:b AS float8)
-                     + CAST(:b AS float8) * m.tokens / CAST(:avgdl AS float8)))) AS score
-    FROM matches m
-    JOIN frequency f USING (lexeme)
-    GROUP BY m.document_id, m.chunk_index
-    ORDER BY score DESC, m.document_id, m.chunk_index
-    LIMIT :limit
-),
--- What a chunk holding each of the question's lexemes once would score: the sum of their IDFs
--- (a lexeme the scope does not hold counts with the IDF of df = 0). A chunk in another language
--- than the question's can only share its names, numbers and rare terms, and is judged on the
--- lexemes the scope holds (`present`): a German question's own words are not missing from an
--- English passage, they were never going to be in it.
--- (The names the question was also read for in the installation's language and the others,
--- `:own` false, count only there; the readings of one word, `:groups`, count once, the
--- heaviest held.)
-idf AS (
-    SELECT coalesce(f.df, 0) > 0 AS held, l.lexeme = ANY(CAST(:own AS text[])) AS own,
-           l.word,
-           ln(1 + (CAST(:n AS float8) - coalesce(f.df, 0) + 0.5) / (coalesce(f.df, 0) + 0.5))
-           AS weight
-    FROM unnest(CAST(:words AS text[]), CAST(:groups AS integer[])) AS l(lexeme, word)
-    LEFT JOIN frequency f ON f.lexeme = l.lexeme
-),
-ideal AS (
-    SELECT (SELECT sum(weight) FROM idf WHERE own) AS total,
-           (SELECT sum(best) FROM (SELECT max(weight) AS best FROM idf WHERE held GROUP BY word)
-            AS w) AS present
-)
-SELECT r.score,
-       r.score / nullif(CASE WHEN coalesce(c.language, :default_language) = :question_language
-                             THEN i.total ELSE i.present END, 0) AS coverage,
-       c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
-       d.filename, d.version
-FROM ranked r
-CROSS JOIN ideal i
-JOIN document_chunks c USING (document_id, chunk_index)
-JOIN documents d ON d.id = c.document_id
-ORDER BY r.score DESC, c.document_id, c.chunk_index
-"""
-# A small scope is read by key (its chunks are few; the fence keeps the planner from going
-# through the word index, which would read the whole installation's matches).
-_BM25_SCOPE_FIRST = text(
-    _BM25.format(
-        candidates="""FROM (SELECT * FROM document_chunks WHERE document_id = ANY(:documents)
-          OFFSET 0) c
-    JOIN question q ON c.tsv @@ q.query"""
-    )
-)
-# A wide scope starts from the GIN index over `tsv`: only the chunks holding a candidate word
-# are read, then those outside the scope are dropped.
-_BM25_MATCHES_FIRST = text(
-    _BM25.format(
-        candidates="""FROM question q
-    JOIN document_chunks c ON c.tsv @@ q.query AND c.document_id = ANY(:documents)"""
-    )
-)
-
-
-@functools.cache
-def _bm25_in(condition: str) -> TextClause:
-    """BM25 over a wide scope given as a condition on its documents (`ScopeCondition`): the
-    chunks holding a candidate word, kept when their document meets it. The scope's documents
-    are never listed, so the cost is the candidates', whatever the scope's size."""
-    return text(
-        _BM25.format(
-            candidates=f"""FROM question q
-    JOIN document_chunks c ON c.tsv @@ q.query
-    JOIN documents d ON d.id = c.document_id AND {condition}"""
-        )
-    )
-
-
-# Which of the named documents (at which version) a wide scope holds, and those of one owner.
-@functools.cache
-def _admitted(condition: str) -> TextClause:
-    return text(
-        f"SELECT d.id, d.version FROM documents d WHERE d.id = ANY(:ids) AND {condition}"  # noqa: S608
-    )
-
-
-@functools.cache
-def _owned_in(condition: str) -> TextClause:
-    return text(
-        "SELECT d.id, d.owner_id, d.version FROM documents d "  # noqa: S608
-        f"WHERE d.owner_id = :owner AND {condition}"
-    )
-
-
-_CHUNKS_OF_DOCUMENTS = text(
-    "SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, "
-    "d.visibility, d.filename, d.version "
-    "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
-    "WHERE c.document_id = ANY(:documents) ORDER BY c.document_id, c.chunk_index"
-)
-
-# Chunks named by document, index and version, whole; a chunk whose document answers with
-# another version by now (a new one was swapped in) is not returned.
-_PASSAGES_OF_CHUNKS = text(
-    """
-SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
-       d.filename, d.version
-FROM unnest(CAST(:documents AS uuid[]), CAST(:indexes AS integer[]), CAST(:versions AS integer[]))
-     AS wanted(document_id, chunk_index, version)
-JOIN documents d ON d.id = wanted.document_id AND d.version = wanted.version
-JOIN document_chunks c
-  ON c.document_id = wanted.document_id AND c.chunk_index = wanted.chunk_index
-"""
-)
 
 
 def _chunk_of(row: Any) -> Chunk:
@@ -264,21 +69,6 @@ def word_count(content: str) -> int:
 INSERT_BATCH = 500
 # The longest location kept (the column is varchar(300)); extractors stay well under it.
 LOCATION_CHARS = 300
-# One chunk's row, written again in place when a retried job writes it twice. One statement,
-# prepared once and run for each row (asyncpg sends the rows together): a multi-row INSERT
-# built with SQLAlchemy for each batch took 90 ms of the event loop to build for 500 rows (16 ms
-# for 64), in the API's process where `docchat serve` runs the worker.
-_UPSERT_CHUNK = text(
-    """
-INSERT INTO document_chunks
-  (document_id, chunk_index, page, location, text, tokens, tsv, language)
-VALUES (:document_id, :chunk_index, :page, :location, :text, :tokens,
-        to_tsvector(CAST(:language AS regconfig), :indexed), :language)
-ON CONFLICT (document_id, chunk_index) DO UPDATE SET
-  page = excluded.page, location = excluded.location, text = excluded.text,
-  tokens = excluded.tokens, tsv = excluded.tsv, language = excluded.language
-"""
-)
 
 
 def _chunk_rows(
@@ -315,7 +105,7 @@ async def add_chunks(
     # Telling each chunk's language takes about a millisecond: not on the event loop.
     rows = await asyncio.to_thread(_chunk_rows, chunks, indexed, language)
     for start in range(0, len(rows), INSERT_BATCH):
-        await session.execute(_UPSERT_CHUNK, rows[start : start + INSERT_BATCH])
+        await repository.upsert_chunks(session, rows[start : start + INSERT_BATCH])
 
 
 async def passages(
@@ -324,23 +114,17 @@ async def passages(
     """A run of the document's chunks in reading order (the caller checked it may be read),
     and how many it has."""
     total = await count_chunks(session, document_id)
-    statement = (
-        select(DocumentChunk)
-        .where(DocumentChunk.document_id == document_id)
-        .order_by(DocumentChunk.chunk_index)
-        .offset(skip)
-        .limit(limit)
-    )
-    return list((await session.execute(statement)).scalars()), total
+    return await repository.chunks_in_order(session, document_id, skip, limit), total
 
 
 async def count_chunks(session: AsyncSession, document_id: uuid.UUID) -> int:
-    statement = select(func.count()).where(DocumentChunk.document_id == document_id)
-    return int((await session.execute(statement)).scalar_one())
+    """How many chunks of the document the index holds."""
+    return await repository.count_chunks(session, document_id)
 
 
 async def delete_chunks(session: AsyncSession, document_id: uuid.UUID) -> None:
-    await session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
+    """Remove the document's chunks from the index (the caller commits)."""
+    await repository.delete_chunks(session, document_id)
 
 
 # Up to this many chunks in a scope, BM25 is exact: the scope's chunks are read by key.
@@ -545,7 +329,7 @@ class LexicalIndex:
     async def _word_statistics(self, session: AsyncSession) -> WordStatistics:
         now = time.monotonic()
         if self._statistics is None or now - self._statistics_read_at > WORD_STATISTICS_TTL_SECONDS:
-            row = (await session.execute(_COMMON_LEXEMES)).first()
+            row = await repository.common_lexemes(session)
             self._statistics, self._statistics_read_at = WordStatistics.from_row(row), now
         return self._statistics
 
@@ -560,7 +344,7 @@ class LexicalIndex:
         cached = self._totals.get(key)
         if cached is not None and now - cached[2] <= SCOPE_TOTALS_TTL_SECONDS:
             return cached[0], cached[1]
-        row = (await session.execute(_SCOPE_TOTALS, {"documents": scope.ids})).one()
+        row = await repository.scope_totals(session, scope.ids)
         if scope.size >= CACHED_SCOPE_DOCUMENTS:
             if len(self._totals) >= CACHED_SCOPES:
                 self._totals.pop(next(iter(self._totals)))
@@ -579,15 +363,15 @@ class LexicalIndex:
                 return []
             n, avgdl = scope.totals or await self._scope_totals(session, scope)
             parameters: dict[str, Any] = {"documents": scope.ids}
-            if scope.listed and n <= self.exact_scope_chunks:
-                statement, words = _BM25_SCOPE_FIRST, WordSelection(read.all, {})
+            exact = scope.listed and n <= self.exact_scope_chunks
+            if exact:
+                words = WordSelection(read.all, {})
             else:
                 statistics = await self._word_statistics(session)
-                statement = _BM25_MATCHES_FIRST
                 if scope.condition is not None:
-                    statement = _bm25_in(scope.condition.sql)
                     parameters = dict(scope.condition.parameters)
                 words = select_words(read.all, statistics, n, self.candidate_budget)
+            condition = None if exact or scope.condition is None else scope.condition.sql
             parameters |= {
                 "lexemes": lexemes,
                 "variant_configs": [config for config, _ in read.variants],
@@ -606,7 +390,9 @@ class LexicalIndex:
                 "default_language": self.language,
             }
             for query in words.queries():
-                rows = (await session.execute(statement, parameters | {"query": query})).all()
+                rows = await repository.bm25(
+                    session, parameters | {"query": query}, scope_first=exact, condition=condition
+                )
                 if len(rows) >= limit:
                     break
             return [
@@ -624,7 +410,7 @@ class LexicalIndex:
             "configs": sorted({*NAME_CONFIGURATIONS, language, self.language}),
             "words": names,
         }
-        row = (await session.execute(_LEXEMES, asked)).one()
+        row = await repository.read_question(session, asked)
         readings = [
             (str(config), int(position), str(lexeme))
             for config, position, lexeme in zip(
@@ -644,8 +430,9 @@ class LexicalIndex:
         ids = list({chunk.document_id for chunk in chunks})
         parameters = dict(scope.condition.parameters) | {"ids": ids}
         async with self.sessionmaker() as session:
-            rows = await session.execute(_admitted(scope.condition.sql), parameters)
-            answering = {row.id: row.version for row in rows}
+            answering = await repository.answering_versions(
+                session, scope.condition.sql, parameters
+            )
         return {chunk.id for chunk in chunks if answering.get(chunk.document_id) == chunk.version}
 
     async def documents_of(self, scope: DocumentScope, owner_id: uuid.UUID) -> list[DocumentRef]:
@@ -655,7 +442,7 @@ class LexicalIndex:
             return [ref for ref in scope if ref.owner_id == owner_id]
         parameters = dict(scope.condition.parameters) | {"owner": owner_id}
         async with self.sessionmaker() as session:
-            rows = await session.execute(_owned_in(scope.condition.sql), parameters)
+            rows = await repository.owned_in(session, scope.condition.sql, parameters)
             return [DocumentRef(row.id, row.owner_id, row.version) for row in rows]
 
     async def passages_of(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
@@ -669,8 +456,7 @@ class LexicalIndex:
             "versions": [chunk.version for chunk in chunks],
         }
         async with self.sessionmaker() as session:
-            rows = await session.execute(_PASSAGES_OF_CHUNKS, wanted)
-            found = [_chunk_of(row) for row in rows]
+            found = [_chunk_of(row) for row in await repository.passages_of(session, wanted)]
         return {chunk.id: chunk for chunk in found}
 
     async def document_chunks(self, documents: Sequence[DocumentRef]) -> list[Chunk]:
@@ -679,6 +465,6 @@ class LexicalIndex:
             return []
         order = {document.id: position for position, document in enumerate(documents)}
         async with self.sessionmaker() as session:
-            rows = await session.execute(_CHUNKS_OF_DOCUMENTS, {"documents": list(order)})
+            rows = await repository.chunks_of_documents(session, list(order))
             chunks = [_chunk_of(row) for row in rows]
         return sorted(chunks, key=lambda chunk: (order[chunk.document_id], chunk.chunk_index))
