@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.account import repository
 from docchat.account.schemas import (
     DeletionConfirmation,
     DeletionPlan,
@@ -37,31 +37,26 @@ from docchat.account.schemas import (
 )
 from docchat.audit import service as audit
 from docchat.auth import service as auth_service
-from docchat.auth.models import ApiKey
 from docchat.auth.ratelimit import LoginLimiter
-from docchat.chats.models import Chat
 from docchat.config import Settings
 from docchat.db import utcnow
 from docchat.documents import handover
 from docchat.documents import repository as documents_repository
-from docchat.documents.models import Document, Visibility
+from docchat.documents.models import Visibility
 from docchat.documents.service import release_file
 from docchat.documents.storage import FileStorage
 from docchat.events import service as events
 from docchat.kit.errors import Conflict, NotFound, Unprocessable
 from docchat.kit.routing import after_commit
-from docchat.membership.access import others_in, solely_owned
 from docchat.membership.models import (
     Collection,
-    CollectionDocument,
     CollectionMember,
     CollectionRole,
 )
 from docchat.retrieval.index import VectorIndex, VectorStoreUnavailable
 from docchat.sources.connector import cache_dir
-from docchat.sources.models import Source as SourceRow
-from docchat.sources.models import SourceState
 from docchat.users import administration
+from docchat.users import repository as users_repository
 from docchat.users.models import User
 from docchat.users.passwords import NO_PASSWORD
 
@@ -109,83 +104,14 @@ class Places:
     settings: Settings  # where sources keep what they fetched
 
 
-async def relied_on_documents(
-    session: AsyncSession, user_id: uuid.UUID
-) -> list[tuple[Document, list[str]]]:
-    """The user's live documents others read, each with the collections they read it
-    through (none for one shared with everyone alone), oldest first."""
-    through = (
-        select(CollectionDocument.document_id, func.array_agg(Collection.name).label("names"))
-        .join(Collection, Collection.id == CollectionDocument.collection_id)
-        .where(
-            CollectionDocument.owner_id == user_id,
-            Collection.deleted_at.is_(None),
-            others_in(Collection.id, user_id),
-        )
-        .group_by(CollectionDocument.document_id)
-        .subquery()
-    )
-    statement = (
-        select(Document, through.c.names)
-        .outerjoin(through, through.c.document_id == Document.id)
-        .where(
-            Document.owner_id == user_id,
-            Document.deleted_at.is_(None),
-            or_(Document.visibility == Visibility.shared, through.c.document_id.is_not(None)),
-        )
-        .order_by(Document.created_at, Document.id)
-    )
-    return [(row[0], sorted(row[1] or [])) for row in await session.execute(statement)]
-
-
-async def relied_on_collections(
-    session: AsyncSession, user_id: uuid.UUID
-) -> list[tuple[Collection, int]]:
-    """Collections the user alone owns that others are in, with how many others."""
-    others = (
-        select(func.count(CollectionMember.id))
-        .where(
-            CollectionMember.collection_id == Collection.id,
-            CollectionMember.accepted_at.is_not(None),
-            (CollectionMember.group_id.is_not(None)) | (CollectionMember.user_id != user_id),
-        )
-        .scalar_subquery()
-    )
-    statement = (
-        solely_owned(user_id)
-        .add_columns(others)
-        .where(others_in(Collection.id, user_id))
-        .order_by(Collection.created_at, Collection.id)
-    )
-    return [(row[0], int(row[1])) for row in await session.execute(statement)]
-
-
-async def _count(session: AsyncSession, statement: object) -> int:
-    return int((await session.execute(statement)).scalar_one())  # type: ignore[call-overload]
-
-
 async def plan_of(session: AsyncSession, user: User) -> DeletionPlan:
-    documents = await relied_on_documents(session, user.id)
-    collections = await relied_on_collections(session, user.id)
-    owned = select(func.count()).select_from(solely_owned(user.id).subquery())
+    documents = await repository.relied_on_documents(session, user.id)
+    collections = await repository.relied_on_collections(session, user.id)
     return DeletionPlan(
-        documents=await _count(
-            session,
-            select(func.count(Document.id)).where(
-                Document.owner_id == user.id, Document.deleted_at.is_(None)
-            ),
-        ),
-        chats=await _count(
-            session,
-            select(func.count(Chat.id)).where(Chat.owner_id == user.id, Chat.deleted_at.is_(None)),
-        ),
-        api_keys=await _count(
-            session,
-            select(func.count(ApiKey.id)).where(
-                ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None)
-            ),
-        ),
-        collections_owned=await _count(session, owned),
+        documents=await repository.count_live_documents(session, user.id),
+        chats=await repository.count_live_chats(session, user.id),
+        api_keys=await repository.count_live_api_keys(session, user.id),
+        collections_owned=await repository.count_solely_owned_collections(session, user.id),
         relied_on_documents=[
             ReliedOnDocument(
                 id=document.id,
@@ -232,14 +158,9 @@ async def _lock(session: AsyncSession, user_id: uuid.UUID) -> User:
     Its sources' rows are locked first, the order a sync takes them in (a worker writing a
     file holds its source, then adds a document that names the account): the other order
     would deadlock with it."""
-    await session.execute(
-        select(SourceRow.id).where(SourceRow.owner_id == user_id).with_for_update()
-    )
-    statement = select(User).where(User.id == user_id, User.deleted_at.is_(None)).with_for_update()
-    user = (await session.execute(statement)).scalar_one_or_none()
+    user = await repository.lock_account(session, user_id)
     if user is None:
         raise NotFound("User not found")
-    await session.refresh(user)
     return user
 
 
@@ -296,8 +217,8 @@ async def _heir(session: AsyncSession, user: User, decision: Decision) -> User |
         raise Unprocessable("Name the account that takes the documents over (transfer_to)")
     if decision.transfer_to == user.id:
         raise Unprocessable("The documents cannot be transferred to the account being deleted")
-    heir = await session.get(User, decision.transfer_to)
-    if heir is None or heir.deleted_at is not None or not heir.is_active:
+    heir = await users_repository.get_by_id(session, decision.transfer_to)
+    if heir is None or not heir.is_active:
         raise Unprocessable("transfer_to must be an active account")
     return heir
 
@@ -307,17 +228,10 @@ async def _hand_over_collections(
 ) -> None:
     """The heir becomes an owner of each collection (a member already, or added as one)."""
     for collection in collections:
-        member = (
-            await session.execute(
-                select(CollectionMember).where(
-                    CollectionMember.collection_id == collection.id,
-                    CollectionMember.user_id == heir.id,
-                )
-            )
-        ).scalar_one_or_none()
+        member = await repository.membership_of(session, collection.id, heir.id)
         if member is None:
             member = CollectionMember(collection_id=collection.id, user_id=heir.id)
-            session.add(member)
+            repository.add_member(session, member)
         member.role = CollectionRole.owner
         member.accepted_at = member.accepted_at or utcnow()
         member.added_by = None
@@ -354,21 +268,6 @@ async def _record_deletion(
     )
 
 
-async def _delete_own_collections(session: AsyncSession, user_id: uuid.UUID) -> None:
-    """The collections only the user used, and those they owned and deleted before (no one
-    sees a deleted collection; its name and members go now)."""
-    alone = solely_owned(user_id).where(~others_in(Collection.id, user_id))
-    owned = select(CollectionMember.collection_id).where(
-        CollectionMember.user_id == user_id, CollectionMember.role == CollectionRole.owner
-    )
-    await session.execute(
-        delete(Collection).where(
-            Collection.id.in_(alone.with_only_columns(Collection.id))
-            | (Collection.deleted_at.is_not(None) & Collection.id.in_(owned))
-        )
-    )
-
-
 async def delete_account(
     session: AsyncSession,
     actor: User | None,
@@ -382,8 +281,10 @@ async def delete_account(
     Refused, with nothing changed, when others rely on some of it and `decision` says nothing,
     when it is the last active administrator, or when the vector store cannot copy what goes
     to an heir. Its vectors and files go once the deletion has committed."""
-    documents = [document for document, _ in await relied_on_documents(session, user.id)]
-    collections = [collection for collection, _ in await relied_on_collections(session, user.id)]
+    documents = [document for document, _ in await repository.relied_on_documents(session, user.id)]
+    collections = [
+        collection for collection, _ in await repository.relied_on_collections(session, user.id)
+    ]
     if (documents or collections) and decision.others_documents is None:
         raise DecisionNeeded(len(documents), len(collections))
     await administration.ensure_another_admin(session, user)
@@ -391,24 +292,20 @@ async def delete_account(
     if heir is not None:
         await handover.hand_over(session, places.vector_index, documents, heir.id)
         await _hand_over_collections(session, collections, heir, user)
-        await _hand_over_sources(session, user, heir, [c.id for c in collections])
+        await repository.hand_over_sources(session, user.id, heir.id, [c.id for c in collections])
     else:
         for collection in collections:
             collection.deleted_at = utcnow()
     caches = await _forget_sources(session, user.id, places.settings)
-    await _delete_own_collections(session, user.id)
-    await session.execute(
-        delete(CollectionMember).where(
-            func.lower(CollectionMember.invited_email) == user.email.lower()
-        )
-    )
+    await repository.delete_own_collections(session, user.id)
+    await repository.delete_invitations_to(session, user.email)
     keys = await documents_repository.storage_keys_of_owner(session, user.id)
     await events.forget_words_of(session, user.id)
     erased = await audit.erase_person(session, user.id, user.email, user.display_name)
     await _record_deletion(
         session, actor, user, address, heir, (len(documents), len(collections), erased)
     )
-    await session.execute(delete(User).where(User.id == user.id))
+    await repository.delete_user(session, user.id)
     session.expunge(user)
     # Once committed (never before: a rollback would leave live documents without vectors).
     after_commit(session, partial(_drop_vectors, places.vector_index, user.id))
@@ -431,33 +328,12 @@ async def _drop_vectors(vector_index: VectorIndex, user_id: uuid.UUID) -> None:
         )
 
 
-async def _hand_over_sources(
-    session: AsyncSession, user: User, heir: User, collection_ids: list[uuid.UUID]
-) -> None:
-    """The account's sources in the collections handed to the heir go to the heir too,
-    paused: they sync with the deleted person's credentials, which the heir should check
-    before resuming. Its other sources go with the account (their documents stay as decided)."""
-    await session.execute(
-        update(SourceRow)
-        .where(SourceRow.owner_id == user.id, SourceRow.collection_id.in_(collection_ids))
-        .values(
-            owner_id=heir.id,
-            state=SourceState.paused,
-            claim_token=None,
-            next_sync_at=None,
-            last_error="Paused: the account that added it was deleted and it was handed over; "
-            "check its settings and credentials, then resume it",
-        )
-    )
-
-
 async def _forget_sources(
     session: AsyncSession, user_id: uuid.UUID, settings: Settings
 ) -> list[Path]:
     """Fence out any sync of the account's sources (they go with the account); the folders
     of what they fetched, to remove once committed."""
-    rows = (await session.execute(select(SourceRow).where(SourceRow.owner_id == user_id))).scalars()
-    sources = list(rows)
+    sources = await repository.sources_of(session, user_id)
     for row in sources:
         row.claim_token = None
     await session.flush()
