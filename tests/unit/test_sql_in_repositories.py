@@ -63,8 +63,6 @@ EXCEPTIONS: dict[str, str] = {
     "chats/shares.py": "to move",
     "chats/summaries.py": "to move",
     "events/service.py": "to move",
-    "identity/accounts.py": "to move",
-    "identity/codes.py": "to move",
     "membership/access.py": "to move",
     "quotas/service.py": "to move",
     "users/administration.py": "to move",

@@ -9,16 +9,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit import service as audit
 from docchat.auth.service import DEACTIVATED
 from docchat.db import utcnow
+from docchat.identity import repository
 from docchat.identity.models import ExternalIdentity
 from docchat.kit.errors import Forbidden
-from docchat.membership.models import Group, GroupMember
+from docchat.membership.models import Group
 from docchat.sharing import repository as sharing
 from docchat.users import repository as users
 from docchat.users import service as users_service
@@ -71,14 +71,14 @@ async def account_for(session: AsyncSession, person: Vouched, rules: Rules, addr
     An e-mail the source has not verified neither finds nor makes an account (it would let
     anyone who can type an address at the provider take over that address's account)."""
     provider = rules.provider
-    link = await _link(session, provider, person.subject)
+    link = await repository.link_of(session, provider, person.subject)
     user = await users.get_by_id(session, link.user_id) if link else None
     if link is not None and user is not None:
         link.last_login_at = utcnow()
         await _follow_email(session, user, person)
     else:
         if link is not None:  # its account was deleted: the person starts again
-            await session.delete(link)
+            await repository.delete_link(session, link)
             await session.flush()
         user = await _matched_or_new(session, person, rules, address)
     if not user.is_active:
@@ -87,13 +87,6 @@ async def account_for(session: AsyncSession, person: Vouched, rules: Rules, addr
         user.display_name = person.name
     await mirror_groups(session, user, person.groups, provider, address)
     return user
-
-
-async def _link(session: AsyncSession, provider: str, subject: str) -> ExternalIdentity | None:
-    statement = select(ExternalIdentity).where(
-        ExternalIdentity.provider == provider, ExternalIdentity.subject == subject
-    )
-    return (await session.execute(statement)).scalar_one_or_none()
 
 
 async def _matched_or_new(
@@ -108,10 +101,7 @@ async def _matched_or_new(
         raise Forbidden(RESERVED.format(email=person.email))
     user = await users.get_by_email(session, person.email)
     if user is not None:
-        others = select(ExternalIdentity.id).where(
-            ExternalIdentity.user_id == user.id, ExternalIdentity.provider == provider
-        )
-        if (await session.execute(others)).first() is not None:
+        if await repository.is_linked(session, user.id, provider):
             raise Forbidden(LINKED_ELSEWHERE.format(email=person.email))
         await _hand_over(session, user)
     elif not rules.create_accounts:
@@ -120,11 +110,12 @@ async def _matched_or_new(
         user = await _new_account(session, person, provider, address)
     try:
         async with session.begin_nested():  # two first logins at once: one link wins
-            session.add(
-                ExternalIdentity(user_id=user.id, provider=provider, subject=person.subject)
+            repository.add_link(
+                session,
+                ExternalIdentity(user_id=user.id, provider=provider, subject=person.subject),
             )
     except IntegrityError:
-        link = await _link(session, provider, person.subject)
+        link = await repository.link_of(session, provider, person.subject)
         existing = await users.get_by_id(session, link.user_id) if link else None
         if existing is None:
             raise
@@ -188,25 +179,16 @@ async def mirror_groups(
     first sight, and a membership removed in the directory is removed here. A local group with
     one of these names is left alone (its members are the administrators' choice)."""
     wanted = await _source_groups(session, {name.lower(): name for name in names}, source)
-    current_statement = (
-        select(GroupMember.group_id)
-        .join(Group, Group.id == GroupMember.group_id)
-        .where(GroupMember.user_id == user.id, Group.source == source)
-    )
-    current = set((await session.execute(current_statement)).scalars())
+    current = await repository.source_groups_of(session, user.id, source)
     for group in wanted.values():
         if group.id not in current:
             await sharing.put_in_group(session, group.id, user.id)
             await _record(session, audit.AuditAction.group_member_added, user, group, address)
     gone = current - {group.id for group in wanted.values()}
     if gone:
-        await session.execute(
-            delete(GroupMember).where(
-                GroupMember.user_id == user.id, GroupMember.group_id.in_(gone)
-            )
-        )
+        await repository.leave_groups(session, user.id, gone)
         for group_id in gone:
-            removed = await session.get(Group, group_id)
+            removed = await repository.get_group(session, group_id)
             if removed is not None:
                 await _record(
                     session, audit.AuditAction.group_member_removed, user, removed, address
@@ -218,18 +200,16 @@ async def _source_groups(
 ) -> dict[str, Group]:
     if not names:
         return {}
-    statement = select(Group).where(func.lower(Group.name).in_(list(names)))
-    found = {group.name.lower(): group for group in (await session.execute(statement)).scalars()}
+    found = {group.name.lower(): group for group in await repository.groups_named(session, names)}
     for key, name in names.items():
         if key in found:
             continue
         group = Group(name=name, description=f"Kept in step with {source}", source=source)
         try:
             async with session.begin_nested():
-                session.add(group)
+                repository.add_group(session, group)
         except IntegrityError:  # made by another login just now
-            again = await session.execute(select(Group).where(func.lower(Group.name) == key))
-            group = again.scalar_one()
+            group = await repository.group_named(session, key)
         found[key] = group
     clashing = [group.name for group in found.values() if group.source != source]
     if clashing:

@@ -14,12 +14,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.db import utcnow
-from docchat.identity.models import RedeemedCode
+from docchat.identity import repository
 
 REPLAY_WINDOW = timedelta(seconds=60)
 POLL_SECONDS = 0.1
@@ -46,16 +44,8 @@ async def claim(session: AsyncSession, code: str, state: str) -> bool:
     """True for the first return of this code (it goes to the provider), False when another
     request brought it already. Committed at once: the others must see it while this one
     waits for the provider. Codes older than the window are forgotten here."""
-    await session.execute(
-        delete(RedeemedCode).where(RedeemedCode.created_at < utcnow() - REPLAY_WINDOW)
-    )
-    statement = (
-        pg_insert(RedeemedCode)
-        .values(code_digest=_digest(code), state_digest=_digest(state), created_at=utcnow())
-        .on_conflict_do_nothing()
-        .returning(RedeemedCode.code_digest)
-    )
-    first = (await session.execute(statement)).first() is not None
+    await repository.forget_codes_before(session, utcnow() - REPLAY_WINDOW)
+    first = await repository.add_code(session, _digest(code), _digest(state), utcnow())
     await session.commit()
     return first
 
@@ -68,11 +58,7 @@ async def settle(
     reason: str = "",
 ) -> None:
     """The first return's outcome (committed with the rest of its request)."""
-    await session.execute(
-        update(RedeemedCode)
-        .where(RedeemedCode.code_digest == _digest(code))
-        .values(outcome=kind, user_id=user_id, reason=reason[:500])
-    )
+    await repository.set_code_outcome(session, _digest(code), kind, user_id, reason[:500])
 
 
 async def outcome_of(
@@ -81,16 +67,9 @@ async def outcome_of(
     """The outcome of this code's first return, waiting for it while that return is at the
     provider. None when the code came back with another sign-in's state (someone else's
     browser), is older than the window, or has no outcome within `wait_seconds`."""
-    statement = select(
-        RedeemedCode.state_digest,
-        RedeemedCode.created_at,
-        RedeemedCode.outcome,
-        RedeemedCode.reason,
-        RedeemedCode.user_id,
-    ).where(RedeemedCode.code_digest == _digest(code))
     deadline = time.monotonic() + min(wait_seconds, MAX_WAIT_SECONDS)
     while True:
-        row = (await session.execute(statement)).first()
+        row = await repository.redeemed_code(session, _digest(code))
         if row is None or not hmac.compare_digest(row.state_digest, _digest(state)):
             return None
         if row.created_at < utcnow() - REPLAY_WINDOW:
