@@ -14,12 +14,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from sqlalchemy import Select, String, cast, func, or_, select, text, update
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.audit import repository
 from docchat.audit.models import AuditEntry
 from docchat.audit.text import audit_detail, audit_text
-from docchat.kit.matching import contains
 from docchat.kit.pagination import PageParams, paginate
 
 
@@ -98,7 +98,8 @@ async def record(
     break a line, reorder what is shown around it or outgrow the column."""
     target_type, target_id = target if target else (None, None)
     email = actor.email if actor else actor_email
-    session.add(
+    repository.add(
+        session,
         AuditEntry(
             action=action,
             actor_id=actor.id if actor else None,
@@ -107,7 +108,7 @@ async def record(
             target_id=str(target_id) if target_id is not None else None,
             address=address,
             detail=audit_detail(detail),
-        )
+        ),
     )
     await session.flush()
 
@@ -184,18 +185,9 @@ async def erase_person(
     alias = erased_name(user_id)
     email = email.lower()
     names = _names_pattern(email, display_name)
-    statement = select(AuditEntry).where(
-        or_(
-            AuditEntry.actor_id == user_id,
-            AuditEntry.target_id == str(user_id),
-            func.lower(AuditEntry.actor_email) == email,
-            contains(cast(AuditEntry.detail, String), email),
-        )
-    )
-    entries = (await session.execute(statement)).scalars().all()
+    entries = await repository.entries_naming(session, user_id, email)
     if not entries:
         return 0
-    await session.execute(text("SELECT set_config('docchat.audit_erasure', 'on', true)"))
     rows = []
     for entry in entries:
         own = entry.actor_id == user_id or (entry.actor_email or "").lower() == email
@@ -207,9 +199,7 @@ async def erase_person(
                 "detail": _replaced(entry.detail, names, alias),
             }
         )
-    # One statement for them all (by primary key, executemany), not one round trip each.
-    await session.execute(update(AuditEntry).execution_options(synchronize_session=False), rows)
-    await session.execute(text("SELECT set_config('docchat.audit_erasure', 'off', true)"))
+    await repository.rewrite_entries(session, rows)
     for entry in entries:
         session.expire(entry)
     return len(entries)

@@ -21,15 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
 import anyio
-from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.config import QuotaSettings, Settings
 from docchat.db import advisory_xact_lock, utcnow
-from docchat.events.models import Event
-from docchat.events.service import RESPONSE_GENERATED, SUMMARY_WRITTEN
 from docchat.kit.errors import TooManyRequests
 from docchat.kit.tokens import estimate_tokens
+from docchat.quotas import repository
 from docchat.quotas.models import TokenHold
 from docchat.quotas.schemas import QuotaUsage
 from docchat.users.models import User
@@ -67,17 +65,6 @@ def _day_bounds(now: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-async def tokens_since(session: AsyncSession, user_id: uuid.UUID, since: datetime) -> int:
-    prompt = func.coalesce(Event.payload["prompt_tokens"].as_integer(), 0)
-    completion = func.coalesce(Event.payload["completion_tokens"].as_integer(), 0)
-    statement = select(func.coalesce(func.sum(prompt + completion), 0)).where(
-        Event.user_id == user_id,
-        Event.type.in_([RESPONSE_GENERATED, SUMMARY_WRITTEN]),
-        Event.created_at >= since,
-    )
-    return int((await session.execute(statement)).scalar_one())
-
-
 async def usage(
     session: AsyncSession,
     user: User,
@@ -89,20 +76,13 @@ async def usage(
     limits = limits_for(user, settings)
     start, resets_at = _day_bounds(utcnow())
     return QuotaUsage(
-        tokens_today=await tokens_since(session, user.id, start),
+        tokens_today=await repository.tokens_since(session, user.id, start),
         daily_token_limit=limits.daily_tokens,
         tokens_reset_at=resets_at,
         stored_bytes=stored_bytes,
         storage_limit_bytes=limits.storage_bytes,
         max_upload_bytes=max_upload_bytes,
     )
-
-
-async def _tokens_held(session: AsyncSession, user_id: uuid.UUID, now: datetime) -> int:
-    statement = select(func.coalesce(func.sum(TokenHold.tokens), 0)).where(
-        TokenHold.user_id == user_id, TokenHold.expires_at > now
-    )
-    return int((await session.execute(statement)).scalar_one())
 
 
 def _quota_reached(used: int, held: int, limit: int, now: datetime) -> TooManyRequests:
@@ -143,7 +123,7 @@ class Hold:
         with anyio.CancelScope(shield=True):
             try:
                 async with self.sessionmaker() as session:
-                    await session.execute(delete(TokenHold).where(TokenHold.id == hold_id))
+                    await repository.delete_hold(session, hold_id)
                     await session.commit()
             except Exception:
                 logger.warning("token hold %s was not released; it expires by itself", hold_id)
@@ -169,16 +149,14 @@ async def hold_tokens(
     now = utcnow()
     start, _ = _day_bounds(now)
     await advisory_xact_lock(session, f"token-quota:{user.id}")
-    await session.execute(
-        delete(TokenHold).where(TokenHold.user_id == user.id, TokenHold.expires_at <= now)
-    )
-    used = await tokens_since(session, user.id, start)
-    held = await _tokens_held(session, user.id, now)
+    await repository.delete_expired_holds(session, user.id, now)
+    used = await repository.tokens_since(session, user.id, start)
+    held = await repository.tokens_held(session, user.id, now)
     if used + held >= limit:
         await session.rollback()
         raise _quota_reached(used, held, limit, now)
     hold = TokenHold(user_id=user.id, tokens=tokens, expires_at=now + HOLD_LIFETIME)
-    session.add(hold)
+    repository.add_hold(session, hold)
     await session.commit()
     return Hold(release_with, hold.id)
 
