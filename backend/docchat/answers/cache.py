@@ -33,9 +33,9 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.answers import repository
 from docchat.answers.engine import Plan, Question
 from docchat.answers.models import CachedAnswer
 from docchat.config import LLMSettings, RAGSettings
@@ -142,25 +142,11 @@ class AnswerCache:
         counted."""
         oldest = utcnow() - timedelta(seconds=self.rag.answer_cache_seconds)
         async with self.sessionmaker() as session:
-            statement = (
-                select(CachedAnswer)
-                .where(
-                    CachedAnswer.user_id == user_id,
-                    CachedAnswer.context_key == key,
-                    CachedAnswer.created_at > oldest,
-                )
-                .order_by(CachedAnswer.created_at.desc())
-                .limit(CANDIDATES)
-            )
-            candidates = list((await session.execute(statement)).scalars())
+            candidates = await repository.newest_answers(session, user_id, key, oldest, CANDIDATES)
             found = await self._matching(candidates, question)
             if found is None:
                 return None
-            await session.execute(
-                update(CachedAnswer)
-                .where(CachedAnswer.id == found.id)
-                .values(hits=CachedAnswer.hits + 1)
-            )
+            await repository.count_hit(session, found.id)
             await session.commit()
             return Reused(found.content, found.model)
 
@@ -191,8 +177,9 @@ class AnswerCache:
         [vector] = await self.vectors.of([question])
         oldest = utcnow() - timedelta(seconds=self.rag.answer_cache_seconds)
         async with self.sessionmaker() as session:
-            await session.execute(delete(CachedAnswer).where(CachedAnswer.created_at <= oldest))
-            session.add(
+            await repository.delete_older(session, oldest)
+            repository.add(
+                session,
                 CachedAnswer(
                     user_id=user_id,
                     context_key=key,
@@ -201,6 +188,6 @@ class AnswerCache:
                     vector=[float(value) for value in vector],
                     content=content,
                     model=model,
-                )
+                ),
             )
             await session.commit()

@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit import service as audit
+from docchat.auth import repository
 from docchat.auth.models import ApiKey
 from docchat.auth.scopes import Scope
 from docchat.db import utcnow
@@ -67,7 +67,7 @@ async def create(
         scopes=sorted(set(scopes)),
         expires_at=expires_at,
     )
-    session.add(key)
+    repository.add_api_key(session, key)
     await session.flush()
     await audit.record(
         session,
@@ -89,12 +89,7 @@ def _ended_with_account(key: ApiKey, user: User) -> bool:
 
 async def list_for(session: AsyncSession, user: User) -> Sequence[ApiKey]:
     """The user's keys, revoked ones included (so a list explains why a script stopped)."""
-    statement = (
-        select(ApiKey)
-        .where(ApiKey.user_id == user.id)
-        .order_by(ApiKey.created_at.desc(), ApiKey.id)
-    )
-    keys = (await session.execute(statement)).scalars().all()
+    keys = await repository.api_keys_of(session, user.id)
     for key in keys:
         if key.revoked_at is None and _ended_with_account(key, user):
             key.revoked_at = user.keys_revoked_at
@@ -105,7 +100,7 @@ async def list_for(session: AsyncSession, user: User) -> Sequence[ApiKey]:
 async def revoke(
     session: AsyncSession, user: User, key_id: uuid.UUID, *, address: str | None
 ) -> None:
-    key = await session.get(ApiKey, key_id, with_for_update=True)
+    key = await repository.lock_api_key(session, key_id)
     if key is None or key.user_id != user.id:
         raise NotFound("API key not found")
     if key.revoked_at is not None:
@@ -126,8 +121,7 @@ async def authenticate(
 ) -> User:
     """The user a key acts for, if it is live and its scopes cover `needed` (a set: any one
     of them)."""
-    statement = select(ApiKey).where(ApiKey.secret_hash == _digest(secret))
-    key = (await session.execute(statement)).scalar_one_or_none()
+    key = await repository.api_key_by_digest(session, _digest(secret))
     now = utcnow()
     if (
         key is None
