@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.chats import repository
@@ -114,12 +113,7 @@ async def _read_stored(
     session: AsyncSession, user_id: uuid.UUID, answer_id: uuid.UUID, silent_seconds: float
 ) -> Message | None:
     """The answer's row, first ending it as interrupted if its process went silent."""
-    quiet = select(Message.id).where(
-        Message.id == answer_id,
-        Message.status == MessageStatus.streaming,
-        repository.silent_for(silent_seconds),
-    )
-    if (await session.execute(quiet)).scalar_one_or_none() is not None:
+    if await repository.went_silent(session, answer_id, silent_seconds):
         await repository.end_abandoned_answers(
             session, silent_for_seconds=silent_seconds, answer_id=answer_id
         )

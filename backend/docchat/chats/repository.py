@@ -42,7 +42,11 @@ from docchat.chats.models import (
     Rating,
 )
 from docchat.db import utcnow
+from docchat.documents import repository as documents_repository
+from docchat.documents.models import Document
 from docchat.kit.pagination import PageParams
+from docchat.membership.access import readable_collections
+from docchat.membership.models import Collection
 from docchat.users.models import User
 
 
@@ -707,3 +711,65 @@ async def feedback_page(
         .limit(page.limit)
     )
     return list((await session.execute(ordered)).all()), total
+
+
+def add_chat(session: AsyncSession, chat: Chat) -> None:
+    session.add(chat)
+
+
+async def get_live(session: AsyncSession, chat_id: uuid.UUID) -> Chat | None:
+    """The chat unless it was deleted, whoever owns it (for background work)."""
+    statement = select(Chat).where(Chat.id == chat_id, Chat.deleted_at.is_(None))
+    return (await session.execute(statement)).scalar_one_or_none()
+
+
+async def all_messages(session: AsyncSession, chat_id: uuid.UUID) -> Sequence[Message]:
+    """Every message of the chat, oldest first."""
+    return (await session.execute(messages_of(chat_id).order_by(Message.seq))).scalars().all()
+
+
+async def readable_documents_by_name(
+    session: AsyncSession, user: User, document_ids: Sequence[uuid.UUID]
+) -> list[Document]:
+    """Those of the documents the user may read, by name."""
+    statement = (
+        documents_repository.readable_by(user)
+        .where(Document.id.in_(list(document_ids)))
+        .order_by(Document.filename, Document.id)
+    )
+    return list((await session.execute(statement)).scalars())
+
+
+async def readable_collection_ids(
+    session: AsyncSession, user: User, collection_ids: Sequence[uuid.UUID]
+) -> set[uuid.UUID]:
+    """Those of the collections the user may read."""
+    statement = readable_collections(user).where(Collection.id.in_(list(collection_ids)))
+    return {collection.id for collection in (await session.execute(statement)).scalars()}
+
+
+async def last_complete_seq(session: AsyncSession, chat_id: uuid.UUID) -> int:
+    """The place of the chat's last complete message (0: none)."""
+    last = select(func.max(Message.seq)).where(
+        Message.chat_id == chat_id, Message.status == MessageStatus.complete
+    )
+    return (await session.execute(last)).scalar_one_or_none() or 0
+
+
+async def shared_chat(session: AsyncSession, share_id: uuid.UUID) -> tuple[Chat, User] | None:
+    """The live chat a link leads to, with its owner, while that owner's account is active."""
+    statement = (
+        select(Chat, User)
+        .join(User, User.id == Chat.owner_id)
+        .where(Chat.share_id == share_id, Chat.deleted_at.is_(None), User.is_active.is_(True))
+    )
+    row = (await session.execute(statement)).one_or_none()
+    return None if row is None else (row[0], row[1])
+
+
+async def went_silent(session: AsyncSession, answer_id: uuid.UUID, seconds: float) -> bool:
+    """Whether the answer is still streaming with no word from its process for `seconds`."""
+    quiet = select(Message.id).where(
+        Message.id == answer_id, Message.status == MessageStatus.streaming, silent_for(seconds)
+    )
+    return (await session.execute(quiet)).scalar_one_or_none() is not None

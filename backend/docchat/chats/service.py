@@ -19,8 +19,6 @@ from docchat.documents import service as documents_service
 from docchat.documents.models import Document
 from docchat.kit.errors import NotFound
 from docchat.kit.pagination import PageParams, paginate
-from docchat.membership.access import readable_collections
-from docchat.membership.models import Collection
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
 
@@ -85,7 +83,7 @@ async def create(
     documents = await documents_service.require_readable(session, user, document_ids)
     collections = await sharing.require_readable(session, user, collection_ids)
     chat = Chat(owner_id=user.id, title=title, category_id=category_id)
-    session.add(chat)
+    repository.add_chat(session, chat)
     await session.flush()
     await repository.link_documents(session, chat.id, [d.id for d in documents])
     await repository.link_collections(session, chat.id, collections)
@@ -206,12 +204,7 @@ async def linked_documents(session: AsyncSession, user: User, chat: Chat) -> lis
     linked = await repository.document_ids(session, chat.id)
     if not linked:
         return []
-    statement = (
-        documents_repository.readable_by(user)
-        .where(Document.id.in_(linked))
-        .order_by(Document.filename, Document.id)
-    )
-    return list((await session.execute(statement)).scalars())
+    return await repository.readable_documents_by_name(session, user, linked)
 
 
 async def link_documents(
@@ -236,8 +229,7 @@ async def readable_collection_ids(
     """Those of the `linked` collections the user may still read, in their order."""
     if not linked:
         return []
-    statement = readable_collections(user).where(Collection.id.in_(linked))
-    readable = {collection.id for collection in (await session.execute(statement)).scalars()}
+    readable = await repository.readable_collection_ids(session, user, linked)
     return [identifier for identifier in linked if identifier in readable]
 
 
@@ -262,8 +254,7 @@ async def unlink_document(session: AsyncSession, chat: Chat, document_id: uuid.U
 
 async def all_messages(session: AsyncSession, chat: Chat) -> Sequence[Message]:
     """Every message of the chat, oldest first (for exports)."""
-    statement = repository.messages_of(chat.id).order_by(Message.seq)
-    return (await session.execute(statement)).scalars().all()
+    return await repository.all_messages(session, chat.id)
 
 
 async def list_messages(

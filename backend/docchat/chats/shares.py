@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit import service as audit
@@ -32,10 +31,7 @@ NOT_SHARED = (
 async def share(session: AsyncSession, user: User, chat: Chat, address: str | None) -> Chat:
     """Share `chat` through everything asked so far: a new link, or the same one brought up to
     date (its address does not change)."""
-    last = select(func.max(Message.seq)).where(
-        Message.chat_id == chat.id, Message.status == MessageStatus.complete
-    )
-    chat.shared_through_seq = (await session.execute(last)).scalar_one_or_none() or 0
+    chat.shared_through_seq = await repository.last_complete_seq(session, chat.id)
     chat.share_id = chat.share_id or uuid.uuid4()
     chat.shared_at = utcnow()
     await audit.record(
@@ -68,15 +64,10 @@ async def unshare(session: AsyncSession, user: User, chat: Chat, address: str | 
 async def get_shared(session: AsyncSession, share_id: uuid.UUID) -> tuple[Chat, User]:
     """The chat a link leads to, with its owner; 404 once the link is off, the chat deleted
     or its owner's account deactivated (as their sessions and keys, until it is active again)."""
-    statement = (
-        select(Chat, User)
-        .join(User, User.id == Chat.owner_id)
-        .where(Chat.share_id == share_id, Chat.deleted_at.is_(None), User.is_active.is_(True))
-    )
-    row = (await session.execute(statement)).one_or_none()
-    if row is None:
+    shared = await repository.shared_chat(session, share_id)
+    if shared is None:
         raise NotFound(NOT_SHARED)
-    return row[0], row[1]
+    return shared
 
 
 async def shared_messages(

@@ -23,7 +23,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.chats import repository
@@ -143,9 +142,7 @@ class Summaries:
         """Fold the next exchanges that left the chat's window into its summary. True when
         something was folded (there may be more)."""
         async with self.sessionmaker() as session:
-            chat = await session.scalar(
-                select(Chat).where(Chat.id == chat_id, Chat.deleted_at.is_(None))
-            )
+            chat = await repository.get_live(session, chat_id)
             if chat is None:
                 return False
             window = history_pairs(chat, self.settings)
