@@ -24,3 +24,13 @@ async def get_owned_by_name(
 ) -> Category | None:
     statement = owned_by(user_id).where(Category.name == name)
     return (await session.execute(statement)).scalar_one_or_none()
+
+
+def add(session: AsyncSession, category: Category) -> None:
+    session.add(category)
+
+
+async def delete(session: AsyncSession, category: Category) -> None:
+    """The category; chats and documents keep existing, their category_id set to NULL by the
+    foreign key."""
+    await session.delete(category)

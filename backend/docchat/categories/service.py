@@ -45,7 +45,7 @@ async def create(session: AsyncSession, user: User, name: str) -> Category:
     try:
         # Two requests creating one name at once both pass the check: the index decides.
         async with session.begin_nested():
-            session.add(category)
+            repository.add(session, category)
     except IntegrityError:
         raise _taken(name) from None
     return category
@@ -63,5 +63,5 @@ async def rename(session: AsyncSession, category: Category, user: User, name: st
 
 async def delete(session: AsyncSession, category: Category) -> None:
     # Chats and documents keep existing; their category_id is set to NULL by the foreign key.
-    await session.delete(category)
+    await repository.delete(session, category)
     await session.flush()

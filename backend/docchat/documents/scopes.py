@@ -33,8 +33,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents import scopes_repository
-from docchat.membership.access import collection_ids_of
 from docchat.membership.models import EVERYONE_ID
+from docchat.membership.repository import collection_ids_of
 from docchat.retrieval.index import DocumentRef, DocumentScope, ScopeCondition
 from docchat.retrieval.lexical import EXACT_SCOPE_CHUNKS
 from docchat.users.models import User

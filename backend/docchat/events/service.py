@@ -6,10 +6,9 @@ import asyncio
 import uuid
 from typing import Any
 
-from sqlalchemy import Text, literal, update
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.events import repository
 from docchat.events.models import Event
 from docchat.events.publisher import EventPublisher
 from docchat.kit.schemas import strip_nul
@@ -39,7 +38,7 @@ def add(
     message's events go with its other rows, not in a round trip of their own)."""
     # Model-written text may carry NUL characters, which PostgreSQL's JSONB refuses.
     event = Event(type=event_type, user_id=user_id, payload=strip_nul(payload))
-    session.add(event)
+    repository.add(session, event)
     return event
 
 
@@ -50,11 +49,7 @@ PERSONAL_FIELDS = ("query",)
 async def forget_words_of(session: AsyncSession, user_id: uuid.UUID) -> None:
     """Drop what the user wrote from their events (their account is being deleted); the
     counts and timings stay for the usage figures, belonging to no one once it is gone."""
-    await session.execute(
-        update(Event)
-        .where(Event.user_id == user_id)
-        .values(payload=Event.payload.op("-")(literal(list(PERSONAL_FIELDS), ARRAY(Text))))
-    )
+    await repository.drop_payload_fields(session, user_id, PERSONAL_FIELDS)
 
 
 _background: set[asyncio.Task[Any]] = set()

@@ -26,7 +26,6 @@ from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, Visibility
 from docchat.kit.errors import Conflict, Forbidden, NotFound
 from docchat.kit.pagination import PageParams
-from docchat.membership.access import role_in
 from docchat.membership.models import (
     EVERYONE_ID,
     ROLE_RANK,
@@ -35,6 +34,7 @@ from docchat.membership.models import (
     CollectionRole,
     Group,
 )
+from docchat.membership.repository import role_in
 from docchat.sharing import repository
 from docchat.sharing.schemas import (
     CollectionCreate,

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit import service as audit
@@ -50,8 +50,8 @@ async def _audit(
 
 
 async def get(session: AsyncSession, user_id: uuid.UUID) -> User:
-    user = await session.get(User, user_id)
-    if user is None or user.deleted_at is not None:
+    user = await repository.get_by_id(session, user_id)
+    if user is None:
         raise NotFound("User not found")
     return user
 
@@ -120,13 +120,7 @@ async def ensure_another_admin(session: AsyncSession, user: User) -> None:
     """Refuse to leave the installation without an active administrator."""
     if not (user.is_admin and user.is_active):
         return
-    others = select(func.count(User.id)).where(
-        User.role == Role.admin,
-        User.is_active.is_(True),
-        User.deleted_at.is_(None),
-        User.id != user.id,
-    )
-    if (await session.execute(others)).scalar_one() == 0:
+    if await repository.count_other_active_admins(session, user.id) == 0:
         raise Conflict(LAST_ADMIN)
 
 

@@ -6,7 +6,7 @@ import uuid
 from sqlalchemy import Select, Uuid, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.users.models import User
+from docchat.users.models import Role, User
 
 
 def active_users() -> Select[User]:
@@ -49,3 +49,14 @@ async def add(session: AsyncSession, user: User) -> User:
     session.add(user)
     await session.flush()
     return user
+
+
+async def count_other_active_admins(session: AsyncSession, user_id: uuid.UUID) -> int:
+    """Active administrators besides the account."""
+    others = select(func.count(User.id)).where(
+        User.role == Role.admin,
+        User.is_active.is_(True),
+        User.deleted_at.is_(None),
+        User.id != user_id,
+    )
+    return int((await session.execute(others)).scalar_one())
