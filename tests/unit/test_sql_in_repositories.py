@@ -114,16 +114,34 @@ def _annotation(argument: ast.arg) -> str:
     return ast.unparse(argument.annotation) if argument.annotation else ""
 
 
+def _session_names(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, name) of every session a module names: the parameters typed as one, and what
+    `async with ...sessionmaker() as name` opens."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            for argument in arguments:
+                if re.fullmatch(r"(AsyncSession|SessionDep)( \| None)?", _annotation(argument)):
+                    yield node.lineno, argument.arg
+        elif isinstance(node, ast.AsyncWith):
+            for item in node.items:
+                opened = item.context_expr
+                if (
+                    isinstance(opened, ast.Call)
+                    and ast.unparse(opened.func).endswith("sessionmaker")
+                    and isinstance(item.optional_vars, ast.Name)
+                ):
+                    yield node.lineno, item.optional_vars.id
+
+
 def test_a_session_is_called_a_session() -> None:
-    # The rule finds sessions by name, so a session parameter must be named like one.
+    # The rule finds sessions by name, so a session must be named like one.
     misnamed = [
-        f"{name}:{node.lineno}: {argument.arg}"
+        f"{name}:{line}: {session}"
         for name, tree in _modules()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-        if re.fullmatch(r"(AsyncSession|SessionDep)( \| None)?", _annotation(argument))
-        and not SESSION_NAME.match(argument.arg)
+        if name not in EXCEPTIONS
+        for line, session in _session_names(tree)
+        if not SESSION_NAME.match(session)
     ]
     assert misnamed == []
 
@@ -138,5 +156,9 @@ async def f(session, self):
     await session.commit()
     sessions.get(key)
     await connection.execute(statement)
+    async with self.sessionmaker() as own:
+        await own.execute(statement)
 """
-    assert list(session_calls(ast.parse(source))) == [(3, "execute"), (4, "get"), (5, "add")]
+    tree = ast.parse(source)
+    assert list(session_calls(tree)) == [(3, "execute"), (4, "get"), (5, "add")]
+    assert [name for _, name in _session_names(tree)] == ["own"]
