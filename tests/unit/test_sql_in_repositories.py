@@ -10,9 +10,10 @@ signature here calls an `AsyncSession`; `test_a_session_is_called_a_session` kee
   `scalar`, `scalars`, `get`, `get_one`, `stream`, `stream_scalars`, `refresh`, `connection`,
   `run_sync`, and `add`, `add_all`, `delete`, `merge` (a repository's create and delete);
 - not counted, the unit of work and the transaction, which the caller owns (CONVENTIONS.md, rule
-  3: services flush, the route class or the worker commits): `flush`, `commit`, `rollback`,
-  `begin`, `begin_nested`, `close`, `expire`, `expire_all`, `expunge`, `in_transaction`. A flush
-  writes only what a repository call or a change to a loaded row already decided.
+  3: services flush; the route class, the worker and a stream's own sessions commit): `flush`,
+  `commit`, `rollback`, `begin`, `begin_nested`, `close`, `expire`, `expire_all`, `expunge`,
+  `in_transaction`. A flush writes only what a repository call or a change to a loaded row
+  already decided.
 
 `python scripts/codebase_figures.py` prints the count outside repositories.
 """
