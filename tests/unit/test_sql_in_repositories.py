@@ -54,9 +54,6 @@ EXCEPTIONS: dict[str, str] = {
     "kit/pagination.py": "runs the page and the count of a statement a repository built",
     "main/doctor.py": "`docchat doctor`: the migration at head and the database's clock",
     "main/health.py": "the readiness probe: the migrations table answers",
-    # moved by the lease/sources work (issue 68, another branch)
-    "sources/sync.py": "moved by the lease/sources work",
-    "sources/service.py": "moved by the lease/sources work",
 }
 
 

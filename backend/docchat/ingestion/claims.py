@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.config import WorkerSettings
 from docchat.db import utcnow
-from docchat.documents import jobs as jobs_repository
+from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import DocumentStatus
 from docchat.kit.lease import Lease

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat import tracing
 from docchat.db import utcnow
-from docchat.documents import jobs as jobs_repository
+from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, JobStatus
 from docchat.extraction.kinds import FileKind

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from docchat import tracing
 from docchat.config import Settings
 from docchat.db import utcnow
-from docchat.documents import jobs as jobs_repository
+from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentVersion, JobStatus
 from docchat.documents.storage import FileStorage

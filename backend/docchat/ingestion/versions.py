@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat import tracing
 from docchat.db import utcnow
-from docchat.documents import jobs as jobs_repository
+from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus, DocumentVersion, JobStatus
 from docchat.documents.service import release_file

@@ -2,8 +2,8 @@
 heartbeats, and checked by every write.
 
 A worker claims a row by writing its own token into it (how the row is chosen is the
-claimer's business: `documents.jobs.claim_next`, `sources.repository.claim_due`). While it
-works it beats: a row whose heartbeats stop (its worker died) is claimed again by another.
+claimer's business: `documents.jobs_repository.claim_next`, `sources.repository.claim_due`).
+While it works it beats: a row whose heartbeats stop (its worker died) is claimed again by another.
 Every write goes through the fence (`Lease.fenced`, or `Lease.held` in a transaction of the
 caller's): the row is locked while the token still holds it, so a worker whose claim was
 taken (or withdrawn) cannot write over its successor: it gets `LostClaim` and stops.

@@ -82,9 +82,9 @@ class SourceClaims:
         if session is not None:
             await repository.set_progress(session, claim.source_id, claim.token, progress.as_json())
             return
-        async with self.sessionmaker() as own:
-            await repository.set_progress(own, claim.source_id, claim.token, progress.as_json())
-            await own.commit()
+        async with self.sessionmaker() as session:
+            await repository.set_progress(session, claim.source_id, claim.token, progress.as_json())
+            await session.commit()
 
 
 async def _beat(claim: Claim, session: AsyncSession, now: datetime) -> bool:
