@@ -19,23 +19,23 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from docchat.answers import extractive
+from docchat.answers.highlights import answer_highlights, matched_text, quoted_highlights
 from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
+from docchat.answers.search_queries import Asked, QueryWriter
 from docchat.answers.small_talk import is_small_talk
 from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_documents
 from docchat.config import LLMSettings, RAGSettings
 from docchat.extraction.kinds import FileKind
-from docchat.kit.errors import DocchatError
 from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
-from docchat.retrieval import followups, languages
+from docchat.retrieval import languages
 from docchat.retrieval.citations import (
     MarkerFilter,
     apply_citations,
@@ -53,7 +53,6 @@ from docchat.retrieval.context import (
     format_context,
     with_highlights,
 )
-from docchat.retrieval.highlight import highlight, weights_for
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineDocument, InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
@@ -64,8 +63,6 @@ from docchat.retrieval.translation import OfflineTranslator
 
 logger = logging.getLogger(__name__)
 
-# Apertium's pairs and the dictionaries installed translate into English.
-OFFLINE_TRANSLATION_INTO = "en"
 MAX_TOOL_ROUNDS = 3
 
 
@@ -190,7 +187,12 @@ class AnswerEngine:
         self.inline_reader = inline_reader
         self.rag = rag
         self.llm_settings = llm_settings
-        self.translator = translator
+        self.query_writer = QueryWriter(
+            translate=rag.translate_questions,
+            documents_language=rag.lexical_language,
+            builtin_model=llm_settings.builtin,
+            translator=translator,
+        )
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -256,16 +258,10 @@ class AnswerEngine:
             documents_searched=DocumentScope.of(question.documents).size,
         )
         general = self._general(question)
+        unsearched = self._unsearched_plan(question, general, usage, meta)
+        if unsearched is not None:
+            return unsearched
         builtin_guard = self.answers_without_general_knowledge(options)
-        if builtin_guard and is_small_talk(question.text):
-            # "hello", "thanks": the model answers; no passage is quoted for them.
-            meta.documents_searched = 0
-            return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
-        if not options.rag_enabled:
-            meta = meta.model_copy(update={"reason": "rag_disabled", "documents_searched": 0})
-            if builtin_guard:
-                return self._not_answered_plan(question, general, usage, meta, [])
-            return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
         budget = self.budget(question)
         extracting = self.extracts(options)
         searched: list[ContextEntry] = []
@@ -278,10 +274,11 @@ class AnswerEngine:
         if inline:
             meta.inline_documents = len(question.inline_documents)
         entries = searched + inline
+        asked = matched_text(question.text, meta)
         if meta.retrieval_mode != "whole_documents":
-            entries = with_highlights(entries, _matched_text(question, meta))
+            entries = with_highlights(entries, asked)
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            quoted = extractive.answer(_matched_text(question, meta), entries, asked=question.text)
+            quoted = extractive.answer(asked, entries, asked=question.text)
             if quoted is not None:
                 return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
         if options.retrieval == "tool" and question.documents:
@@ -294,6 +291,35 @@ class AnswerEngine:
             return Plan(
                 general, usage, meta, self._fitted_max_tokens(question, general), fixed_answer=fixed
             )
+        return self._grounded_plan(question, entries, len(inline), file_parts, usage, meta)
+
+    def _unsearched_plan(
+        self, question: Question, general: list[dict[str, Any]], usage: Usage, meta: AnswerMeta
+    ) -> Plan | None:
+        """The plan of a question no document is searched for (small talk to the built-in
+        model, documents off), or None."""
+        builtin_guard = self.answers_without_general_knowledge(question.options)
+        if builtin_guard and is_small_talk(question.text):
+            # "hello", "thanks": the model answers; no passage is quoted for them.
+            meta.documents_searched = 0
+            return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
+        if question.options.rag_enabled:
+            return None
+        meta = meta.model_copy(update={"reason": "rag_disabled", "documents_searched": 0})
+        if builtin_guard:
+            return self._not_answered_plan(question, general, usage, meta, [])
+        return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
+
+    def _grounded_plan(
+        self,
+        question: Question,
+        entries: list[ContextEntry],
+        inline_count: int,
+        file_parts: list[dict[str, Any]],
+        usage: Usage,
+        meta: AnswerMeta,
+    ) -> Plan:
+        """The prompt that gives the model the passages to answer from."""
         context = format_context([entry for entry in entries if entry.text])
         logger.info(
             "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
@@ -301,14 +327,14 @@ class AnswerEngine:
             question.scope,
             DocumentScope.of(question.documents).size,
             len(entries),
-            len(inline),
+            inline_count,
             len(context),
         )
         grounded = prompts.grounded_messages(
             question.history,
             context,
             question.text,
-            strict=options.strict,
+            strict=question.options.strict,
             summary=question.summary,
         )
         _with_file_parts(grounded, file_parts)
@@ -346,7 +372,7 @@ class AnswerEngine:
         match floor) and mention what the question names; no model call."""
         meta.evidence = "not_in_documents"
         if nearest:
-            asked = _matched_text(question, meta)
+            asked = matched_text(question.text, meta)
             nearest = with_highlights(nearest, asked)
             quoted = extractive.answer(
                 asked,
@@ -380,88 +406,10 @@ class AnswerEngine:
             usage,
             meta,
             max_tokens=1,
-            entries=_quoted_highlights(entries, quotes),
+            entries=quoted_highlights(entries, quotes),
             fixed_answer=text,
             extracted=True,
         )
-
-    async def _search_query(self, question: Question, llm: MeteredLLM, meta: AnswerMeta) -> str:
-        """The question's words, or with a follow-up, the conversation's: rewritten by the
-        model when reformulation is on, else with the previous question (`followups`)."""
-        with_conversation = followups.search_query(question.text, question.history)
-        if not (question.options.reformulate and question.history):
-            return with_conversation
-        messages = prompts.reformulation_messages(question.history, question.text)
-        rewritten, meta.reformulation_ms = await self._model_query(
-            llm, messages, question, max_tokens=100, purpose="query reformulation"
-        )
-        if rewritten is None:
-            return with_conversation
-        return rewritten or question.text
-
-    async def _translated(
-        self, query: str, question: Question, llm: MeteredLLM, meta: AnswerMeta
-    ) -> str | None:
-        """The query in the documents' language (the installation's, `RAG_LEXICAL_LANGUAGE`)
-        when the question is written in another one: the bundled embedding model reads English
-        only, and a German question shares little but its names with an English passage. A
-        connected model translates it; without one (the built-in demo model), or when its call
-        fails, Apertium or the installed dictionaries do (`translation`). None when there is
-        nothing to translate."""
-        if not self.rag.translate_questions:
-            return None
-        target = languages.language_code(self.rag.lexical_language)
-        asked = languages.language_of(question.text)
-        if target is None or asked is None or asked == target:
-            return None
-        translated = None
-        if not self.llm_settings.builtin:
-            messages = prompts.translation_messages(query, self.rag.lexical_language.capitalize())
-            translated, meta.translation_ms = await self._model_query(
-                llm, messages, question, max_tokens=200, purpose="question translation"
-            )
-            meta.translated_by = "model" if translated and translated != query else None
-        if meta.translated_by is None:
-            translated = await self._translated_offline(query, asked, target, meta)
-        if not translated or translated == query:
-            return None
-        meta.translated_query = translated[:500]
-        return translated
-
-    async def _translated_offline(
-        self, query: str, asked: str, target: str, meta: AnswerMeta
-    ) -> str | None:
-        if self.translator is None or target != OFFLINE_TRANSLATION_INTO:
-            return None
-        started = time.perf_counter()
-        translation = await self.translator.translate(query, asked)
-        if translation is None or translation.text == query:
-            return None
-        meta.translated_by = translation.by
-        meta.translation_ms = round((time.perf_counter() - started) * 1000, 1)
-        return translation.text
-
-    @staticmethod
-    async def _model_query(
-        llm: MeteredLLM,
-        messages: list[dict[str, Any]],
-        question: Question,
-        *,
-        max_tokens: int,
-        purpose: str,
-    ) -> tuple[str | None, float]:
-        """A search query the model writes (a follow-up made standalone, a translation): its
-        text, or None when the call failed (the search goes on without it), and the
-        milliseconds the call took."""
-        started = time.perf_counter()
-        try:
-            reply = await llm.complete(
-                messages, model=question.options.model, max_tokens=max_tokens, temperature=0.0
-            )
-        except DocchatError as exc:
-            logger.warning("%s failed, searching without it: %s", purpose, exc)
-            return None, round((time.perf_counter() - started) * 1000, 1)
-        return reply.content.strip(), round((time.perf_counter() - started) * 1000, 1)
 
     async def _searched_entries(
         self,
@@ -490,14 +438,19 @@ class AnswerEngine:
             )
             if entries is not None:
                 return entries, []
-        query = await self._search_query(question, llm, meta)
-        translated = await self._translated(query, question, llm, meta)
+        asked = Asked(
+            question.text,
+            question.history,
+            question.options.model,
+            question.options.reformulate,
+        )
+        queries = await self.query_writer.queries(asked, llm, meta)
         result = await self.retriever.search_wordings(
-            [query] if translated is None else [query, translated],
+            queries.wordings,
             question.documents,
             question.options.top_k,
             require_match=question.require_match and not nearest_below_floor,
-            asked_in=None if translated is None else languages.language_of(question.text),
+            asked_in=None if queries.translated is None else languages.language_of(question.text),
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_mode = self.retriever.mode
@@ -667,7 +620,7 @@ class AnswerEngine:
         what the question names, the answer says so, and cites nothing (`fixed_answer`)."""
         if plan.meta.retrieval_mode == "whole_documents":
             return None
-        asked = _matched_text(question, plan.meta)
+        asked = matched_text(question.text, plan.meta)
         quoted = extractive.answer(asked, plan.entries, asked=question.text)
         if quoted is None:
             return None
@@ -677,7 +630,7 @@ class AnswerEngine:
             plan.meta.reason, plan.fixed_answer = "insufficient_information", text
             return text
         plan.meta.reason = None
-        plan.entries = _quoted_highlights(plan.entries, quotes)
+        plan.entries = quoted_highlights(plan.entries, quotes)
         plan.extracted = True
         return text
 
@@ -754,8 +707,8 @@ class AnswerEngine:
         meta.grounded, meta.citation_count, meta.citation_mode = True, len(cited.sources), mode
         sources = cited.sources
         if meta.retrieval_mode != "whole_documents":
-            asked = _matched_text(question, meta)
-            sources = _answer_highlights(plan.entries, sources, asked, cited.content)
+            asked = matched_text(question.text, meta)
+            sources = answer_highlights(plan.entries, sources, asked, cited.content)
         return CitedAnswer(cited.content, sources, meta)
 
     def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
@@ -792,46 +745,3 @@ def _adopt_tool_results(plan: Plan) -> None:
         plan.meta.reason = "retrieval_unavailable"
     elif not plan.entries:
         plan.meta.reason = "no_match"
-
-
-def _matched_text(question: Question, meta: AnswerMeta) -> str:
-    """What a passage's sentences are matched against for highlights and quotes: the question,
-    and its translation when it was searched translated (a German question's words are not
-    those of the English sentence that answers it)."""
-    if meta.translated_query:
-        return f"{question.text}\n{meta.translated_query}"
-    return question.text
-
-
-def _quoted_highlights(
-    entries: list[ContextEntry], quotes: list[extractive.Quote]
-) -> list[ContextEntry]:
-    """The entries with each quoted source's highlight set to exactly what was quoted."""
-    quoted = {quote.entry.number: quote.highlight for quote in quotes}
-    return [
-        dataclasses.replace(
-            entry,
-            source=entry.source.model_copy(update={"highlight": quoted[entry.number]}),
-        )
-        if entry.number in quoted
-        else entry
-        for entry in entries
-    ]
-
-
-def _answer_highlights(
-    entries: list[ContextEntry], sources: list[Source], question: str, answer: str
-) -> list[Source]:
-    """The cited sources with their highlights chosen again, the answer known."""
-    texts = {entry.source.chunk_id: entry for entry in entries}
-    weights = weights_for((entry.text, entry.source.location) for entry in entries)
-    said = strip_markers(answer)
-    updated: list[Source] = []
-    for source in sources:
-        entry = texts.get(source.chunk_id)
-        if entry is None or not entry.text.strip():
-            updated.append(source)
-            continue
-        span = highlight(entry.text, question, said, location=source.location, weights=weights)
-        updated.append(source.model_copy(update={"highlight": span}))
-    return updated

@@ -9,7 +9,7 @@ Two ways, the better first:
   investigation leader?"), in about 0.1 s a question. It has no German or Chinese to English.
 - **Dictionaries**, word by word (`glossary`): German, French, Spanish and Chinese.
 
-A connected model translates better than both (`AnswerEngine._translated` asks it first);
+A connected model translates better than both (`answers.search_queries` asks it first);
 these are for the built-in demo model and for a model call that failed.
 """
 
