@@ -28,12 +28,19 @@ from typing import Literal
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers.cache import AnswerCache, worth_keeping
-from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Plan, SourcesReady
+from docchat.answers.engine import (
+    AnswerEngine,
+    AnswerOptions,
+    CitedAnswer,
+    Generated,
+    Plan,
+    SourcesReady,
+)
 from docchat.answers.meta import Scope
 from docchat.chats import repository
 from docchat.chats import service as chats_service
 from docchat.chats.history import Relevance
-from docchat.chats.models import MessageStatus
+from docchat.chats.models import Message, MessageStatus
 from docchat.chats.progress import ENDED_WITHOUT_TEXT, End, Progress, follow_stored
 from docchat.chats.schemas import (
     MessageCreate,
@@ -147,67 +154,37 @@ class MessageFlow:
         self, turn: Turn, plan: Plan, generated: Generated, *, stopped: bool = False
     ) -> MessageRead:
         cited = self.engine.cite(turn.question, plan, generated.content, stopped=stopped)
-        meta = cited.meta
-        meta.llm_ms = generated.llm_ms
-        meta.stopped = stopped or None
+        cited.meta.llm_ms = generated.llm_ms
+        cited.meta.stopped = stopped or None
         latency_ms = int((time.perf_counter() - turn.started) * 1000)
-        sources = cited.sources
-        payload = {
-            "chat_id": str(turn.chat_id),
-            "model": generated.model,
-            "latency_ms": latency_ms,
-            "citation_count": len(sources or []),
-            "retrieval_count": meta.retrieval_count or 0,
-            "grounded": meta.grounded,
-            "prompt_tokens": generated.prompt_tokens,
-            "completion_tokens": generated.completion_tokens,
-            **({"tokens_estimated": True} if generated.tokens_estimated else {}),
-        }
+        payload = _response_event(turn, cited, generated, latency_ms)
         async with self.sessionmaker() as session:
-            # Saved first: an edit sent meanwhile may have removed its row (a new one is made),
-            # and the earlier answer becomes a version of whichever row holds it.
-            message = await repository.complete_answer(
-                session,
-                turn.chat_id,
-                turn.answer_id,
-                content=cited.content,
-                sources=[source.model_dump(mode="json") for source in sources] if sources else None,
-                model=generated.model,
-                latency_ms=latency_ms,
-                prompt_tokens=generated.prompt_tokens,
-                completion_tokens=generated.completion_tokens,
-                meta=meta.model_dump(mode="json"),
-            )
-            if turn.keeps_answer_id is not None:
-                await repository.keep_as_version(
-                    session, earlier_answer_id=turn.keeps_answer_id, latest_answer_id=message.id
-                )
-            if turn.replaces_from_seq is not None:
-                await repository.remove_messages(
-                    session,
-                    turn.chat_id,
-                    from_seq=turn.replaces_from_seq,
-                    before_seq=turn.question_seq,
-                )
-                await repository.forget_summary(
-                    session, turn.chat_id, from_seq=turn.replaces_from_seq
-                )
-            if turn.retitle is not None:
-                old, new = turn.retitle
-                await repository.retitle(session, turn.chat_id, old=old, new=new)
+            message = await _stored_answer(session, turn, cited, generated, latency_ms)
+            await _tidy_chat(session, turn)
             events_service.add(session, events_service.RESPONSE_GENERATED, turn.user_id, payload)
-            saved = MessageRead.model_validate(message)
-            if turn.keeps_answer_id is not None:
-                versions = await chats_service.earlier_versions(session, [message.id])
-                saved.versions = versions.get(message.id, [])
+            saved = await _as_read(session, turn, message)
             await session.commit()
         events_service.publish(
             self.publisher, events_service.RESPONSE_GENERATED, turn.user_id, payload
         )
-        # A chat within its window has nothing to summarise and no exchange to choose among:
-        # no read and no embedding for it (most chats are short). Past it, the summary is
-        # brought up to date once enough exchanges have left the window (`fold_batch`).
-        # An edit or regeneration that took the summary back is folded again at once.
+        self._remember(turn, saved)
+        logger.info(
+            "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
+            turn.chat_id,
+            cited.meta.grounded,
+            cited.meta.reason,
+            len(cited.sources or []),
+            latency_ms,
+        )
+        return saved
+
+    def _remember(self, turn: Turn, saved: MessageRead) -> None:
+        """Bring the chat's memory up to date with the saved answer, in the background.
+
+        A chat within its window has nothing to summarise and no exchange to choose among:
+        no read and no embedding for it (most chats are short). Past it, the summary is
+        brought up to date once enough exchanges have left the window (`fold_batch`).
+        An edit or regeneration that took the summary back is folded again at once."""
         exchanges = turn.exchanges_before + 1
         leaving = turn.unsummarised_before + 1 - turn.remembers
         restarted = turn.replaces_from_seq is not None and exchanges > turn.remembers
@@ -215,15 +192,6 @@ class MessageFlow:
             self.summaries.after_answer(turn.chat_id, turn.question.options.model)
         if self.relevance is not None and exchanges >= turn.remembers > 0:
             self.relevance.remember(turn.question.text, saved.content, turn.earlier_exchanges)
-        logger.info(
-            "answer chat=%s grounded=%s reason=%s sources=%d latency_ms=%d",
-            turn.chat_id,
-            meta.grounded,
-            meta.reason,
-            len(sources or []),
-            latency_ms,
-        )
-        return saved
 
     async def send(
         self, session: AsyncSession, user: User, request: MessageCreate
@@ -454,3 +422,68 @@ class MessageFlow:
                 await session.commit()
         except Exception:
             logger.exception("the unfinished answer of chat %s was not removed", turn.chat_id)
+
+
+def _response_event(
+    turn: Turn, cited: CitedAnswer, generated: Generated, latency_ms: int
+) -> dict[str, object]:
+    """The analytics event of a saved answer."""
+    return {
+        "chat_id": str(turn.chat_id),
+        "model": generated.model,
+        "latency_ms": latency_ms,
+        "citation_count": len(cited.sources or []),
+        "retrieval_count": cited.meta.retrieval_count or 0,
+        "grounded": cited.meta.grounded,
+        "prompt_tokens": generated.prompt_tokens,
+        "completion_tokens": generated.completion_tokens,
+        **({"tokens_estimated": True} if generated.tokens_estimated else {}),
+    }
+
+
+async def _stored_answer(
+    session: AsyncSession, turn: Turn, cited: CitedAnswer, generated: Generated, latency_ms: int
+) -> Message:
+    """The finished answer written over its row (and kept as a version of the answer it
+    replaces). Saved first: an edit sent meanwhile may have removed its row (a new one is
+    made), and the earlier answer becomes a version of whichever row holds it."""
+    sources = cited.sources
+    message = await repository.complete_answer(
+        session,
+        turn.chat_id,
+        turn.answer_id,
+        content=cited.content,
+        sources=[source.model_dump(mode="json") for source in sources] if sources else None,
+        model=generated.model,
+        latency_ms=latency_ms,
+        prompt_tokens=generated.prompt_tokens,
+        completion_tokens=generated.completion_tokens,
+        meta=cited.meta.model_dump(mode="json"),
+    )
+    if turn.keeps_answer_id is not None:
+        await repository.keep_as_version(
+            session, earlier_answer_id=turn.keeps_answer_id, latest_answer_id=message.id
+        )
+    return message
+
+
+async def _as_read(session: AsyncSession, turn: Turn, message: Message) -> MessageRead:
+    """The saved answer as the API shows it, with the versions it keeps."""
+    saved = MessageRead.model_validate(message)
+    if turn.keeps_answer_id is not None:
+        versions = await chats_service.earlier_versions(session, [message.id])
+        saved.versions = versions.get(message.id, [])
+    return saved
+
+
+async def _tidy_chat(session: AsyncSession, turn: Turn) -> None:
+    """What the turn changes in its chat besides the answer: the messages an edit replaces
+    (and the summary of them), the title an edit of the first question renames."""
+    if turn.replaces_from_seq is not None:
+        await repository.remove_messages(
+            session, turn.chat_id, from_seq=turn.replaces_from_seq, before_seq=turn.question_seq
+        )
+        await repository.forget_summary(session, turn.chat_id, from_seq=turn.replaces_from_seq)
+    if turn.retitle is not None:
+        old, new = turn.retitle
+        await repository.retitle(session, turn.chat_id, old=old, new=new)

@@ -220,6 +220,19 @@ def _inline(storage: FileStorage, requested: list[Document]) -> list[InlineDocum
     ]
 
 
+@dataclass(frozen=True)
+class _Memory:
+    """What a question remembers of its chat."""
+
+    # The messages before the question (as far as relevance reads) and their exchanges.
+    recent: repository.RecentHistory
+    exchanges: list[history.Exchange]
+    # The history the prompt gets (`chats.history`).
+    history: list[dict[str, str]]
+    # The chat's summary when it covers only what came before.
+    summary: str | None
+
+
 async def _remembered(
     session: AsyncSession,
     settings: Settings,
@@ -227,10 +240,8 @@ async def _remembered(
     question: str,
     before_seq: int,
     relevance: history.Relevance | None,
-) -> tuple[repository.RecentHistory, list[history.Exchange], list[dict[str, str]], str | None]:
-    """The messages before the question (as far as relevance reads) and their exchanges, the
-    history the prompt gets (`chats.history`), and the chat's summary when it covers only what
-    came before."""
+) -> _Memory:
+    """What the question remembers of the messages before `before_seq`."""
     rag = settings.rag
     window = summaries.history_pairs(chat, settings)
     # Enough to see when half a window has left it unsummarised (`summaries.fold_batch`), and
@@ -266,7 +277,9 @@ async def _remembered(
         if window > 0 and rag.summarise_history and chat.summary_through_seq < before_seq
         else None
     )
-    return recent, exchanges, history.as_history(chosen, rag.history_message_chars), summary
+    return _Memory(
+        recent, exchanges, history.as_history(chosen, rag.history_message_chars), summary
+    )
 
 
 def _passing_the_window(
@@ -295,6 +308,47 @@ def _retitle(
 ScopeRead = Callable[[Scope, DocumentScope, AnswerOptions], None]
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What a message refers to: its chat, the documents and collections it names, and for an
+    edit or a regeneration, the question it replaces."""
+
+    chat: Chat
+    linked: repository.ChatLinks
+    requested: list[Document]
+    collections: list[uuid.UUID]
+    replaced: Message | None
+    # A regeneration's earlier answer, kept as a version of the new one.
+    regenerated: Message | None
+
+
+async def _target(session: AsyncSession, user: User, request: MessageCreate) -> _Target:
+    requested = await documents_service.require_readable(session, user, request.document_ids)
+    collections = await sharing.require_readable(session, user, request.collection_ids)
+    chat, linked = await _open_chat(session, user, request, requested, collections)
+    replaced = await _replaced_question(session, chat, request.replaces)
+    regenerated = await _regenerated_answer(session, chat, replaced, request.content)
+    if replaced is not None and not requested and not collections:
+        requested = await _documents_of(session, user, replaced)
+    return _Target(chat, linked, requested, collections, replaced, regenerated)
+
+
+async def _save_question(
+    session: AsyncSession, user: User, target: _Target, content: str, model: str
+) -> tuple[Message, Message]:
+    """The question and its answer's row (`streaming`), with the documents the question names."""
+    message, answer = repository.add_exchange(session, target.chat, content)
+    events_service.add(
+        session,
+        events_service.QUERY_SUBMITTED,
+        user.id,
+        {"chat_id": str(target.chat.id), "query": content[:1000], "model": model},
+    )
+    await session.flush()  # the turn's rows written together: their numbers are needed next
+    await repository.link_message_documents(session, message.id, [d.id for d in target.requested])
+    return message, answer
+
+
 async def start_turn(
     session: AsyncSession,
     settings: Settings,
@@ -309,47 +363,51 @@ async def start_turn(
     limit = settings.max_message_chars
     if len(request.content) > limit:
         raise Unprocessable(f"The message is too long: at most {limit} characters")
-    requested = await documents_service.require_readable(session, user, request.document_ids)
-    collections = await sharing.require_readable(session, user, request.collection_ids)
-    chat, linked = await _open_chat(session, user, request, requested, collections)
-    replaced = await _replaced_question(session, chat, request.replaces)
-    regenerated = await _regenerated_answer(session, chat, replaced, request.content)
-    if replaced is not None and not requested and not collections:
-        requested = await _documents_of(session, user, replaced)
+    target = await _target(session, user, request)
+    chat = target.chat
     options = _options(settings, user, chat, request)
-    scope, documents = await _scope(session, user, linked, requested, collections)
+    scope, documents = await _scope(
+        session, user, target.linked, target.requested, target.collections
+    )
     if on_scope is not None:
         on_scope(scope, documents, options)
-    message, answer = repository.add_exchange(session, chat, request.content)
-    events_service.add(
-        session,
-        events_service.QUERY_SUBMITTED,
-        user.id,
-        {"chat_id": str(chat.id), "query": request.content[:1000], "model": options.model},
-    )
-    await session.flush()  # the turn's rows written together: their numbers are needed next
-    await repository.link_message_documents(session, message.id, [d.id for d in requested])
+    message, answer = await _save_question(session, user, target, request.content, options.model)
     if options.retrieval == "tool":
         documents = await _conversation_documents(session, user, chat, documents)
     # An edited question's history is what came before the question it replaces.
+    replaced = target.replaced
     history_end = replaced.seq if replaced is not None else message.seq
-    recent, earlier, remembered, summary = await _remembered(
-        session, settings, chat, request.content, history_end, relevance
-    )
-    remembers = summaries.history_pairs(chat, settings)
+    memory = await _remembered(session, settings, chat, request.content, history_end, relevance)
     question = Question(
         text=request.content,
-        history=remembered,
-        summary=summary,
+        history=memory.history,
+        summary=memory.summary,
         # A chat that remembers nothing follows up on nothing.
-        follows_grounded_answer=bool(remembered) and recent.last_answer_grounded,
+        follows_grounded_answer=bool(memory.history) and memory.recent.last_answer_grounded,
         documents=documents,
         options=options,
         scope=scope,
-        inline_documents=_inline(storage, requested),
+        inline_documents=_inline(storage, target.requested),
         label=str(chat.id),
     )
-    turn = Turn(
+    turn = _turn(settings, user, target, (message, answer), question, memory, relevance)
+    await session.commit()
+    return turn
+
+
+def _turn(
+    settings: Settings,
+    user: User,
+    target: _Target,
+    rows: tuple[Message, Message],
+    question: Question,
+    memory: _Memory,
+    relevance: history.Relevance | None,
+) -> Turn:
+    """What phase 1 decided, from the saved question and its answer's row (`rows`)."""
+    chat, replaced, (message, answer) = target.chat, target.replaced, rows
+    remembers = summaries.history_pairs(chat, settings)
+    return Turn(
         user_id=user.id,
         chat_id=chat.id,
         user_message=MessageRead.model_validate(message),
@@ -358,15 +416,16 @@ async def start_turn(
         replaces_from_seq=replaced.seq if replaced is not None else None,
         question_seq=message.seq,
         remembers=remembers,
-        exchanges_before=len(earlier),
-        unsummarised_before=sum(
-            1
-            for m in recent.messages
-            if m.role == MessageRole.user and m.seq > chat.summary_through_seq
-        ),
-        earlier_exchanges=_passing_the_window(earlier, remembers, relevance),
-        keeps_answer_id=regenerated.id if regenerated is not None else None,
-        retitle=_retitle(chat, replaced, recent.messages, request.content),
+        exchanges_before=len(memory.exchanges),
+        unsummarised_before=_unsummarised(chat, memory.recent.messages),
+        earlier_exchanges=_passing_the_window(memory.exchanges, remembers, relevance),
+        keeps_answer_id=target.regenerated.id if target.regenerated is not None else None,
+        retitle=_retitle(chat, replaced, memory.recent.messages, question.text),
     )
-    await session.commit()
-    return turn
+
+
+def _unsummarised(chat: Chat, earlier: list[Message]) -> int:
+    """The earlier questions the chat's summary does not cover yet."""
+    return sum(
+        1 for m in earlier if m.role == MessageRole.user and m.seq > chat.summary_through_seq
+    )

@@ -98,6 +98,26 @@ def attach_components(app: FastAPI, components: Components) -> None:
     app.state.doctor = doctor.subjects_of(components)
 
 
+API_ROUTERS = (
+    login_router,
+    auth_router,
+    api_keys_router,
+    account_router,
+    users_admin_router,
+    categories_router,
+    documents_router,
+    collections_router,
+    groups_router,
+    chats_router,
+    messages_router,
+    shared_router,
+    admin_router,
+    audit_router,
+    groups_admin_router,
+    sources_router,
+)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -110,6 +130,32 @@ def create_app(
     settings = with_signing_key(settings or get_settings())
     telemetry.configure_logging(settings.log_level)
     provider = tracer_provider or telemetry.tracer_provider(settings.tracing)
+    app = FastAPI(
+        title="docchat",
+        version=package_version(),
+        summary="Chat with your documents: grounded answers with page-level citations.",
+        lifespan=_lifespan(settings, provider, components_factory, run_worker),
+        docs_url=None,
+        redoc_url=None,
+    )
+    _install_login(app, settings)
+    app.state.alembic_head = doctor.alembic_head()
+    _install_middleware(app, settings, provider)
+    _install_routes(app)
+    web_app.mount(app, settings.frontend_dir)
+    return app
+
+
+Lifespan = Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]
+
+
+def _lifespan(
+    settings: Settings,
+    provider: TracerProvider | None,
+    components_factory: ComponentsFactory | None,
+    run_worker: bool | None,
+) -> Lifespan:
+    """Tracing on, then the app served (`_serving`); tracing off after."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -117,66 +163,84 @@ def create_app(
         if traces is not None:
             traces.start()
         try:
-            async with _serving(app, traces):
+            worker = settings.worker.enabled if run_worker is None else run_worker
+            async with _serving(app, settings, traces, components_factory, run_worker=worker):
                 yield
         finally:
             if traces is not None:
                 traces.stop()
 
-    @contextlib.asynccontextmanager
-    async def _serving(app: FastAPI, traces: telemetry.Telemetry | None) -> AsyncIterator[None]:
-        """The components built, the worker running, the MCP transport up; all closed after."""
-        engine = None
-        if components_factory is not None:
-            components = await components_factory(settings)
-        else:
-            engine = create_engine(settings.database_url)
-            if traces is not None:
-                traces.instrument_engine(engine)
-            components = await build_components(settings, create_sessionmaker(engine))
-        attach_components(app, components)
-        components.translator.prepare()  # compiled in the background the first time
-        await _ensure_admin_from_settings(components)
-        stop = asyncio.Event()
-        worker_task = None
-        if settings.worker.enabled if run_worker is None else run_worker:
-            from docchat.ingestion import upgrade
-            from docchat.ingestion.worker import IngestionWorker
-            from docchat.sources.sync import SourceSyncer
+    return lifespan
 
-            worker = IngestionWorker(components)
-            # Documents an earlier version stored are made searchable again beside the lanes.
-            app.state.upgrading = asyncio.ensure_future(upgrade.run_at_start(components, stop))
-            worker_task = asyncio.gather(
-                worker.run_forever(stop),
-                SourceSyncer(components).run_forever(stop),
-                app.state.upgrading,
-            )
-        freeze_startup_heap()
-        try:
-            async with components.mcp.running():
-                yield
-        finally:
-            stop.set()
-            if worker_task is not None:
-                await worker_task
-            await components.message_flow.close()
-            await components.llm.close()
-            await components.retriever.close()
-            await components.publisher.close()
-            if components_factory is None:
-                components.close()
-            if engine is not None:
-                await engine.dispose()
 
-    app = FastAPI(
-        title="docchat",
-        version=package_version(),
-        summary="Chat with your documents: grounded answers with page-level citations.",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
+@contextlib.asynccontextmanager
+async def _serving(
+    app: FastAPI,
+    settings: Settings,
+    traces: telemetry.Telemetry | None,
+    components_factory: ComponentsFactory | None,
+    *,
+    run_worker: bool,
+) -> AsyncIterator[None]:
+    """The components built, the worker running, the MCP transport up; all closed after."""
+    engine = None
+    if components_factory is not None:
+        components = await components_factory(settings)
+    else:
+        engine = create_engine(settings.database_url)
+        if traces is not None:
+            traces.instrument_engine(engine)
+        components = await build_components(settings, create_sessionmaker(engine))
+    attach_components(app, components)
+    components.translator.prepare()  # compiled in the background the first time
+    await _ensure_admin_from_settings(components)
+    stop = asyncio.Event()
+    background = _start_background_work(app, components, stop) if run_worker else None
+    freeze_startup_heap()
+    try:
+        async with components.mcp.running():
+            yield
+    finally:
+        stop.set()
+        if background is not None:
+            await background
+        await _close(components, owned=components_factory is None)
+        if engine is not None:
+            await engine.dispose()
+
+
+def _start_background_work(
+    app: FastAPI, components: Components, stop: asyncio.Event
+) -> asyncio.Future[Any]:
+    """The ingestion worker, the sources' syncer and the upgrade of stored documents, until
+    `stop` is set."""
+    from docchat.ingestion import upgrade
+    from docchat.ingestion.worker import IngestionWorker
+    from docchat.sources.sync import SourceSyncer
+
+    worker = IngestionWorker(components)
+    # Documents an earlier version stored are made searchable again beside the lanes.
+    app.state.upgrading = asyncio.ensure_future(upgrade.run_at_start(components, stop))
+    return asyncio.gather(
+        worker.run_forever(stop),
+        SourceSyncer(components).run_forever(stop),
+        app.state.upgrading,
     )
+
+
+async def _close(components: Components, *, owned: bool) -> None:
+    """Stop the answers being written, then close the clients (and the components when this
+    app built them)."""
+    await components.message_flow.close()
+    await components.llm.close()
+    await components.retriever.close()
+    await components.publisher.close()
+    if owned:
+        components.close()
+
+
+def _install_login(app: FastAPI, settings: Settings) -> None:
+    """The login and sign-up limits, and the directory and single sign-on when configured."""
     auth = settings.auth
     app.state.login_limiter = LoginLimiter(
         auth.login_max_failures,
@@ -189,7 +253,9 @@ def create_app(
     )
     app.state.directory = Directory(settings.ldap) if settings.ldap.enabled else None
     app.state.oidc = OidcProvider(settings.oidc) if settings.oidc.enabled else None
-    app.state.alembic_head = doctor.alembic_head()
+
+
+def _install_middleware(app: FastAPI, settings: Settings, provider: TracerProvider | None) -> None:
     exception_handlers.install(app)
     observability.install(app)
     if provider is not None and settings.tracing.instruments("fastapi"):
@@ -210,29 +276,13 @@ def create_app(
             allow_headers=["*"],
         )
 
-    for router in (
-        login_router,
-        auth_router,
-        api_keys_router,
-        account_router,
-        users_admin_router,
-        categories_router,
-        documents_router,
-        collections_router,
-        groups_router,
-        chats_router,
-        messages_router,
-        shared_router,
-        admin_router,
-        audit_router,
-        groups_admin_router,
-        sources_router,
-    ):
+
+def _install_routes(app: FastAPI) -> None:
+    """The API under /api/v1, the OpenAI-compatible and MCP endpoints, health and docs pages."""
+    for router in API_ROUTERS:
         app.include_router(router, prefix="/api/v1")
     app.include_router(openai_router)
     app.router.routes.append(Route(mcp_server.PATH, MountedEndpoint(), name="mcp"))
     app.include_router(health.router)
     docs_pages.install(app)
     publish_models(app, STREAM_EVENTS.values())
-    web_app.mount(app, settings.frontend_dir)
-    return app
