@@ -28,7 +28,7 @@ from bench.eval_retrieval import (
     read_collection,
     unfloored_retriever,
 )
-from docchat.config import RAGSettings
+from docchat.config import FusionSettings, SearchSettings
 from docchat.retrieval.retriever import CALIBRATED_MATCH_FLOOR
 
 FLOORS = [round(0.3 + 0.025 * step, 3) for step in range(0, 15)]
@@ -65,10 +65,10 @@ async def search_all(folder: Path, which: str) -> tuple[str, dict[str, list[Pass
     collection = read_collection(folder, "articles")
     uploaded = collection.uploads[::2]
     present = {upload.key for upload in uploaded}
-    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    fusion = FusionSettings(_env_file=None)  # type: ignore[call-arg]
     found: dict[str, list[Passages]] = {"answerable": [], "absent": []}
     async with ingested(uploaded) as ingest:
-        retriever = unfloored_retriever(ingest.components, rag)
+        retriever = unfloored_retriever(ingest.components)
         for query_id in pick_queries(folder, collection, which):
             paragraph = next(iter(collection.qrels[query_id]))
             side = "answerable" if paragraph.rsplit("-", 1)[0] in present else "absent"
@@ -78,24 +78,24 @@ async def search_all(folder: Path, which: str) -> tuple[str, dict[str, list[Pass
     title = (
         f"{folder.name}: {len(uploaded)} of {len(collection.uploads)} articles uploaded "
         f"({ingest.chunks} chunks); {len(found['answerable'])} answerable questions, "
-        f"{len(found['absent'])} about absent articles; retrieval {rag.fusion}; {machine()}"
+        f"{len(found['absent'])} about absent articles; retrieval {fusion.fusion}; {machine()}"
     )
     return title, found
 
 
 def report(title: str, found: dict[str, list[Passages]]) -> None:
-    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
-    default_floor = CALIBRATED_MATCH_FLOOR["hybrid" if rag.hybrid else "vector"]
-    default_floor = default_floor if rag.match_floor is None else rag.match_floor
+    search = SearchSettings(_env_file=None)  # type: ignore[call-arg]
+    default_floor = CALIBRATED_MATCH_FLOOR["hybrid" if search.hybrid else "vector"]
+    default_floor = default_floor if search.match_floor is None else search.match_floor
     print(title)
-    answerable = [best_match(p, rag.lexical_evidence) for p in found["answerable"]]
-    absent = [best_match(p, rag.lexical_evidence) for p in found["absent"]]
+    answerable = [best_match(p, search.lexical_evidence) for p in found["answerable"]]
+    absent = [best_match(p, search.lexical_evidence) for p in found["absent"]]
     rows = []
     for floor in sorted({*FLOORS, default_floor}):
         general, grounded = rates(answerable, absent, floor)
         mark = " (default)" if abs(floor - default_floor) < 1e-9 else ""
         rows.append([f"{floor:.3f}{mark}", f"{general:.1%}", f"{grounded:.1%}"])
-    print(f"Match score = cosine + {rag.lexical_evidence} x BM25 coverage:")
+    print(f"Match score = cosine + {search.lexical_evidence} x BM25 coverage:")
     print(table(["floor", "answerable, wrongly general", "absent, wrongly grounded"], rows))
     rows = []
     for evidence in EVIDENCE_WEIGHTS:

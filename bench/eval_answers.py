@@ -103,8 +103,11 @@ def _engine(ingest: Ingested, llm_settings: LLMSettings) -> AnswerEngine:
         retriever=base.retriever,
         lexical=base.lexical,
         inline_reader=base.inline_reader,
-        rag=base.rag,
+        search=base.search,
+        answers=base.answers,
+        indexing=base.indexing,
         llm_settings=llm_settings,
+        query_writer=base.query_writer,
     )
 
 

@@ -37,7 +37,6 @@ from bench.eval_retrieval import (
     scores_of,
     unfloored_retriever,
 )
-from docchat.config import RAGSettings
 from docchat.retrieval.followups import refers_back, search_query
 
 PAIRS = Path(__file__).parent / "datasets" / "squad-followups" / "pairs.jsonl"
@@ -167,7 +166,6 @@ def build_pairs(folder: Path) -> list[dict[str, str]]:
 
 async def evaluate(folder: Path, pairs: list[dict[str, str]]) -> tuple[str, list[list[str]]]:
     collection = read_collection(folder, "articles")
-    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
     # A change of subject: each original question after a question about another article.
     elsewhere = {
         pair["query_id"]: next(
@@ -188,8 +186,8 @@ async def evaluate(folder: Path, pairs: list[dict[str, str]]) -> tuple[str, list
         ),
     }
     totals = {label: dict.fromkeys(METRICS, 0.0) for label in ways}
-    async with ingested(collection.uploads, rag) as ingest:
-        retriever = unfloored_retriever(ingest.components, rag)
+    async with ingested(collection.uploads) as ingest:
+        retriever = unfloored_retriever(ingest.components)
         started = time.perf_counter()
         for pair in pairs:
             relevant = collection.qrels[pair["query_id"]]

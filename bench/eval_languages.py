@@ -43,7 +43,7 @@ from bench.eval_retrieval import (
     scores_of,
     unfloored_retriever,
 )
-from docchat.config import RAGSettings
+from docchat.config import TranslationSettings
 from docchat.retrieval.glossary import Glossary
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.translation import Apertium, OfflineTranslator
@@ -71,7 +71,6 @@ async def evaluate(
     folder: Path, questions: list[dict[str, str]], translator: OfflineTranslator
 ) -> tuple[str, list[list[str]]]:
     collection = read_collection(folder, "articles")
-    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
     asked = [{**row, "language": "en", "text": row["english"]} for row in questions]
     # Each SQuAD question once in English (some are asked in two languages).
     asked = list({row["query_id"]: row for row in asked}.values()) + questions
@@ -81,10 +80,11 @@ async def evaluate(
     grounded: dict[str, int] = defaultdict(int)
     absent: dict[str, int] = defaultdict(int)
     kept = {upload.key for upload in collection.uploads[::2]}
-    async with ingested(collection.uploads, rag) as ingest:
-        unfloored = unfloored_retriever(ingest.components, rag)
+    async with ingested(collection.uploads) as ingest:
+        unfloored = unfloored_retriever(ingest.components)
         floored = Retriever.from_settings(
-            rag,
+            ingest.components.settings.search,
+            ingest.components.settings.fusion,
             ingest.components.embedder,
             ingest.components.vector_index,
             ingest.components.lexical,
@@ -150,7 +150,9 @@ def main() -> None:
     )
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        glossary = Glossary(Path(folder) / "glossary.sqlite", RAGSettings().dictionary_folder)
+        glossary = Glossary(
+            Path(folder) / "glossary.sqlite", TranslationSettings().dictionary_folder
+        )
         if not glossary.wait_ready():
             print("no dictionaries installed: only Apertium translates")
         apertium = Apertium(command=None) if arguments.no_apertium else Apertium()

@@ -38,7 +38,7 @@ from pathlib import Path
 from bench.common import machine, median, percentile, table
 from docchat.chats import history, summaries
 from docchat.chats.models import Message, MessageRole, MessageStatus
-from docchat.config import EmbeddingSettings, RAGSettings
+from docchat.config import EmbeddingSettings, HistorySettings
 from docchat.kit.tokens import CHARS_PER_TOKEN
 from docchat.llm.embeddings import CachedVectors, local_embedder
 
@@ -172,11 +172,11 @@ def _holds(text: str, item: Asked) -> bool:
 
 
 async def evaluate(chats: list[Chat], paragraphs: dict[str, str], pairs: int) -> None:
-    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    settings = HistorySettings(_env_file=None)  # type: ignore[call-arg]
     embedder = local_embedder(EmbeddingSettings(_env_file=None))  # type: ignore[call-arg]
     relevance = history.Relevance(CachedVectors(embedder))
-    chars, budget = rag.history_message_chars, rag.history_tokens
-    digest_chars = rag.summary_tokens * CHARS_PER_TOKEN
+    chars, budget = settings.history_message_chars, settings.history_tokens
+    digest_chars = settings.summary_tokens * CHARS_PER_TOKEN
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     first: list[float] = []  # a chat's first late question: its exchanges not embedded yet
     later: list[float] = []

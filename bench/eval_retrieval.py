@@ -58,7 +58,7 @@ from bench.common import (
     machine,
     table,
 )
-from docchat.config import RAGSettings, RerankSettings
+from docchat.config import FusionSettings, IndexingSettings, RerankSettings
 from docchat.ingestion.worker import IngestionWorker
 from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.main.app import attach_components, create_app
@@ -242,7 +242,7 @@ def _overlapping(upload: Upload, span: tuple[int, int]) -> frozenset[str]:
 
 @contextlib.asynccontextmanager
 async def ingested(
-    uploads: Sequence[Upload], rag: RAGSettings | None = None
+    uploads: Sequence[Upload], indexing: IndexingSettings | None = None
 ) -> AsyncIterator[Ingested]:
     """A fresh installation holding `uploads`, ingested by the real worker, for one user."""
     embedder = LocalMiniLMEmbedder()
@@ -250,8 +250,8 @@ async def ingested(
     try:
         with tempfile.TemporaryDirectory() as data:
             settings = build_settings(url, Path(data))
-            if rag is not None:
-                settings = settings.model_copy(update={"rag": rag})
+            if indexing is not None:
+                settings = settings.model_copy(update={"indexing": indexing})
             components, engine = build_components(settings, embedder)
             app = create_app(settings, run_worker=False)
             attach_components(app, components)
@@ -294,10 +294,12 @@ async def ingested(
         await drop_database(url)
 
 
-def unfloored_retriever(components: Components, rag: RAGSettings) -> Retriever:
-    """The service's retriever with these settings, every candidate kept (no floors)."""
+def unfloored_retriever(components: Components) -> Retriever:
+    """The service's retriever with its settings, every candidate kept (no floors)."""
+    search = components.settings.search
     return Retriever.from_settings(
-        rag.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
+        search.model_copy(update={"similarity_floor": -9.0, "match_floor": -9.0}),
+        components.settings.fusion,
         components.embedder,
         components.vector_index,
         components.lexical,
@@ -379,9 +381,10 @@ async def evaluate(
 ) -> tuple[str, list[list[str]]]:
     collection = read_collection(folder, level)
     query_ids = pick_queries(folder, collection, which)
-    rag = RAGSettings(_env_file=None)  # type: ignore[call-arg]
+    indexing = IndexingSettings(_env_file=None)  # type: ignore[call-arg]
     if chunk_header is not None:
-        rag = rag.model_copy(update={"chunk_header": chunk_header})
+        indexing = indexing.model_copy(update={"chunk_header": chunk_header})
+    fusion = FusionSettings(_env_file=None)  # type: ignore[call-arg]
     totals: dict[str, dict[str, float]] = {}
 
     def add(label: str, chunk_ids: Sequence[str], relevant: set[str], units: Ingested) -> None:
@@ -391,26 +394,26 @@ async def evaluate(
         for metric, value in scores_of(first_hit(ranking, relevant)).items():
             totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
 
-    async with ingested(collection.uploads, rag) as ingest:
+    async with ingested(collection.uploads, indexing) as ingest:
         if wide_lexical is not None:
             await take_the_wide_lexical_path(ingest.components, wide_lexical)
-        variants = fusion_variants(Fusion.from_settings(rag))
-        service = unfloored_retriever(ingest.components, rag)
+        variants = fusion_variants(Fusion.from_settings(fusion))
+        service = unfloored_retriever(ingest.components)
         reranked = None
         if reranker is not None:
-            reranked = unfloored_retriever(ingest.components, rag)
+            reranked = unfloored_retriever(ingest.components)
             reranked.reranker = reranker
         started = time.perf_counter()
         for query_id in query_ids:
             question, relevant = collection.queries[query_id], collection.qrels[query_id]
             found = await candidates_for(
-                ingest, question, max(rag.candidates, SINGLE_DEPTH), rag.candidates
+                ingest, question, max(fusion.candidates, SINGLE_DEPTH), fusion.candidates
             )
             for label, rank in variants.items():
                 add(label, rank(found), relevant, ingest)
             result = await service.search(question, ingest.scope, DEPTH)
             add(
-                f"docchat hybrid, defaults ({rag.fusion})",
+                f"docchat hybrid, defaults ({fusion.fusion})",
                 [c.chunk.id for c in result.chunks],
                 relevant,
                 ingest,
@@ -423,7 +426,7 @@ async def evaluate(
         searching = time.perf_counter() - started
         header = (
             f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks, "
-            f"chunk headers {'on' if rag.chunk_header else 'off'}, "
+            f"chunk headers {'on' if indexing.chunk_header else 'off'}, "
             f"BM25 {'exact' if wide_lexical is None else f'wide path ({wide_lexical})'} "
             f"(ingested in {ingest.seconds:.0f} s), {len(query_ids)} questions "
             f"({searching:.0f} s); {machine()}"

@@ -13,11 +13,17 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from docchat.config import (
+    AnswerCacheSettings,
+    AnswerSettings,
     AuthSettings,
     Environment,
+    FusionSettings,
+    HistorySettings,
+    IndexingSettings,
     LLMSettings,
-    RAGSettings,
+    SearchSettings,
     Settings,
+    TranslationSettings,
     WorkerSettings,
 )
 from docchat.db import create_engine, create_sessionmaker
@@ -118,7 +124,13 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
             max_retries=0,
             timeout_seconds=5,
         ),  # type: ignore[call-arg]
-        rag=RAGSettings(_env_file=None),  # type: ignore[call-arg]
+        indexing=IndexingSettings(_env_file=None),  # type: ignore[call-arg]
+        search=SearchSettings(_env_file=None),  # type: ignore[call-arg]
+        fusion=FusionSettings(_env_file=None),  # type: ignore[call-arg]
+        history=HistorySettings(_env_file=None),  # type: ignore[call-arg]
+        answer_cache=AnswerCacheSettings(_env_file=None),  # type: ignore[call-arg]
+        translation=TranslationSettings(_env_file=None),  # type: ignore[call-arg]
+        answers=AnswerSettings(_env_file=None),  # type: ignore[call-arg]
         # No heartbeat and no interleaving while a test's worker reads a document: the shared
         # test connection takes one session at a time, and a busy machine would reach a beat
         # (5 s) or the interleave time (10 s) in some runs and not others, two sessions then
@@ -160,10 +172,10 @@ def components(
     # two may work at once: a search started ahead of a turn, or a chat's summary written after
     # an answer, would run beside the next statements. Tests of them use `live_components`,
     # whose sessions have connections of their own.
-    rag = base_components.settings.rag.model_copy(
-        update={"search_ahead": False, "summarise_history": False}
-    )
-    settings = base_components.settings.model_copy(update={"rag": rag})
+    base = base_components.settings
+    search = base.search.model_copy(update={"search_ahead": False})
+    history = base.history.model_copy(update={"summarise_history": False})
+    settings = base.model_copy(update={"search": search, "history": history})
     return dataclasses.replace(base_components, sessionmaker=sessionmaker, settings=settings)
 
 

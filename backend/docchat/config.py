@@ -1,7 +1,8 @@
 """One typed settings object, read from the environment (and `.env`) once at start.
 
 Groups share a prefix: `LLM_*`, `EMBEDDING_*`, `RAG_*`, `WORKER_*`, `AUTH_*`, `QUOTA_*`, `OCR_*`,
-`LDAP_*`, `OIDC_*`.
+`LDAP_*`, `OIDC_*`. `RAG_*` is read by several groups (indexing, search, fusion, history, answer
+cache, translation, answers), so that each part of the code is given only the group it needs.
 Nothing else in the code base reads `os.environ`; everything takes its values from
 `get_settings()`.
 """
@@ -168,13 +169,16 @@ class EmbeddingSettings(BaseSettings):
     max_retries: int = Field(2, ge=0, description="Retries of a failed embeddings call")
 
 
-class RAGSettings(BaseSettings):
-    model_config = _config("RAG_")
+# The `RAG_*` variables, in groups of what each part of the code needs: every group reads the
+# same prefix, so a variable's name does not tell (or depend on) which group holds it.
+RAG_PREFIX = "RAG_"
 
-    enabled: bool = Field(
-        True, description="Search documents before answering (per request: options.rag_enabled)"
-    )
-    top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question")
+
+class IndexingSettings(BaseSettings):
+    """How documents are cut into chunks and indexed (read when a document is processed)."""
+
+    model_config = _config(RAG_PREFIX)
+
     chunk_size: int = Field(1000, ge=100, description="Characters per chunk")
     chunk_overlap: int = Field(200, ge=0, description="Characters shared by consecutive chunks")
     chunk_header: bool = Field(
@@ -184,6 +188,29 @@ class RAGSettings(BaseSettings):
             "documents processed afterwards)"
         ),
     )
+    lexical_language: str = Field(
+        "english",
+        pattern=r"^[a-z_]+$",
+        description="PostgreSQL text search configuration for BM25 (stemming, stop words)",
+    )
+    collection: str = Field("docchat_chunks", description="Chroma collection name")
+
+    @model_validator(mode="after")
+    def _overlap_within_chunk(self) -> IndexingSettings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("RAG_CHUNK_OVERLAP must be smaller than RAG_CHUNK_SIZE")
+        return self
+
+
+class SearchSettings(BaseSettings):
+    """How a question's passages are found, and how many of them the prompt takes."""
+
+    model_config = _config(RAG_PREFIX)
+
+    enabled: bool = Field(
+        True, description="Search documents before answering (per request: options.rag_enabled)"
+    )
+    top_k: int = Field(4, ge=1, le=50, description="Chunks retrieved per question")
     # Two floors on a passage's match score (cosine similarity, plus in hybrid mode a share of
     # its BM25 evidence): one for using a passage at all, one for "anything matches".
     similarity_floor: float = Field(
@@ -215,6 +242,51 @@ class RAGSettings(BaseSettings):
     max_context_tokens: int = Field(
         3500, ge=100, description="Most tokens of document context in one prompt"
     )
+    hybrid: bool = Field(
+        True,
+        description="Fuse BM25 (PostgreSQL full text) with vector search (see RAG_FUSION)",
+    )
+    retrieval: Literal["auto", "tool"] = Field(
+        "auto",
+        description="auto: search before answering; tool: the model calls semantic_search itself",
+    )
+    reformulate: bool = Field(
+        False, description="Rewrite follow-up questions into standalone search queries with the LLM"
+    )
+    search_ahead: bool = Field(
+        True,
+        description=(
+            "Start a message's search once its scope is read, while its turn is saved (two "
+            "database connections at that moment); off: search after"
+        ),
+    )
+
+
+class FusionSettings(BaseSettings):
+    """How the BM25 and vector rankings are fused (hybrid search)."""
+
+    model_config = _config(RAG_PREFIX)
+
+    fusion: Literal["convex", "rrf"] = Field(
+        "convex",
+        description=(
+            "convex: add the normalised scores of both sides (weighted); "
+            "rrf: reciprocal rank fusion of the two rankings"
+        ),
+    )
+    candidates: int = Field(
+        20, ge=1, le=200, description="Chunks each retriever proposes before fusion (hybrid)"
+    )
+    rrf_k: int = Field(60, ge=1, description="Rank fusion constant k: 1 / (k + rank) (fusion rrf)")
+    vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion")
+    lexical_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion")
+
+
+class HistorySettings(BaseSettings):
+    """What a question remembers of its chat: earlier pairs, and the summary of older ones."""
+
+    model_config = _config(RAG_PREFIX)
+
     max_history_pairs: int = Field(
         10,
         ge=0,
@@ -234,6 +306,9 @@ class RAGSettings(BaseSettings):
             "than its history (up to 3 come besides its last pairs)"
         ),
     )
+    history_message_chars: int = Field(
+        500, ge=1, description="Each history message is cut to this many characters"
+    )
     summarise_history: bool = Field(
         True,
         description=(
@@ -242,6 +317,13 @@ class RAGSettings(BaseSettings):
         ),
     )
     summary_tokens: int = Field(400, ge=50, description="Longest conversation summary, in tokens")
+
+
+class AnswerCacheSettings(BaseSettings):
+    """Reuse of a model's answer for its asker's same question."""
+
+    model_config = _config(RAG_PREFIX)
+
     answer_cache: bool = Field(
         False,
         description=(
@@ -263,13 +345,13 @@ class RAGSettings(BaseSettings):
             "paragraph matched)"
         ),
     )
-    history_message_chars: int = Field(
-        500, ge=1, description="Each history message is cut to this many characters"
-    )
-    strict: bool = Field(False, description="Documents-only answers: no citation, no answer")
-    reformulate: bool = Field(
-        False, description="Rewrite follow-up questions into standalone search queries with the LLM"
-    )
+
+
+class TranslationSettings(BaseSettings):
+    """Questions in another language than the documents' searched translated too."""
+
+    model_config = _config(RAG_PREFIX)
+
     translate_questions: bool = Field(
         True,
         description=(
@@ -287,10 +369,14 @@ class RAGSettings(BaseSettings):
             "DATA_DIR/glossary.sqlite for the question translation"
         ),
     )
-    retrieval: Literal["auto", "tool"] = Field(
-        "auto",
-        description="auto: search before answering; tool: the model calls semantic_search itself",
-    )
+
+
+class AnswerSettings(BaseSettings):
+    """How an answer is written from what was found."""
+
+    model_config = _config(RAG_PREFIX)
+
+    strict: bool = Field(False, description="Documents-only answers: no citation, no answer")
     answer_mode: Literal["auto", "generative", "extractive"] = Field(
         "auto",
         description=(
@@ -300,36 +386,6 @@ class RAGSettings(BaseSettings):
             "answer cites nothing"
         ),
     )
-    search_ahead: bool = Field(
-        True,
-        description=(
-            "Start a message's search once its scope is read, while its turn is saved (two "
-            "database connections at that moment); off: search after"
-        ),
-    )
-    hybrid: bool = Field(
-        True,
-        description="Fuse BM25 (PostgreSQL full text) with vector search (see RAG_FUSION)",
-    )
-    fusion: Literal["convex", "rrf"] = Field(
-        "convex",
-        description=(
-            "convex: add the normalised scores of both sides (weighted); "
-            "rrf: reciprocal rank fusion of the two rankings"
-        ),
-    )
-    candidates: int = Field(
-        20, ge=1, le=200, description="Chunks each retriever proposes before fusion (hybrid)"
-    )
-    rrf_k: int = Field(60, ge=1, description="Rank fusion constant k: 1 / (k + rank) (fusion rrf)")
-    vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion")
-    lexical_weight: float = Field(1.0, ge=0, description="Weight of the BM25 ranking in fusion")
-    lexical_language: str = Field(
-        "english",
-        pattern=r"^[a-z_]+$",
-        description="PostgreSQL text search configuration for BM25 (stemming, stop words)",
-    )
-    collection: str = Field("docchat_chunks", description="Chroma collection name")
     whole_document_max_calls: int = Field(
         8,
         ge=1,
@@ -901,7 +957,13 @@ class Settings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
-    rag: RAGSettings = Field(default_factory=RAGSettings)
+    indexing: IndexingSettings = Field(default_factory=IndexingSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    fusion: FusionSettings = Field(default_factory=FusionSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
+    answer_cache: AnswerCacheSettings = Field(default_factory=AnswerCacheSettings)
+    translation: TranslationSettings = Field(default_factory=TranslationSettings)
+    answers: AnswerSettings = Field(default_factory=AnswerSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     url_fetch: UrlFetchSettings = Field(default_factory=UrlFetchSettings)
@@ -925,8 +987,6 @@ class Settings(BaseSettings):
                 raise ValueError("AUTH_SECRET_KEY must be set to a real secret in production")
             if len(secret) < MIN_SECRET_CHARS:
                 raise ValueError("AUTH_SECRET_KEY must be at least 32 characters in production")
-        if self.rag.chunk_overlap >= self.rag.chunk_size:
-            raise ValueError("RAG_CHUNK_OVERLAP must be smaller than RAG_CHUNK_SIZE")
         return self
 
     @property

@@ -31,9 +31,9 @@ QUESTION = "Which port does the gateway listen on for the admin console?"
 
 @pytest.fixture
 def cached(components: Components, app: FastAPI) -> Components:
-    rag = components.settings.rag.model_copy(update={"answer_cache": True})
+    cache = components.settings.answer_cache.model_copy(update={"answer_cache": True})
     enabled = dataclasses.replace(
-        components, settings=components.settings.model_copy(update={"rag": rag})
+        components, settings=components.settings.model_copy(update={"answer_cache": cache})
     )
     attach_components(app, enabled)
     return enabled

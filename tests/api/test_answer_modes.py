@@ -51,10 +51,10 @@ def _with_builtin_model(
     app: FastAPI, components: Components, *, match_floor: float | None = None
 ) -> None:
     llm = components.settings.llm.model_copy(update={"builtin": True})
-    rag = components.settings.rag
+    search = components.settings.search
     if match_floor is not None:
-        rag = rag.model_copy(update={"match_floor": match_floor})
-    settings = components.settings.model_copy(update={"llm": llm, "rag": rag})
+        search = search.model_copy(update={"match_floor": match_floor})
+    settings = components.settings.model_copy(update={"llm": llm, "search": search})
     attach_components(app, dataclasses.replace(components, settings=settings))
 
 

@@ -152,7 +152,7 @@ async def test_a_worker_killed_mid_document_is_replaced_and_nothing_is_stuck(
     assert job.status == JobStatus.done and job.attempts == 2
     # The retry replaced the half-written vectors: exactly one per chunk.
     store = ChromaVectorStore(
-        collection=settings.rag.collection,
+        collection=settings.indexing.collection,
         embedding_model=LocalMiniLMEmbedder.name,
         dimension=384,
         path=tmp_path / "chroma",

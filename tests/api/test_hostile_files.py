@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from docchat.config import RAGSettings, Settings, WorkerSettings
+from docchat.config import AnswerSettings, Settings, WorkerSettings
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.reader import ExtractionError
 from docchat.extraction.sandbox import ExtractionSandbox, Limits
@@ -96,7 +96,7 @@ def inline_server(settings: Settings) -> Iterator[LiveServer]:
     patched = settings.model_copy(
         update={
             "worker": WorkerSettings(_env_file=None, enabled=False),  # type: ignore[call-arg]
-            "rag": RAGSettings(_env_file=None, inline_timeout_seconds=3),  # type: ignore[call-arg]
+            "answers": AnswerSettings(_env_file=None, inline_timeout_seconds=3),  # type: ignore[call-arg]
         }
     )
     server = LiveServer(patched).start()

@@ -152,8 +152,8 @@ async def test_answers_cite_the_chunk_named_by_its_code(
         assert message["meta"]["retrieval_mode"] == "hybrid"
         assert CODES[index] in message["sources"][0]["content_preview"]
 
-    rag = components.settings.rag.model_copy(update={"hybrid": False})
-    settings = components.settings.model_copy(update={"rag": rag})
+    search = components.settings.search.model_copy(update={"hybrid": False})
+    settings = components.settings.model_copy(update={"search": search})
     attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.script("Stop the pump [1].")
     answer = await ask(client, headers, f"What does fault {CODES[6]} mean?")
@@ -181,9 +181,9 @@ async def test_chunk_headers_let_a_passage_be_found_by_its_document_title(
 ) -> None:
     text = b"It was completed in 1932 by the engineer Marta Lindqvist."
     for header in (False, True):
-        rag = components.settings.rag.model_copy(update={"chunk_header": header})
+        indexing = components.settings.indexing.model_copy(update={"chunk_header": header})
         with_setting = dataclasses.replace(
-            components, settings=components.settings.model_copy(update={"rag": rag})
+            components, settings=components.settings.model_copy(update={"indexing": indexing})
         )
         headers = await auth_headers(client)
         document = await upload_and_process(

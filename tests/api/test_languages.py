@@ -38,9 +38,9 @@ CHINESE = "全新世莱茵河三角洲大约在八千年前开始形成。河流
 
 
 def _translating(components: Components, on: bool) -> Components:
-    rag = components.settings.rag.model_copy(update={"translate_questions": on})
+    translation = components.settings.translation.model_copy(update={"translate_questions": on})
     return dataclasses.replace(
-        components, settings=components.settings.model_copy(update={"rag": rag})
+        components, settings=components.settings.model_copy(update={"translation": translation})
     )
 
 

@@ -127,7 +127,7 @@ def keep_first_vectors(
         path=str(folder), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
     )
     single = client.get_or_create_collection(
-        settings.rag.collection,
+        settings.indexing.collection,
         embedding_function=None,
         metadata={
             "hnsw:space": "cosine",
@@ -254,7 +254,7 @@ async def test_every_release_upgrades_to_the_newest_with_its_data(
         # doctor says the old document cannot be found, and what makes it searchable.
         settings = components.settings
         store = ChromaVectorStore(
-            collection=settings.rag.collection,
+            collection=settings.indexing.collection,
             embedding_model=components.embedder.name,
             dimension=components.embedder.dimension,
             path=tmp_path / "chroma",

@@ -60,8 +60,8 @@ async def test_a_document_larger_than_the_budget_is_condensed_first(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, app: Any
 ) -> None:
     headers, _ = await _report(client, components, TOPICS)
-    rag = components.settings.rag.model_copy(update={"max_context_tokens": 300})
-    settings = components.settings.model_copy(update={"rag": rag})
+    search = components.settings.search.model_copy(update={"max_context_tokens": 300})
+    settings = components.settings.model_copy(update={"search": search})
     attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.default.content = "Notes: the part is about one place."
 
@@ -93,10 +93,11 @@ async def test_documents_too_long_to_condense_within_the_call_cap_are_searched(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, app: Any
 ) -> None:
     headers, document = await _report(client, components, TOPICS)
-    rag = components.settings.rag.model_copy(
-        update={"max_context_tokens": 300, "whole_document_max_calls": len(TOPICS) - 1}
+    search = components.settings.search.model_copy(update={"max_context_tokens": 300})
+    answers = components.settings.answers.model_copy(
+        update={"whole_document_max_calls": len(TOPICS) - 1}
     )
-    settings = components.settings.model_copy(update={"rag": rag})
+    settings = components.settings.model_copy(update={"search": search, "answers": answers})
     attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.script("The report covers several places [1].")
 

@@ -199,10 +199,12 @@ async def test_a_reading_again_replaces_the_first_and_a_first_reading_clears_not
     assert counting.deletes == []
 
     # Read again in bigger chunks (fewer of them): only the new ones are left in both indexes.
-    bigger = components.settings.rag.model_copy(update={"chunk_size": 4000, "chunk_overlap": 0})
+    bigger = components.settings.indexing.model_copy(
+        update={"chunk_size": 4000, "chunk_overlap": 0}
+    )
     rechunking = dataclasses.replace(
         components,
-        settings=components.settings.model_copy(update={"rag": bigger}),
+        settings=components.settings.model_copy(update={"indexing": bigger}),
         vector_store=counting,
     )
     assert (

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from docchat.config import AuthSettings, Environment, RAGSettings, Settings
+from docchat.config import AuthSettings, Environment, IndexingSettings, Settings
 
 
 def test_production_refuses_the_default_secret() -> None:
@@ -24,6 +24,5 @@ def test_production_starts_with_a_real_secret() -> None:
 
 
 def test_overlap_must_be_smaller_than_chunks() -> None:
-    rag = RAGSettings(_env_file=None, chunk_size=500, chunk_overlap=500)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="RAG_CHUNK_OVERLAP"):
-        Settings(_env_file=None, rag=rag)  # type: ignore[call-arg]
+        IndexingSettings(_env_file=None, chunk_size=500, chunk_overlap=500)  # type: ignore[call-arg]

@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.answers import repository
 from docchat.answers.engine import Plan, Question
 from docchat.answers.models import CachedAnswer
-from docchat.config import LLMSettings, RAGSettings
+from docchat.config import AnswerCacheSettings, LLMSettings
 from docchat.db import utcnow
 from docchat.llm.embeddings import CachedVectors
 from docchat.retrieval.index import DocumentScope, SearchScope
@@ -125,14 +125,14 @@ def worth_keeping(plan: Plan) -> bool:
 
 @dataclass
 class AnswerCache:
-    rag: RAGSettings
+    settings: AnswerCacheSettings
     llm: LLMSettings
     sessionmaker: async_sessionmaker[AsyncSession]
     vectors: CachedVectors
 
     @property
     def enabled(self) -> bool:
-        return self.rag.answer_cache
+        return self.settings.answer_cache
 
     def key(self, user_id: uuid.UUID, question: Question, plan: Plan) -> bytes | None:
         return context_key(user_id, question, plan, self.llm) if self.enabled else None
@@ -140,7 +140,7 @@ class AnswerCache:
     async def find(self, user_id: uuid.UUID, key: bytes, question: str) -> Reused | None:
         """A kept answer of `user_id`'s for `question` under `key`, still fresh; its use is
         counted."""
-        oldest = utcnow() - timedelta(seconds=self.rag.answer_cache_seconds)
+        oldest = utcnow() - timedelta(seconds=self.settings.answer_cache_seconds)
         async with self.sessionmaker() as session:
             candidates = await repository.newest_answers(session, user_id, key, oldest, CANDIDATES)
             found = await self._matching(candidates, question)
@@ -164,7 +164,7 @@ class AnswerCache:
             if decisive_words(candidate.question) != decisive:
                 continue
             similarity = float(np.dot(vector, np.asarray(candidate.vector, dtype=np.float32)))
-            if similarity >= self.rag.answer_cache_similarity and (
+            if similarity >= self.settings.answer_cache_similarity and (
                 best is None or similarity > best[0]
             ):
                 best = (similarity, candidate)
@@ -175,7 +175,7 @@ class AnswerCache:
     ) -> None:
         """Keep a finished answer for `user_id`'s reuse; expired ones go as it is written."""
         [vector] = await self.vectors.of([question])
-        oldest = utcnow() - timedelta(seconds=self.rag.answer_cache_seconds)
+        oldest = utcnow() - timedelta(seconds=self.settings.answer_cache_seconds)
         async with self.sessionmaker() as session:
             await repository.delete_older(session, oldest)
             repository.add(

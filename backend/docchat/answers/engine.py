@@ -29,7 +29,7 @@ from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
 from docchat.answers.search_queries import Asked, QueryWriter
 from docchat.answers.small_talk import is_small_talk
 from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_documents
-from docchat.config import LLMSettings, RAGSettings
+from docchat.config import AnswerSettings, IndexingSettings, LLMSettings, SearchSettings
 from docchat.extraction.kinds import FileKind
 from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
@@ -59,7 +59,6 @@ from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.schemas import Source
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
-from docchat.retrieval.translation import OfflineTranslator
 
 logger = logging.getLogger(__name__)
 
@@ -177,22 +176,21 @@ class AnswerEngine:
         retriever: Retriever,
         lexical: LexicalIndex,
         inline_reader: InlineReader,
-        rag: RAGSettings,
+        search: SearchSettings,
+        answers: AnswerSettings,
+        indexing: IndexingSettings,
         llm_settings: LLMSettings,
-        translator: OfflineTranslator | None = None,
+        query_writer: QueryWriter,
     ) -> None:
         self.llm = llm
         self.retriever = retriever
         self.lexical = lexical
         self.inline_reader = inline_reader
-        self.rag = rag
+        self.search = search
+        self.answers = answers
+        self.indexing = indexing
         self.llm_settings = llm_settings
-        self.query_writer = QueryWriter(
-            translate=rag.translate_questions,
-            documents_language=rag.lexical_language,
-            builtin_model=llm_settings.builtin,
-            translator=translator,
-        )
+        self.query_writer = query_writer
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -231,7 +229,7 @@ class AnswerEngine:
             window=self.llm_settings.context_window,
             answer_tokens=self.answer_tokens(question.options),
             prompt_tokens=prompt_tokens,
-            cap=self.rag.max_context_tokens,
+            cap=self.search.max_context_tokens,
         )
 
     def _fitted_max_tokens(self, question: Question, messages: list[dict[str, Any]]) -> int:
@@ -427,7 +425,13 @@ class AnswerEngine:
         if question.options.whole_documents and asks_for_whole_documents(
             question.text, question.scope
         ):
-            whole = WholeDocuments(llm, self.lexical, self.rag, self.llm_settings)
+            whole = WholeDocuments(
+                llm,
+                self.lexical,
+                answers=self.answers,
+                indexing=self.indexing,
+                llm_settings=self.llm_settings,
+            )
             entries = await whole.entries(
                 question.text,
                 question.documents,

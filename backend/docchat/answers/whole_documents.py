@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from docchat.answers.meta import AnswerMeta
-from docchat.config import LLMSettings, RAGSettings
+from docchat.config import AnswerSettings, IndexingSettings, LLMSettings
 from docchat.llm import prompts
 from docchat.llm.usage import MeteredLLM
 from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
@@ -104,11 +104,18 @@ class WholeDocuments:
     """Reads documents in full for one answer, condensing them with the answer's model."""
 
     def __init__(
-        self, llm: MeteredLLM, lexical: LexicalIndex, rag: RAGSettings, llm_settings: LLMSettings
+        self,
+        llm: MeteredLLM,
+        lexical: LexicalIndex,
+        *,
+        answers: AnswerSettings,
+        indexing: IndexingSettings,
+        llm_settings: LLMSettings,
     ) -> None:
         self.llm = llm
         self.lexical = lexical
-        self.rag = rag
+        self.answers = answers
+        self.indexing = indexing
         self.llm_settings = llm_settings
 
     async def _notes(self, request: str, model: str, group: list[Part], max_tokens: int) -> Part:
@@ -128,7 +135,7 @@ class WholeDocuments:
         that would take more than `whole_document_max_calls` (checked before each round, so a
         document too long to summarise costs no call at all)."""
         calls = 0
-        cap = self.rag.whole_document_max_calls
+        cap = self.answers.whole_document_max_calls
         # Notes of one group must leave room for two more beside them in the next round.
         note_tokens = max(64, min(self.llm_settings.max_tokens, budget_tokens // 3))
         for _ in range(MAX_ROUNDS):
@@ -165,7 +172,7 @@ class WholeDocuments:
             # Documents indexed before the lexical index existed have no text here yet.
             return None
         # Stitching hundreds of chunks is CPU work: not on the event loop.
-        parts = await asyncio.to_thread(_parts, chunks, self.rag.chunk_overlap)
+        parts = await asyncio.to_thread(_parts, chunks, self.indexing.chunk_overlap)
         condensing = await self._condense(request, model, parts, budget.remaining_tokens)
         if condensing is None:
             meta.whole_documents_skipped = "too_long"

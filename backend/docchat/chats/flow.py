@@ -116,7 +116,7 @@ class MessageFlow:
             session,
             user,
             self.settings.quota,
-            tokens=quotas.answer_tokens(self.settings, request.content),
+            tokens=quotas.answer_tokens(request.content, self.settings.search, self.settings.llm),
             release_with=self.sessionmaker,
         )
         try:
@@ -128,13 +128,15 @@ class MessageFlow:
 
     async def _start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
         ahead: ScopeRead | None = None
-        if searches_as_worded(self.settings, request):
+        # A message over the length limit is refused before anything is searched.
+        within_limit = len(request.content) <= self.settings.max_message_chars
+        if within_limit and searches_as_worded(self.settings.search, request):
             # The query's embedding runs while the turn's chat and scope are read, and its
             # search while the turn is saved.
             self.engine.anticipate_search(request.content)
 
             def ahead(scope: Scope, documents: DocumentScope, options: AnswerOptions) -> None:
-                if self.settings.rag.search_ahead:
+                if self.settings.search.search_ahead:
                     self.engine.search_ahead(request.content, scope, documents, options)
 
         turn = await start_turn(

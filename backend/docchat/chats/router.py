@@ -113,9 +113,9 @@ async def answer_defaults(user: CurrentUser, settings: SettingsDep) -> AnswerDef
     return AnswerDefaults(
         model=resolve_model(settings.llm, user.preferred_model),
         models=allowed_models(settings.llm),
-        strict=settings.rag.strict,
-        history_pairs=settings.rag.max_history_pairs,
-        history_pairs_limit=settings.rag.history_pairs_limit,
+        strict=settings.answers.strict,
+        history_pairs=settings.history.max_history_pairs,
+        history_pairs_limit=settings.history.history_pairs_limit,
     )
 
 
@@ -130,7 +130,7 @@ async def update_chat(
 ) -> ChatDetail:
     if data.model:
         resolve_model(settings.llm, data.model)  # 400 for a model this server does not offer
-    limit = settings.rag.history_pairs_limit
+    limit = settings.history.history_pairs_limit
     if data.history_pairs is not None and data.history_pairs > limit:
         raise Unprocessable(f"history_pairs: at most {limit} on this server")
     return await _detail(session, user, await service.update(session, user, chat, data))

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from docchat.chats import repository
 from docchat.chats.history import Exchange, exchanges_of, remembered, term_share
 from docchat.chats.models import Chat
-from docchat.config import Settings
+from docchat.config import HistorySettings
 from docchat.events import service as events_service
 from docchat.extraction.structure import short
 from docchat.kit.errors import DocchatError
@@ -54,12 +54,11 @@ def fold_batch(window: int) -> int:
     return max(1, window // 2)
 
 
-def history_pairs(chat: Chat, settings: Settings) -> int:
+def history_pairs(chat: Chat, settings: HistorySettings) -> int:
     """How many earlier exchanges the chat's questions send whole (its own number, within the
     server's limit even if that was lowered since)."""
-    rag = settings.rag
-    own = rag.max_history_pairs if chat.history_pairs is None else chat.history_pairs
-    return min(own, rag.history_pairs_limit)
+    own = settings.max_history_pairs if chat.history_pairs is None else chat.history_pairs
+    return min(own, settings.history_pairs_limit)
 
 
 def transcript(exchanges: Sequence[Exchange]) -> str:
@@ -103,7 +102,9 @@ def digest(previous: str | None, exchanges: Sequence[Exchange], *, limit_chars: 
 class Summaries:
     """Folds chats' old exchanges into their summaries, one background task per chat."""
 
-    settings: Settings
+    settings: HistorySettings
+    # The built-in demo model is too small to summarise: a digest is kept instead.
+    builtin_model: bool
     sessionmaker: async_sessionmaker[AsyncSession]
     llm: LLM
     _tasks: dict[uuid.UUID, asyncio.Task[None]] = field(default_factory=dict)
@@ -112,7 +113,7 @@ class Summaries:
 
     def after_answer(self, chat_id: uuid.UUID, model: str) -> None:
         """Bring the chat's summary up to date in the background (call from the event loop)."""
-        if not self.settings.rag.summarise_history:
+        if not self.settings.summarise_history:
             return
         if chat_id in self._tasks:
             self._again.add(chat_id)
@@ -185,8 +186,8 @@ class Summaries:
     ) -> tuple[str, dict[str, int] | None] | None:
         """The new summary, and the model's tokens for it (they count toward the chat owner's
         quota; None for the demo model's digest); None when the model failed."""
-        limit = self.settings.rag.summary_tokens
-        if self.settings.llm.builtin:
+        limit = self.settings.summary_tokens
+        if self.builtin_model:
             return digest(previous, leaving, limit_chars=limit * CHARS_PER_TOKEN), None
         messages = prompts.summary_messages(
             previous, transcript(leaving), words=max(limit * 3 // 4, 30)

@@ -22,7 +22,7 @@ from docchat.chats import history, repository, summaries
 from docchat.chats import service as chats_service
 from docchat.chats.models import Chat, Message, MessageRole
 from docchat.chats.schemas import MessageCreate, MessageRead
-from docchat.config import Settings
+from docchat.config import HistorySettings, SearchSettings, Settings
 from docchat.documents import repository as documents_repository
 from docchat.documents import service as documents_service
 from docchat.documents.models import Document, DocumentStatus
@@ -76,47 +76,45 @@ class Turn:
 
 def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate) -> AnswerOptions:
     """The message's options, else the chat's settings, else the user's and server's defaults."""
-    given, rag = request.options, settings.rag
+    given, search, answers = request.options, settings.search, settings.answers
     strict = given.strict if given.strict is not None else chat.strict
     return AnswerOptions(
-        rag_enabled=_rag_enabled(settings, request),
-        top_k=given.top_k or rag.top_k,
+        rag_enabled=_rag_enabled(search, request),
+        top_k=given.top_k or search.top_k,
         model=resolve_model(settings.llm, given.model or chat.model or user.preferred_model),
-        strict=rag.strict if strict is None else strict,
-        reformulate=_reformulate(settings, request),
-        retrieval=_retrieval(settings, request),
-        answer_mode=given.answer_mode or rag.answer_mode,
+        strict=answers.strict if strict is None else strict,
+        reformulate=_reformulate(search, request),
+        retrieval=_retrieval(search, request),
+        answer_mode=given.answer_mode or answers.answer_mode,
     )
 
 
 # These three switches come from the message or the server, never from the chat: they are
 # known before the chat is read.
-def _rag_enabled(settings: Settings, request: MessageCreate) -> bool:
+def _rag_enabled(search: SearchSettings, request: MessageCreate) -> bool:
     given = request.options.rag_enabled
-    return settings.rag.enabled if given is None else given
+    return search.enabled if given is None else given
 
 
-def _reformulate(settings: Settings, request: MessageCreate) -> bool:
+def _reformulate(search: SearchSettings, request: MessageCreate) -> bool:
     given = request.options.reformulate
-    return settings.rag.reformulate if given is None else given
+    return search.reformulate if given is None else given
 
 
-def _retrieval(settings: Settings, request: MessageCreate) -> Literal["auto", "tool"]:
-    return request.options.retrieval or settings.rag.retrieval
+def _retrieval(search: SearchSettings, request: MessageCreate) -> Literal["auto", "tool"]:
+    return request.options.retrieval or search.retrieval
 
 
-def searches_as_worded(settings: Settings, request: MessageCreate) -> bool:
+def searches_as_worded(search: SearchSettings, request: MessageCreate) -> bool:
     """Whether the message, if it searches its documents, searches with its own words: known
     as it arrives, so its query can be embedded while the turn is saved. Not when search is
     off or left to the model (tool mode), nor for a follow-up (the LLM may reword it, or it is
-    searched with the previous question)."""
-    if len(request.content) > settings.max_message_chars:
-        return False  # refused before anything is searched
-    if not _rag_enabled(settings, request) or _retrieval(settings, request) != "auto":
+    searched with the previous question). Call it for a message within the length limit."""
+    if not _rag_enabled(search, request) or _retrieval(search, request) != "auto":
         return False
     if request.chat_id is None:
         return True
-    return not (_reformulate(settings, request) or followups.refers_back(request.content))
+    return not (_reformulate(search, request) or followups.refers_back(request.content))
 
 
 async def _open_chat(
@@ -235,22 +233,21 @@ class _Memory:
 
 async def _remembered(
     session: AsyncSession,
-    settings: Settings,
+    settings: HistorySettings,
     chat: Chat,
     question: str,
     before_seq: int,
     relevance: history.Relevance | None,
 ) -> _Memory:
     """What the question remembers of the messages before `before_seq`."""
-    rag = settings.rag
     window = summaries.history_pairs(chat, settings)
     # Enough to see when half a window has left it unsummarised (`summaries.fold_batch`), and
     # what relevance compares.
-    summarised = window > 0 and rag.summarise_history
+    summarised = window > 0 and settings.summarise_history
     compared = relevance is not None and window > 0
     searched = max(
         window + summaries.fold_batch(window) if summarised else window,
-        rag.history_search_pairs if compared else 0,
+        settings.history_search_pairs if compared else 0,
     )
     recent = await repository.recent_history(
         session, chat.id, pairs=searched, before_seq=before_seq
@@ -267,18 +264,18 @@ async def _remembered(
         exchanges,
         scores,
         pairs=window,
-        token_budget=rag.history_tokens,
-        message_chars=rag.history_message_chars,
+        token_budget=settings.history_tokens,
+        message_chars=settings.history_message_chars,
     )
     # None when the chat remembers nothing, when summaries were turned off since, or for an
     # edit of a question the summary covers (it tells what came after).
     summary = (
         chat.summary
-        if window > 0 and rag.summarise_history and chat.summary_through_seq < before_seq
+        if window > 0 and settings.summarise_history and chat.summary_through_seq < before_seq
         else None
     )
     return _Memory(
-        recent, exchanges, history.as_history(chosen, rag.history_message_chars), summary
+        recent, exchanges, history.as_history(chosen, settings.history_message_chars), summary
     )
 
 
@@ -377,7 +374,9 @@ async def start_turn(
     # An edited question's history is what came before the question it replaces.
     replaced = target.replaced
     history_end = replaced.seq if replaced is not None else message.seq
-    memory = await _remembered(session, settings, chat, request.content, history_end, relevance)
+    memory = await _remembered(
+        session, settings.history, chat, request.content, history_end, relevance
+    )
     question = Question(
         text=request.content,
         history=memory.history,
@@ -406,7 +405,7 @@ def _turn(
 ) -> Turn:
     """What phase 1 decided, from the saved question and its answer's row (`rows`)."""
     chat, replaced, (message, answer) = target.chat, target.replaced, rows
-    remembers = summaries.history_pairs(chat, settings)
+    remembers = summaries.history_pairs(chat, settings.history)
     return Turn(
         user_id=user.id,
         chat_id=chat.id,

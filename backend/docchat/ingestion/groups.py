@@ -155,7 +155,7 @@ class GroupIngestion:
     ) -> None:
         """The members' text in one transaction, their vectors in one model run and one
         write, their completions in one transaction."""
-        language, indexed = self.pipeline.settings.rag.lexical_language, self.pipeline.indexed
+        language, indexed = self.pipeline.settings.indexing.lexical_language, self.pipeline.indexed
         async with self._fenced(members, lost, outcomes) as (session, held):
             chunks = [chunk for member in held for chunk in member.chunks]
             with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):

@@ -73,11 +73,11 @@ class DocumentPipeline:
 
     async def read(self, key: str, kind: FileKind) -> PreparedDocument:
         """The stored file's text, in chunks (read from a local copy where files are remote)."""
-        rag = self.settings.rag
+        indexing = self.settings.indexing
         with tracing.span("ingestion.read", {"docchat.document.kind": kind.value}) as span:
             async with self.storage.local_copy(key) as path:
                 prepared = await self.extractor.prepare(
-                    path, kind, chunk_size=rag.chunk_size, chunk_overlap=rag.chunk_overlap
+                    path, kind, chunk_size=indexing.chunk_size, chunk_overlap=indexing.chunk_overlap
                 )
             pages, chunks = prepared.page_count, len(prepared.chunks)
             tracing.set_attributes(span, {"docchat.pages": pages, "docchat.chunks": chunks})
@@ -86,7 +86,7 @@ class DocumentPipeline:
     def indexed(self, chunk: Chunk) -> str:
         """What the embedder and BM25 see of a chunk: with RAG_CHUNK_HEADER, the document's
         title first, so a passage that never names its subject is still found by it."""
-        if not self.settings.rag.chunk_header:
+        if not self.settings.indexing.chunk_header:
             return chunk.text
         return with_header(title_of(chunk.filename), chunk.text)
 
@@ -105,7 +105,7 @@ class DocumentPipeline:
         self, job: ClaimedJob, document: Document, lost: asyncio.Event
     ) -> tuple[int, int]:
         """Pages and chunks of the document, with its vectors and lexical rows written."""
-        rag = self.settings.rag
+        indexing = self.settings.indexing
         prepared = await self.read(document.storage_key, FileKind(document.content_type))
         chunks = [record(document, chunk) for chunk in prepared.chunks]
         check(lost, job)
@@ -124,7 +124,7 @@ class DocumentPipeline:
                 if read_before:
                     await lexical.delete_chunks(session, document.id)
                 await lexical.add_chunks(
-                    session, chunks, rag.lexical_language, [self.indexed(c) for c in chunks]
+                    session, chunks, indexing.lexical_language, [self.indexed(c) for c in chunks]
                 )
                 await documents_repository.set_extracted(
                     session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)

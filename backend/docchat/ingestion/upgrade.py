@@ -222,7 +222,7 @@ async def _stored_chunks(index: VectorIndex, document: Document) -> list[Chunk] 
 
 def _indexed(settings: Settings) -> Callable[[Chunk], str]:
     """What BM25 sees of a chunk, as the worker writes it (`IngestionWorker._indexed`)."""
-    if not settings.rag.chunk_header:
+    if not settings.indexing.chunk_header:
         return lambda chunk: chunk.text
     return lambda chunk: with_header(title_of(chunk.filename), chunk.text)
 
@@ -236,7 +236,7 @@ async def _write_rows(parts: UpgradeParts, document: Document, chunks: list[Chun
         if not _unchanged(current, document) or await lexical.count_chunks(session, document.id):
             return 0
         await lexical.add_chunks(
-            session, chunks, parts.settings.rag.lexical_language, [indexed(c) for c in chunks]
+            session, chunks, parts.settings.indexing.lexical_language, [indexed(c) for c in chunks]
         )
         await documents_repository.refresh_token_count(session, document.id)
     return 1

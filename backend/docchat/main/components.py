@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 import docchat.models  # noqa: F401
 from docchat.answers.cache import AnswerCache
 from docchat.answers.engine import AnswerEngine
+from docchat.answers.search_queries import QueryWriter
 from docchat.chats.flow import MessageFlow
 from docchat.chats.history import Relevance
 from docchat.chats.summaries import Summaries
@@ -91,22 +92,34 @@ class Components:
     mcp: McpEndpoint = field(init=False)
 
     def __post_init__(self) -> None:
-        rag = self.settings.rag
+        settings = self.settings
         self.vector_index = ThreadedIndex(self.vector_store)
-        self.lexical = LexicalIndex(self.sessionmaker, rag.lexical_language)
+        self.lexical = LexicalIndex(self.sessionmaker, settings.indexing.lexical_language)
         self.retriever = Retriever.from_settings(
-            rag, self.embedder, self.vector_index, self.lexical, build_reranker(self.settings)
+            settings.search,
+            settings.fusion,
+            self.embedder,
+            self.vector_index,
+            self.lexical,
+            build_reranker(settings),
         )
-        glossary = shared_glossary(self.settings.glossary_file, rag.dictionary_folder)
+        glossary = shared_glossary(settings.glossary_file, settings.translation.dictionary_folder)
         self.translator = OfflineTranslator(glossary)
         self.engine = AnswerEngine(
             llm=self.llm,
             retriever=self.retriever,
             lexical=self.lexical,
             inline_reader=self.inline_reader,
-            rag=rag,
-            llm_settings=self.settings.llm,
-            translator=self.translator,
+            search=settings.search,
+            answers=settings.answers,
+            indexing=settings.indexing,
+            llm_settings=settings.llm,
+            query_writer=QueryWriter(
+                translate=settings.translation.translate_questions,
+                documents_language=settings.indexing.lexical_language,
+                builtin_model=settings.llm.builtin,
+                translator=self.translator,
+            ),
         )
         self.vectors = CachedVectors(self.embedder)
         self.message_flow = MessageFlow(
@@ -116,22 +129,27 @@ class Components:
             storage=self.storage,
             publisher=self.publisher,
             summaries=Summaries(
-                settings=self.settings, sessionmaker=self.sessionmaker, llm=self.llm
+                settings=settings.history,
+                builtin_model=settings.llm.builtin,
+                sessionmaker=self.sessionmaker,
+                llm=self.llm,
             ),
             relevance=Relevance(
                 self.vectors, question_vector=functools.partial(shared_query, self.embedder)
             ),
-            cache=AnswerCache(rag, self.settings.llm, self.sessionmaker, self.vectors),
+            cache=AnswerCache(settings.answer_cache, settings.llm, self.sessionmaker, self.vectors),
         )
         self.completions = Completions(
-            settings=self.settings,
+            llm_settings=settings.llm,
+            search=settings.search,
+            answers=settings.answers,
             sessionmaker=self.sessionmaker,
             engine=self.engine,
             llm=self.llm,
             publisher=self.publisher,
         )
         self.mcp = McpEndpoint(
-            LibraryTools(self.settings, self.sessionmaker, self.retriever, self.completions)
+            LibraryTools(settings.quota, self.sessionmaker, self.retriever, self.completions)
         )
 
     def close(self) -> None:
@@ -174,7 +192,7 @@ def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader
         ocr=ocr_options(settings),
         expansion=expansion,
     )
-    inline_seconds = settings.rag.inline_timeout_seconds
+    inline_seconds = settings.answers.inline_timeout_seconds
     inline = Limits(
         wall_seconds=inline_seconds,
         cpu_seconds=max(1, int(inline_seconds)),
@@ -184,8 +202,8 @@ def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader
     )
     reader = InlineReader(
         sandbox=ExtractionSandbox(inline, name="inline"),
-        chunk_size=settings.rag.chunk_size,
-        chunk_overlap=settings.rag.chunk_overlap,
+        chunk_size=settings.indexing.chunk_size,
+        chunk_overlap=settings.indexing.chunk_overlap,
         timeout_seconds=inline_seconds,
     )
     return ExtractionSandbox(limits, name="extract"), reader
@@ -197,7 +215,7 @@ def build_sandboxes(settings: Settings) -> tuple[ExtractionSandbox, InlineReader
 def _chroma(config: VectorStoreSettings) -> ChromaVectorStore:
     settings = config.settings
     return ChromaVectorStore(
-        collection=settings.rag.collection,
+        collection=settings.indexing.collection,
         embedding_model=config.embedding_model,
         dimension=config.dimension,
         path=settings.chroma_dir,

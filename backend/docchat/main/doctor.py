@@ -367,11 +367,11 @@ async def _ocr(subjects: Subjects) -> Finding:
 
 
 def _translation(subjects: Subjects) -> Finding:
-    rag = subjects.settings.rag
-    if not rag.translate_questions or rag.lexical_language != "english":
+    translation, indexing = subjects.settings.translation, subjects.settings.indexing
+    if not translation.translate_questions or indexing.lexical_language != "english":
         return _ok("translation", "off (RAG_TRANSLATE_QUESTIONS or RAG_LEXICAL_LANGUAGE)")
     machine = sorted(Apertium().languages)
-    words = sorted(installed_sources(rag.dictionary_folder))
+    words = sorted(installed_sources(translation.dictionary_folder))
     missing = [f"dict-freedict-{FREEDICT[code]}-eng" for code in FREEDICT if code not in words]
     missing += [] if {"es", "fr"} <= set(machine) else list(APERTIUM_PACKAGES)
     found = f"Apertium for {', '.join(machine) or 'none'}, dictionaries for {', '.join(words)}"

@@ -18,7 +18,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.config import Settings
+from docchat.config import QuotaSettings
 from docchat.documents import service as documents_service
 from docchat.documents.models import DocumentStatus
 from docchat.documents.scopes import search_scope
@@ -86,7 +86,7 @@ class DocumentPage(BaseModel):
 class LibraryTools:
     """The MCP tools' work, for a signed-in user; the MCP server (`server.py`) only routes."""
 
-    settings: Settings
+    quota: QuotaSettings
     sessionmaker: async_sessionmaker[AsyncSession]
     retriever: Retriever
     completions: Completions
@@ -158,8 +158,8 @@ class LibraryTools:
         hold = await quotas.hold_tokens(
             session,
             user,
-            self.settings.quota,
-            tokens=quotas.answer_tokens(self.settings, question),
+            self.quota,
+            tokens=self.completions.answer_tokens(question),
             release_with=self.sessionmaker,
         )
         try:

@@ -52,16 +52,16 @@ async def chat_completions(
     user: CurrentUser,
     session: SessionDep,
     completions: CompletionsDep,
+    settings: SettingsDep,
 ) -> JSONResponse | StreamingResponse:
     """OpenAI chat completions. With `index_name` (`all` or a category name) answers come from
     your documents and carry `sources`; without it the request goes to the model as it came,
     within limits (allowed models and fields, one choice, bounded length)."""
-    settings = completions.settings
     if service.is_passthrough(request):
         payload = service.passthrough_payload(request, settings.llm)
         tokens = service.passthrough_tokens(payload)
     else:
-        tokens = quotas.answer_tokens(settings, service.split_messages(request.messages)[0])
+        tokens = completions.answer_tokens(service.split_messages(request.messages)[0])
     hold = await quotas.hold_tokens(
         session, user, settings.quota, tokens=tokens, release_with=completions.sessionmaker
     )

@@ -27,7 +27,7 @@ from docchat.answers.engine import (
     Question,
 )
 from docchat.categories import repository as categories_repository
-from docchat.config import LLMSettings, Settings
+from docchat.config import AnswerSettings, LLMSettings, SearchSettings
 from docchat.documents.scopes import search_scope
 from docchat.events import service as events_service
 from docchat.events.publisher import EventPublisher
@@ -37,6 +37,7 @@ from docchat.llm.catalog import resolve_model
 from docchat.llm.client import LLM, json_objects, token_count
 from docchat.llm.usage import Usage
 from docchat.openai_compat.schemas import ChatCompletionRequest
+from docchat.quotas import service as quotas
 from docchat.retrieval.index import DocumentScope
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
@@ -224,11 +225,17 @@ class Completions:
     """The OpenAI-compatible endpoint: answers over the caller's documents through the same
     answer engine as the chat routes, and metered pass-through to the model."""
 
-    settings: Settings
+    llm_settings: LLMSettings
+    search: SearchSettings
+    answers: AnswerSettings
     sessionmaker: async_sessionmaker[AsyncSession]
     engine: AnswerEngine
     llm: LLM
     publisher: EventPublisher
+
+    def answer_tokens(self, question: str) -> int:
+        """The quota an answer over documents holds while it is written."""
+        return quotas.answer_tokens(question, self.search, self.llm_settings)
 
     # -- over documents ---------------------------------------------------------------------
 
@@ -238,11 +245,11 @@ class Completions:
         assert request.index_name is not None
         started = time.perf_counter()
         refuse_unknown_fields(request.model_dump(exclude_none=True))
-        model = resolve_model(self.settings.llm, request.model)
+        model = resolve_model(self.llm_settings, request.model)
         query, history = split_messages(request.messages)
         if not query.strip():
             raise BadRequest(NO_USER_PROMPT)
-        window = self.settings.llm.context_window
+        window = self.llm_settings.context_window
         prompt_tokens = sum(estimate_tokens(_text(m.get("content"))) for m in request.messages)
         if prompt_tokens > window:
             raise BadRequest(
@@ -285,19 +292,19 @@ class Completions:
         caller picked the documents, so a passage need not reach the match floor (as for a
         chat's chosen documents). `plan` searches, with no session held."""
         started = time.perf_counter() if started is None else started
-        model = resolve_model(self.settings.llm, model)
+        model = resolve_model(self.llm_settings, model)
         question = Question(
             text=query,
             history=history or [],
             documents=documents,
             options=AnswerOptions(
                 rag_enabled=True,
-                top_k=self.settings.rag.top_k,
+                top_k=self.search.top_k,
                 model=model,
                 whole_documents=False,
                 temperature=temperature,
                 max_tokens=max_tokens,
-                answer_mode=self.settings.rag.answer_mode,
+                answer_mode=self.answers.answer_mode,
             ),
             scope="message" if chosen else None,
             general_system_prompt=False,

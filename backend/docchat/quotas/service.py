@@ -23,7 +23,7 @@ from datetime import datetime, time, timedelta
 import anyio
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.config import QuotaSettings, Settings
+from docchat.config import LLMSettings, QuotaSettings, SearchSettings
 from docchat.db import advisory_xact_lock, utcnow
 from docchat.kit.errors import TooManyRequests
 from docchat.kit.tokens import estimate_tokens
@@ -101,10 +101,10 @@ def _quota_reached(used: int, held: int, limit: int, now: datetime) -> TooManyRe
     )
 
 
-def answer_tokens(settings: Settings, question: str) -> int:
+def answer_tokens(question: str, search: SearchSettings, llm: LLMSettings) -> int:
     """What an answer over documents costs at most, about: its question, a full context of
     passages and a full answer (the history is usually less than the context's margin)."""
-    return estimate_tokens(question) + settings.rag.max_context_tokens + settings.llm.max_tokens
+    return estimate_tokens(question) + search.max_context_tokens + llm.max_tokens
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from docchat.config import RAGSettings
+from docchat.config import FusionSettings
 
 FusionMethod = Literal["convex", "rrf"]
 
@@ -32,13 +32,13 @@ class Fusion:
     lexical_weight: float = 1.0
 
     @classmethod
-    def from_settings(cls, rag: RAGSettings) -> Fusion:
+    def from_settings(cls, fusion: FusionSettings) -> Fusion:
         return cls(
-            method=rag.fusion,
-            candidates=rag.candidates,
-            rrf_k=rag.rrf_k,
-            vector_weight=rag.vector_weight,
-            lexical_weight=rag.lexical_weight,
+            method=fusion.fusion,
+            candidates=fusion.candidates,
+            rrf_k=fusion.rrf_k,
+            vector_weight=fusion.vector_weight,
+            lexical_weight=fusion.lexical_weight,
         )
 
     def fuse(

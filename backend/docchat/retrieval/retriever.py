@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from docchat import tracing
-from docchat.config import RAGSettings, RerankSettings
+from docchat.config import FusionSettings, RerankSettings, SearchSettings
 from docchat.kit.registry import Registry
 from docchat.llm.embeddings import Embedder
 from docchat.observability import RETRIEVAL_LATENCY
@@ -154,23 +154,24 @@ class Retriever:
     @classmethod
     def from_settings(
         cls,
-        rag: RAGSettings,
+        search: SearchSettings,
+        fusion: FusionSettings,
         embedder: Embedder,
         index: VectorIndex,
         lexical: LexicalIndex,
         reranker: Reranker | None = None,
     ) -> Retriever:
-        mode: RetrievalMode = "hybrid" if rag.hybrid else "vector"
-        match_floor = rag.match_floor
+        mode: RetrievalMode = "hybrid" if search.hybrid else "vector"
+        match_floor = search.match_floor
         return cls(
             embedder,
             index,
             passages=lexical,
-            similarity_floor=rag.similarity_floor,
+            similarity_floor=search.similarity_floor,
             match_floor=CALIBRATED_MATCH_FLOOR[mode] if match_floor is None else match_floor,
-            lexical_evidence=rag.lexical_evidence,
-            lexical=lexical if rag.hybrid else None,
-            fusion=Fusion.from_settings(rag),
+            lexical_evidence=search.lexical_evidence,
+            lexical=lexical if search.hybrid else None,
+            fusion=Fusion.from_settings(fusion),
             reranker=reranker,
         )
 
