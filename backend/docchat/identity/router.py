@@ -47,7 +47,8 @@ async def login(
         session,
         form.username,
         form.password,
-        settings,
+        settings.auth,
+        settings.ldap,
         request.app.state.directory,
         request.app.state.login_limiter,
         address,
@@ -100,7 +101,7 @@ async def oidc_login(
     PKCE challenge, and keeps what its return must match in an HttpOnly cookie."""
     provider = _provider(request)
     try:
-        started = await sso.start(provider, settings, _redirect_uri(request, settings), next)
+        started = await sso.start(provider, settings.auth, _redirect_uri(request, settings), next)
     except ProviderUnavailable:
         return _back_with_error(UNREACHABLE)
     response = RedirectResponse(started.url, status_code=302)
@@ -153,7 +154,8 @@ async def oidc_callback(
         finished = await sso.finish(
             session,
             provider,
-            settings,
+            settings.auth,
+            settings.oidc,
             request.cookies.get(PENDING_COOKIE),
             code,
             state,

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from docchat.auth import service as auth
 from docchat.auth.ratelimit import LoginLimiter
 from docchat.auth.schemas import TokenPair
-from docchat.config import Settings
+from docchat.config import AuthSettings, LdapSettings
 from docchat.identity.accounts import Rules, account_for
 from docchat.identity.directory import (
     Directory,
@@ -44,12 +44,13 @@ async def login(
     session: AsyncSession,
     name: str,
     password: str,
-    settings: Settings,
+    settings: AuthSettings,
+    ldap: LdapSettings,
     directory: Directory | None,
     limiter: LoginLimiter,
     address: str,
 ) -> TokenPair:
-    if directory is None or settings.auth.is_break_glass(name):
+    if directory is None or settings.is_break_glass(name):
         return await _local(session, name, password, settings, limiter, address)
     limiter.check(address, name)
     try:
@@ -57,11 +58,9 @@ async def login(
     except DirectoryUnavailable:
         outcome = None
     if isinstance(outcome, Person):
-        rules = Rules(LDAP, settings.ldap.create_accounts, settings.auth.break_glass_email)
+        rules = Rules(LDAP, ldap.create_accounts, settings.break_glass_email)
         user = await account_for(session, outcome, rules, address)
-        return await auth.accept_login(
-            session, user, settings.auth, limiter, address, name, via=LDAP
-        )
+        return await auth.accept_login(session, user, settings, limiter, address, name, via=LDAP)
     if outcome is Refusal.wrong_password:
         await auth.refuse_login(session, limiter, address, name, None, "directory password")
         raise Unauthorized(auth.INVALID_CREDENTIALS)
@@ -74,13 +73,13 @@ async def _local(
     session: AsyncSession,
     name: str,
     password: str,
-    settings: Settings,
+    settings: AuthSettings,
     limiter: LoginLimiter,
     address: str,
     directory: Asked = Asked.no_directory,
 ) -> TokenPair:
     """A login with the account's docchat password, after what the directory (if any) said."""
-    if not settings.auth.password_login_for(name):
+    if not settings.password_login_for(name):
         if directory is Asked.down:
             raise ServiceUnavailable(DIRECTORY_DOWN)
         if directory is Asked.unknown:  # the directory's people log in: this name is not one
@@ -88,7 +87,7 @@ async def _local(
             raise Unauthorized(auth.INVALID_CREDENTIALS)
         raise Forbidden(PASSWORD_LOGIN_OFF)
     try:
-        return await auth.login(session, name, password, settings.auth, limiter, address)
+        return await auth.login(session, name, password, settings, limiter, address)
     except Unauthorized:
         if directory is Asked.down:
             raise ServiceUnavailable(DIRECTORY_DOWN) from None

@@ -14,7 +14,7 @@ from docchat.audit import service as audit
 from docchat.auth import service as auth
 from docchat.auth.schemas import TokenPair
 from docchat.auth.security import read_payload, sign_payload
-from docchat.config import Settings
+from docchat.config import AuthSettings, OidcSettings
 from docchat.identity import codes
 from docchat.identity.accounts import Rules, account_for
 from docchat.identity.oidc import OidcProvider, ProviderUnavailable, SignInRefused
@@ -39,7 +39,7 @@ class Started:
 
 
 async def start(
-    provider: OidcProvider, settings: Settings, redirect_uri: str, return_to: str
+    provider: OidcProvider, settings: AuthSettings, redirect_uri: str, return_to: str
 ) -> Started:
     authorization = await provider.authorization(redirect_uri)
     pending = sign_payload(
@@ -50,7 +50,7 @@ async def start(
             "next": safe_return_path(return_to),
         },
         PENDING,
-        settings.auth,
+        settings,
         PENDING_LIFETIME,
     )
     return Started(authorization.url, pending)
@@ -65,7 +65,8 @@ class Finished:
 async def finish(
     session: AsyncSession,
     provider: OidcProvider,
-    settings: Settings,
+    settings: AuthSettings,
+    oidc: OidcSettings,
     pending: str | None,
     code: str,
     state: str,
@@ -78,7 +79,7 @@ async def finish(
     The same return twice (a browser that requested the address again, as a service worker's
     navigation preload makes it do): the code goes to the provider once, and the second return
     gets the first one's outcome, a ticket of its own when that was a sign-in."""
-    kept = read_payload(pending, PENDING, settings.auth) if pending else None
+    kept = read_payload(pending, PENDING, settings) if pending else None
     # The state must come back to the browser that started the sign-in (its cookie): a link
     # with someone else's code and state signs no one in here.
     expected = str(kept.get("state", "")).encode() if kept else b""
@@ -86,13 +87,13 @@ async def finish(
         raise SignInRefused(EXPIRED)
     return_to = safe_return_path(str(kept.get("next", "/")))
     if not await codes.claim(session, code, state):
-        wait = settings.oidc.timeout_seconds * PROVIDER_CALLS
+        wait = oidc.timeout_seconds * PROVIDER_CALLS
         return Finished(await _as_before(session, settings, code, state, wait), return_to)
     try:
         person = await provider.finish(
             code, redirect_uri, str(kept["verifier"]), str(kept["nonce"])
         )
-        rules = Rules(OIDC, settings.oidc.create_accounts, settings.auth.break_glass_email)
+        rules = Rules(OIDC, oidc.create_accounts, settings.break_glass_email)
         user = await account_for(session, person, rules, address)
     except (SignInRefused, Forbidden) as exc:
         await _settle_failed(session, code, codes.REFUSED, str(exc))
@@ -105,9 +106,9 @@ async def finish(
     return Finished(await _ticket(session, user, settings), return_to)
 
 
-async def _ticket(session: AsyncSession, user: User, settings: Settings) -> TokenPair:
+async def _ticket(session: AsyncSession, user: User, settings: AuthSettings) -> TokenPair:
     # The ticket the browser carries back: a refresh token that lives a minute, traded at once.
-    return await auth.issue_tokens(session, user, settings.auth, refresh_lifetime=TICKET_LIFETIME)
+    return await auth.issue_tokens(session, user, settings, refresh_lifetime=TICKET_LIFETIME)
 
 
 async def _settle_failed(session: AsyncSession, code: str, kind: str, reason: str = "") -> None:
@@ -118,7 +119,7 @@ async def _settle_failed(session: AsyncSession, code: str, kind: str, reason: st
 
 
 async def _as_before(
-    session: AsyncSession, settings: Settings, code: str, state: str, wait: float
+    session: AsyncSession, settings: AuthSettings, code: str, state: str, wait: float
 ) -> TokenPair:
     """A second return of a code: the first one's outcome, never a second trade."""
     outcome = await codes.outcome_of(session, code, state, wait)
