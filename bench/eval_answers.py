@@ -42,7 +42,8 @@ from bench.eval_retrieval import (
     pick_queries,
     read_collection,
 )
-from docchat.answers.engine import AnswerEngine, AnswerOptions, Generated, Question
+from docchat.answers.engine import AnswerEngine
+from docchat.answers.values import AnswerOptions, Generated, Question
 from docchat.config import LLMSettings
 from docchat.kit.errors import DocchatError
 from docchat.llm.client import LLM

@@ -36,7 +36,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers import repository
-from docchat.answers.engine import Plan, Question
+from docchat.answers.values import Plan, Question
 from docchat.answers.models import CachedAnswer
 from docchat.config import AnswerCacheSettings, LLMSettings
 from docchat.db import utcnow

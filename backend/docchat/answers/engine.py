@@ -28,6 +28,14 @@ from docchat.answers.highlights import answer_highlights, matched_text, quoted_h
 from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
 from docchat.answers.search_queries import Asked, QueryWriter
 from docchat.answers.small_talk import is_small_talk
+from docchat.answers.values import (
+    AnswerOptions,
+    CitedAnswer,
+    Generated,
+    Plan,
+    Question,
+    SourcesReady,
+)
 from docchat.answers.whole_documents import WholeDocuments, asks_for_whole_documents
 from docchat.config import AnswerSettings, IndexingSettings, LLMSettings, SearchSettings
 from docchat.extraction.kinds import FileKind
@@ -54,99 +62,14 @@ from docchat.retrieval.context import (
     with_highlights,
 )
 from docchat.retrieval.index import DocumentScope, SearchScope
-from docchat.retrieval.inline import InlineDocument, InlineReader, file_part, file_source
+from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
-from docchat.retrieval.schemas import Source
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS = 3
-
-
-@dataclass(frozen=True)
-class AnswerOptions:
-    rag_enabled: bool
-    top_k: int
-    model: str
-    strict: bool = False
-    reformulate: bool = False
-    retrieval: Literal["auto", "tool"] = "auto"
-    # Read whole documents for "summarise this" / "compare these" requests.
-    whole_documents: bool = True
-    temperature: float | None = None
-    # The longest answer the caller wants (None or more: LLM_MAX_TOKENS); lowered to fit.
-    max_tokens: int | None = None
-    # extractive: quote the passages, no model call; auto: see `AnswerEngine.extracts`.
-    answer_mode: Literal["auto", "generative", "extractive"] = "auto"
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    # Earlier messages, oldest first, as the model should see them.
-    history: list[dict[str, Any]]
-    # Completed documents to search: from the owner-scoped query only.
-    documents: SearchScope
-    options: AnswerOptions
-    scope: Scope | None = None
-    # Documents attached to this question that are still processing: read directly.
-    inline_documents: list[InlineDocument] = field(default_factory=list)
-    # Without passages: our general-conversation prompt (chats), or the messages as the
-    # caller sent them (the OpenAI-compatible endpoint).
-    general_system_prompt: bool = True
-    # Names the conversation in the logs (a chat id).
-    label: str = ""
-    # The running summary of the conversation before `history` (`chats.summaries`).
-    summary: str | None = None
-
-    # The chat's previous answer came from documents: this question may well follow up on it
-    # ("and how far can it be seen?") in words that match no passage by themselves.
-    follows_grounded_answer: bool = False
-
-    @property
-    def require_match(self) -> bool:
-        """Whether a passage must reach the match floor for the answer to use documents: not
-        when the user picked them (message or chat) or the chat is already about them."""
-        return self.scope not in ("message", "chat") and not self.follows_grounded_answer
-
-
-@dataclass
-class Plan:
-    """The prompt, and the passages an answer may cite (tool mode adds to them as it searches)."""
-
-    messages: list[dict[str, Any]]
-    usage: Usage
-    meta: AnswerMeta
-    max_tokens: int
-    entries: list[ContextEntry] = field(default_factory=list)
-    # Set when no model call is needed (strict mode with nothing found).
-    fixed_answer: str | None = None
-    tools: ToolRetrieval | None = None
-    # The fixed answer quotes the passages (extractive mode).
-    extracted: bool = False
-
-    @property
-    def candidates(self) -> list[Source]:
-        return [entry.source for entry in self.entries]
-
-
-@dataclass(frozen=True)
-class Generated:
-    content: str
-    model: str
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    # Wall time spent waiting for the language model, every call of the answer included.
-    llm_ms: float = 0.0
-    # Some call's tokens were estimated from its text: the model's server reported none.
-    tokens_estimated: bool = False
-
-
-@dataclass(frozen=True)
-class SourcesReady:
-    """Yielded by `produce` once retrieval is over, before the first piece of text."""
 
 
 @dataclass
@@ -159,13 +82,6 @@ class _Attempt:
     @property
     def text(self) -> str:
         return "".join(self.pieces)
-
-
-@dataclass(frozen=True)
-class CitedAnswer:
-    content: str
-    sources: list[Source] | None
-    meta: AnswerMeta
 
 
 class AnswerEngine:
@@ -422,26 +338,9 @@ class AnswerEngine:
         match and none reached the match floor, the nearest passages in their place."""
         if not question.documents:
             return [], []
-        if question.options.whole_documents and asks_for_whole_documents(
-            question.text, question.scope
-        ):
-            whole = WholeDocuments(
-                llm,
-                self.lexical,
-                answers=self.answers,
-                indexing=self.indexing,
-                llm_settings=self.llm_settings,
-            )
-            entries = await whole.entries(
-                question.text,
-                question.documents,
-                model=question.options.model,
-                label=question.label,
-                meta=meta,
-                budget=budget,
-            )
-            if entries is not None:
-                return entries, []
+        whole = await self._whole_document_entries(question, llm, meta, budget)
+        if whole is not None:
+            return whole, []
         asked = Asked(
             question.text,
             question.history,
@@ -466,6 +365,32 @@ class AnswerEngine:
             return [], build_context(result.chunks, budget)
         meta.retrieval_count = len(result.chunks)
         return build_context(result.chunks, budget), []
+
+    async def _whole_document_entries(
+        self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget
+    ) -> list[ContextEntry] | None:
+        """The documents read whole for a "summarise this" request; None for any other
+        question, or documents too long to condense (they are searched instead)."""
+        if not (
+            question.options.whole_documents
+            and asks_for_whole_documents(question.text, question.scope)
+        ):
+            return None
+        whole = WholeDocuments(
+            llm,
+            self.lexical,
+            answers=self.answers,
+            indexing=self.indexing,
+            llm_settings=self.llm_settings,
+        )
+        return await whole.entries(
+            question.text,
+            question.documents,
+            model=question.options.model,
+            label=question.label,
+            meta=meta,
+            budget=budget,
+        )
 
     async def _inline_entries(
         self, question: Question, first_number: int, budget: TokenBudget

@@ -28,15 +28,9 @@ from typing import Literal
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers.cache import AnswerCache, worth_keeping
-from docchat.answers.engine import (
-    AnswerEngine,
-    AnswerOptions,
-    CitedAnswer,
-    Generated,
-    Plan,
-    SourcesReady,
-)
+from docchat.answers.engine import AnswerEngine
 from docchat.answers.meta import Scope
+from docchat.answers.values import AnswerOptions, CitedAnswer, Generated, Plan, SourcesReady
 from docchat.chats import repository
 from docchat.chats import service as chats_service
 from docchat.chats.history import Relevance

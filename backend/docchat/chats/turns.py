@@ -16,8 +16,8 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.answers.engine import AnswerOptions, Question
 from docchat.answers.meta import Scope
+from docchat.answers.values import AnswerOptions, Question
 from docchat.chats import history, repository, summaries
 from docchat.chats import service as chats_service
 from docchat.chats.models import Chat, Message, MessageRole

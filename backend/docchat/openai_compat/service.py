@@ -18,14 +18,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from docchat.answers.engine import (
-    AnswerEngine,
-    AnswerOptions,
-    CitedAnswer,
-    Generated,
-    Plan,
-    Question,
-)
+from docchat.answers.engine import AnswerEngine
+from docchat.answers.values import AnswerOptions, CitedAnswer, Generated, Plan, Question
 from docchat.categories import repository as categories_repository
 from docchat.config import AnswerSettings, LLMSettings, SearchSettings
 from docchat.documents.scopes import search_scope
