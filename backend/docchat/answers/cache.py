@@ -36,8 +36,8 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers import repository
-from docchat.answers.values import Plan, Question
 from docchat.answers.models import CachedAnswer
+from docchat.answers.values import Plan, Question
 from docchat.config import AnswerCacheSettings, LLMSettings
 from docchat.db import utcnow
 from docchat.llm.embeddings import CachedVectors

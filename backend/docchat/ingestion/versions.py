@@ -55,7 +55,10 @@ async def ingest_version(
             with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
                 await lexical.delete_chunks(session, document.id)
                 await lexical.add_chunks(
-                    session, chunks, indexing.lexical_language, [pipeline.indexed(c) for c in chunks]
+                    session,
+                    chunks,
+                    indexing.lexical_language,
+                    [pipeline.indexed(c) for c in chunks],
                 )
             version.chunk_count = len(chunks)
             await documents_repository.adopt_version(session, live, version, prepared.page_count)
