@@ -23,6 +23,9 @@ TAKES_THE_WHOLE = {
     "account/deletion.py": "the folders sources keep what they fetched in (data_dir)",
     "sources/service.py": "a source's settings and their encryption key (auth, sources)",
     "sources/sync.py": "the syncer reads the settings a source runs with",
+    "sources/connector.py": "credentials (auth), folder roots, fetch rules, sizes",
+    "sources/items.py": "one item stored as an upload is (limits, storage, the connector)",
+    "ingestion/pipeline.py": "one document's way in: limits, chunking, OCR, the lexical language",
     "ingestion/worker.py": "the worker: limits, chunking, OCR and the lease",
     "ingestion/upgrade.py": "the upgrade at start: the stores' and the indexes' settings",
 }

@@ -26,10 +26,10 @@ async def test_an_address_is_checked_whatever_its_setting_is_called(fake_kind: s
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     row = SourceRow(kind=fake_kind, settings={"server": "http://10.1.2.3:8080/"})
     with pytest.raises(BadRequest, match="URL_FETCH_ALLOWED_HOSTS"):
-        await check_addresses(row, settings)
+        await check_addresses(row, settings.url_fetch)
     # A setting that is no address is not taken for one, even when it looks like one.
     row = SourceRow(kind=fake_kind, settings={"label": "http://10.1.2.3/"})
-    await check_addresses(row, settings)
+    await check_addresses(row, settings.url_fetch)
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def as_read(row: SourceRow) -> SourceRead:
 
 async def _check_reachable(row: SourceRow, settings: Settings) -> None:
     """The connector can be made as configured, and talks to no address users may not reach."""
-    await check_addresses(row, settings)
+    await check_addresses(row, settings.url_fetch)
     try:
         open_connector(row, settings)
     except SourceError as exc:

@@ -108,7 +108,7 @@ class SourceSyncer:
         async with self.sessionmaker() as session:
             row = await self.claims.hold(session, claim)
             try:
-                await check_addresses(row, self.settings)  # again: DNS answers change
+                await check_addresses(row, self.settings.url_fetch)  # again: DNS answers change
                 connector = open_connector(row, self.settings)
             except (SourceError, DocchatError) as exc:
                 await session.rollback()
