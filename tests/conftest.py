@@ -35,6 +35,7 @@ from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components, build_sandboxes, build_vector_store
 from tests.support import ldap_server
 from tests.support.database import alembic, create_database, drop_database
+from tests.support.jobs import remove_jobs, unfinished_jobs
 from tests.support.ldap_server import LdapServer
 from tests.support.llm_server import ScriptedLLM, start_scripted_llm
 
@@ -193,11 +194,18 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-@pytest.fixture
-def live_components(base_components: Components, engine: AsyncEngine) -> Components:
+@pytest_asyncio.fixture
+async def live_components(
+    base_components: Components, engine: AsyncEngine
+) -> AsyncIterator[Components]:
     """Components whose sessions commit for real, each on its own pooled connection (for
-    concurrency: claims, locks and parallel requests behave as in production)."""
-    return dataclasses.replace(base_components, sessionmaker=create_sessionmaker(engine))
+    concurrency: claims, locks and parallel requests behave as in production).
+
+    Jobs such a test queued and left unread are removed after it: every later test's worker
+    would otherwise read them again (inside its own rolled-back transaction, so each time)."""
+    before = await unfinished_jobs(engine)
+    yield dataclasses.replace(base_components, sessionmaker=create_sessionmaker(engine))
+    await remove_jobs(engine, await unfinished_jobs(engine) - before)
 
 
 @pytest_asyncio.fixture
