@@ -33,7 +33,7 @@ from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder, LocalMiniLMEmbedder
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components, build_sandboxes, build_vector_store
-from tests.support import ldap_server
+from tests.support import glossary, ldap_server
 from tests.support.database import alembic, create_database, drop_database
 from tests.support.jobs import remove_jobs, unfinished_jobs
 from tests.support.ldap_server import LdapServer
@@ -106,6 +106,13 @@ def fresh_llm(scripted_llm: ScriptedLLM) -> Iterator[ScriptedLLM]:
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="session")
+def compiled_glossary(data_dir: Path) -> Path:
+    """The question dictionaries compiled once, in the run's data folder (where a live server
+    on `settings` would compile them); `glossary.seed` links them into another data folder."""
+    return glossary.compile_in(data_dir)
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from docchat.db import create_engine
 from docchat.main import backup, doctor
 from tests.api.test_collections import invite
 from tests.api.test_s3_storage import BUCKET, bucket, s3_endpoint, s3_settings  # noqa: F401
+from tests.support import glossary
 from tests.support.chat import ask
 from tests.support.database import alembic, create_database, drop_database
 from tests.support.files import make_pdf
@@ -53,11 +54,13 @@ class Installation:
     env: dict[str, str]
 
 
-async def installation(base: Settings, root: Path, *, migrated: bool) -> Installation:
+async def installation(
+    base: Settings, root: Path, *, migrated: bool, glossary_file: Path
+) -> Installation:
     url = await create_database("docchat_backup")
     if migrated:
         await alembic(url, "upgrade", "head")
-    data = root / url.rsplit("/", 1)[1]
+    data = glossary.seed(glossary_file, root / url.rsplit("/", 1)[1])
     # No AUTH_SECRET_KEY: the key is generated in the data folder and travels in the archive.
     auth = base.auth.model_copy(update={"secret_key": None})
     worker = base.worker.model_copy(update={"enabled": True, "poll_seconds": 0.2})
@@ -112,11 +115,17 @@ def cited(answer: httpx.Response) -> list[tuple[str, int | None, str | None]]:
 
 
 @pytest_asyncio.fixture
-async def installations(settings: Settings, tmp_path: Path) -> AsyncIterator[list[Installation]]:
+async def installations(
+    settings: Settings, tmp_path: Path, compiled_glossary: Path
+) -> AsyncIterator[list[Installation]]:
     made: list[Installation] = []
 
     async def make(migrated: bool) -> Installation:
-        made.append(await installation(settings, tmp_path, migrated=migrated))
+        made.append(
+            await installation(
+                settings, tmp_path, migrated=migrated, glossary_file=compiled_glossary
+            )
+        )
         return made[-1]
 
     yield make  # type: ignore[misc]

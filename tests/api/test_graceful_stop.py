@@ -22,6 +22,7 @@ from docchat.db import create_sessionmaker
 from docchat.documents import jobs_repository
 from docchat.documents.models import Document, DocumentStatus, JobStatus
 from docchat.users.models import User
+from tests.support import glossary
 from tests.support.documents import document_and_job, wait_for_document
 from tests.support.llm_server import Reply, ScriptedLLM, free_port
 from tests.support.processes import ROOT, Process, docchat_env, start_worker, wait_for
@@ -42,10 +43,12 @@ def _manual(paragraphs: int = 800) -> str:
 
 
 @pytest.fixture
-def env(database_url: str, scripted_llm: ScriptedLLM, tmp_path: Path) -> dict[str, str]:
+def env(
+    database_url: str, scripted_llm: ScriptedLLM, tmp_path: Path, compiled_glossary: Path
+) -> dict[str, str]:
     return docchat_env(
         DATABASE_URL=database_url,
-        DATA_DIR=str(tmp_path / "data"),
+        DATA_DIR=str(glossary.seed(compiled_glossary, tmp_path / "data")),
         LLM_BASE_URL=scripted_llm.base_url,
         LLM_MODEL="scripted-model",
         LOG_LEVEL="INFO",

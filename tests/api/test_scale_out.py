@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import glossary
 from tests.support.llm_server import Reply, ScriptedLLM
 from tests.support.processes import (
     Process,
@@ -30,13 +31,16 @@ MARKER = "two days ahead"
 
 @pytest.fixture(scope="module")
 def cluster(
-    database_url: str, scripted_llm: ScriptedLLM, tmp_path_factory: pytest.TempPathFactory
+    database_url: str,
+    scripted_llm: ScriptedLLM,
+    tmp_path_factory: pytest.TempPathFactory,
+    compiled_glossary: Path,
 ) -> Iterator[tuple[dict[str, Process], Path]]:
     root = tmp_path_factory.mktemp("cluster")
     logs = root / "logs"
     logs.mkdir()
     chroma = start_chroma(root / "chroma", logs)
-    shared = root / "shared-volume"
+    shared = glossary.seed(compiled_glossary, root / "shared-volume")
     # No AUTH_SECRET_KEY: the processes agree on the key generated in the shared data folder.
     env = docchat_env(
         DATABASE_URL=database_url,

@@ -14,6 +14,7 @@ from pydantic import SecretStr
 
 from docchat.config import Settings, SourceSettings, UrlFetchSettings, WorkerSettings
 from tests.e2e.flows import SignIn, sign_up
+from tests.support import glossary
 from tests.support.database import alembic, create_database, drop_database
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import ScriptedLLM
@@ -60,6 +61,7 @@ def live_server(
     tmp_path_factory: pytest.TempPathFactory,
     e2e_database_url: str,
     shared_folders: Path,
+    compiled_glossary: Path,
 ) -> Iterator[LiveServer]:
     if not (DIST / "index.html").is_file():
         pytest.fail(
@@ -68,7 +70,7 @@ def live_server(
     e2e_settings = settings.model_copy(
         update={
             "database_url": e2e_database_url,
-            "data_dir": tmp_path_factory.mktemp("e2e-data"),
+            "data_dir": glossary.seed(compiled_glossary, tmp_path_factory.mktemp("e2e-data")),
             "frontend_dir": DIST,
             "worker": WorkerSettings(_env_file=None, enabled=True, poll_seconds=0.2),  # type: ignore[call-arg]
             # Every browser test signs up from loopback; the sign-up limit is tested elsewhere.

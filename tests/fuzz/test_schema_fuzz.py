@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, settings
 
 from docchat.config import Settings, WorkerSettings
 from docchat.main.app import create_app
+from tests.support import glossary
 from tests.support.live_server import LiveServer
 from tests.support.users import PASSWORD
 
@@ -24,11 +26,11 @@ schema = schemathesis.openapi.from_dict(create_app().openapi())
 
 @pytest.fixture(scope="module")
 def fuzz_server(
-    settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    settings: Settings, tmp_path_factory: pytest.TempPathFactory, compiled_glossary: Path
 ) -> Iterator[LiveServer]:
     fuzz_settings = settings.model_copy(
         update={
-            "data_dir": tmp_path_factory.mktemp("fuzz-data"),
+            "data_dir": glossary.seed(compiled_glossary, tmp_path_factory.mktemp("fuzz-data")),
             "worker": WorkerSettings(_env_file=None, enabled=False),  # type: ignore[call-arg]
         }
     )

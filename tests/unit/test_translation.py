@@ -23,8 +23,8 @@ async def test_apertium_translates_spanish_and_french_through_spanish() -> None:
     assert "ovens" in french
 
 
-async def test_without_apertium_the_dictionaries_translate(tmp_path: Path) -> None:
-    glossary = Glossary(tmp_path / "glossary.sqlite", Path("/usr/share/dictd"))
+async def test_without_apertium_the_dictionaries_translate(compiled_glossary: Path) -> None:
+    glossary = Glossary(compiled_glossary, Path("/usr/share/dictd"))
     assert glossary.wait_ready(120)
     translator = OfflineTranslator(glossary, Apertium(command=None))
     translation = await translator.translate("¿Qué hace el médico?", "es")
