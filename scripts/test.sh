@@ -43,8 +43,8 @@ fi
 rm -rf "$site"
 # TEST_WORKERS=N runs the tests in N processes (pytest-xdist; each has its own database, model
 # server, data folder and browser, and a file's tests stay together). One by default: on two
-# cores two processes measured 646 s against 696 s, with the timing tests (graceful stop,
-# faults) then competing for the cores; more cores make it worth it.
+# busy cores two processes ran the process tests (rerank, graceful stop, backup, faults) in
+# 951 s against 1218 s, but two of them then missed their start-up deadlines (docs/development.md).
 parallel=()
 if [ "${TEST_WORKERS:-0}" != 0 ]; then parallel=(-n "$TEST_WORKERS" --dist loadfile); fi
 say "pytest"
