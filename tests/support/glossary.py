@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from docchat.config import RAGSettings
+from docchat.config import TranslationSettings
 from docchat.retrieval.glossary import Glossary
 
 NAME = "glossary.sqlite"  # Settings.glossary_file's name in DATA_DIR
@@ -18,7 +18,7 @@ def compile_in(data_dir: Path) -> Path:
     """The glossary compiled in `data_dir` (waiting for a compile already under way there);
     a path that does not exist when no dictionary is installed."""
     path = data_dir / NAME
-    folder = RAGSettings(_env_file=None).dictionary_folder  # type: ignore[call-arg]
+    folder = TranslationSettings(_env_file=None).dictionary_folder  # type: ignore[call-arg]
     Glossary(path, folder).wait_ready()
     return path
 

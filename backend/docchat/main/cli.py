@@ -318,7 +318,7 @@ def openapi_json() -> str:
     return json.dumps(app.openapi(), indent=2, sort_keys=True) + "\n"
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="docchat", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the API (and the worker loop)")
@@ -328,7 +328,30 @@ def main(argv: list[str] | None = None) -> None:
     admin = commands.add_parser("create-admin", help="create or promote an administrator")
     admin.add_argument("email")
     admin.add_argument("--password", help="read from the terminal when omitted")
-    user_actions = users_commands.add_parser(commands)
+    _add_user_deletion(users_commands.add_parser(commands))
+    commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
+    reindex = commands.add_parser(
+        "reindex", help="rebuild the vector index for the configured embedder"
+    )
+    reindex.add_argument(
+        "--layout-only",
+        action="store_true",
+        help="only bring documents of earlier versions up to date, embedding nothing again: "
+        "move their chunks out of the single collection to their owners', write their BM25 "
+        "rows (the service also does this when it starts)",
+    )
+    commands.add_parser("openapi", help="print the OpenAPI schema (for the generated TS client)")
+    doctor = commands.add_parser(
+        "doctor", help="check the installation and say what to do (exit 1 when a check fails)"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    _add_backup_and_restore(commands)
+    return parser
+
+
+def _add_user_deletion(
+    user_actions: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
     remove = user_actions.add_parser(
         "delete",
         help="delete an account for good: documents, files, vectors, chats, keys; the audit "
@@ -346,22 +369,9 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="delete the documents and collections others rely on too",
     )
-    commands.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
-    reindex = commands.add_parser(
-        "reindex", help="rebuild the vector index for the configured embedder"
-    )
-    reindex.add_argument(
-        "--layout-only",
-        action="store_true",
-        help="only bring documents of earlier versions up to date, embedding nothing again: "
-        "move their chunks out of the single collection to their owners', write their BM25 "
-        "rows (the service also does this when it starts)",
-    )
-    commands.add_parser("openapi", help="print the OpenAPI schema (for the generated TS client)")
-    doctor = commands.add_parser(
-        "doctor", help="check the installation and say what to do (exit 1 when a check fails)"
-    )
-    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+
+
+def _add_backup_and_restore(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     backup = commands.add_parser(
         "backup", help="archive the database, stored files and signing key (while it runs)"
     )
@@ -373,64 +383,77 @@ def main(argv: list[str] | None = None) -> None:
     restore.add_argument(
         "--overwrite", action="store_true", help="replace an installation that is already there"
     )
-    args = parser.parse_args(argv)
 
-    if args.command == "serve":
-        _serve(args)
-    elif args.command == "worker":
-        asyncio.run(_worker())
-    elif args.command == "create-admin":
-        password = args.password or getpass.getpass("Password for the administrator: ")
-        if len(password) < 8:
-            sys.exit("The password must have at least 8 characters")
-        try:
-            action = asyncio.run(_create_admin(args.email, password))
-        except InvalidEmail as exc:  # a new account's address, by sign-up's rule
-            sys.exit(str(exc))
-        if action == "created":
-            print(f"{args.email} is an administrator")
-        else:
-            print(
-                f"{args.email} is an administrator ({action}): its password is now the one "
-                "given here and every earlier session of the account has ended"
-                + (", and so has every API key made with it" if action == "promoted" else "")
-            )
-    elif args.command == "users" and args.action == "delete":
+
+def _run_create_admin(args: argparse.Namespace) -> None:
+    password = args.password or getpass.getpass("Password for the administrator: ")
+    if len(password) < 8:
+        sys.exit("The password must have at least 8 characters")
+    try:
+        action = asyncio.run(_create_admin(args.email, password))
+    except InvalidEmail as exc:  # a new account's address, by sign-up's rule
+        sys.exit(str(exc))
+    if action == "created":
+        print(f"{args.email} is an administrator")
+    else:
+        print(
+            f"{args.email} is an administrator ({action}): its password is now the one "
+            "given here and every earlier session of the account has ended"
+            + (", and so has every API key made with it" if action == "promoted" else "")
+        )
+
+
+def _run_users(args: argparse.Namespace) -> None:
+    if args.action == "delete":
         succeeded, output = asyncio.run(_delete_account(args))
-        if not succeeded:
-            sys.exit(output)
-        print(output)
-    elif args.command == "users":
+    else:
         succeeded, output = asyncio.run(users_commands.run(args, get_settings().database_url))
-        if not succeeded:
-            sys.exit(output)
-        print(output)
-    elif args.command == "migrate":
-        _migrate(args)
-    elif args.command == "reindex":
-        asyncio.run(_reindex(args.layout_only))
-    elif args.command == "openapi":
-        sys.stdout.write(openapi_json())
-    elif args.command == "doctor":
-        sys.exit(asyncio.run(_doctor(args.json)))
-    elif args.command in ("backup", "restore"):
-        from docchat.main.backup import BackupError, DamagedArchive
+    if not succeeded:
+        sys.exit(output)
+    print(output)
 
-        try:
-            if args.command == "backup":
-                asyncio.run(_backup(args.archive))
-                return
-            asyncio.run(_restore(args.archive, args.overwrite))
-        except BackupError as exc:
-            damaged = (
-                "the archive is damaged, nothing was restored: "
-                if isinstance(exc, DamagedArchive)
-                else ""
-            )
-            sys.exit(f"docchat {args.command}: {damaged}{exc}")
-        # The database may be older than this version, and holds no vectors: bring both up.
-        _apply_migrations()
-        asyncio.run(_reindex(False))
+
+def _run_backup_or_restore(args: argparse.Namespace) -> None:
+    from docchat.main.backup import BackupError, DamagedArchive
+
+    try:
+        if args.command == "backup":
+            asyncio.run(_backup(args.archive))
+            return
+        asyncio.run(_restore(args.archive, args.overwrite))
+    except BackupError as exc:
+        damaged = (
+            "the archive is damaged, nothing was restored: "
+            if isinstance(exc, DamagedArchive)
+            else ""
+        )
+        sys.exit(f"docchat {args.command}: {damaged}{exc}")
+    # The database may be older than this version, and holds no vectors: bring both up.
+    _apply_migrations()
+    asyncio.run(_reindex(False))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    match args.command:
+        case "serve":
+            _serve(args)
+        case "worker":
+            asyncio.run(_worker())
+        case "create-admin":
+            _run_create_admin(args)
+        case "users":
+            _run_users(args)
+        case "migrate":
+            _migrate(args)
+        case "reindex":
+            asyncio.run(_reindex(args.layout_only))
+        case "openapi":
+            sys.stdout.write(openapi_json())
+        case "doctor":
+            sys.exit(asyncio.run(_doctor(args.json)))
+        case "backup" | "restore":
+            _run_backup_or_restore(args)
 
 
 if __name__ == "__main__":
