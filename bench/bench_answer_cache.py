@@ -50,7 +50,7 @@ SQUAD = Path(__file__).parent / "datasets" / "squad-dev"
 
 def library(articles: int) -> tuple[list[tuple[str, str]], list[str]]:
     """The first `articles` squad-dev articles (file name, text) and their questions."""
-    documents = []
+    documents: list[tuple[str, str, str]] = []
     with (SQUAD / "documents.jsonl").open(encoding="utf-8") as lines:
         for line in lines:
             entry = json.loads(line)

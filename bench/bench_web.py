@@ -96,6 +96,7 @@ async def _measure_build(label: str, dist: Path, runs: int) -> list[list[object]
         api = start_api("web", env, Path(folder))
         try:
             # /healthz, not /readyz: readiness also wants a model, which this bench has none of.
+            assert api.url is not None, "the API was started with a port"
             wait_for(api, f"{api.url}/healthz")
             email = "bench-web@example.com"
             async with httpx.AsyncClient(base_url=api.url) as client:

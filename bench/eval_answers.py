@@ -61,7 +61,9 @@ class Tally:
     milliseconds: list[float] = field(default_factory=list)
 
     def row(self, label: str) -> list[str]:
-        share = lambda count: f"{count / self.asked:.1%}" if self.asked else "-"  # noqa: E731
+        def share(count: int) -> str:
+            return f"{count / self.asked:.1%}" if self.asked else "-"
+
         return [
             label,
             share(self.correct_and_cited),

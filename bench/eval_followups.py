@@ -24,6 +24,7 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import machine, table
@@ -175,7 +176,7 @@ async def evaluate(folder: Path, pairs: list[dict[str, str]]) -> tuple[str, list
         )
         for index, pair in enumerate(pairs)
     }
-    ways = {
+    ways: dict[str, Callable[[dict[str, str]], str]] = {
         "original question": lambda pair: pair["original"],
         "original question after another subject's (service)": lambda pair: search_query(
             pair["original"], [{"role": "user", "content": elsewhere[pair["query_id"]]}]

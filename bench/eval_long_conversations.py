@@ -84,6 +84,14 @@ def load() -> tuple[dict[str, str], list[Asked]]:
     return paragraphs, [a for a in asked if a.answers and a.reply(paragraphs)]
 
 
+def article(item: Asked) -> str:
+    return item.paragraph.split("-")[0]
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
 def callbacks(paragraphs: dict[str, str], asked: list[Asked]) -> list[tuple[Asked, Asked]]:
     """(early, late) of one paragraph: the late answer is in the early reply, and the two
     questions are not the same question reworded (they share under half their words)."""
@@ -98,7 +106,6 @@ def callbacks(paragraphs: dict[str, str], asked: list[Asked]) -> list[tuple[Aske
                 continue
             if not any(answer in reply for answer in late.answers):
                 continue
-            words = lambda text: set(re.findall(r"\w+", text.lower()))  # noqa: E731
             shared = words(early.question) & words(late.question)
             if len(shared) < 0.5 * len(words(late.question)):
                 found.append((early, late))
@@ -119,7 +126,6 @@ def build_chats(
     rng = random.Random(seed)
     pairs = callbacks(paragraphs, asked)
     rng.shuffle(pairs)
-    article = lambda item: item.paragraph.split("-")[0]  # noqa: E731
     chats = []
     for number in range(count):
         chosen = pairs[number * TURNS_EARLY : (number + 1) * TURNS_EARLY]
@@ -138,11 +144,11 @@ def build_chats(
     # Controls: the same late questions after early turns about other articles.
     controls = []
     for chat in chats[: max(1, len(chats) // 4)]:
-        late = chat.turns[TURNS_EARLY + TURNS_MIDDLE :]
-        articles = {article(item) for item in late}
+        late_turns = chat.turns[TURNS_EARLY + TURNS_MIDDLE :]
+        articles = {article(item) for item in late_turns}
         others = [a for a in asked if article(a) not in articles]
-        early = rng.sample(others, TURNS_EARLY + TURNS_MIDDLE)
-        controls.append(Chat(early + late, dict.fromkeys(chat.needs)))
+        early_turns = rng.sample(others, TURNS_EARLY + TURNS_MIDDLE)
+        controls.append(Chat(early_turns + late_turns, dict.fromkeys(chat.needs)))
     return chats + controls
 
 
