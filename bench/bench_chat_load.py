@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.bench_chat_load [--users 50] [--messages 6] [--paces 5-15 1-3 0-0]
         [--library CHUNKS] [--chunks-per-document N] [--keep DIR] [--squad-questions]
-        [--code-root DIR] [--tracing off on] [--answer-words N]
+        [--code-root DIR] [--tracing off on] [--answer-words N] [--build bulk|worker]
 
 The server is `docchat serve` in its own process (uvicorn, PostgreSQL, Chroma, MiniLM); the
 LLM is the scripted OpenAI-protocol server answering at once, in a process of its own (a short
@@ -20,9 +20,11 @@ in a chat do: 5-15 s is reading an answer and typing the next question, 1-3 s is
 no person keeps up; the rows without think time send back to back, which measures the
 server's capacity (latency there is mostly queueing).
 
-`--library CHUNKS` puts a shared library of that many chunks (SQuAD prose, random vectors, as
-`bench_wide_scope` builds it) in every user's scope before the server starts: each message then
-searches the library as well as the user's own notes, as in an organisation's installation.
+`--library CHUNKS` puts a shared library of that many chunks (SQuAD prose, seeded random
+vectors, as `bench_wide_scope` builds it: in bulk by default, a few minutes for 100,000 chunks;
+`--build worker` writes the same rows and vectors a batch at a time, as the worker does) in
+every user's scope before the server starts: each message then searches the library as well as
+the user's own notes, as in an organisation's installation.
 """
 
 from __future__ import annotations
@@ -228,9 +230,11 @@ async def build_library(
     store: BlockingVectorStore,
     chunks: int,
     chunks_per_document: int,
+    method: str,
 ) -> None:
     """A library of `chunks` chunks in documents of `chunks_per_document` chunks, shared with
-    everyone, written into `store` (the default collection of the folder the server reads)."""
+    everyone, written into `store` (the default collection of the folder the server reads), in
+    bulk or as the worker writes them (`method`, as `bench_wide_scope` builds them)."""
     import numpy as np
 
     from bench.bench_wide_scope import fill, owner_with_documents, sentences
@@ -242,7 +246,7 @@ async def build_library(
         await session.commit()
     owned = [(librarian.id, document) for document in shelf]
     rng = np.random.default_rng(3)
-    await fill(store, sessionmaker, owned, sentences(), rng, chunks_per_document)
+    await fill(store, sessionmaker, owned, sentences(), rng, chunks_per_document, method)
 
 
 def squad_questions() -> list[str]:
@@ -256,9 +260,10 @@ def squad_questions() -> list[str]:
 
 @contextlib.asynccontextmanager
 async def prepared_installation(
-    keep: Path | None, library: int, chunks_per_document: int
-) -> AsyncIterator[tuple[str, Path]]:
-    """The database URL and data folder the server runs on, the library built in them.
+    keep: Path | None, library: int, chunks_per_document: int, method: str = "bulk"
+) -> AsyncIterator[tuple[str, Path, str]]:
+    """The database URL and data folder the server runs on, the library built in them, and how
+    the library was built (how long, and when: `method`, by this run or an earlier one).
 
     Without `keep`, both are new and removed afterwards. With `keep`, the installation of these
     `library` and `chunks_per_document` is kept in a folder of `keep` of their name and reused
@@ -268,13 +273,18 @@ async def prepared_installation(
 
     folder = None if keep is None else keep / f"{library}-x{chunks_per_document}"
     async with bench_index(folder, LocalMiniLMEmbedder.name, 384) as kept:
+        when = "by an earlier run" if kept.notes else "now"
         if not kept.notes and library:
             started = time.perf_counter()
-            await build_library(kept.sessionmaker, kept.store, library, chunks_per_document)
+            await build_library(kept.sessionmaker, kept.store, library, chunks_per_document, method)
             kept.notes["build_seconds"] = round(time.perf_counter() - started)
+            kept.notes["method"] = method
         kept.keep()
         kept.release_store()  # the server, a process of its own, opens it next
-        yield kept.url, kept.folder
+        seconds = kept.notes.get("build_seconds")
+        # Installations kept before bulk builds were written as the worker writes.
+        how = f"{seconds} s {when} ({kept.notes.get('method', 'worker')})" if seconds else ""
+        yield kept.url, kept.folder, how
 
 
 def serve_otlp(port_queue: Any) -> None:
@@ -324,6 +334,7 @@ async def main(
     chunks_per_document: int = 100,
     tracing_modes: tuple[str, ...] = ("off",),
     answer_words: int = 0,
+    build: str = "bulk",
 ) -> None:
     asked = squad_questions() if squad else []
     context = multiprocessing.get_context("spawn")
@@ -342,7 +353,8 @@ async def main(
         collector.start()
         tracing_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": urls.get(timeout=30)}
     rows: list[list[object]] = []
-    async with prepared_installation(keep, library, chunks_per_document) as (url, folder):
+    installation = prepared_installation(keep, library, chunks_per_document, build)
+    async with installation as (url, folder, built):
         for tracing in tracing_modes:
             port = free_port()
             base = f"http://127.0.0.1:{port}"
@@ -373,7 +385,8 @@ async def main(
             collector.terminate()
     scope = (
         f"a shared library of {library:,} chunks ({library // chunks_per_document:,} documents) "
-        "in every scope; "
+        f"in every scope, built in {built} (bulk: the worker's rows by COPY, seeded random "
+        "unit vectors); "
         if library
         else ""
     )
@@ -454,6 +467,13 @@ if __name__ == "__main__":
         help="the scripted model's answer length in words, streamed a word at a time "
         "(default: one short sentence)",
     )
+    parser.add_argument(
+        "--build",
+        choices=["bulk", "worker"],
+        default="bulk",
+        help="write the library in bulk (COPY; minutes) or as the worker writes chunks "
+        "(a batch at a time; to compare the two)",
+    )
     arguments = parser.parse_args()
     shortest = len(SHORT_ANSWER.split()) + 1
     if arguments.answer_words and arguments.answer_words < shortest:
@@ -473,5 +493,6 @@ if __name__ == "__main__":
             arguments.chunks_per_document,
             tuple(arguments.tracing),
             arguments.answer_words,
+            arguments.build,
         )
     )

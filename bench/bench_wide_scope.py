@@ -2,7 +2,7 @@
 chunks elsewhere in the installation, text with a natural vocabulary.
 
     .venv/bin/python -m bench.bench_wide_scope [--library 100000] [--elsewhere 100000]
-        [--chunks-per-document 100 2 1] [--keep DIR]
+        [--chunks-per-document 100 2 1] [--keep DIR] [--build bulk|worker]
 
 Each `--chunks-per-document` is one shape of the same library, built and measured in turn and
 printed side by side: 1,000 documents of 100 chunks (books, manuals), 50,000 of 2 and 100,000
@@ -10,8 +10,18 @@ of 1 (wikis, tickets, notes, e-mails: what shared libraries mostly hold).
 
 The chunks' text is made of SQuAD dev sentences drawn at random (tens of thousands of
 distinct words in a Zipf-like distribution, as real prose has), indexed for BM25 as the
-worker does; their vectors are random unit vectors; the queries are real SQuAD questions,
-embedded for real. The library belongs to one owner and is shared with everyone, so the
+worker does; their vectors are seeded random unit vectors (none of the figures rests on what
+the library's vectors mean: the vector rows time the search, whatever it finds); the queries
+are real SQuAD questions, embedded for real.
+
+The library is written in bulk (`bench.bulk`: PostgreSQL's COPY, the languages told in a side
+process, the vectors written meanwhile), a few minutes a shape on a busy machine, where the
+worker's path (`--build worker`: the same rows and the same vectors, a batch at a time) took
+over half an hour. Both give the same rows, `tsvector`s and planner statistics, the same
+vectors under the same ids for the library, and the same query plans and answers
+(`bench.check_bulk_build`; docs/changelog.md, issue 68). A bulk build writes no vectors for
+the other owners' chunks: a question searches only the collections of the owners in its scope,
+so no figure reads them (they stay in PostgreSQL, where BM25's index holds every chunk). The library belongs to one owner and is shared with everyone, so the
 scope of a question ("all I may read") is every document of the library; the other chunks
 belong to 100 other owners and are in no scope. Rows: the scope query itself,
 BM25 alone, and the retriever end to end (embed + search + context), vector-only and hybrid.
@@ -30,10 +40,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import docchat.models  # noqa: F401  (every table, so foreign keys resolve)
+from bench.bulk import chunk_addresses, write_chunks_in_bulk
 from bench.common import (
     bench_index,
     machine,
@@ -49,6 +60,7 @@ from docchat.llm.embeddings import LocalMiniLMEmbedder
 from docchat.retrieval.context import TokenBudget, build_context
 from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentScope, ThreadedIndex
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.models import DocumentChunk
 from docchat.retrieval.retriever import Retriever
 from docchat.users.models import User
 
@@ -56,10 +68,13 @@ SQUAD = Path(__file__).parent / "datasets" / "squad-dev"
 DIMENSION, CHUNK_CHARS, BATCH = 384, 1000, 2000
 SHAPES = (100, 2, 1)
 OTHER_OWNERS = 100
+# How a library is written: in bulk (the default), or chunk batch by chunk batch as the worker
+# writes them (to check that both give the same installation).
+BULK, WORKER = "bulk", "worker"
 
 
 def sentences() -> list[str]:
-    pool = []
+    pool: list[str] = []
     with (SQUAD / "corpus.jsonl").open() as lines:
         for line in lines:
             paragraph = json.loads(line)["text"]
@@ -114,23 +129,25 @@ async def fill(
     pool: list[str],
     rng: np.random.Generator,
     chunks_per_document: int,
+    method: str = BULK,
+    searched: frozenset[uuid.UUID] | None = None,
 ) -> None:
+    """Every document's chunks, written in bulk (`bench.bulk`) or as the worker writes them
+    (`WORKER`, a batch at a time: the same rows and vectors, several times slower). In bulk,
+    with `searched`, only those owners' chunks get vectors: a question searches the vectors of
+    the owners in its scope only (a collection each), and no figure reads the others'."""
     pick = random.Random(11)
-    batch: list[Chunk] = []
-
-    async def flush() -> None:
-        await write_chunks(store, sessionmaker, batch, rng, DIMENSION)
-        batch.clear()
-
-    for owner, document in owned:
-        for index in range(chunks_per_document):
-            batch.append(
-                Chunk(document, index, passage(pool, pick), None, owner, "shared", "doc.txt")
-            )
-            if len(batch) == BATCH:
-                await flush()
-    if batch:
-        await flush()
+    chunks = [
+        Chunk(document, index, passage(pool, pick), None, owner, "shared", "doc.txt")
+        for owner, document, index in chunk_addresses(owned, chunks_per_document)
+    ]
+    if method == BULK:
+        await write_chunks_in_bulk(
+            store, sessionmaker, chunks, rng, DIMENSION, vector_owners=searched
+        )
+    else:
+        for start in range(0, len(chunks), BATCH):
+            await write_chunks(store, sessionmaker, chunks[start : start + BATCH], rng, DIMENSION)
     await record_completion(sessionmaker)
 
 
@@ -169,6 +186,7 @@ async def build(
     library: int,
     elsewhere: int,
     chunks_per_document: int,
+    method: str = BULK,
 ) -> uuid.UUID:
     """The library, the other owners' documents and a reader with none; the reader's id."""
     async with sessionmaker() as session:
@@ -187,7 +205,14 @@ async def build(
         (owner.id, document) for owner, documents in others for document in documents
     ]
     await fill(
-        store, sessionmaker, owned, sentences(), np.random.default_rng(3), chunks_per_document
+        store,
+        sessionmaker,
+        owned,
+        sentences(),
+        np.random.default_rng(3),
+        chunks_per_document,
+        method,
+        frozenset({librarian.id}),
     )
     return reader.id
 
@@ -199,10 +224,11 @@ async def measure_shape(
     chunks_per_document: int,
     asked: list[str],
     keep: Path | None,
+    method: str = BULK,
 ) -> tuple[list[tuple[float, float]], str, int]:
     """p50 and p95 of each of `ROWS` over one shape of the library, how long its build took
-    (and when) and the installation's chunk count. With `keep`, the installation is built in a folder of it once
-    and reused by later runs."""
+    (when, and how: `method`) and the installation's chunk count. With `keep`, the
+    installation is built in a folder of it once and reused by later runs."""
     folder = None if keep is None else keep / f"{library}-{elsewhere}-x{chunks_per_document}"
     async with bench_index(folder, embedder.name, DIMENSION) as kept:
         sessionmaker, store, notes = kept.sessionmaker, kept.store, kept.notes
@@ -210,9 +236,10 @@ async def measure_shape(
         if not notes:
             started = time.perf_counter()
             notes["reader"] = str(
-                await build(sessionmaker, store, library, elsewhere, chunks_per_document)
+                await build(sessionmaker, store, library, elsewhere, chunks_per_document, method)
             )
             notes["build_seconds"] = time.perf_counter() - started
+            notes["method"] = method
             kept.keep()
         async with sessionmaker() as session:
             reader = await session.get_one(User, uuid.UUID(notes["reader"]))
@@ -239,11 +266,20 @@ async def measure_shape(
         ):
             timings = await timed(asked, step)
             figures.append((median(timings), percentile(timings, 95)))
-        return figures, f"{notes['build_seconds']:.0f} s {built}", store.count()
+        how = notes.get("method", WORKER)  # installations kept before bulk builds: the worker's
+        async with sessionmaker() as session:
+            # The chunks PostgreSQL holds: a bulk build gives vectors to the library's only.
+            chunks = await session.scalar(select(func.count()).select_from(DocumentChunk))
+        return figures, f"{notes['build_seconds']:.0f} s {built} ({how})", int(chunks or 0)
 
 
 async def main(
-    library: int, elsewhere: int, queries: int, shapes: list[int], keep: Path | None
+    library: int,
+    elsewhere: int,
+    queries: int,
+    shapes: list[int],
+    keep: Path | None,
+    method: str = BULK,
 ) -> None:
     embedder = LocalMiniLMEmbedder()
     embedder.embed(["warm up"])
@@ -252,14 +288,15 @@ async def main(
     total = 0
     for chunks_per_document in shapes:
         figures, build, total = await measure_shape(
-            embedder, library, elsewhere, chunks_per_document, asked, keep
+            embedder, library, elsewhere, chunks_per_document, asked, keep, method
         )
         columns.append(figures)
         builds.append(build)
     print(
         f"Wide scope: {library:,} chunks in scope (1 shared library), {total - library:,} "
-        f"elsewhere, {queries} SQuAD questions; indexes built in {', '.join(builds)}; "
-        f"{machine()}"
+        f"elsewhere, {queries} SQuAD questions; indexes built in {', '.join(builds)} "
+        f"(bulk: the worker's rows by COPY, seeded random unit vectors, for the library's "
+        f"chunks only); {machine()}"
     )
     headers = ["p50 / p95 ms"] + [f"{library // shape:,} docs x {shape}" for shape in shapes]
     rows = [
@@ -284,6 +321,13 @@ if __name__ == "__main__":
         help="build each installation in DIR once and reuse it in later runs (drop its "
         "database, named in DIR/*/notes.json, and DIR when done)",
     )
+    parser.add_argument(
+        "--build",
+        choices=[BULK, WORKER],
+        default=BULK,
+        help="write the libraries in bulk (COPY; minutes) or as the worker writes chunks "
+        "(a batch at a time; to compare the two)",
+    )
     arguments = parser.parse_args()
     asyncio.run(
         main(
@@ -292,5 +336,6 @@ if __name__ == "__main__":
             arguments.queries,
             arguments.chunks_per_document,
             arguments.keep,
+            arguments.build,
         )
     )
