@@ -37,6 +37,7 @@ from docchat.retrieval.lexical import word_count
 # Rows a batch: the vectors' (as `write_chunks` wrote them, so the random stream is the same),
 # and the language detection's, one task of a side process.
 VECTOR_BATCH = 2000
+VECTOR_SLICE = 250
 LANGUAGE_BATCH = 10_000
 LANGUAGE_PROCESSES = 2
 # The languages told of the benches' texts, by text digest (the texts are drawn the same way in
@@ -147,8 +148,11 @@ def write_vectors(
     for start, vectors in zip(range(0, len(chunks), VECTOR_BATCH), batches, strict=True):
         batch = chunks[start : start + VECTOR_BATCH]
         kept = [i for i, c in enumerate(batch) if owners is None or c.owner_id in owners]
-        if kept:
-            store.upsert([batch[i] for i in kept], vectors[kept].tolist())
+        # In slices: Chroma holds the interpreter for a whole write, and the event loop, which
+        # sends PostgreSQL its rows meanwhile, needs it between them.
+        for at in range(0, len(kept), VECTOR_SLICE):
+            part = kept[at : at + VECTOR_SLICE]
+            store.upsert([batch[i] for i in part], vectors[part].tolist())
 
 
 async def copy_lexical_rows(
