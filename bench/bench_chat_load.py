@@ -21,7 +21,7 @@ no person keeps up; the rows without think time send back to back, which measure
 server's capacity (latency there is mostly queueing).
 
 `--library CHUNKS` puts a shared library of that many chunks (SQuAD prose, seeded random
-vectors, as `bench_wide_scope` builds it: in bulk by default, a few minutes for 100,000 chunks;
+vectors, as `bench_wide_scope` builds it: in bulk by default, about twice as fast;
 `--build worker` writes the same rows and vectors a batch at a time, as the worker does) in
 every user's scope before the server starts: each message then searches the library as well as
 the user's own notes, as in an organisation's installation.
@@ -471,7 +471,7 @@ if __name__ == "__main__":
         "--build",
         choices=["bulk", "worker"],
         default="bulk",
-        help="write the library in bulk (COPY; minutes) or as the worker writes chunks "
+        help="write the library in bulk (COPY, the default) or as the worker writes chunks "
         "(a batch at a time; to compare the two)",
     )
     arguments = parser.parse_args()

@@ -14,12 +14,12 @@ worker does; their vectors are seeded random unit vectors (none of the figures r
 the library's vectors mean: the vector rows time the search, whatever it finds); the queries
 are real SQuAD questions, embedded for real.
 
-The library is written in bulk (`bench.bulk`: PostgreSQL's COPY, the languages told in a side
-process, the vectors written meanwhile), a few minutes a shape on a busy machine, where the
-worker's path (`--build worker`: the same rows and the same vectors, a batch at a time) took
-over half an hour. Both give the same rows, `tsvector`s and planner statistics, the same
-vectors under the same ids for the library, and the same query plans and answers
-(`bench.check_bulk_build`; docs/changelog.md, issue 68). A bulk build writes no vectors for
+The library is written in bulk (`bench.bulk`: PostgreSQL's COPY, the languages told in side
+processes and kept, the vectors written meanwhile): 631 s for the default shape on this 2-core
+machine at a load average of 14 (2026-11-29), where the worker's path (`--build worker`: the
+same rows and vectors, a batch at a time) takes 21 minutes or more there. Both give the same
+rows, `tsvector`s and planner statistics, the same vectors under the same ids for the library,
+and the same query plans (`bench.check_bulk_build`; docs/changelog.md, issue 68). A bulk build writes no vectors for
 the other owners' chunks: a question searches only the collections of the owners in its scope,
 so no figure reads them (they stay in PostgreSQL, where BM25's index holds every chunk). The library belongs to one owner and is shared with everyone, so the
 scope of a question ("all I may read") is every document of the library; the other chunks
@@ -325,7 +325,7 @@ if __name__ == "__main__":
         "--build",
         choices=[BULK, WORKER],
         default=BULK,
-        help="write the libraries in bulk (COPY; minutes) or as the worker writes chunks "
+        help="write the libraries in bulk (COPY, the default) or as the worker writes chunks "
         "(a batch at a time; to compare the two)",
     )
     arguments = parser.parse_args()

@@ -2,7 +2,7 @@
 
 The worker writes a chunk's lexical row with one prepared `INSERT` a row and its vector with a
 Chroma call a batch; a bench library of 200,000 chunks written that way (`write_chunks`) takes
-half an hour and more on a busy machine. Here the same rows go in by PostgreSQL's `COPY` into
+21 minutes and more on a busy machine. Here the same rows go in by PostgreSQL's `COPY` into
 a temporary table and one `INSERT ... SELECT` that makes each row's `tsvector` as the worker's
 statement does (same text, word count, language and text search configuration); the chunks'
 languages are told in side processes (and kept, by text, for later builds), and the vectors
