@@ -142,6 +142,8 @@ async def answers(
         side.plans.clear()
         hits = await lexical.search(scope, question, 20)
         found["BM25 top 20"].append([(h.chunk.text, round(h.score, 4)) for h in hits])
+        # The scores alone: equal scores come in document id order, which each build draws anew.
+        found.setdefault("BM25 top 20 scores", []).append([("", round(h.score, 4)) for h in hits])
         found.setdefault("BM25 plans", []).append([(plan_shape(p), 0.0) for p in side.plans])
         for name, retriever in (("vector top 4", vector), ("hybrid top 4", hybrid)):
             result = await retriever.search(question, scope, 4)
