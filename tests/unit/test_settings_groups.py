@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "backend" / "docchat"
 # Module (relative to docchat/) -> why it takes the whole `Settings`.
 TAKES_THE_WHOLE = {
     "kit/routing.py": "SettingsDep: the dependency routes take their groups from",
-    "auth/keys.py": "with_signing_key: the settings with the generated key, at start",
+    "auth/signing_key.py": "with_signing_key: the settings with the generated key, at start",
     "retrieval/index.py": "VectorStoreSettings: a registered store's maker reads what it needs",
     "chats/flow.py": "MessageFlow: a chat answer's composition (quota, search, history, ...)",
     "chats/turns.py": "start_turn: hands each step its group (search, answers, history, llm)",

@@ -18,7 +18,7 @@ from docchat.kit.errors import DocchatError
 from docchat.llm import prompts
 from docchat.llm.usage import MeteredLLM
 from docchat.retrieval import followups, languages
-from docchat.retrieval.translation import OfflineTranslator
+from docchat.retrieval.offline_translator import OfflineTranslator
 
 logger = logging.getLogger(__name__)
 

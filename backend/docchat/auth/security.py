@@ -26,7 +26,7 @@ class TokenClaims:
 
 def _signing_key(settings: AuthSettings) -> str:
     if settings.secret_key is None:
-        raise RuntimeError("no signing key: build the app with auth.keys.with_signing_key")
+        raise RuntimeError("no signing key: build the app with auth.signing_key.with_signing_key")
     return settings.secret_key.get_secret_value()
 
 

@@ -24,7 +24,7 @@ from docchat.extraction.kinds import FileKind
 from docchat.ingestion.claims import ClaimedJob
 from docchat.ingestion.pipeline import DocumentPipeline, IncompleteIndex, record
 from docchat.kit.lease import stopped
-from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
+from docchat.metrics import INGESTION_DURATION, INGESTION_JOBS
 from docchat.retrieval import lexical
 from docchat.retrieval.index import Chunk, DocumentRef
 

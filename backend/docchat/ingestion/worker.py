@@ -46,7 +46,7 @@ from docchat.ingestion.versions import discard_failed_version, ingest_version
 from docchat.kit.errors import DocchatError
 from docchat.kit.lease import LostClaim, worker_name
 from docchat.llm.embeddings import Embedder
-from docchat.observability import INGESTION_DURATION, INGESTION_JOBS
+from docchat.metrics import INGESTION_DURATION, INGESTION_JOBS
 from docchat.retrieval.index import VectorIndex, VectorStoreUnavailable
 
 logger = logging.getLogger(__name__)

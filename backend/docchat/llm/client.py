@@ -31,7 +31,7 @@ from docchat import tracing
 from docchat.config import LLMSettings
 from docchat.kit.errors import BadRequest, UpstreamError, UpstreamTimeout
 from docchat.llm.connections import async_http_client
-from docchat.observability import LLM_LATENCY, record_tokens
+from docchat.metrics import LLM_LATENCY, record_tokens
 
 logger = logging.getLogger(__name__)
 

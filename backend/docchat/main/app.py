@@ -13,15 +13,15 @@ from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace import TracerProvider
 from starlette.routing import Route
 
-from docchat import observability
+from docchat import metrics
 from docchat.account.router import router as account_router
 from docchat.admin.audit_router import router as audit_router
 from docchat.admin.router import router as admin_router
 from docchat.admin.users_router import router as users_admin_router
-from docchat.auth.keys import with_signing_key
 from docchat.auth.keys_router import router as api_keys_router
 from docchat.auth.ratelimit import LoginLimiter, SignupLimiter
 from docchat.auth.router import router as auth_router
+from docchat.auth.signing_key import with_signing_key
 from docchat.categories.router import router as categories_router
 from docchat.chats.router import chats_router, messages_router, shared_router
 from docchat.chats.schemas import STREAM_EVENTS
@@ -257,7 +257,7 @@ def _install_login(app: FastAPI, settings: Settings) -> None:
 
 def _install_middleware(app: FastAPI, settings: Settings, provider: TracerProvider | None) -> None:
     exception_handlers.install(app)
-    observability.install(app)
+    metrics.install(app)
     if provider is not None and settings.tracing.instruments("fastapi"):
         telemetry.instrument_app(app, provider)
     security_headers.install(app)

@@ -55,7 +55,7 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 async def _worker() -> None:
-    from docchat.auth.keys import with_signing_key
+    from docchat.auth.signing_key import with_signing_key
     from docchat.db import create_engine, create_sessionmaker
     from docchat.ingestion import upgrade
     from docchat.ingestion.worker import IngestionWorker

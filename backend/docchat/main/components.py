@@ -43,7 +43,6 @@ from docchat.mcp_server.server import McpEndpoint
 from docchat.mcp_server.tools import LibraryTools
 from docchat.openai_compat.service import Completions
 from docchat.retrieval.chroma import ChromaVectorStore
-from docchat.retrieval.glossary import shared_glossary
 from docchat.retrieval.index import (
     VECTOR_STORES,
     BlockingVectorStore,
@@ -53,10 +52,11 @@ from docchat.retrieval.index import (
 )
 from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.offline_translator import OfflineTranslator
 from docchat.retrieval.query_embedding import shared_query
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
-from docchat.retrieval.translation import OfflineTranslator
+from docchat.retrieval.word_by_word import shared_glossary
 from docchat.sources.folder import FOLDER
 from docchat.sources.git import GIT
 from docchat.sources.port import SOURCES

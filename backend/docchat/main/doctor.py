@@ -46,9 +46,9 @@ from docchat.ingestion import upgrade
 from docchat.llm.client import LLM
 from docchat.llm.embeddings import Embedder
 from docchat.main.components import Components, build_embedder, build_vector_store
-from docchat.retrieval.glossary import FREEDICT, installed_sources
 from docchat.retrieval.index import BlockingVectorStore, VectorStoreUnavailable
-from docchat.retrieval.translation import APERTIUM_PACKAGES, Apertium
+from docchat.retrieval.offline_translator import APERTIUM_PACKAGES, Apertium
+from docchat.retrieval.word_by_word import FREEDICT, installed_sources
 
 # Clocks further apart than this make tokens and job leases expire early or late.
 CLOCK_WARNING_SECONDS = 5.0

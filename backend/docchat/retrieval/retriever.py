@@ -32,7 +32,7 @@ from docchat import tracing
 from docchat.config import FusionSettings, RerankSettings, SearchSettings
 from docchat.kit.registry import Registry
 from docchat.llm.embeddings import Embedder
-from docchat.observability import RETRIEVAL_LATENCY
+from docchat.metrics import RETRIEVAL_LATENCY
 from docchat.retrieval.fusion import Fusion
 from docchat.retrieval.index import (
     ChunkRows,

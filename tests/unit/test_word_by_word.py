@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from docchat.retrieval.glossary import (
+from docchat.retrieval.word_by_word import (
     MOST_WORDS,
     Glossary,
     cedict_path,

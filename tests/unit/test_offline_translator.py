@@ -7,8 +7,8 @@ from pathlib import Path
 
 import uvloop
 
-from docchat.retrieval.glossary import Glossary
-from docchat.retrieval.translation import Apertium, OfflineTranslator
+from docchat.retrieval.offline_translator import Apertium, OfflineTranslator
+from docchat.retrieval.word_by_word import Glossary
 
 
 async def test_apertium_translates_spanish_and_french_through_spanish() -> None:

@@ -7,7 +7,7 @@ Two ways, the better first:
   sentences, with their grammar ("¿Quién volvió a convertir a Harvard en una institución de
   investigación líder?" -> "Who went back to convert to Harvard in an institution of
   investigation leader?"), in about 0.1 s a question. It has no German or Chinese to English.
-- **Dictionaries**, word by word (`glossary`): German, French, Spanish and Chinese.
+- **Dictionaries**, word by word (`word_by_word`): German, French, Spanish and Chinese.
 
 A connected model translates better than both (`answers.search_queries` asks it first);
 these are for the built-in demo model and for a model call that failed.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from docchat.retrieval.glossary import Glossary
+from docchat.retrieval.word_by_word import Glossary
 
 logger = logging.getLogger(__name__)
 
