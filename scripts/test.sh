@@ -41,11 +41,13 @@ if ! docs_log="$(NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict \
   die "the documentation does not build; run: $VENV/bin/mkdocs build --strict"
 fi
 rm -rf "$site"
-# TEST_WORKERS=N runs the tests in N processes (pytest-xdist; each has its own database, model
-# server, data folder and browser, and a file's tests stay together). One by default: on two
-# busy cores two processes ran the process tests (rerank, graceful stop, backup, faults) in
-# 951 s against 1218 s, but two of them then missed their start-up deadlines (docs/development.md).
+# The tests run in TEST_WORKERS processes (pytest-xdist, `--dist loadfile`: a file's tests stay
+# together; each process has its own database, model server, data folder and browser). By
+# default one per core, up to 4: on this 2-core machine two ran the suite in 788 s where one
+# had taken 1696 s (docs/development.md). TEST_WORKERS=0 runs them in this process.
+cores="$(nproc 2>/dev/null || echo 2)"
+workers="${TEST_WORKERS:-$((cores < 4 ? cores : 4))}"
 parallel=()
-if [ "${TEST_WORKERS:-0}" != 0 ]; then parallel=(-n "$TEST_WORKERS" --dist loadfile); fi
+if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
 say "pytest"
 "$VENV/bin/pytest" "${parallel[@]}" "$@"
