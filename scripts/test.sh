@@ -43,10 +43,11 @@ fi
 rm -rf "$site"
 # The tests run in TEST_WORKERS processes (pytest-xdist, `--dist loadfile`: a file's tests stay
 # together; each process has its own database, model server, data folder and browser). By
-# default one per core, up to 4: on this 2-core machine two ran the suite in 788 s where one
-# had taken 1696 s (docs/development.md). TEST_WORKERS=0 runs them in this process.
+# default one per core, up to two: on this 2-core machine two ran the suite in 788 s where one
+# had taken 1696 s (docs/development.md). More (TEST_WORKERS=N) on more cores, PostgreSQL's
+# max_connections permitting (each process opens several pools); 0 runs them in this process.
 cores="$(nproc 2>/dev/null || echo 2)"
-workers="${TEST_WORKERS:-$((cores < 4 ? cores : 4))}"
+workers="${TEST_WORKERS:-$((cores < 2 ? cores : 2))}"
 parallel=()
 if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
 say "pytest"

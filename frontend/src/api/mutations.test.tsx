@@ -28,6 +28,26 @@ describe("useWrite", () => {
     return { invalidate, wrapper };
   }
 
+  it("tells its owner it settled even when the view that sent it has gone", async () => {
+    const { wrapper } = setUp();
+    let finish: (value: number) => void = () => {};
+    const settled = vi.fn();
+    const toldByMutate = vi.fn();
+    const started = vi.fn();
+    const write = () => {
+      started();
+      return new Promise<number>((resolve) => (finish = resolve));
+    };
+    const { result, unmount } = renderHook(() => useWrite({ write, onSettled: settled }), { wrapper });
+    act(() => result.current.mutate(undefined, { onSettled: toldByMutate }));
+    await waitFor(() => expect(started).toHaveBeenCalled());
+    unmount(); // a rename saved on blur while the reader opens another chat
+    await act(async () => finish(1));
+    await waitFor(() => expect(settled).toHaveBeenCalledTimes(1));
+    // What the header and the settings used before: TanStack Query skips it once unmounted.
+    expect(toldByMutate).not.toHaveBeenCalled();
+  });
+
   it("reads the keys it changes again once it succeeded, not when it failed", async () => {
     const { invalidate, wrapper } = setUp();
     const { result } = renderHook(

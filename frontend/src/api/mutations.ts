@@ -42,6 +42,9 @@ interface WriteOptions<TData, TVariables> {
   invalidateOnError?: boolean;
   onSuccess?(data: TData, variables: TVariables): void;
   onError?(error: Error, variables: TVariables): void;
+  /** After either: here, not in `mutate(..., { onSettled })`, which TanStack Query skips for a
+   * view that has gone (a rename saved on blur while the reader moves on). */
+  onSettled?(): void;
 }
 
 /** A write as a mutation: `mutate(variables)`, `isPending` while it runs, `error` once it failed
@@ -52,6 +55,7 @@ export function useWrite<TData = unknown, TVariables = void>({
   invalidateOnError = false,
   onSuccess,
   onError,
+  onSettled,
 }: WriteOptions<TData, TVariables>): UseMutationResult<TData, Error, TVariables> {
   const client = useQueryClient();
   const refresh = () => Promise.all(invalidates.map((queryKey) => client.invalidateQueries({ queryKey })));
@@ -66,5 +70,6 @@ export function useWrite<TData = unknown, TVariables = void>({
       onError?.(error, variables);
       if (invalidateOnError) await refresh();
     },
+    onSettled: () => onSettled?.(),
   });
 }

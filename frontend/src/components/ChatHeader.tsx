@@ -26,8 +26,9 @@ const ChatHeader = forwardRef<HTMLHeadingElement, Props>(function ChatHeader({ c
       unwrap(api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body }), failure),
     invalidates: [keys.chats],
     invalidateOnError: true,
+    onSettled: onChanged,
   });
-  const change = (body: Schemas["ChatUpdate"], failure: string) => update.mutate({ body, failure }, { onSettled: onChanged });
+  const change = (body: Schemas["ChatUpdate"], failure: string) => update.mutate({ body, failure });
   const exportChat = useWrite({ write: (format: "markdown" | "json") => downloadChat(chat.id, format) });
   // Deleting asks nothing: it can be undone for a while (the server keeps the chat 30 days).
   const destroy = useWrite({

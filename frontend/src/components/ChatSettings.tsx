@@ -21,9 +21,10 @@ export default function ChatSettings({ chat, onChanged }: { chat: Chat; onChange
   const save = useWrite({
     write: (body: Schemas["ChatUpdate"]) =>
       unwrap(api.PATCH("/api/v1/chats/{chat_id}", { params: { path: { chat_id: chat.id } }, body }), "The setting was not saved"),
+    onSettled: onChanged,
   });
   const problem = save.error ? failureText(save.error) : null;
-  const change = (body: Schemas["ChatUpdate"]) => save.mutate(body, { onSettled: onChanged });
+  const change = (body: Schemas["ChatUpdate"]) => save.mutate(body);
 
   if (!defaults) return null;
   const strictValue = chat.strict == null ? "" : chat.strict ? "strict" : "open";

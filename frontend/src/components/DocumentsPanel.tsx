@@ -179,22 +179,22 @@ export default function DocumentsPanel({
     write: (send: () => Promise<ApiAnswer>) => unwrap(send(), "That did not work"),
     ...changes,
   });
-  const error = latestFailure(newVersion, change);
+  // Linking changes the chat too: its owner reads it again, even when this panel has gone.
+  const linking = useWrite({
+    write: (send: () => Promise<ApiAnswer>) => unwrap(send(), "That did not work"),
+    ...changes,
+    onSettled: () => onLinked?.(),
+  });
+  const error = latestFailure(newVersion, change, linking);
 
   function link(document: DocumentInfo) {
     if (!chatId) return;
-    change.mutate(
-      () => api.POST("/api/v1/chats/{chat_id}/documents", { params: { path: { chat_id: chatId } }, body: { document_ids: [document.id] } }),
-      { onSettled: () => onLinked?.() },
-    );
+    linking.mutate(() => api.POST("/api/v1/chats/{chat_id}/documents", { params: { path: { chat_id: chatId } }, body: { document_ids: [document.id] } }));
   }
 
   function unlink(document: DocumentInfo) {
     if (!chatId) return;
-    change.mutate(
-      () => api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: document.id } } }),
-      { onSettled: () => onLinked?.() },
-    );
+    linking.mutate(() => api.DELETE("/api/v1/chats/{chat_id}/documents/{document_id}", { params: { path: { chat_id: chatId, document_id: document.id } } }));
   }
 
   return (

@@ -20,18 +20,20 @@ export default function ShareChat({ chat, open, onClose, onChanged }: { chat: Ch
     write: () => unwrap(api.PUT("/api/v1/chats/{chat_id}/share", { params: { path } }), "The link could not be made"),
     invalidates: [keys.chats],
     invalidateOnError: true,
+    onSettled: onChanged,
   });
   const unshare = useWrite({
     write: () => unwrap(api.DELETE("/api/v1/chats/{chat_id}/share", { params: { path } }), "The link could not be turned off"),
     invalidates: [keys.chats],
     invalidateOnError: true,
+    onSettled: onChanged,
   });
   const problem = copyFailed ? "The link could not be copied: select it and copy it yourself" : latestFailure(share, unshare);
 
   function change(write: typeof share | typeof unshare) {
     setCopyFailed(false);
     setCopied(false);
-    write.mutate(undefined, { onSettled: onChanged });
+    write.mutate();
   }
 
   async function copy() {
