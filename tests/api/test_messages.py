@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -667,3 +668,20 @@ async def test_a_follow_up_in_a_chat_about_a_document_keeps_using_it(
     fresh_llm.script("I cannot say.")
     fresh = (await ask(client, headers, follow_up)).json()["assistant_message"]
     assert fresh["meta"]["reason"] == "no_match" and fresh["sources"] is None
+
+
+async def test_the_progress_saves_end_before_the_answer_is_saved(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """A save of the text so far still under way when the model finished raced the answer's
+    last write (a CI run's test on one shared connection failed with "nested transaction
+    already deassociated"; on connections of their own a late draft could follow the answer)."""
+    settings = components.settings.model_copy(update={"answer_progress_seconds": 0.001})
+    attach_components(app, dataclasses.replace(components, settings=settings))
+    headers = await auth_headers(client)
+    for n in range(8):
+        text = f"Answer number {n} comes word by word."
+        fresh_llm.script(Reply(content=text, piece_delay_seconds=0.003))
+        response = await ask(client, headers, f"Question {n}?")
+        assert response.status_code == 200, response.text
+        assert response.json()["assistant_message"]["content"] == text

@@ -78,6 +78,10 @@ class Run:
     plan: Plan | None = None
     generation: asyncio.Task[Generated] | None = None
     task: asyncio.Task[End] | None = None
+    # Saves the text so far and heeds stops while the model writes (`MessageFlow._watch`),
+    # until `written` is set.
+    watcher: asyncio.Task[None] | None = None
+    written: asyncio.Event = field(default_factory=asyncio.Event)
     stopped_by: StopReason | None = None
     # What made it fail, for `send` to raise as the HTTP error.
     failure: DocchatError | None = None
@@ -86,6 +90,18 @@ class Run:
         if self.stopped_by is None and self.generation is not None and not self.generation.done():
             self.stopped_by = reason
             self.generation.cancel()
+
+    async def stop_watching(self) -> None:
+        """End the progress saves before the answer's last write: one still under way would
+        race it (and could write a draft after the answer). A save is let finish, never cut
+        in the middle of its transaction."""
+        self.written.set()
+        if self.watcher is None:
+            return
+        await asyncio.wait({self.watcher})
+        failure = None if self.watcher.cancelled() else self.watcher.exception()
+        if failure is not None:  # the answer stands; only a draft of it was not saved
+            logger.warning("saving the answer's progress failed", exc_info=failure)
 
 
 @dataclass(frozen=True)
@@ -326,13 +342,11 @@ class MessageFlow:
         return generated
 
     async def _run(self, run: Run) -> End:
-        watcher = asyncio.create_task(self._watch(run))
+        run.watcher = asyncio.create_task(self._watch(run))
         try:
             end = await self._answer(run)
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            await run.stop_watching()
             await run.turn.hold.release()
             self.runs.pop(run.turn.answer_id, None)
         run.progress.finish(end)
@@ -344,18 +358,22 @@ class MessageFlow:
         try:
             generated = await run.generation
             assert run.plan is not None
+            await run.stop_watching()
             return StreamDone(assistant_message=await self._save_answer(turn, run.plan, generated))
         except asyncio.CancelledError:
             if run.stopped_by is None:
                 raise  # not a Stop: this task itself is being cancelled
+            await run.stop_watching()
             return await self._keep_stopped_answer(run)
         except DocchatError as exc:
             logger.warning("the answer for chat %s failed: %s", turn.chat_id, exc.message)
             run.failure = exc
+            await run.stop_watching()
             await self._discard(turn)
             return StreamError(detail=exc.message, status=exc.status_code)
         except Exception:
             logger.exception("the answer for chat %s failed", turn.chat_id)
+            await run.stop_watching()
             await self._discard(turn)
             return StreamError(detail=UNEXPECTED_FAILURE, status=500)
 
@@ -366,7 +384,10 @@ class MessageFlow:
         every, limit = self.settings.answer_progress_seconds, self.settings.answer_timeout_seconds
         sources_saved = False  # the passages are written once, not with every save of the text
         while True:
-            await asyncio.sleep(every)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.written.wait(), every)
+            if run.written.is_set():
+                return
             if time.perf_counter() - run.turn.started > limit:
                 logger.warning("the answer for chat %s reached its time limit", run.turn.chat_id)
                 run.stop("timeout")
