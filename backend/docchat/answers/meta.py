@@ -26,8 +26,7 @@ AnswerMode = Literal["generative", "extractive"]
 # built-in demo model, the model's grounded answer cited nothing, or it was nothing but passage
 # numbers ("[1]"), asked for again and the same once more.
 ExtractiveReason = Literal["requested", "builtin_model", "uncited", "bare"]
-# What the documents were found to support. Set, for now, where the engine itself decides that
-# they do not answer (the demo model's refusal, nearest passages, quotes about something else).
+# What the documents were found to support: set on every answer that searched documents.
 Evidence = Literal["answered", "partial", "not_in_documents"]
 
 
@@ -37,6 +36,24 @@ def _is_none(value: object) -> bool:
 
 def _optional(description: str | None = None) -> Any:
     return Field(None, exclude_if=_is_none, description=description)
+
+
+class ConflictSide(BaseModel):
+    source: int = Field(description="The [n] of the answer's source that says it")
+    value: str = Field(description="What that source says about the asked thing")
+    date: str | None = Field(
+        None,
+        description="Its document's date (ISO 8601): the file's own date where it carries one, "
+        "else its upload date",
+    )
+    newest: bool = Field(False, description="The most recently dated side")
+
+
+class Conflict(BaseModel):
+    """Sources of the answer that give different values for the asked thing."""
+
+    about: str = Field(description="What they disagree on, in the question's words")
+    sides: list[ConflictSide]
 
 
 class AnswerMeta(BaseModel):
@@ -77,8 +94,18 @@ class AnswerMeta(BaseModel):
         "by the model"
     )
     evidence: Evidence | None = _optional(
-        "not_in_documents: the documents do not answer the question; the answer says so, and "
-        "any passages it quotes are the nearest ones, not an answer"
+        "What the documents support, on every answer that searched them: answered; partial "
+        "(they answer part of the question, the answer says which); not_in_documents (they do "
+        "not answer it: the answer says so first, and any passages it shows are the nearest "
+        "ones, not an answer)"
+    )
+    conflicts: list[Conflict] | None = _optional(
+        "Sources that disagree on the asked thing: each side with its citation and date, the "
+        "newest marked; the answer's text gives both"
+    )
+    unsupported_citations: int | None = _optional(
+        "Citation markers taken out of the answer because their passage does not support the "
+        "sentence they followed"
     )
     extractive_reason: ExtractiveReason | None = _optional(
         "Why the answer is extractive: requested (setting or message), builtin_model (the "
