@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -48,6 +49,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import httpx
 
 from bench import evidence_sets as sets
 from bench.common import machine, percentile, table
@@ -72,6 +75,8 @@ class Run:
     mode: Mode
     # Questions of each set asked (None: all).
     sample: int | None
+    # The model at `settings.base_url` answers (waited for before its questions).
+    calls_model: bool = False
 
 
 @dataclass
@@ -244,11 +249,28 @@ class Recorder:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+async def _wait_for_model(run: Run, minutes: float = 60) -> None:
+    """A model server still starting (bench/real_model.sh builds llama.cpp first) is waited
+    for, so a run may be started while it builds: the ingestion takes a while too."""
+    if not run.calls_model:
+        return
+    deadline = time.monotonic() + minutes * 60
+    async with httpx.AsyncClient(timeout=10) as client:
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if (await client.get(f"{run.settings.base_url}/models")).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no model answers at {run.settings.base_url}")
+            await asyncio.sleep(15)
+
+
 async def _ask_collections(
     ingest: Ingested, runs: Sequence[Run], tallies: dict[str, Tally], recorder: Recorder
 ) -> None:
     unanswerable, answerable = sets.unanswerable(), sets.answerable()
     for run in runs:
+        await _wait_for_model(run)
         engine = _engine(ingest, run.settings)
         tally = tallies[run.label]
         for question in _spread(unanswerable, run.sample):
@@ -392,8 +414,8 @@ def _runs(
             context_window=8192,
             max_tokens=512,
         )
-        runs.append(Run(f"generative, {llm_model}", model, "generative", model_sample))
-        runs.append(Run(f"auto, {llm_model}", model, "auto", model_sample))
+        runs.append(Run(f"generative, {llm_model}", model, "generative", model_sample, True))
+        runs.append(Run(f"auto, {llm_model}", model, "auto", model_sample, True))
     return runs
 
 
