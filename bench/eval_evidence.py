@@ -20,7 +20,10 @@ message routes run, minus the HTTP and the saving) over all the documents, top_k
   (the same, with the extractive fallbacks), each on `--model-sample` questions of each set,
   spread evenly (a real model on these 2 cores takes ~10 s an answer).
 
-Figures (each mode answers each question itself; nothing is shared between modes):
+Each mode answers each question itself, unless `--share-generation`: then the model's two rows
+are cited from one generation each (as `bench/eval_answers.py` does), which halves the model's
+time and is exact while `generative` and `auto` differ only in `AnswerEngine.cite` (so on the
+code before issue 69; not once `produce` depends on the mode). Figures:
 - unanswerable answered as grounded: `meta.evidence == "answered"`, or, where an engine sets no
   evidence, a grounded answer (`meta.grounded`); `partial` is shown apart;
 - answerable called not_in_documents: `meta.evidence == "not_in_documents"`, or, where none is
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import tempfile
 import time
@@ -159,9 +163,15 @@ def _spread(items: Sequence[Any], count: int | None) -> list[Any]:
 # -- asking -------------------------------------------------------------------------------------
 
 
-async def _answer(engine: AnswerEngine, ingest: Ingested, text: str, run: Run) -> Outcome:
+async def _answers(
+    engine: AnswerEngine, ingest: Ingested, text: str, runs: Sequence[Run]
+) -> list[Outcome]:
+    """The answer of each run in `runs`: one plan and one generation (in the first run's mode),
+    cited in each run's mode (a group of runs shares a generation only with
+    --share-generation, where the modes differ in `cite` alone)."""
+    first = runs[0]
     options = AnswerOptions(
-        rag_enabled=True, top_k=TOP_K, model=run.settings.model, answer_mode=run.mode
+        rag_enabled=True, top_k=TOP_K, model=first.settings.model, answer_mode=first.mode
     )
     question = Question(text=text, history=[], documents=ingest.scope, options=options, scope="all")
     started = time.perf_counter()
@@ -173,20 +183,39 @@ async def _answer(engine: AnswerEngine, ingest: Ingested, text: str, run: Run) -
                 generated = item
     except DocchatError:  # the model failed: no answer
         elapsed = (time.perf_counter() - started) * 1000
-        return Outcome("", [], plan.meta, {}, elapsed, failed=True)
+        return [Outcome("", [], plan.meta, {}, elapsed, failed=True) for _ in runs]
     assert generated is not None
-    cited = engine.cite(question, plan, generated.content)
-    elapsed = (time.perf_counter() - started) * 1000
-    sources = cited.sources or []
+    produced = time.perf_counter() - started
     by_place: dict[tuple[str, int | None, str | None], list[str]] = {}
     for entry in plan.entries:
         place = (str(entry.source.document_id), entry.source.page, entry.source.location)
         by_place.setdefault(place, []).append(entry.text)
-    passages = {
-        number: "\n".join(by_place.get((str(s.document_id), s.page, s.location), []))
-        for number, s in enumerate(sources, start=1)
-    }
-    return Outcome(cited.content, sources, cited.meta, passages, elapsed)
+    outcomes = []
+    for run in runs:
+        asked = dataclasses.replace(
+            question, options=dataclasses.replace(options, answer_mode=run.mode)
+        )
+        cite_started = time.perf_counter()
+        cited = engine.cite(asked, plan, generated.content)
+        elapsed = (produced + time.perf_counter() - cite_started) * 1000
+        sources = cited.sources or []
+        passages = {
+            number: "\n".join(by_place.get((str(s.document_id), s.page, s.location), []))
+            for number, s in enumerate(sources, start=1)
+        }
+        outcomes.append(Outcome(cited.content, sources, cited.meta, passages, elapsed))
+    return outcomes
+
+
+def _groups(runs: Sequence[Run], share: bool) -> list[list[Run]]:
+    """Runs answered from one generation: with `share`, those of the same model."""
+    groups: list[list[Run]] = []
+    for run in runs:
+        if share and run.calls_model and groups and groups[-1][0].settings == run.settings:
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    return groups
 
 
 def _claims_grounded(meta: AnswerMeta) -> bool:
@@ -266,44 +295,62 @@ async def _wait_for_model(run: Run, minutes: float = 60) -> None:
 
 
 async def _ask_collections(
-    ingest: Ingested, runs: Sequence[Run], tallies: dict[str, Tally], recorder: Recorder
+    ingest: Ingested,
+    groups: Sequence[Sequence[Run]],
+    tallies: dict[str, Tally],
+    recorder: Recorder,
 ) -> None:
     unanswerable, answerable = sets.unanswerable(), sets.answerable()
-    for run in runs:
-        await _wait_for_model(run)
-        engine = _engine(ingest, run.settings)
-        tally = tallies[run.label]
-        for question in _spread(unanswerable, run.sample):
-            outcome = await _answer(engine, ingest, question.text, run)
-            grounded = _claims_grounded(outcome.meta)
-            tally.unanswerable += 1
-            tally.unanswerable_grounded += grounded
-            tally.unanswerable_partial += outcome.meta.evidence == "partial"
-            counts = tally.by_kind.setdefault(question.kind, [0, 0])
-            counts[0] += grounded
-            counts[1] += 1
-            _common(tally, outcome)
-            recorder.add(run, question.id, question.text, outcome, answered_as_grounded=grounded)
-        for control in _spread(answerable, run.sample):
-            outcome = await _answer(engine, ingest, control.text, run)
-            refused = _called_not_in_documents(outcome.meta)
-            holds = sets.holds_any(outcome.content, control.answers)
-            tally.answerable += 1
-            tally.answerable_not_in_documents += refused
-            tally.answerable_holds += holds
-            verdicts = _count_claims(tally, outcome, [control.answers])
-            _common(tally, outcome)
-            recorder.add(
-                run,
-                control.id,
-                control.text,
-                outcome,
-                called_not_in_documents=refused,
-                holds_answer=holds,
-                claims_supported=verdicts,
-            )
-        print(f"  {run.label}: {tally.unanswerable + tally.answerable} questions", flush=True)
+    for runs in groups:
+        await _wait_for_model(runs[0])
+        engine = _engine(ingest, runs[0].settings)
+        for question in _spread(unanswerable, runs[0].sample):
+            outcomes = await _answers(engine, ingest, question.text, runs)
+            for run, outcome in zip(runs, outcomes, strict=True):
+                _judge_unanswerable(tallies[run.label], run, question, outcome, recorder)
+        for control in _spread(answerable, runs[0].sample):
+            outcomes = await _answers(engine, ingest, control.text, runs)
+            for run, outcome in zip(runs, outcomes, strict=True):
+                _judge_answerable(tallies[run.label], run, control, outcome, recorder)
+        for run in runs:
+            tally = tallies[run.label]
+            print(f"  {run.label}: {tally.unanswerable + tally.answerable} questions", flush=True)
         await engine.llm.close()
+
+
+def _judge_unanswerable(
+    tally: Tally, run: Run, question: sets.Unanswerable, outcome: Outcome, recorder: Recorder
+) -> None:
+    grounded = _claims_grounded(outcome.meta)
+    tally.unanswerable += 1
+    tally.unanswerable_grounded += grounded
+    tally.unanswerable_partial += outcome.meta.evidence == "partial"
+    counts = tally.by_kind.setdefault(question.kind, [0, 0])
+    counts[0] += grounded
+    counts[1] += 1
+    _common(tally, outcome)
+    recorder.add(run, question.id, question.text, outcome, answered_as_grounded=grounded)
+
+
+def _judge_answerable(
+    tally: Tally, run: Run, control: sets.Answerable, outcome: Outcome, recorder: Recorder
+) -> None:
+    refused = _called_not_in_documents(outcome.meta)
+    holds = sets.holds_any(outcome.content, control.answers)
+    tally.answerable += 1
+    tally.answerable_not_in_documents += refused
+    tally.answerable_holds += holds
+    verdicts = _count_claims(tally, outcome, [control.answers])
+    _common(tally, outcome)
+    recorder.add(
+        run,
+        control.id,
+        control.text,
+        outcome,
+        called_not_in_documents=refused,
+        holds_answer=holds,
+        claims_supported=verdicts,
+    )
 
 
 def _side_covers(
@@ -317,57 +364,71 @@ def _side_covers(
 
 
 async def _ask_conflicts(
-    ingest: Ingested, runs: Sequence[Run], tallies: dict[str, Tally], recorder: Recorder
+    ingest: Ingested,
+    groups: Sequence[Sequence[Run]],
+    tallies: dict[str, Tally],
+    recorder: Recorder,
 ) -> None:
     pairs = sets.conflicts()
-    for run in runs:
-        engine = _engine(ingest, run.settings)
-        tally = tallies[run.label]
-        for pair in _spread(pairs, run.sample):
-            outcome = await _answer(engine, ingest, pair.text, run)
-            # [n] -> which of the pair's two documents it cites (absent: another pair's)
-            documents_of: dict[int, int] = {}
-            for number, source in enumerate(outcome.sources, start=1):
-                for unit in ingest.units_of_chunk.get(source.chunk_id, frozenset()):
-                    pair_id, _, index = unit.rpartition(".")
-                    if pair_id == pair.id:
-                        documents_of[number] = int(index)
-            in_meta, newer_marked = False, False
-            newer = pair.documents.index(pair.newer)
-            for conflict in outcome.meta.conflicts or []:
-                covers = [
-                    {i for i in (0, 1) if _side_covers(side, i, pair, documents_of)}
-                    for side in conflict.sides
-                ]
-                if {0, 1} <= set().union(*covers):
-                    in_meta = True
-                    newest = [
-                        c for c, side in zip(covers, conflict.sides, strict=True) if side.newest
-                    ]
-                    newer_marked = any(newer in c for c in newest)
-            in_text = all(sets.holds_any(outcome.content, d.variants) for d in pair.documents)
-            both_cited = set(documents_of.values()) == {0, 1}
-            tally.conflicts += 1
-            tally.conflicts_in_meta += in_meta
-            tally.conflicts_in_text += in_text
-            tally.conflicts_shown += in_meta and in_text
-            tally.conflicts_both_cited += both_cited
-            tally.conflicts_newer_marked += in_meta and in_text and newer_marked
-            facts = [document.variants for document in pair.documents]
-            verdicts = _count_claims(tally, outcome, facts)
-            _common(tally, outcome)
-            recorder.add(
-                run,
-                pair.id,
-                pair.text,
-                outcome,
-                conflict_in_meta=in_meta,
-                both_values_in_text=in_text,
-                both_cited=both_cited,
-                claims_supported=verdicts,
-            )
-        print(f"  {run.label}: {tally.conflicts} conflicts", flush=True)
+    for runs in groups:
+        await _wait_for_model(runs[0])
+        engine = _engine(ingest, runs[0].settings)
+        for pair in _spread(pairs, runs[0].sample):
+            outcomes = await _answers(engine, ingest, pair.text, runs)
+            for run, outcome in zip(runs, outcomes, strict=True):
+                _judge_conflict(tallies[run.label], run, pair, outcome, ingest, recorder)
+        for run in runs:
+            print(f"  {run.label}: {tallies[run.label].conflicts} conflicts", flush=True)
         await engine.llm.close()
+
+
+def _judge_conflict(
+    tally: Tally,
+    run: Run,
+    pair: sets.ConflictPair,
+    outcome: Outcome,
+    ingest: Ingested,
+    recorder: Recorder,
+) -> None:
+    # [n] -> which of the pair's two documents it cites (absent: another pair's)
+    documents_of: dict[int, int] = {}
+    for number, source in enumerate(outcome.sources, start=1):
+        for unit in ingest.units_of_chunk.get(source.chunk_id, frozenset()):
+            pair_id, _, index = unit.rpartition(".")
+            if pair_id == pair.id:
+                documents_of[number] = int(index)
+    in_meta, newer_marked = False, False
+    newer = pair.documents.index(pair.newer)
+    for conflict in outcome.meta.conflicts or []:
+        covers = [
+            {i for i in (0, 1) if _side_covers(side, i, pair, documents_of)}
+            for side in conflict.sides
+        ]
+        if {0, 1} <= set().union(*covers):
+            in_meta = True
+            newest = [c for c, side in zip(covers, conflict.sides, strict=True) if side.newest]
+            newer_marked = any(newer in c for c in newest)
+    in_text = all(sets.holds_any(outcome.content, d.variants) for d in pair.documents)
+    both_cited = set(documents_of.values()) == {0, 1}
+    tally.conflicts += 1
+    tally.conflicts_in_meta += in_meta
+    tally.conflicts_in_text += in_text
+    tally.conflicts_shown += in_meta and in_text
+    tally.conflicts_both_cited += both_cited
+    tally.conflicts_newer_marked += in_meta and in_text and newer_marked
+    facts = [document.variants for document in pair.documents]
+    verdicts = _count_claims(tally, outcome, facts)
+    _common(tally, outcome)
+    recorder.add(
+        run,
+        pair.id,
+        pair.text,
+        outcome,
+        conflict_in_meta=in_meta,
+        both_values_in_text=in_text,
+        both_cited=both_cited,
+        claims_supported=verdicts,
+    )
 
 
 def _conflict_uploads(folder: Path) -> list[Upload]:
@@ -426,11 +487,13 @@ async def evaluate(
     model_sample: int | None,
     only: Sequence[str],
     answers_out: Path | None,
+    share_generation: bool = False,
 ) -> None:
     runs = [
         run for run in _runs(llm_url, llm_model, builtin_url, model_sample) if _chosen(run, only)
     ]
     tallies = {run.label: Tally() for run in runs}
+    groups = _groups(runs, share_generation)
     recorder = Recorder(answers_out)
     squad = read_collection(DATASETS / "squad-dev", "articles")
     manual = read_collection(DATASETS / "postgresql-manual", "passages")
@@ -441,7 +504,7 @@ async def evaluate(
             flush=True,
         )
         collection_chunks = ingest.chunks
-        await _ask_collections(ingest, runs, tallies, recorder)
+        await _ask_collections(ingest, groups, tallies, recorder)
     with tempfile.TemporaryDirectory() as folder:
         uploads = _conflict_uploads(Path(folder))
         async with ingested(uploads) as ingest:
@@ -449,7 +512,7 @@ async def evaluate(
                 f"ingested {len(uploads)} conflicting documents ({ingest.chunks} chunks)",
                 flush=True,
             )
-            await _ask_conflicts(ingest, runs, tallies, recorder)
+            await _ask_conflicts(ingest, groups, tallies, recorder)
     recorder.write()
     _print(runs, tallies, collection_chunks)
 
@@ -528,6 +591,12 @@ if __name__ == "__main__":
         "--only", default="", help="comma-separated words: run only the modes whose label has one"
     )
     parser.add_argument("--answers-out", type=Path, default=None, help="write each answer (JSONL)")
+    parser.add_argument(
+        "--share-generation",
+        action="store_true",
+        help="the model's generative and auto rows cite one generation (half the model's time; "
+        "right while the two modes differ only in cite)",
+    )
     arguments = parser.parse_args()
     asyncio.run(
         evaluate(
@@ -537,5 +606,6 @@ if __name__ == "__main__":
             arguments.model_sample,
             [word for word in arguments.only.split(",") if word],
             arguments.answers_out,
+            arguments.share_generation,
         )
     )
