@@ -193,7 +193,7 @@ _SPACES = re.compile(r"\s+")
 _DASHES = str.maketrans({"\u2013": "-", "\u2014": "-", "\u2212": "-", "\u00a0": " "})
 MARKER_GROUP = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
 _NUMBER = re.compile(r"\d+")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+LINE_BREAKS = re.compile(r"\n+")
 
 
 def _normal(text: str) -> str:
@@ -232,14 +232,15 @@ class Claim:
 
 
 def claims(answer: str) -> list[Claim]:
-    """Each sentence's text before each group of markers, with that group's numbers: in "A was
-    5 [1], B says 6 [2]." the claims are "A was 5" citing 1 and ", B says 6" citing 2."""
+    """Each line's text before each group of markers, back to the previous group, with that
+    group's numbers: in "A was 5 [1], B says 6 [2]." the claims are "A was 5" citing 1 and
+    "B says 6" citing 2; in a quote "> One. Two. [1]" the claim is "One. Two." citing 1."""
     found = []
-    for sentence in SENTENCE_END.split(answer):
+    for line in LINE_BREAKS.split(answer):
         cursor = 0
-        for group in MARKER_GROUP.finditer(sentence):
+        for group in MARKER_GROUP.finditer(line):
             numbers = tuple(int(number) for number in _NUMBER.findall(group.group(0)))
-            text = sentence[cursor : group.start()].strip(" ,;:-\"'")
+            text = line[cursor : group.start()].strip(" ,;:.-\"'>")
             cursor = group.end()
             if text:
                 found.append(Claim(text, numbers))

@@ -100,6 +100,11 @@ def test_claims_are_the_text_before_each_marker_group() -> None:
         sets.Claim("but a revision says 522,053", (2,)),
         sets.Claim("Both agree", (1, 2)),
     ]
+    quoted = "From the documents:\n\n> One sentence. It was born in 1745. [1]\n\n> Another. [2]"
+    assert sets.claims(quoted) == [
+        sets.Claim("One sentence. It was born in 1745", (1,)),
+        sets.Claim("Another", (2,)),
+    ]
 
 
 def test_a_claim_is_supported_when_its_cited_passage_holds_its_fact() -> None:
