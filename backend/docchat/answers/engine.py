@@ -23,7 +23,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from docchat.answers import extractive
+from docchat.answers import conflicts, extractive, trailer
+from docchat.answers.evidence import Needs, Verdict, unsupported_removed, verdict
 from docchat.answers.highlights import answer_highlights, matched_text, quoted_highlights
 from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
 from docchat.answers.search_queries import Asked, QueryWriter
@@ -70,6 +71,13 @@ from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assista
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS = 3
+# The passages shown as the nearest ones, not an answer, with an answer the documents do not give.
+NEAREST_SHOWN = 2
+_NOT_ANSWERED_FIRST = re.compile(
+    r"\W*(?:the|your) (?:documents|passages|sources) (?:do not|don't|does not|doesn't)"
+    r" (?:answer|say|mention|contain|cover|give|state)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -192,9 +200,9 @@ class AnswerEngine:
         if meta.retrieval_mode != "whole_documents":
             entries = with_highlights(entries, asked)
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            quoted = extractive.answer(asked, entries, asked=question.text)
-            if quoted is not None:
-                return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
+            extracted = extractive.answer(asked, entries, asked=question.text)
+            if extracted is not None:
+                return self._extractive_plan(general, usage, meta, entries, extracted, extracting)
         if options.retrieval == "tool" and question.documents:
             return self._tool_plan(question, entries, file_parts, meta, budget, usage)
         if not entries:
@@ -288,14 +296,11 @@ class AnswerEngine:
         if nearest:
             asked = matched_text(question.text, meta)
             nearest = with_highlights(nearest, asked)
-            quoted = extractive.answer(
-                asked,
-                nearest,
-                asked=question.text,
-                introduction=extractive.NEAREST_INTRODUCTION,
-            )
-            if quoted is not None and quoted[1]:
-                return self._extractive_plan(general, usage, meta, nearest, quoted, "builtin_model")
+            extracted = extractive.answer(asked, nearest, asked=question.text, nearest=True)
+            if extracted is not None and extracted.quotes:
+                return self._extractive_plan(
+                    general, usage, meta, nearest, extracted, "builtin_model"
+                )
         reason = meta.reason or "no_match"
         fixed = prompts.BUILTIN_NOT_ANSWERED.get(reason, prompts.BUILTIN_NOT_ANSWERED["no_match"])
         return Plan(general, usage, meta, max_tokens=1, fixed_answer=fixed)
@@ -306,23 +311,23 @@ class AnswerEngine:
         usage: Usage,
         meta: AnswerMeta,
         entries: list[ContextEntry],
-        quoted: tuple[str, list[extractive.Quote]],
+        extracted: extractive.Extracted,
         reason: ExtractiveReason,
     ) -> Plan:
-        text, quotes = quoted
         meta.answer_mode, meta.extractive_reason = "extractive", reason
         meta.context_chars = sum(len(entry.text) for entry in entries)
-        if not quotes:  # the passages are about something else than the question names
-            meta.reason, meta.evidence = "insufficient_information", "not_in_documents"
-            return Plan(general, usage, meta, max_tokens=1, fixed_answer=text)
+        _judged(meta, extracted.verdict)
+        if not extracted.quotes:  # the passages are about something else than the question names
+            return Plan(general, usage, meta, max_tokens=1, fixed_answer=extracted.text)
         return Plan(
             general,
             usage,
             meta,
             max_tokens=1,
-            entries=quoted_highlights(entries, quotes),
-            fixed_answer=text,
+            entries=quoted_highlights(entries, extracted.quotes),
+            fixed_answer=extracted.text,
             extracted=True,
+            disagreement=extracted.disagreement,
         )
 
     async def _searched_entries(
@@ -462,14 +467,14 @@ class AnswerEngine:
         attempt = _Attempt(options.model)
         async for shown in self._attempt(question, plan, llm, messages, attempt, streaming, given):
             yield shown
-        if plan.candidates and is_bare(attempt.text):
+        if plan.candidates and is_bare(trailer.split(attempt.text).body):
             # "[1]" alone: asked once more for the sentence first, then quoted instead.
             plan.meta.answer_retried = True
             retry = prompts.bare_retry_messages(messages)
             attempt = _Attempt(options.model)
             async for shown in self._attempt(question, plan, llm, retry, attempt, streaming):
                 yield shown
-            if is_bare(attempt.text):
+            if is_bare(trailer.split(attempt.text).body):
                 text = self._instead_of_bare(question, plan)
                 for piece in _blocks(text) if streaming else [text]:
                     yield piece
@@ -500,11 +505,16 @@ class AnswerEngine:
             )
             attempt.pieces.append(completion.content)
             attempt.model = completion.model
-            if not (plan.candidates and is_bare(completion.content)):
-                yield completion.content
+            shown = (
+                trailer.split(completion.content).body if plan.candidates else completion.content
+            )
+            if not (plan.candidates and is_bare(shown)):
+                yield shown
             return
         # With no sources, `[n]` markers point at nothing: they never reach the reader.
         markers = MarkerFilter() if not plan.candidates else None
+        # With sources, the model's verdict line at the end never does either.
+        verdict_line = trailer.TrailerFilter() if plan.candidates else None
         held: str | None = ""  # None once the answer has shown it is one
         async for item in llm.stream(
             messages,
@@ -518,7 +528,9 @@ class AnswerEngine:
             attempt.pieces.append(item)
             if markers is not None:
                 item = markers.feed(item)
-            elif held is not None:
+            elif verdict_line is not None:
+                item = verdict_line.feed(item)
+            if held is not None and markers is None:
                 held += item
                 if may_be_bare(held):
                     continue
@@ -527,6 +539,11 @@ class AnswerEngine:
                 yield item
         if markers is not None and (rest := markers.flush().rstrip()):
             yield rest
+        if verdict_line is not None and (rest := verdict_line.flush()):
+            if held is not None:
+                held += rest
+            else:
+                yield rest
         if held and not is_bare(held):
             yield held
 
@@ -550,18 +567,19 @@ class AnswerEngine:
         if plan.meta.retrieval_mode == "whole_documents":
             return None
         asked = matched_text(question.text, plan.meta)
-        quoted = extractive.answer(asked, plan.entries, asked=question.text)
-        if quoted is None:
+        extracted = extractive.answer(asked, plan.entries, asked=question.text)
+        if extracted is None:
             return None
-        text, quotes = quoted
         plan.meta.answer_mode, plan.meta.extractive_reason = "extractive", reason
-        if not quotes:
-            plan.meta.reason, plan.fixed_answer = "insufficient_information", text
-            return text
         plan.meta.reason = None
-        plan.entries = quoted_highlights(plan.entries, quotes)
+        _judged(plan.meta, extracted.verdict)
+        if not extracted.quotes:
+            plan.fixed_answer = extracted.text
+            return extracted.text
+        plan.entries = quoted_highlights(plan.entries, extracted.quotes)
         plan.extracted = True
-        return text
+        plan.disagreement = extracted.disagreement
+        return extracted.text
 
     @staticmethod
     def _generated(plan: Plan, content: str, model: str) -> Generated:
@@ -602,29 +620,52 @@ class AnswerEngine:
         Each cited source's highlight is chosen again with the answer known (the sentence the
         answer used beats the one that only shares the question's words). In `auto` mode, a
         grounded answer that cites nothing is replaced by the extractive one (not an answer the
-        reader stopped: they keep what they were shown)."""
+        reader stopped: they keep what they were shown). A generative answer's verdict is the
+        model's (its `Evidence:` line) checked against the engine's (`evidence.verdict`); its
+        citations of passages that do not support their sentence are taken out; sources that
+        disagree are said to, with each side, when the answer did not cite them all."""
         meta = plan.meta.model_copy()
-        strict = question.options.strict
         candidates = plan.candidates
         if plan.extracted:
             cited = apply_citations(content, candidates)
             # Quotes of the nearest passages (`_not_answered_plan`) do not answer it.
             meta.grounded, meta.citation_count = meta.reason is None, len(cited.sources)
+            if plan.disagreement is not None:
+                meta.conflicts = conflicts.numbered(plan.disagreement, cited.sources) or None
             return CitedAnswer(cited.content, cited.sources, meta)
         if plan.fixed_answer is not None:
             return CitedAnswer(content, None, meta)
         if not candidates:
             return CitedAnswer(strip_markers(content), None, meta)
         meta.answer_mode = "generative"
-        if says_information_is_missing(content):
-            meta.grounded, meta.reason = False, "insufficient_information"
-            answer = prompts.NOT_FOUND_ANSWER if strict else strip_markers(content)
-            return CitedAnswer(answer, None, meta)
+        said = trailer.split(content)
+        if said.trailer.evidence == "none" or says_information_is_missing(said.body):
+            return self._not_in_documents(question, plan, meta, said.body)
+        return self._cited(question, plan, meta, said, stopped=stopped)
+
+    def _cited(
+        self,
+        question: Question,
+        plan: Plan,
+        meta: AnswerMeta,
+        said: trailer.Split,
+        *,
+        stopped: bool,
+    ) -> CitedAnswer:
+        """A generative answer that says the documents answer, as saved."""
+        strict = question.options.strict
+        candidates = plan.candidates
+        content, removed = unsupported_removed(said.body, plan.entries)
+        meta.unsupported_citations = removed or None
         mode: Literal["model", "inferred"] = "model"
         if not strict and not has_markers(content, len(candidates)):
             passages = [entry.text for entry in plan.entries]
             content = infer_citations(content, passages, question.text)
             mode = "inferred"
+        needs = Needs.of(question.text, extractive.names_in(question.text))
+        disagreement = self._disagreement(question, plan, needs, said.trailer)
+        if disagreement is not None and not conflicts.all_cited(disagreement, content):
+            content = f"{content}\n\n{conflicts.note(disagreement)}"
         cited = apply_citations(content, candidates)
         if not cited.sources:
             fallback = None if stopped else self._uncited_fallback(question, plan)
@@ -632,6 +673,14 @@ class AnswerEngine:
                 return fallback
             meta.grounded, meta.reason = False, "not_cited"
             return CitedAnswer(prompts.NOT_FOUND_ANSWER if strict else cited.content, None, meta)
+        judged = verdict(needs, conflicts.entries_of(plan.entries, cited.sources), [cited.content])
+        if judged.evidence == "not_in_documents" and not stopped:
+            return self._not_in_documents(question, plan, meta, said.body, overruled=judged)
+        if judged.evidence == "answered" and said.trailer.evidence == "partial":
+            judged = Verdict("partial", "the model found that they answer only part of it")
+        _judged(meta, judged)
+        if disagreement is not None:
+            meta.conflicts = conflicts.numbered(disagreement, cited.sources) or None
         meta.reason = None
         meta.grounded, meta.citation_count, meta.citation_mode = True, len(cited.sources), mode
         sources = cited.sources
@@ -639,6 +688,49 @@ class AnswerEngine:
             asked = matched_text(question.text, meta)
             sources = answer_highlights(plan.entries, sources, asked, cited.content)
         return CitedAnswer(cited.content, sources, meta)
+
+    def _disagreement(
+        self, question: Question, plan: Plan, needs: Needs, stated: trailer.Trailer
+    ) -> conflicts.Disagreement | None:
+        """The documents among the answer's passages that disagree on what was asked: found by
+        the engine, else as the model stated (its `Conflict:` line)."""
+        if plan.meta.retrieval_mode == "whole_documents":
+            return None
+        asked = matched_text(question.text, plan.meta)
+        found = conflicts.detect(asked, needs, plan.entries, dated=conflicts.dated)
+        if found is None and stated.conflicting:
+            found = conflicts.stated(question.text, stated.conflicting, plan.entries)
+        return found
+
+    @staticmethod
+    def _not_in_documents(
+        question: Question,
+        plan: Plan,
+        meta: AnswerMeta,
+        body: str,
+        *,
+        overruled: Verdict | None = None,
+    ) -> CitedAnswer:
+        """A generative answer whose documents do not answer the question: it says so first,
+        then (unless documents-only) what the model wrote from general knowledge, without
+        markers; the nearest passages are its sources, shown as not an answer. `overruled`:
+        the engine's verdict, when the model's answer claimed to answer from passages that do
+        not mention what the question names or gives."""
+        meta.grounded, meta.reason, meta.citation_count = False, "insufficient_information", None
+        _judged(meta, overruled or Verdict("not_in_documents"))
+        text = strip_markers(body)
+        if question.options.strict:
+            text = prompts.NOT_FOUND_ANSWER
+        elif overruled is not None:
+            lead = prompts.NOT_IN_DOCUMENTS_LEAD.removesuffix(".") + f" ({overruled.why})."
+            text = f"{lead}\n\n{prompts.OVERRULED_ANSWER_LEAD} {text}" if text else lead
+        elif not _says_not_answered_first(text):
+            text = (
+                f"{prompts.NOT_IN_DOCUMENTS_LEAD}\n\n{text}"
+                if text
+                else prompts.NOT_IN_DOCUMENTS_LEAD
+            )
+        return CitedAnswer(text, plan.candidates[:NEAREST_SHOWN] or None, meta)
 
     def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
         """`auto`: the extractive answer for a grounded question the model answered without
@@ -651,6 +743,20 @@ class AnswerEngine:
         if text is None or not quoting.extracted:
             return None
         return self.cite(question, quoting, text)
+
+
+def _judged(meta: AnswerMeta, judged: Verdict) -> None:
+    """The verdict in the answer's meta; an answer the documents do not answer is not
+    grounded, whatever it quotes."""
+    meta.evidence, meta.evidence_note = judged.evidence, judged.why
+    if judged.evidence == "not_in_documents":
+        meta.reason = meta.reason or "insufficient_information"
+
+
+def _says_not_answered_first(text: str) -> bool:
+    """Whether the answer's first sentence says the documents do not answer."""
+    first = text.strip().split("\n", 1)[0][:300]
+    return says_information_is_missing(first) or bool(_NOT_ANSWERED_FIRST.match(first))
 
 
 def _blocks(text: str) -> list[str]:

@@ -99,6 +99,10 @@ class AnswerMeta(BaseModel):
         "not answer it: the answer says so first, and any passages it shows are the nearest "
         "ones, not an answer)"
     )
+    evidence_note: str | None = _optional(
+        "Why the evidence is partial or not_in_documents, in the reader's words (\"none of the "
+        'passages mentions 2019")'
+    )
     conflicts: list[Conflict] | None = _optional(
         "Sources that disagree on the asked thing: each side with its citation and date, the "
         "newest marked; the answer's text gives both"

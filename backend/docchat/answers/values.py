@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from docchat.answers.conflicts import Disagreement
 from docchat.answers.meta import AnswerMeta, Scope
 from docchat.llm.usage import Usage
 from docchat.retrieval.context import ContextEntry
@@ -78,6 +79,8 @@ class Plan:
     tools: ToolRetrieval | None = None
     # The fixed answer quotes the passages (extractive mode).
     extracted: bool = False
+    # Documents among the quoted passages that disagree on what was asked (extractive mode).
+    disagreement: Disagreement | None = None
 
     @property
     def candidates(self) -> list[Source]:

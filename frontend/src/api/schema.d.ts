@@ -1737,15 +1737,25 @@ export interface components {
              * @description inferred: the model wrote no markers, so docchat matched sentences to passages
              */
             citation_mode?: ("model" | "inferred") | null;
+            /**
+             * Conflicts
+             * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
+             */
+            conflicts?: components["schemas"]["Conflict"][] | null;
             /** Context Chars */
             context_chars?: number | null;
             /** Documents Searched */
             documents_searched?: number | null;
             /**
              * Evidence
-             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @description What the documents support, on every answer that searched them: answered; partial (they answer part of the question, the answer says which); not_in_documents (they do not answer it: the answer says so first, and any passages it shows are the nearest ones, not an answer)
              */
             evidence?: ("answered" | "partial" | "not_in_documents") | null;
+            /**
+             * Evidence Note
+             * @description Why the evidence is partial or not_in_documents, in the reader's words ("none of the passages mentions 2019")
+             */
+            evidence_note?: string | null;
             /**
              * Extractive Reason
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
@@ -1819,6 +1829,11 @@ export interface components {
             translated_query?: string | null;
             /** Translation Ms */
             translation_ms?: number | null;
+            /**
+             * Unsupported Citations
+             * @description Citation markers taken out of the answer because their passage does not support the sentence they followed
+             */
+            unsupported_citations?: number | null;
             /** Whole Document Chunks */
             whole_document_chunks?: number | null;
             /** Whole Documents Skipped */
@@ -2288,6 +2303,43 @@ export interface components {
             description?: string | null;
             /** Name */
             name?: string | null;
+        };
+        /**
+         * Conflict
+         * @description Sources of the answer that give different values for the asked thing.
+         */
+        Conflict: {
+            /**
+             * About
+             * @description What they disagree on, in the question's words
+             */
+            about: string;
+            /** Sides */
+            sides: components["schemas"]["ConflictSide"][];
+        };
+        /** ConflictSide */
+        ConflictSide: {
+            /**
+             * Date
+             * @description Its document's date (ISO 8601): the file's own date where it carries one, else its upload date
+             */
+            date?: string | null;
+            /**
+             * Newest
+             * @description The most recently dated side
+             * @default false
+             */
+            newest: boolean;
+            /**
+             * Source
+             * @description The [n] of the answer's source that says it
+             */
+            source: number;
+            /**
+             * Value
+             * @description What that source says about the asked thing
+             */
+            value: string;
         };
         /** DeletionConfirmation */
         DeletionConfirmation: {
@@ -3296,6 +3348,11 @@ export interface components {
              */
             content_preview: string;
             /**
+             * Document Date
+             * @description The document's date: its own where the file carries one (PDF, Office, HTML metadata, a synced file's modification time), else its upload date
+             */
+            document_date?: string | null;
+            /**
              * Document Id
              * Format: uuid
              */
@@ -3543,6 +3600,12 @@ export interface components {
              */
             citation_mode: ("model" | "inferred") | null;
             /**
+             * Conflicts
+             * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
+             * @default null
+             */
+            conflicts: components["schemas"]["Conflict"][] | null;
+            /**
              * Context Chars
              * @default null
              */
@@ -3554,10 +3617,16 @@ export interface components {
             documents_searched: number | null;
             /**
              * Evidence
-             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @description What the documents support, on every answer that searched them: answered; partial (they answer part of the question, the answer says which); not_in_documents (they do not answer it: the answer says so first, and any passages it shows are the nearest ones, not an answer)
              * @default null
              */
             evidence: ("answered" | "partial" | "not_in_documents") | null;
+            /**
+             * Evidence Note
+             * @description Why the evidence is partial or not_in_documents, in the reader's words ("none of the passages mentions 2019")
+             * @default null
+             */
+            evidence_note: string | null;
             /**
              * Extractive Reason
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
@@ -3662,6 +3731,12 @@ export interface components {
              * @default null
              */
             translation_ms: number | null;
+            /**
+             * Unsupported Citations
+             * @description Citation markers taken out of the answer because their passage does not support the sentence they followed
+             * @default null
+             */
+            unsupported_citations: number | null;
             /**
              * Whole Document Chunks
              * @default null
