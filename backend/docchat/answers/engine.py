@@ -655,8 +655,10 @@ class AnswerEngine:
         """A generative answer that says the documents answer, as saved."""
         strict = question.options.strict
         candidates = plan.candidates
-        content, removed = unsupported_removed(said.body, plan.entries)
-        meta.unsupported_citations = removed or None
+        content = said.body
+        if meta.retrieval_mode != "whole_documents":  # notes and summaries paraphrase
+            content, removed = unsupported_removed(content, plan.entries)
+            meta.unsupported_citations = removed or None
         mode: Literal["model", "inferred"] = "model"
         if not strict and not has_markers(content, len(candidates)):
             passages = [entry.text for entry in plan.entries]

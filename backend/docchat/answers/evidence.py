@@ -166,11 +166,25 @@ def unsupported_removed(answer: str, entries: Sequence[ContextEntry]) -> tuple[s
     def checked(sentence: str) -> str:
         nonlocal removed
         claim = strip_markers(sentence)
+        clause_start = 0
+        clause = claim
 
         def kept(marker: re.Match[str]) -> str:
-            nonlocal removed
+            # A marker inside a sentence stands for the words since the one before it ("a
+            # lighthouse [1], a ferry [2]"; "[1][2]": both for the same words), or the
+            # sentence as a whole.
+            nonlocal removed, clause_start, clause
+            words = strip_markers(sentence[clause_start : marker.start()])
+            clause = words if terms(words) else clause
+            clause_start = marker.end()
             numbers = [int(raw) for raw in marker.group(2).split(",")]
-            keep = [n for n in numbers if n not in by_number or supports(claim, by_number[n])]
+            keep = [
+                n
+                for n in numbers
+                if n not in by_number
+                or supports(clause, by_number[n])
+                or supports(claim, by_number[n])
+            ]
             removed += len(numbers) - len(keep)
             return marker.group(1) + "".join(f"[{n}]" for n in keep) if keep else ""
 
