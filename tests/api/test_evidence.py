@@ -193,6 +193,7 @@ async def test_a_written_answer_that_cites_one_side_is_told_the_sources_disagree
     message = (await ask(client, headers, question, document_ids=both)).json()["assistant_message"]
     assert _sides(message) == {"report-2023.md": "12", "report-2024.md": "19"}
     assert "The sources disagree:" in message["content"]
+    assert "gives 19" in message["content"] and "gives 12" in message["content"]
     assert {source["document_name"] for source in message["sources"]} == {
         "report-2023.md",
         "report-2024.md",

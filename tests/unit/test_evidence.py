@@ -174,3 +174,10 @@ def test_a_partial_answer_is_introduced_as_one_and_kept_out_of_history() -> None
     assert extracted is not None and extracted.verdict.evidence == "partial"
     assert extracted.text.startswith("The documents answer this only in part")
     assert extractive.for_history(extracted.text) == text
+
+
+def test_a_year_beside_a_count_is_not_the_count() -> None:
+    needs = _needs("How many bakers does the bakery employ?")
+    assert conflicts.values_of("Annual report 2024. It employed 19 bakers.", "number", needs) == (
+        "19",
+    )

@@ -80,6 +80,9 @@ def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
     elif kind == "number":
         found = [match.group() for match in _NUMBER.finditer(text)]
         found = [value for value in found if not (figures_in(value) & needs.figures)]
+        # "Annual report 2024 ... 19 bakers": a year beside other numbers dates the count.
+        counts = [value for value in found if not _YEAR.fullmatch(value)]
+        found = counts or found
     else:
         found = [
             match.group()
