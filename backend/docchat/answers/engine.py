@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,12 +59,14 @@ from docchat.retrieval.context import (
     ContextEntry,
     TokenBudget,
     build_context,
+    documents_of,
     format_context,
     with_highlights,
 )
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
 
@@ -97,6 +100,7 @@ class AnswerEngine:
         indexing: IndexingSettings,
         llm_settings: LLMSettings,
         query_writer: QueryWriter,
+        identities: DocumentIdentities,
     ) -> None:
         self.llm = llm
         self.retriever = retriever
@@ -107,6 +111,8 @@ class AnswerEngine:
         self.indexing = indexing
         self.llm_settings = llm_settings
         self.query_writer = query_writer
+        # The dates and collections in the passages' headers (the documents package's SQL).
+        self.identities = identities
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -196,7 +202,7 @@ class AnswerEngine:
             if quoted is not None:
                 return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
         if options.retrieval == "tool" and question.documents:
-            return self._tool_plan(question, entries, file_parts, meta, budget, usage)
+            return await self._tool_plan(question, entries, file_parts, meta, budget, usage)
         if not entries:
             meta.reason = meta.reason or ("no_match" if question.documents else "no_documents")
             if builtin_guard:
@@ -205,7 +211,7 @@ class AnswerEngine:
             return Plan(
                 general, usage, meta, self._fitted_max_tokens(question, general), fixed_answer=fixed
             )
-        return self._grounded_plan(question, entries, len(inline), file_parts, usage, meta)
+        return await self._grounded_plan(question, entries, len(inline), file_parts, usage, meta)
 
     def _unsearched_plan(
         self, question: Question, general: list[dict[str, Any]], usage: Usage, meta: AnswerMeta
@@ -224,7 +230,16 @@ class AnswerEngine:
             return self._not_answered_plan(question, general, usage, meta, [])
         return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
 
-    def _grounded_plan(
+    async def _identities(
+        self, question: Question, entries: list[ContextEntry]
+    ) -> Mapping[uuid.UUID, DocumentIdentity]:
+        """The identities of the documents the passages come from, for their headers (one
+        query; none when there is no passage to show)."""
+        if not entries:
+            return {}
+        return await self.identities.identities(documents_of(entries), question.reader)
+
+    async def _grounded_plan(
         self,
         question: Question,
         entries: list[ContextEntry],
@@ -233,8 +248,9 @@ class AnswerEngine:
         usage: Usage,
         meta: AnswerMeta,
     ) -> Plan:
-        """The prompt that gives the model the passages to answer from."""
-        context = format_context([entry for entry in entries if entry.text])
+        """The prompt that gives the model the passages to answer from, each after its header."""
+        shown = [entry for entry in entries if entry.text]
+        context = format_context(shown, await self._identities(question, shown))
         logger.info(
             "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
             question.label,
@@ -409,7 +425,7 @@ class AnswerEngine:
                 entries.append(ContextEntry(number + offset, passage.text, passage.source))
         return entries, parts
 
-    def _tool_plan(
+    async def _tool_plan(
         self,
         question: Question,
         inline: list[ContextEntry],
@@ -425,8 +441,11 @@ class AnswerEngine:
             budget=budget,
             entries=list(inline),
             require_match=question.require_match,
+            identities=self.identities,
+            reader=question.reader,
         )
-        context = format_context([entry for entry in inline if entry.text])
+        shown = [entry for entry in inline if entry.text]
+        context = format_context(shown, await self._identities(question, shown))
         messages = prompts.tool_messages(
             question.history,
             context,

@@ -31,6 +31,12 @@ BARE_RETRY_INSTRUCTION = (
     "in brackets after it. Do not reply with the number alone."
 )
 
+# Passages come after a header line naming their source (`retrieval.passage_identity`).
+PASSAGE_HEADERS = (
+    " Each passage starts with a line giving its source (document, place, dates, collection); "
+    "cite a passage by its number only."
+)
+
 STRICT_ADDENDUM = (
     " Answer only from the passages; if they do not contain the answer, say that the "
     "documents do not contain the information."
@@ -112,7 +118,8 @@ def grounded_messages(
 
     This shape keeps even a 135M-parameter model on the passages; larger ones do not mind it.
     """
-    system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "") + f"\n\nPassages:\n{context}"
+    system = GROUNDED_SYSTEM + PASSAGE_HEADERS + (STRICT_ADDENDUM if strict else "")
+    system += f"\n\nPassages:\n{context}"
     return [
         {"role": "system", "content": _with_summary(system, summary)},
         *history,
@@ -129,7 +136,7 @@ def tool_messages(
     summary: str | None = None,
 ) -> list[dict[str, Any]]:
     """Tool mode: the model searches itself; passages read inline (if any) come up front."""
-    system = TOOL_SYSTEM + (STRICT_ADDENDUM if strict else "")
+    system = TOOL_SYSTEM + PASSAGE_HEADERS + (STRICT_ADDENDUM if strict else "")
     if context:
         system += f"\n\nPassages from documents still being indexed:\n{context}"
     return [
