@@ -1737,13 +1737,18 @@ export interface components {
              * @description inferred: the model wrote no markers, so docchat matched sentences to passages
              */
             citation_mode?: ("model" | "inferred") | null;
+            /**
+             * Conflicts
+             * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
+             */
+            conflicts?: components["schemas"]["Conflict"][] | null;
             /** Context Chars */
             context_chars?: number | null;
             /** Documents Searched */
             documents_searched?: number | null;
             /**
              * Evidence
-             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @description What the documents support, on every answer that searched them: answered; partial (they answer part of the question, the answer says which); not_in_documents (they do not answer it: the answer says so first, and any passages it shows are the nearest ones, not an answer)
              */
             evidence?: ("answered" | "partial" | "not_in_documents") | null;
             /**
@@ -1819,6 +1824,11 @@ export interface components {
             translated_query?: string | null;
             /** Translation Ms */
             translation_ms?: number | null;
+            /**
+             * Unsupported Citations
+             * @description Citation markers taken out of the answer because their passage does not support the sentence they followed
+             */
+            unsupported_citations?: number | null;
             /** Whole Document Chunks */
             whole_document_chunks?: number | null;
             /** Whole Documents Skipped */
@@ -2289,6 +2299,43 @@ export interface components {
             /** Name */
             name?: string | null;
         };
+        /**
+         * Conflict
+         * @description Sources of the answer that give different values for the asked thing.
+         */
+        Conflict: {
+            /**
+             * About
+             * @description What they disagree on, in the question's words
+             */
+            about: string;
+            /** Sides */
+            sides: components["schemas"]["ConflictSide"][];
+        };
+        /** ConflictSide */
+        ConflictSide: {
+            /**
+             * Date
+             * @description Its document's date (ISO 8601): the file's own date where it carries one, else its upload date
+             */
+            date?: string | null;
+            /**
+             * Newest
+             * @description The most recently dated side
+             * @default false
+             */
+            newest: boolean;
+            /**
+             * Source
+             * @description The [n] of the answer's source that says it
+             */
+            source: number;
+            /**
+             * Value
+             * @description What that source says about the asked thing
+             */
+            value: string;
+        };
         /** DeletionConfirmation */
         DeletionConfirmation: {
             /**
@@ -2375,6 +2422,11 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * Document Date
+             * @description The document's own date: what its file says (a PDF's or Office file's modification date, else its creation date; an EPUB's publication date; an HTML page's date meta tags), else the day its synced source or web server last changed it; null when neither says (set once the file is read)
+             */
+            document_date?: string | null;
             /**
              * Duplicate
              * @description Upload replies only: you had uploaded these exact bytes already, so this is that document (status 200) and nothing new was stored or queued
@@ -3543,6 +3595,12 @@ export interface components {
              */
             citation_mode: ("model" | "inferred") | null;
             /**
+             * Conflicts
+             * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
+             * @default null
+             */
+            conflicts: components["schemas"]["Conflict"][] | null;
+            /**
              * Context Chars
              * @default null
              */
@@ -3554,7 +3612,7 @@ export interface components {
             documents_searched: number | null;
             /**
              * Evidence
-             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @description What the documents support, on every answer that searched them: answered; partial (they answer part of the question, the answer says which); not_in_documents (they do not answer it: the answer says so first, and any passages it shows are the nearest ones, not an answer)
              * @default null
              */
             evidence: ("answered" | "partial" | "not_in_documents") | null;
@@ -3662,6 +3720,12 @@ export interface components {
              * @default null
              */
             translation_ms: number | null;
+            /**
+             * Unsupported Citations
+             * @description Citation markers taken out of the answer because their passage does not support the sentence they followed
+             * @default null
+             */
+            unsupported_citations: number | null;
             /**
              * Whole Document Chunks
              * @default null
