@@ -3,7 +3,8 @@
 Tokens are estimated at four characters each, which over-counts for English and keeps other
 scripts on the safe side of the window. A `TokenBudget` is the one place that decides what
 fits: searched passages, passages the model's tool calls found, text read inline, and whole
-documents all spend from the budget their answer was given.
+documents all spend from the budget their answer was given, each passage with room for the
+header line it reaches the model after (`passage_identity`).
 """
 
 from __future__ import annotations
@@ -48,9 +49,6 @@ class TokenBudget:
     @property
     def remaining_tokens(self) -> int:
         return self.remaining_chars // CHARS_PER_TOKEN
-
-    def fits(self, text: str) -> bool:
-        return len(text) <= self.remaining_chars
 
     def spend(self, text: str) -> None:
         self.spent_chars += len(text)
