@@ -75,7 +75,10 @@ async def test_grounded_answer_cites_the_right_page(
     assert chat["title"] == "When was the Zephyr bridge completed?"
 
     system = fresh_llm.last_request["messages"][0]["content"]
-    assert system.startswith(prompts.GROUNDED_SYSTEM) and f"[1] {BRIDGE}" in system
+    assert system.startswith(prompts.GROUNDED_SYSTEM)
+    # The passage after its header: fpdf dates the PDF the day it makes it.
+    dated, uploaded = document["document_date"], document["created_at"][:10]
+    assert f'[1] "history.pdf", page 2 · dated {dated} · uploaded {uploaded}\n{BRIDGE}' in system
     assert fresh_llm.last_request["messages"][-1] == {
         "role": "user",
         "content": "When was the Zephyr bridge completed?",

@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,12 +60,15 @@ from docchat.retrieval.context import (
     ContextEntry,
     TokenBudget,
     build_context,
+    dated,
+    documents_of,
     format_context,
     with_highlights,
 )
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
 
@@ -105,6 +109,7 @@ class AnswerEngine:
         indexing: IndexingSettings,
         llm_settings: LLMSettings,
         query_writer: QueryWriter,
+        identities: DocumentIdentities,
     ) -> None:
         self.llm = llm
         self.retriever = retriever
@@ -115,6 +120,8 @@ class AnswerEngine:
         self.indexing = indexing
         self.llm_settings = llm_settings
         self.query_writer = query_writer
+        # The dates and collections in the passages' headers (the documents package's SQL).
+        self.identities = identities
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -199,12 +206,14 @@ class AnswerEngine:
         asked = matched_text(question.text, meta)
         if meta.retrieval_mode != "whole_documents":
             entries = with_highlights(entries, asked)
+        identities = await self._identities(question, [entry for entry in entries if entry.text])
+        entries = dated(entries, identities)
         if extracting is not None and meta.retrieval_mode != "whole_documents":
             extracted = extractive.answer(asked, entries, asked=question.text)
             if extracted is not None:
                 return self._extractive_plan(general, usage, meta, entries, extracted, extracting)
         if options.retrieval == "tool" and question.documents:
-            return self._tool_plan(question, entries, file_parts, meta, budget, usage)
+            return self._tool_plan(question, entries, identities, file_parts, meta, budget, usage)
         if not entries:
             meta.reason = meta.reason or ("no_match" if question.documents else "no_documents")
             if builtin_guard:
@@ -213,7 +222,9 @@ class AnswerEngine:
             return Plan(
                 general, usage, meta, self._fitted_max_tokens(question, general), fixed_answer=fixed
             )
-        return self._grounded_plan(question, entries, len(inline), file_parts, usage, meta)
+        return self._grounded_plan(
+            question, entries, identities, len(inline), file_parts, usage, meta
+        )
 
     def _unsearched_plan(
         self, question: Question, general: list[dict[str, Any]], usage: Usage, meta: AnswerMeta
@@ -232,17 +243,27 @@ class AnswerEngine:
             return self._not_answered_plan(question, general, usage, meta, [])
         return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
 
+    async def _identities(
+        self, question: Question, entries: list[ContextEntry]
+    ) -> Mapping[uuid.UUID, DocumentIdentity]:
+        """The identities of the documents the passages come from, for their headers (one
+        query; none when there is no passage to show)."""
+        if not entries:
+            return {}
+        return await self.identities.identities(documents_of(entries), question.reader)
+
     def _grounded_plan(
         self,
         question: Question,
         entries: list[ContextEntry],
+        identities: Mapping[uuid.UUID, DocumentIdentity],
         inline_count: int,
         file_parts: list[dict[str, Any]],
         usage: Usage,
         meta: AnswerMeta,
     ) -> Plan:
-        """The prompt that gives the model the passages to answer from."""
-        context = format_context([entry for entry in entries if entry.text])
+        """The prompt that gives the model the passages to answer from, each after its header."""
+        context = format_context([entry for entry in entries if entry.text], identities)
         logger.info(
             "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
             question.label,
@@ -418,6 +439,7 @@ class AnswerEngine:
         self,
         question: Question,
         inline: list[ContextEntry],
+        identities: Mapping[uuid.UUID, DocumentIdentity],
         file_parts: list[dict[str, Any]],
         meta: AnswerMeta,
         budget: TokenBudget,
@@ -430,8 +452,10 @@ class AnswerEngine:
             budget=budget,
             entries=list(inline),
             require_match=question.require_match,
+            identities=self.identities,
+            reader=question.reader,
         )
-        context = format_context([entry for entry in inline if entry.text])
+        context = format_context([entry for entry in inline if entry.text], identities)
         messages = prompts.tool_messages(
             question.history,
             context,
@@ -775,7 +799,7 @@ def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]
 
 def _adopt_tool_results(plan: Plan) -> None:
     assert plan.tools is not None
-    plan.entries = plan.tools.entries
+    plan.entries = plan.tools.dated_entries
     plan.meta.tool_searches = plan.tools.searches
     plan.meta.retrieval_count = len(plan.entries)
     if plan.tools.unavailable:

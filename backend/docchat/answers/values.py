@@ -5,6 +5,7 @@ plan of its answer (`AnswerEngine.plan`), what the model generated and the answe
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,6 +54,9 @@ class Question:
     label: str = ""
     # The running summary of the conversation before `history` (`chats.summaries`).
     summary: str | None = None
+    # Who asks: the passages' headers name the collections this person sees their documents
+    # in (None: no collection is named).
+    reader: uuid.UUID | None = None
 
     # The chat's previous answer came from documents: this question may well follow up on it
     # ("and how far can it be seen?") in words that match no passage by themselves.

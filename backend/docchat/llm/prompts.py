@@ -14,6 +14,11 @@ _CITE = (
     "End each sentence that uses a passage with that passage's number in brackets, for "
     "example: The office opens at nine [1]."
 )
+# Passages come after a header line naming their source (`retrieval.passage_identity`).
+PASSAGE_HEADERS = (
+    " Each passage starts with a line giving its source (document, place, dates, collection); "
+    "cite a passage by its number only."
+)
 _NOT_ANSWERED = (
     " If the passages do not answer the question, first say that the documents do not answer "
     "it, then answer from general knowledge without brackets."
@@ -31,6 +36,7 @@ _NOTHING_FOUND = (
 GROUNDED_SYSTEM = (
     "Answer the user's question in full sentences, using the numbered passages. "
     + _CITE
+    + PASSAGE_HEADERS
     + _NOT_ANSWERED
     + _DISAGREEING
     + " Reply in the language of the question."
@@ -42,6 +48,7 @@ TOOL_SYSTEM = (
     "question may be answered by their documents; the results are numbered passages. Answer "
     "in full sentences. "
     + _CITE
+    + PASSAGE_HEADERS
     + _NOTHING_FOUND
     + _DISAGREEING
     + " Reply in the language of the question."

@@ -2428,6 +2428,11 @@ export interface components {
              */
             created_at: string;
             /**
+             * Document Date
+             * @description The document's own date: what its file says (a PDF's or Office file's modification date, else its creation date; an EPUB's publication date; an HTML page's date meta tags), else the day its synced source or web server last changed it; null when neither says (set once the file is read)
+             */
+            document_date?: string | null;
+            /**
              * Duplicate
              * @description Upload replies only: you had uploaded these exact bytes already, so this is that document (status 200) and nothing new was stored or queued
              * @default false
