@@ -219,3 +219,40 @@ async def test_an_extractive_answer_quotes_both_sides_of_a_disagreement(
     assert "12 bakers" in message["content"] and "19 bakers" in message["content"]
     assert _sides(message) == {"report-2023.md": "12", "report-2024.md": "19"}
     assert message["meta"]["grounded"] is True and message["meta"]["evidence"] == "answered"
+
+
+def _dated_report(year: int, bakers: int, day: str) -> str:
+    return (
+        f'<html><head><title>Annual report {year}</title><meta name="date" content="{day}">'
+        f"</head><body><p>The Larkspur bakery employed {bakers} bakers at the end of the "
+        "year, in its two shops.</p></body></html>"
+    )
+
+
+async def test_the_newer_of_two_disagreeing_sources_is_marked_by_its_own_date(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    headers = await auth_headers(client)
+    # Uploaded newest first: the documents' own dates, not the upload order, tell which is newer.
+    newer = await _upload(
+        client, components, headers, "report-b.html", _dated_report(2024, 19, "2024-02-02")
+    )
+    older = await _upload(
+        client, components, headers, "report-a.html", _dated_report(2023, 12, "2023-03-01")
+    )
+
+    message = (
+        await ask(
+            client,
+            headers,
+            "How many bakers does the Larkspur bakery employ?",
+            document_ids=[older["id"], newer["id"]],
+            options={"answer_mode": "extractive"},
+        )
+    ).json()["assistant_message"]
+    [conflict] = message["meta"]["conflicts"]
+    names = [source["document_name"] for source in message["sources"]]
+    sides = {names[side["source"] - 1]: side for side in conflict["sides"]}
+    assert sides["report-b.html"]["date"] == "2024-02-02" and sides["report-b.html"]["newest"]
+    assert sides["report-a.html"]["date"] == "2023-03-01" and not sides["report-a.html"]["newest"]
+    assert "2024-02-02) (the newest) gives 19" in message["content"]

@@ -111,7 +111,7 @@ async def test_each_passage_reaches_the_model_after_a_line_naming_its_source(
     assert answer["meta"]["grounded"] is True and answer["sources"][0]["page"] == 2
 
     system = system_prompt(fresh_llm)
-    assert system.startswith(prompts.GROUNDED_SYSTEM + prompts.PASSAGE_HEADERS)
+    assert system.startswith(prompts.GROUNDED_SYSTEM) and prompts.PASSAGE_HEADERS in system
     expected = (
         f'[1] "Harbour guide.pdf", page 2 · dated 2023-04-01 · uploaded {uploaded} · '
         f"collection Port docs\n{FERRY}"
