@@ -84,7 +84,14 @@ class Apertium:
         else:
             chain = APERTIUM_CHAINS.get(language) if target == ENGLISH else None
             chain = chain if language in self.languages else None
-        if chain is None or self.command is None:
+        if chain is None:
+            return None
+        return await self.translate_pair(text, chain)
+
+    async def translate_pair(self, text: str, chain: tuple[str, ...]) -> str | None:
+        """`text` through Apertium's pairs `chain` (mode names: "spa-eng"), one after the
+        other; None when Apertium is missing or failed."""
+        if self.command is None:
             return None
         translated = text[:LONGEST_TRANSLATED_CHARS]
         for pair in chain:
