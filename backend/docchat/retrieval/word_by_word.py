@@ -329,10 +329,13 @@ def _merged(
             kept.append(translation)
 
 
-def _language_rows(direction: str, paths: list[Path]) -> dict[str, list[str]]:
+def _language_rows(
+    direction: str, paths: list[Path], back: dict[str, list[str]] | None = None
+) -> dict[str, list[str]]:
     """word -> translations, for one direction (`pair`): headwords as the dictionary writes
     them (the abbreviation "DEM" is not the pronoun "dem"), then the forms the entries list
-    that are no headword of their own. English headwords of a few words are kept: phrases."""
+    that are no headword of their own. English headwords of a few words are kept: phrases.
+    `back`, from English: the other direction's rows, to rank a word's translations by."""
     rows: dict[str, list[str]] = {}
     if direction == pair(CHINESE, ENGLISH):
         for entry in cedict_entries(paths[0]):
@@ -340,12 +343,13 @@ def _language_rows(direction: str, paths: list[Path]) -> dict[str, list[str]]:
         return rows
     if direction == pair(ENGLISH, CHINESE):
         return cedict_inverted(paths[0])
+    if direction.startswith(f"{ENGLISH}>"):
+        return _english_rows(paths, back or {})
     forms: dict[str, list[str]] = {}
     # How many entries give each translation: "receive" and "wear" are everyday words that many
     # entries give, "defray costs" is one entry's.
     given: Counter[str] = Counter()
-    longest = LONGEST_ENGLISH_PHRASE if direction.startswith(f"{ENGLISH}>") else 1
-    for entry, listed in freedict_entries(paths[0], paths[1], longest):
+    for entry, listed in freedict_entries(paths[0], paths[1]):
         given.update(entry.translations)
         _merged(rows, entry.word, entry.translations, COLLECTED_PER_WORD)
         for form in listed:
@@ -354,6 +358,45 @@ def _language_rows(direction: str, paths: list[Path]) -> dict[str, list[str]]:
         if form not in rows:
             rows[form] = translations
     return {word: _usual_first(kept, given) for word, kept in rows.items()}
+
+
+def _english_rows(paths: list[Path], back: dict[str, list[str]]) -> dict[str, list[str]]:
+    """English word or phrase -> translations, those translated back into it first (by the
+    other direction's dictionary, `back`), the earlier it comes among their translations the
+    better ("Fähre" is "ferry" first; "befördern" is "convey", never "ferry"), then the
+    shorter (a word before its compounds: "Jahr", "Jahrgang"), then in the dictionary's order
+    of senses, each sense's first translation first. (Not the most often given first, as into
+    English: from English that puts the words many entries give, "befördern",
+    "transportieren", before the word itself.)"""
+    senses: dict[str, list[tuple[str, ...]]] = {}
+    forms: dict[str, list[tuple[str, ...]]] = {}
+    for entry, listed in freedict_entries(paths[0], paths[1], LONGEST_ENGLISH_PHRASE):
+        senses.setdefault(entry.word, []).append(entry.translations)
+        for form in listed:
+            forms.setdefault(form, []).append(entry.translations)
+    for form, listed_senses in forms.items():
+        senses.setdefault(form, listed_senses)
+    rows = {}
+    for word, word_senses in senses.items():
+        english = word.lower()
+
+        def translated_back(translation: str, english: str = english) -> int:
+            found = [item.lower() for item in back.get(translation, [])]
+            return found.index(english) if english in found else len(found) + STORED_PER_WORD
+
+        ordered = _interleaved(word_senses)
+        ranked = sorted(ordered, key=lambda t: (translated_back(t), len(t)))
+        rows[word] = ranked[:STORED_PER_WORD]
+    return rows
+
+
+def _interleaved(senses: list[tuple[str, ...]]) -> list[str]:
+    kept: list[str] = []
+    for rank in range(max(len(sense) for sense in senses)):
+        for sense in senses:
+            if rank < len(sense) and sense[rank] not in kept:
+                kept.append(sense[rank])
+    return kept
 
 
 def _usual_first(translations: list[str], given: Counter[str]) -> list[str]:
@@ -384,11 +427,14 @@ def _write_glossary(path: Path, sources: dict[str, list[Path]]) -> None:
             "CREATE TABLE words (language TEXT, word TEXT, translations TEXT, "
             "PRIMARY KEY (language, word)) WITHOUT ROWID"
         )
-        for language, paths in sources.items():
-            rows = _language_rows(language, paths)
+        compiled: dict[str, dict[str, list[str]]] = {}
+        # Into English first: a direction from English ranks its words by theirs.
+        for direction in sorted(sources, key=lambda key: ">" in key):
+            back = compiled.get(direction.rsplit(">", 1)[-1])
+            rows = compiled[direction] = _language_rows(direction, sources[direction], back)
             connection.executemany(
                 "INSERT INTO words VALUES (?, ?, ?)",
-                ((language, word, "\t".join(kept)) for word, kept in rows.items()),
+                ((direction, word, "\t".join(kept)) for word, kept in rows.items()),
             )
         connection.execute(
             "INSERT INTO meta VALUES ('fingerprint', ?), ('languages', ?)",
