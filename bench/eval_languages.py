@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import json
 import re
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -127,7 +128,9 @@ async def evaluate(
             wordings = [row["text"], row["gloss"]] if row.get("gloss") else [row["text"]]
             # The service's search: the question's own wording for passages in its language.
             asked_in = row.get("asked_in") if row.get("gloss") else None
-            told = None if asked_in is None else [asked_in, "en"]
+            # As the service searches them: the question's own wording ranks the passages in
+            # its language, the English one every passage.
+            told = None if asked_in is None else [asked_in, None]
             result = await unfloored.search_wordings(wordings, ingest.scope, DEPTH, languages=told)
             ranking = [ingest.units_of_chunk.get(c.chunk.id, frozenset()) for c in result.chunks]
             hit = first_hit(ranking, collection.qrels[row["query_id"]])
@@ -284,7 +287,9 @@ async def evaluate_reverse(
             scope_languages=lexical.languages_in,
         )
         started = time.perf_counter()
-        for question in questions:
+        for count, question in enumerate(questions, start=1):
+            if count % 25 == 0:
+                print(f"{count} questions, {time.perf_counter() - started:.0f} s", file=sys.stderr)
             for language in languages:
                 relevant = {f"{language}:{question.unit}"}
                 scope: list[DocumentRef] = scopes[language]
@@ -303,10 +308,14 @@ async def evaluate_reverse(
                     retriever, ingest, scope, relevant, queries.wordings, queries.languages
                 )
                 recall[f"{language}:after"].append(after)
+                # Each wording ranking only its own language's passages, English's too.
+                each = [queries.language, *queries.translations] if queries.translations else None
+                own = await _recall_at_4(retriever, ingest, scope, relevant, queries.wordings, each)
+                recall[f"{language}:own"].append(own)
                 if language in question.translated:
                     flawless = [question.english, question.translated[language]]
                     value = await _recall_at_4(
-                        retriever, ingest, scope, relevant, flawless, ["en", language]
+                        retriever, ingest, scope, relevant, flawless, [None, language]
                     )
                     recall[f"{language}:flawless"].append(value)
         header = (
@@ -335,6 +344,7 @@ async def evaluate_reverse(
                 shown(before),
                 shown(after),
                 "n/a" if gap is None else f"{gap:+.3f}",
+                shown(mean(f"{language}:own")),
                 shown(mean(f"{language}:flawless")),
                 " ".join(f"{key or 'none'} {count}" for key, count in searched[language].items()),
             ]
@@ -376,6 +386,7 @@ def main() -> None:
                 "before (as written)",
                 "after (translated here)",
                 "after - English",
+                "after, English wording on English passages only",
                 "flawless translation",
                 "languages searched (after)",
             ]

@@ -377,7 +377,12 @@ def _translation(subjects: Subjects) -> Finding:
         f"dict-freedict-eng-{FREEDICT[code]}" for code in FREEDICT if f"en>{code}" not in words
     ]
     missing += [] if {"es", "fr"} <= set(machine) else list(APERTIUM_PACKAGES)
-    found = f"Apertium for {', '.join(machine) or 'none'}, dictionaries for {', '.join(words)}"
+    into = ", ".join(word for word in words if ">" not in word) or "none"
+    out = ", ".join(word.split(">")[1] for word in words if ">" in word) or "none"
+    found = (
+        f"Apertium for {', '.join(machine) or 'none'}, dictionaries for {into} (into English) "
+        f"and {out} (from English)"
+    )
     if missing:
         return _warning(
             "translation",
