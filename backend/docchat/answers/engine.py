@@ -45,7 +45,6 @@ from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
-from docchat.retrieval import languages
 from docchat.retrieval.citations import (
     MarkerFilter,
     apply_citations,
@@ -373,13 +372,13 @@ class AnswerEngine:
             question.options.model,
             question.options.reformulate,
         )
-        queries = await self.query_writer.queries(asked, llm, meta)
+        queries = await self.query_writer.queries(asked, llm, meta, question.documents)
         result = await self.retriever.search_wordings(
             queries.wordings,
             question.documents,
             question.options.top_k,
             require_match=question.require_match and not nearest_below_floor,
-            asked_in=None if queries.translated is None else languages.language_of(question.text),
+            languages=queries.languages,
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_mode = self.retriever.mode

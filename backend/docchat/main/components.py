@@ -120,6 +120,7 @@ class Components:
                 documents_language=settings.indexing.lexical_language,
                 builtin_model=settings.llm.builtin,
                 translator=self.translator,
+                scope_languages=self.lexical.languages_in,
             ),
             identities=StoredIdentities(self.sessionmaker),
         )

@@ -1778,6 +1778,11 @@ export interface components {
              */
             interrupted?: boolean | null;
             /**
+             * Languages Searched
+             * @description The languages the question was searched in (ISO 639-1 codes), its own first, then each it was translated into: the installation's and its documents' languages
+             */
+            languages_searched?: string[] | null;
+            /**
              * Llm Ms
              * @description Time spent waiting for the model, every call included
              */
@@ -1811,6 +1816,11 @@ export interface components {
              */
             scope?: ("message" | "chat" | "all") | null;
             /**
+             * Searched As Written
+             * @description Languages of the searched documents (ISO 639-1 codes) the question could not be translated into (no model and no dictionary for them, or the translation failed): their documents were searched with the question as written, which finds them by the names, numbers and terms it shares with them
+             */
+            searched_as_written?: string[] | null;
+            /**
              * Stopped
              * @description The answer was stopped before it finished (Stop, the answer time limit, or the server going away): the text is what had been written by then
              */
@@ -1824,7 +1834,7 @@ export interface components {
             translated_by?: ("model" | "apertium" | "dictionary") | null;
             /**
              * Translated Query
-             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS)
+             * @description The question as translated for the search and searched besides its own wording (RAG_TRANSLATE_QUESTIONS): its first translation, into the installation's language when it was translated into it (languages_searched lists every language)
              */
             translated_query?: string | null;
             /** Translation Ms */
@@ -3657,6 +3667,12 @@ export interface components {
              */
             interrupted: boolean | null;
             /**
+             * Languages Searched
+             * @description The languages the question was searched in (ISO 639-1 codes), its own first, then each it was translated into: the installation's and its documents' languages
+             * @default null
+             */
+            languages_searched: string[] | null;
+            /**
              * Llm Ms
              * @description Time spent waiting for the model, every call included
              * @default null
@@ -3706,6 +3722,12 @@ export interface components {
              * @default null
              */
             scope: ("message" | "chat" | "all") | null;
+            /**
+             * Searched As Written
+             * @description Languages of the searched documents (ISO 639-1 codes) the question could not be translated into (no model and no dictionary for them, or the translation failed): their documents were searched with the question as written, which finds them by the names, numbers and terms it shares with them
+             * @default null
+             */
+            searched_as_written: string[] | null;
             /** Sources */
             sources: components["schemas"]["Source"][];
             /**
@@ -3727,7 +3749,7 @@ export interface components {
             translated_by: ("model" | "apertium" | "dictionary") | null;
             /**
              * Translated Query
-             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS)
+             * @description The question as translated for the search and searched besides its own wording (RAG_TRANSLATE_QUESTIONS): its first translation, into the installation's language when it was translated into it (languages_searched lists every language)
              * @default null
              */
             translated_query: string | null;

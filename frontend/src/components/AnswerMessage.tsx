@@ -9,6 +9,7 @@ import { dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
 import CitationLink, { CiteContext } from "./CitationLink";
 import { Code, CodeBlock } from "./RichCode";
+import SearchLanguages from "./SearchLanguages";
 
 // The Markdown components are defined once, outside any render: components created anew on
 // every render would be new element types to React, which would then replace every citation
@@ -187,6 +188,7 @@ export default function AnswerMessage({
             {" "}· reused answer
           </span>
         )}
+        {message.status !== "streaming" && <SearchLanguages meta={message.meta} />}
       </footer>
       {message.status !== "streaming" && <Disagreement message={message} onShowSources={onShowSources} />}
       {/* An earlier version is read, not rated or copied from here: the latest is the answer. */}
