@@ -17,7 +17,7 @@ Downgrade drops the code and the function; the lexemes stay folded (`docchat rei
 them again as an earlier version would).
 
 Revision ID: 0033
-Revises: 0031 (the lead fixes the chain at merge: 0032 is another branch's)
+Revises: 0032
 Create Date: 2026-11-29 10:00:00+00:00
 """
 
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0033"
-down_revision: str | None = "0031"
+down_revision: str | None = "0032"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
