@@ -34,7 +34,7 @@ BARE_RETRY_INSTRUCTION = (
 # Passages come after a header line naming their source (`retrieval.passage_identity`).
 PASSAGE_HEADERS = (
     " Each passage starts with a line giving its source (document, place, dates, collection); "
-    "cite a passage by its number only, never by its document's name."
+    "cite a passage by its number only."
 )
 
 STRICT_ADDENDUM = (
