@@ -17,7 +17,7 @@ _CITE = (
 # Passages come after a header line naming their source (`retrieval.passage_identity`).
 PASSAGE_HEADERS = (
     " Each passage starts with a line giving its source (document, place, dates, collection); "
-    "cite a passage by its number only, never by its document's name."
+    "cite a passage by its number only."
 )
 _NOT_ANSWERED = (
     " If the passages do not answer the question, first say that the documents do not answer "
