@@ -72,6 +72,23 @@ def test_a_time_of_day_answers_when() -> None:
     )
 
 
+def test_a_count_of_something_else_is_partial() -> None:
+    text = "CBS charged an average of $5 million for a 30-second commercial during Super Bowl 50."
+    judged = verdict(
+        _needs("How many spectators attended Super Bowl 50?"), [_entry(1, text)], [text]
+    )
+    assert judged.evidence == "partial" and "spectators" in (judged.why or "")
+
+
+def test_a_passage_that_does_not_say_it_is_still_so_does_not_answer_now() -> None:
+    text = "The club parted with head coach John Fox after four divisional championships."
+    judged = verdict(_needs("Who is the club's head coach now?"), [_entry(1, text)], [text])
+    assert judged.evidence == "partial"
+    current = "John Fox is currently the club's head coach."
+    judged = verdict(_needs("Who is the club's head coach now?"), [_entry(1, current)], [current])
+    assert judged.evidence == "answered"
+
+
 def test_a_past_holder_for_who_currently_is_partial() -> None:
     text = "Dr. Pedro Alonso was the director of the programme from 2014 to 2022."
     judged = verdict(_needs("Who currently leads the programme?"), [_entry(1, text)], [text])
@@ -181,3 +198,17 @@ def test_a_year_beside_a_count_is_not_the_count() -> None:
     assert conflicts.values_of("Annual report 2024. It employed 19 bakers.", "number", needs) == (
         "19",
     )
+
+
+def test_documents_giving_different_figures_disagree_when_the_question_says_no_kind() -> None:
+    entries = [
+        _entry(1, "As of 2015, the city's population was 520,159.", "encyclopedia.html"),
+        _entry(2, "Fresno's population in 2015 is now put at 522,053.", "revised.pdf"),
+    ]
+    question = "What was Fresno's population in 2015?"
+    found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
+    assert found is not None
+    assert sorted(value for side in found.sides for value in side.values) == [
+        "520,159",
+        "522,053",
+    ]

@@ -21,7 +21,7 @@ from docchat.answers.evidence import Needs, figures_in
 from docchat.answers.meta import Conflict, ConflictSide
 from docchat.retrieval.citations import MARKER
 from docchat.retrieval.context import ContextEntry
-from docchat.retrieval.highlight import AskedKind, Weights, best_match, weights_for
+from docchat.retrieval.highlight import AskedKind, Weights, best_match, terms, weights_for
 from docchat.retrieval.schemas import Source
 
 # A document's sentence takes a side when it matches the question at least this well, as a
@@ -30,6 +30,9 @@ SIDE_SHARE = 0.6
 # Passages looked at: the best few (retrieval's order); the rest rarely hold the answer.
 PASSAGES_LOOKED_AT = 6
 MAX_SIDES = 3
+# Two sentences are about the same asked thing when they share this share of the question's
+# words that either holds.
+SAME_THING_SHARE = 0.5
 
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})s?\b")
 _MONTH = re.compile(
@@ -48,6 +51,8 @@ class Side:
     span: str
     values: tuple[str, ...]
     dated: date | None
+    # The question's words the sentence holds: two sides must be about the same asked thing.
+    matched: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,14 @@ def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def _same_thing(one: Side, other: Side) -> bool:
+    """Whether two sentences are about the same asked thing: most of the question's words
+    either holds, the other holds too ("Lighthouse built by ...; Lumen ferry to ..." matches
+    two sentences about two things)."""
+    either = one.matched | other.matched
+    return bool(either) and len(one.matched & other.matched) >= SAME_THING_SHARE * len(either)
+
+
 def _disjoint(one: Side, other: Side, kind: AskedKind) -> bool:
     ours = {_normalised(value, kind) for value in one.values}
     theirs = {_normalised(value, kind) for value in other.values}
@@ -112,11 +125,13 @@ def detect(
     dated: Callable[[Source], date | None],
     weights: Weights | None = None,
 ) -> Disagreement | None:
-    """The documents among `entries` that give different values for what the question asks;
-    None when they agree, give none, or the question asks for no kind of value."""
-    kind = needs.kind
-    if kind is None:
-        return None
+    """The documents among `entries` that give different values for what the question asks
+    (figures, when it does not say what kind of thing it asks for); None when they agree or
+    give none."""
+    # "What was Fresno's population in 2015?", "What is the default of work_mem?": a question
+    # that does not say what kind of thing it asks for is compared on the figures it is given.
+    kind: AskedKind = needs.kind or "number"
+    asked = frozenset(terms(question))
     looked_at = [entry for entry in entries[:PASSAGES_LOOKED_AT] if entry.text.strip()]
     weights = weights or weights_for((entry.text, entry.source.location) for entry in looked_at)
     best_by_document: dict[str, tuple[float, Side]] = {}
@@ -131,7 +146,8 @@ def detect(
         document = str(entry.source.document_id)
         if document in best_by_document and best_by_document[document][0] >= score:
             continue
-        side = Side(entry, span, values_of(span, kind, needs), dated(entry.source))
+        matched = asked & frozenset(terms(f"{span}\n{entry.source.document_name}"))
+        side = Side(entry, span, values_of(span, kind, needs), dated(entry.source), matched)
         best_by_document[document] = (score, side)
     if len(best_by_document) < 2:
         return None
@@ -141,7 +157,9 @@ def detect(
     if len(sides) < 2 or ranked[0][1] not in sides:
         return None
     first = sides[0]
-    disagreeing = [first] + [side for side in sides[1:] if _disjoint(first, side, kind)]
+    disagreeing = [first] + [
+        side for side in sides[1:] if _same_thing(first, side) and _disjoint(first, side, kind)
+    ]
     if len(disagreeing) < 2:
         return None
     return Disagreement(_about(question), tuple(disagreeing[:MAX_SIDES]))

@@ -9,7 +9,8 @@ a different named thing, a figure they never give, a past holder of a post. The 
 - `not_in_documents` when no passage the answer rests on mentions a figure the question gives
   (the wrong year), or holds anything of the asked kind of date or number at all;
 - `partial` when they hold it, but not in the sentences the answer quotes, or name only some of
-  what the question names, or the question asks about now and the passages speak of the past;
+  what the question names, or the question asks about now and the quoted sentences do not say
+  it is still so, or it asks how many of something and they do not name what is counted;
 - `answered` otherwise.
 
 It is a check of what the passages say, in words and figures, not of what they mean: it catches
@@ -35,14 +36,13 @@ _ASKS_NOW = re.compile(
     r"as of (?:today|now))\b",
     re.IGNORECASE,
 )
-_SPEAKS_OF_PAST = re.compile(
-    r"\b(?:was|were|had been|former|formerly|previously|until|served as|used to|then)\b",
-    re.IGNORECASE,
-)
+# What a passage must say for "who currently ..." to be answered as of now, not as of its day.
 _SPEAKS_OF_NOW = re.compile(
-    r"\b(?:is|are|currently|current|now|today|presently|incumbent|has been|since)\b",
+    r"\b(?:currently|current|now|today|presently|at present|incumbent|as of|still)\b",
     re.IGNORECASE,
 )
+# "How many spectators ...": what is counted, which the quoted sentences must name.
+_COUNTED = re.compile(r"\bhow many ([^\W\d_]{3,})", re.IGNORECASE)
 # A figure of the question: a number of two digits or more (years, amounts, model numbers).
 _FIGURE = re.compile(r"(?<![\w.,])\d{1,3}(?:[,.\u202f ]\d{3})+(?![\w])|(?<![\w.,])\d{2,}(?![\w])")
 
@@ -62,6 +62,8 @@ class Needs:
     asks_now: bool
     # The question's own words (lower case), which an answer's name must not merely repeat.
     said: frozenset[str]
+    # What a "how many" question counts ("spectators"), None for any other.
+    counted: str | None = None
 
     @classmethod
     def of(cls, question: str, names: Sequence[str]) -> Needs:
@@ -71,7 +73,16 @@ class Needs:
             kind=asked_kind(question),
             asks_now=_ASKS_NOW.search(question) is not None,
             said=frozenset(word.lower() for word in re.findall(r"[\w'’-]+", question)),
+            counted=_counted(question),
         )
+
+
+def _counted(question: str) -> str | None:
+    """What a "how many" question counts: the content word after it ("spectators")."""
+    counted = _COUNTED.search(question)
+    if counted is None or not terms(counted.group(1)):
+        return None
+    return counted.group(1).lower()
 
 
 @dataclass(frozen=True)
@@ -125,13 +136,11 @@ def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]
         return Verdict("partial", f"the quoted sentences give no {_KIND_WORDS[needs.kind]}")
     if unnamed:
         return Verdict("partial", f"the passages do not mention {', '.join(unnamed)}")
-    if needs.asks_now and spans and _only_past(quoted):
-        return Verdict("partial", "the passages speak of the past; they may be out of date")
+    if needs.asks_now and spans and _SPEAKS_OF_NOW.search(quoted) is None:
+        return Verdict("partial", "the passages do not say it is still so; they may be out of date")
+    if needs.counted and spans and not set(terms(needs.counted)) <= set(terms(quoted)):
+        return Verdict("partial", f"the quoted sentences do not give the number of {needs.counted}")
     return ANSWERED
-
-
-def _only_past(text: str) -> bool:
-    return _SPEAKS_OF_PAST.search(text) is not None and _SPEAKS_OF_NOW.search(text) is None
 
 
 # A sentence of an answer ends at its stop, but a marker after the stop ("nine. [1]") is its own.
