@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -110,7 +111,11 @@ async def test_a_connected_model_translates_the_question_for_the_search(
 
 
 async def test_without_a_translating_model_the_dictionaries_translate_the_question(
-    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    components: Components,
+    fresh_llm: ScriptedLLM,
+    compiled_glossary: Path,  # compiled before, not within the wait below (a busy machine)
 ) -> None:
     """Reported: with the built-in demo model (no translation), a German question about an
     English document found it only through the names it shared with it; these have none."""
@@ -160,7 +165,11 @@ BRENN = (
 
 
 async def test_the_translation_ranks_the_passages_the_question_shares_only_names_with(
-    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    components: Components,
+    fresh_llm: ScriptedLLM,
+    compiled_glossary: Path,  # compiled before, not within the wait below (a busy machine)
 ) -> None:
     """Measured (bench.eval_languages): searched as asked too, a German question ranked first
     any English passage holding its names, here the one about Ada Brenn's life, above the one
@@ -178,7 +187,11 @@ async def test_the_translation_ranks_the_passages_the_question_shares_only_names
 
 
 async def test_a_translated_question_still_finds_passages_in_its_own_language(
-    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    components: Components,
+    fresh_llm: ScriptedLLM,
+    compiled_glossary: Path,  # compiled before, not within the wait below (a busy machine)
 ) -> None:
     """The question as asked ranks the passages written in its language; its translation
     ranks the others. A German question about a German document beside English ones."""
