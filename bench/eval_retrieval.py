@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import csv
 import dataclasses
+import gzip
 import json
 import math
 import re
@@ -103,9 +105,16 @@ class Collection:
     qrels: dict[str, set[str]]
     # Whole documents are the units (paragraphs level): a document ranks once, at its best chunk.
     documents_are_units: bool
+    # Each question's kind (`metadata.kind`, e.g. written or template), where the set says.
+    kinds: dict[str, str] = field(default_factory=dict)
 
 
 def _jsonl(path: Path) -> list[dict[str, object]]:
+    """A JSON-lines file, or its gzipped copy (`path` + `.gz`) when only that exists."""
+    packed = path.with_name(path.name + ".gz")
+    if not path.exists() and packed.exists():
+        with gzip.open(packed, "rt", encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
     with path.open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
@@ -115,6 +124,16 @@ def _safe_filename(title: str) -> str:
 
 
 def read_collection(folder: Path, level: str) -> Collection:
+    collection = _read_collection(folder, level)
+    kinds = {
+        str(entry["_id"]): str(entry["metadata"]["kind"])  # type: ignore[index]
+        for entry in _jsonl(folder / "queries.jsonl")
+        if isinstance(entry.get("metadata"), dict) and "kind" in entry["metadata"]  # type: ignore[operator]
+    }
+    return dataclasses.replace(collection, kinds=kinds)
+
+
+def _read_collection(folder: Path, level: str) -> Collection:
     queries = {str(entry["_id"]): str(entry["text"]) for entry in _jsonl(folder / "queries.jsonl")}
     qrels: dict[str, set[str]] = {}
     with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as rows:
@@ -311,6 +330,8 @@ class Candidates:
     vector: list[tuple[str, float]]
     lexical: list[tuple[str, float]]
     others: dict[str, float]
+    # The BM25 coverage of each lexical candidate (what the match floor reads).
+    coverage: dict[str, float] = field(default_factory=dict)
 
 
 async def candidates_for(
@@ -332,6 +353,7 @@ async def candidates_for(
         [(hit.chunk.id, hit.similarity) for hit in vector_hits],
         [(hit.id, hit.score) for hit in lexical_hits],
         others,
+        {hit.id: hit.coverage for hit in lexical_hits},
     )
 
 
@@ -363,6 +385,23 @@ def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]
     }
 
 
+def _saved(
+    query_id: str, relevant: set[str], found: Candidates, ingest: Ingested
+) -> dict[str, object]:
+    """One question's candidates as `--save-candidates` writes them: each side's (id, score),
+    BM25's coverage, the similarities of BM25's other candidates, and the judged units of every
+    chunk named (so that other fusions can be scored without the service)."""
+    named = {key for key, _ in [*found.vector, *found.lexical]}
+    return {
+        "query": query_id,
+        "relevant": sorted(relevant),
+        "vector": found.vector,
+        "lexical": [(key, score, found.coverage.get(key, 0.0)) for key, score in found.lexical],
+        "others": found.others,
+        "units": {key: sorted(ingest.units_of_chunk.get(key, frozenset())) for key in named},
+    }
+
+
 async def take_the_wide_lexical_path(components: Components, share: float) -> None:
     async with components.sessionmaker() as session:
         await session.execute(sqlalchemy.text("ANALYZE document_chunks"))
@@ -378,21 +417,31 @@ async def evaluate(
     reranker: Reranker | None,
     chunk_header: bool | None,
     wide_lexical: float | None = None,
-) -> tuple[str, list[list[str]]]:
+    save: Path | None = None,
+) -> list[tuple[str, list[list[str]]]]:
     collection = read_collection(folder, level)
     query_ids = pick_queries(folder, collection, which)
     indexing = IndexingSettings(_env_file=None)  # type: ignore[call-arg]
     if chunk_header is not None:
         indexing = indexing.model_copy(update={"chunk_header": chunk_header})
     fusion = FusionSettings(_env_file=None)  # type: ignore[call-arg]
-    totals: dict[str, dict[str, float]] = {}
+    # Totals by subset ("" for all the questions, else a kind of question), then by row.
+    totals: dict[str, dict[str, dict[str, float]]] = {}
+    counted: dict[str, int] = collections.Counter(
+        ["", *(collection.kinds[q] for q in query_ids if q in collection.kinds)]
+    )
+    counted[""] = len(query_ids)
 
-    def add(label: str, chunk_ids: Sequence[str], relevant: set[str], units: Ingested) -> None:
+    def add(label: str, chunk_ids: Sequence[str], asked: str, units: Ingested) -> None:
+        relevant = collection.qrels[asked]
         ranking = [units.units_of_chunk.get(chunk_id, frozenset()) for chunk_id in chunk_ids]
         if collection.documents_are_units:
             ranking = list(dict.fromkeys(ranking))
+        subsets = ["", collection.kinds[asked]] if asked in collection.kinds else [""]
         for metric, value in scores_of(first_hit(ranking, relevant)).items():
-            totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
+            for subset in subsets:
+                rows = totals.setdefault(subset, {})
+                rows.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
 
     async with ingested(collection.uploads, indexing) as ingest:
         if wide_lexical is not None:
@@ -404,25 +453,30 @@ async def evaluate(
             reranked = unfloored_retriever(ingest.components)
             reranked.reranker = reranker
         started = time.perf_counter()
+        saved = contextlib.ExitStack()
+        out = saved.enter_context(save.open("w", encoding="utf-8")) if save else None
         for query_id in query_ids:
             question, relevant = collection.queries[query_id], collection.qrels[query_id]
             found = await candidates_for(
                 ingest, question, max(fusion.candidates, SINGLE_DEPTH), fusion.candidates
             )
+            if out is not None:
+                out.write(json.dumps(_saved(query_id, relevant, found, ingest)) + "\n")
             for label, rank in variants.items():
-                add(label, rank(found), relevant, ingest)
+                add(label, rank(found), query_id, ingest)
             result = await service.search(question, ingest.scope, DEPTH)
             add(
                 f"docchat hybrid, defaults ({fusion.fusion})",
                 [c.chunk.id for c in result.chunks],
-                relevant,
+                query_id,
                 ingest,
             )
             if reranked is not None:
                 result = await reranked.search(question, ingest.scope, DEPTH)
                 add(
-                    "docchat hybrid + rerank", [c.chunk.id for c in result.chunks], relevant, ingest
+                    "docchat hybrid + rerank", [c.chunk.id for c in result.chunks], query_id, ingest
                 )
+        saved.close()
         searching = time.perf_counter() - started
         header = (
             f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks, "
@@ -431,11 +485,15 @@ async def evaluate(
             f"(ingested in {ingest.seconds:.0f} s), {len(query_ids)} questions "
             f"({searching:.0f} s); {machine()}"
         )
-    rows = [
-        [label, *(f"{values[metric] / len(query_ids):.3f}" for metric in METRICS)]
-        for label, values in totals.items()
-    ]
-    return header, rows
+    tables = []
+    for subset, by_label in totals.items():
+        title = header if not subset else f"  {subset} questions only ({counted[subset]})"
+        rows = [
+            [label, *(f"{values[metric] / counted[subset]:.3f}" for metric in METRICS)]
+            for label, values in by_label.items()
+        ]
+        tables.append((title, rows))
+    return tables
 
 
 async def main(
@@ -445,6 +503,7 @@ async def main(
     rerank_url: str | None,
     header: bool | None,
     wide_lexical: float | None,
+    save: Path | None = None,
 ) -> None:
     reranker: Reranker | None = None
     if rerank_url:
@@ -452,10 +511,13 @@ async def main(
 
         reranker = HttpReranker(RerankSettings(_env_file=None, url=rerank_url))  # type: ignore[call-arg]
     for level in levels:
-        title, rows = await evaluate(folder, level, which, reranker, header, wide_lexical)
-        print(title)
-        print(table(["retriever", *METRICS], rows))
-        print()
+        target = save.with_name(f"{save.stem}-{level}{save.suffix}") if save else None
+        for title, rows in await evaluate(
+            folder, level, which, reranker, header, wide_lexical, target
+        ):
+            print(title)
+            print(table(["retriever", *METRICS], rows))
+            print()
 
 
 if __name__ == "__main__":
@@ -479,6 +541,13 @@ if __name__ == "__main__":
         metavar="SHARE",
         help="BM25 as over a wide scope: rarer words pick candidates, up to SHARE of the chunks",
     )
+    parser.add_argument(
+        "--save-candidates",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write each question's candidates to FILE-<level>.jsonl (for bench.eval_fusion)",
+    )
     arguments = parser.parse_args()
     chosen = ["paragraphs", "articles"] if arguments.level == "both" else [arguments.level]
     header = None if arguments.chunk_header is None else arguments.chunk_header == "on"
@@ -490,5 +559,6 @@ if __name__ == "__main__":
             arguments.rerank_url,
             header,
             arguments.wide_lexical,
+            arguments.save_candidates,
         )
     )
