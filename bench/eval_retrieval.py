@@ -360,11 +360,19 @@ async def candidates_for(
 def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]]:
     """The rankings compared, each a function of the same candidates. The single-retriever rows
     read deeper lists (enough chunks to fill ten documents); fusion fuses the top
-    `base.candidates` of each, as the service does."""
+    `base.candidates` of each, as the service does (and `adaptive` reads BM25's scores as deep
+    as the service reads them for it, `Fusion.lexical_depth`)."""
     depth = base.candidates
 
-    def fused(fusion: Fusion) -> Callable[[Candidates], list[str]]:
-        return lambda found: fusion.fuse(found.vector[:depth], found.lexical[:depth], found.others)
+    def fused(fusion: Fusion, deeper: bool = True) -> Callable[[Candidates], list[str]]:
+        def rank(found: Candidates) -> list[str]:
+            # As the service: the similarities of the BM25 candidates fused, no deeper ones.
+            lexical = found.lexical[:depth]
+            others = {key: found.others[key] for key, _ in lexical if key in found.others}
+            read = found.lexical[depth : fusion.lexical_depth(depth)] if deeper else []
+            return fusion.fuse(found.vector[:depth], lexical, others, dict(read))
+
+        return rank
 
     def variant(method: str, vector_weight: float, lexical_weight: float) -> Fusion:
         return dataclasses.replace(
@@ -377,16 +385,20 @@ def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]
     return {
         "BM25 alone": lambda found: [key for key, _ in found.lexical],
         "vector alone (MiniLM)": lambda found: [key for key, _ in found.vector],
-        "hybrid, RRF k=60 (before)": fused(variant("rrf", 1, 1)),
+        "hybrid, RRF k=60": fused(variant("rrf", 1, 1)),
         "hybrid, RRF k=60, 0.3 vector / 0.7 BM25": fused(variant("rrf", 0.3, 0.7)),
-        "hybrid, convex 0.5 / 0.5": fused(variant("convex", 1, 1)),
+        "hybrid, convex 0.5 / 0.5 (the previous default)": fused(variant("convex", 1, 1)),
         "hybrid, convex 0.3 vector / 0.7 BM25": fused(variant("convex", 0.3, 0.7)),
         "hybrid, convex 0.7 vector / 0.3 BM25": fused(variant("convex", 0.7, 0.3)),
+        "hybrid, adaptive, weights only (BM25 not read deeper)": fused(
+            variant("adaptive", 1, 1), deeper=False
+        ),
+        "hybrid, adaptive (decisive weights, BM25 read deeper)": fused(variant("adaptive", 1, 1)),
     }
 
 
 def _saved(
-    query_id: str, relevant: set[str], found: Candidates, ingest: Ingested
+    query_id: str, relevant: set[str], found: Candidates, ingest: Ingested, by_document: bool
 ) -> dict[str, object]:
     """One question's candidates as `--save-candidates` writes them: each side's (id, score),
     BM25's coverage, the similarities of BM25's other candidates, and the judged units of every
@@ -399,6 +411,7 @@ def _saved(
         "lexical": [(key, score, found.coverage.get(key, 0.0)) for key, score in found.lexical],
         "others": found.others,
         "units": {key: sorted(ingest.units_of_chunk.get(key, frozenset())) for key in named},
+        "documents_are_units": by_document,
     }
 
 
@@ -446,7 +459,8 @@ async def evaluate(
     async with ingested(collection.uploads, indexing) as ingest:
         if wide_lexical is not None:
             await take_the_wide_lexical_path(ingest.components, wide_lexical)
-        variants = fusion_variants(Fusion.from_settings(fusion))
+        base = Fusion.from_settings(fusion)
+        variants = fusion_variants(base)
         service = unfloored_retriever(ingest.components)
         reranked = None
         if reranker is not None:
@@ -457,11 +471,13 @@ async def evaluate(
         out = saved.enter_context(save.open("w", encoding="utf-8")) if save else None
         for query_id in query_ids:
             question, relevant = collection.queries[query_id], collection.qrels[query_id]
-            found = await candidates_for(
-                ingest, question, max(fusion.candidates, SINGLE_DEPTH), fusion.candidates
-            )
+            read = max(fusion.candidates, SINGLE_DEPTH, base.lexical_depth(fusion.candidates))
+            found = await candidates_for(ingest, question, read, fusion.candidates)
             if out is not None:
-                out.write(json.dumps(_saved(query_id, relevant, found, ingest)) + "\n")
+                saved_line = _saved(
+                    query_id, relevant, found, ingest, collection.documents_are_units
+                )
+                out.write(json.dumps(saved_line) + "\n")
             for label, rank in variants.items():
                 add(label, rank(found), query_id, ingest)
             result = await service.search(question, ingest.scope, DEPTH)
