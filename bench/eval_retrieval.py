@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.eval_retrieval [--dataset DIR]
                                              [--level paragraphs|articles|passages|both]
                                              [--queries sample|all|N] [--rerank-url URL]
-                                             [--wide-lexical SHARE]
+                                             [--wide-lexical SHARE] [--save-candidates FILE]
 
 DIR is a collection in the BEIR layout (default: `bench/datasets/squad-dev`, SQuAD v1.1 dev):
 `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv` and, for the articles level,
