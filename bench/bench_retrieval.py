@@ -6,7 +6,8 @@ context building, at 10k and 100k chunks owned by 100 users, vector-only and hyb
 The chunks' vectors are random unit vectors (embedding 100k real chunks would take most of an
 hour here and does not change what a search costs); their text is varied generated prose,
 indexed for BM25 in a fresh PostgreSQL database as the worker does; the queries are embedded
-for real. Each query is scoped to one user's 10 documents, as the message flow does.
+for real. Each query is scoped to one user's 10 documents, as the message flow does; each
+user's documents are in a collection of theirs, which the headers name.
 """
 
 from __future__ import annotations
@@ -31,9 +32,17 @@ from bench.common import (
     table,
     write_chunks,
 )
+from docchat.db import utcnow
 from docchat.documents.models import Document, DocumentStatus
+from docchat.documents.passage_identity import StoredIdentities
 from docchat.llm.embeddings import LocalMiniLMEmbedder
-from docchat.retrieval.context import TokenBudget, build_context
+from docchat.membership.models import (
+    Collection,
+    CollectionDocument,
+    CollectionMember,
+    CollectionRole,
+)
+from docchat.retrieval.context import TokenBudget, build_context, documents_of, format_context
 from docchat.retrieval.index import BlockingVectorStore, Chunk, DocumentRef, ThreadedIndex
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.retriever import Retriever
@@ -74,6 +83,21 @@ async def owners_in_database(
                 for index in range(DOCUMENTS_PER_USER)
             ]
             session.add_all(documents)
+            shelf = Collection(name=f"Shelf {number}", created_by=user.id)
+            session.add(shelf)
+            await session.flush()
+            session.add(
+                CollectionMember(
+                    collection_id=shelf.id,
+                    user_id=user.id,
+                    role=CollectionRole.owner,
+                    accepted_at=utcnow(),
+                )
+            )
+            session.add_all(
+                CollectionDocument(collection_id=shelf.id, document_id=d.id, owner_id=user.id)
+                for d in documents
+            )
             await session.flush()
             owners[user.id] = [document.id for document in documents]
         await session.commit()
@@ -110,19 +134,30 @@ async def fill(
 
 
 async def measure(
-    retriever: Retriever, owners: dict[uuid.UUID, list[uuid.UUID]], queries: int
-) -> list[float]:
+    retriever: Retriever,
+    owners: dict[uuid.UUID, list[uuid.UUID]],
+    queries: int,
+    identities: StoredIdentities | None = None,
+) -> tuple[list[float], list[float]]:
+    """Each search's time, with its context built (and with `identities`, its headers read
+    and the context formatted); and the time of the headers' lookup alone."""
     pick = random.Random(1)
-    timings = []
+    timings, lookups = [], []
     for _ in range(queries):
         owner = pick.choice(list(owners))
         scope = [DocumentRef(document, owner) for document in owners[owner]]
         started = time.perf_counter()
         result = await retriever.search(pick.choice(QUESTIONS), scope, 4)
-        build_context(result.chunks, TokenBudget(3500))
+        entries = build_context(result.chunks, TokenBudget(3500))
+        if identities is not None:
+            looked_up = time.perf_counter()
+            known = await identities.identities(documents_of(entries), owner)
+            lookups.append((time.perf_counter() - looked_up) * 1000)
+            assert all(identity.collections for identity in known.values())
+            format_context(entries, known)
         timings.append((time.perf_counter() - started) * 1000)
         assert result.unavailable is None and result.chunks
-    return timings
+    return timings, lookups
 
 
 async def main(queries: int, sizes: list[int]) -> None:
@@ -139,17 +174,18 @@ async def main(queries: int, sizes: list[int]) -> None:
             load_seconds = time.perf_counter() - started
             lexical = LexicalIndex(sessionmaker)
             index = ThreadedIndex(store)
-            for label, retriever in (
-                ("vector", Retriever(embedder, index, passages=lexical, similarity_floor=-1.0)),
-                (
-                    "hybrid",
-                    Retriever(
-                        embedder, index, passages=lexical, similarity_floor=-1.0, lexical=lexical
-                    ),
-                ),
+            vector = Retriever(embedder, index, passages=lexical, similarity_floor=-1.0)
+            hybrid = Retriever(
+                embedder, index, passages=lexical, similarity_floor=-1.0, lexical=lexical
+            )
+            identities = StoredIdentities(sessionmaker)
+            for label, retriever, headers in (
+                ("vector", vector, None),
+                ("hybrid", hybrid, None),
+                ("hybrid + headers", hybrid, identities),
             ):
-                await measure(retriever, owners, 20)  # warm up
-                timings = await measure(retriever, owners, queries)
+                await measure(retriever, owners, 20, headers)  # warm up
+                timings, lookups = await measure(retriever, owners, queries, headers)
                 rows.append(
                     [
                         f"{store.count():,}",
@@ -157,6 +193,7 @@ async def main(queries: int, sizes: list[int]) -> None:
                         label,
                         f"{median(timings):.1f}",
                         f"{percentile(timings, 95):.1f}",
+                        f"{median(lookups):.2f} / {percentile(lookups, 95):.2f}" if lookups else "",
                         f"{load_seconds:.0f}",
                     ]
                 )
@@ -170,7 +207,15 @@ async def main(queries: int, sizes: list[int]) -> None:
     )
     print(
         table(
-            ["chunks", "users", "search", "p50 ms", "p95 ms", "index build s"],
+            [
+                "chunks",
+                "users",
+                "search",
+                "p50 ms",
+                "p95 ms",
+                "headers p50 / p95 ms",
+                "index build s",
+            ],
             rows,
         )
     )

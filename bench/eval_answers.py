@@ -111,6 +111,7 @@ def _engine(ingest: Ingested, llm_settings: LLMSettings) -> AnswerEngine:
         indexing=base.indexing,
         llm_settings=llm_settings,
         query_writer=base.query_writer,
+        identities=base.identities,
     )
 
 

@@ -128,16 +128,18 @@ ensure_slapd() {
   sudo apt-get install -y slapd"
 }
 
-# ensure_translation [optional]: what translates a question in another language into English
-# when no model does: Apertium's Spanish-English and French-Spanish pairs (rule-based machine
-# translation) and FreeDict's German, French and Spanish dictionaries. Installed when this runs
-# as root with apt-get; otherwise, when optional, such questions are searched as asked, and the
-# tests stop with the line that installs them.
-TRANSLATION_PACKAGES="apertium apertium-eng-spa apertium-fr-es dict-freedict-deu-eng dict-freedict-fra-eng dict-freedict-spa-eng"
+# ensure_translation [optional]: what translates a question into English, and an English question
+# into the documents' languages, when no model does: Apertium's English-Spanish and French-Spanish
+# pairs (rule-based machine translation) and FreeDict's German, French and Spanish dictionaries,
+# both ways. Installed when this runs as root with apt-get; otherwise, when optional, such
+# questions are searched as asked, and the tests stop with the line that installs them.
+TRANSLATION_PACKAGES="apertium apertium-eng-spa apertium-fr-es dict-freedict-deu-eng dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-eng-deu dict-freedict-eng-fra dict-freedict-eng-spa"
 ensure_translation() {
   local dictd=/usr/share/dictd modes=/usr/share/apertium/modes
   [ -f $dictd/freedict-deu-eng.index ] && [ -f $dictd/freedict-fra-eng.index ] \
-    && [ -f $dictd/freedict-spa-eng.index ] && [ -f $modes/spa-eng.mode ] \
+    && [ -f $dictd/freedict-spa-eng.index ] && [ -f $dictd/freedict-eng-deu.index ] \
+    && [ -f $dictd/freedict-eng-fra.index ] && [ -f $dictd/freedict-eng-spa.index ] \
+    && [ -f $modes/spa-eng.mode ] && [ -f $modes/eng-spa.mode ] && [ -f $modes/es-fr.mode ] \
     && [ -f $modes/fr-es.mode ] && command -v apertium >/dev/null 2>&1 && return 0
   local install="apt-get install -y $TRANSLATION_PACKAGES"
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -357,18 +357,20 @@ class TranslationSettings(BaseSettings):
     translate_questions: bool = Field(
         True,
         description=(
-            "A question in another language than RAG_LEXICAL_LANGUAGE's is also searched as "
-            "the connected model translates it, or with the built-in demo model (or when that "
-            "call fails) as this machine translates it into English: Apertium for Spanish and "
-            "French, the installed dictionaries word by word for German and Chinese"
+            "A question is also searched in RAG_LEXICAL_LANGUAGE's language and in each "
+            "language its documents are written in, as the connected model translates it, or "
+            "with the built-in demo model (or when that call fails) as this machine does, into "
+            "and out of English: Apertium for Spanish and French, the installed dictionaries "
+            "word by word for German and Chinese; other languages' documents are searched with "
+            "the question as written (meta.searched_as_written)"
         ),
     )
     dictionary_folder: Path = Field(
         Path("/usr/share/dictd"),
         description=(
-            "Where FreeDict's dictionaries into English are installed (Debian: "
-            "dict-freedict-deu-eng, -fra-eng, -spa-eng); compiled once into "
-            "DATA_DIR/glossary.sqlite for the question translation"
+            "Where FreeDict's dictionaries into and out of English are installed (Debian: "
+            "dict-freedict-deu-eng, -fra-eng, -spa-eng, dict-freedict-eng-deu, -eng-fra, "
+            "-eng-spa); compiled once into DATA_DIR/glossary.sqlite for the question translation"
         ),
     )
 

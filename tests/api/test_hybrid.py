@@ -409,9 +409,9 @@ async def test_adaptive_fusion_reads_bm25_deeper_than_it_proposes(
     limits: list[int] = []
     search = lexical.search
 
-    async def counted(documents: Any, question: str, limit: int) -> Any:
+    async def counted(documents: Any, question: str, limit: int, *more: Any) -> Any:
         limits.append(limit)
-        return await search(documents, question, limit)
+        return await search(documents, question, limit, *more)
 
     monkeypatch.setattr(lexical, "search", counted)
     retriever = Retriever(

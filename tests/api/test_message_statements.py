@@ -36,6 +36,9 @@ EXPECTED = Counter(
         # BM25: the question's words and the ranking (the scope's totals came with it)
         "SELECT tsvector_to_array": 1,
         "SELECT bm25": 1,
+        # The passages' headers: their documents' dates and the collections the caller sees
+        # them in, one statement for all of them
+        "SELECT identities": 1,
     }
 )
 
@@ -52,6 +55,8 @@ def _kind(statement: str) -> str:
             return f"SELECT {function}"
         if text.startswith("SELECT id, owner_id, version, chunk_count, token_count FROM ("):
             return "SELECT scope"
+        if text.startswith("SELECT documents.id, documents.document_date"):
+            return "SELECT identities"  # its collections are a subquery of it
         if text.startswith("SELECT chats."):
             return "SELECT chats"  # its links are subqueries of it
         if " FROM collection_members" in text:

@@ -4,17 +4,19 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
+from pypdf import PdfReader, PdfWriter
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -888,3 +890,66 @@ async def test_the_kinds_and_their_settings_come_from_what_each_kind_declares(
     assert (await client.post(url, headers=owner, json=body)).status_code == 201
     unknown = await client.post(url, headers=owner, json={**body, "kind": "ftp"})
     assert unknown.status_code == 422 and "ftp" in unknown.json()["detail"]
+
+
+def _dated(path: Path, day: str) -> None:
+    """Give the file at `path` a modification time on `day` (noon, UTC)."""
+    moment = datetime.fromisoformat(f"{day}T12:00:00+00:00").timestamp()
+    os.utime(path, (moment, moment))
+
+
+async def _dates(client: httpx.AsyncClient, headers: dict[str, str], collection: str) -> Any:
+    listed = await client.get(f"/api/v1/collections/{collection}/documents", headers=headers)
+    return {d["filename"]: (d["document_date"], d["version"]) for d in listed.json()["items"]}
+
+
+async def test_synced_documents_are_dated_by_their_file_else_by_their_source(
+    served: Client, session: AsyncSession, tmp_path: Path
+) -> None:
+    """A file's own date first (a PDF's metadata), else the day the folder says it last
+    changed; a changed file's new version takes the new day."""
+    client, parts = served
+    admin = await admin_headers(client, session)
+    collection = await _collection(client, admin, "Dated")
+    folder = tmp_path / "shared" / "dated"
+    _write(folder, "handbook.md", HANDBOOK)
+    _dated(folder / "handbook.md", "2023-04-01")
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf([FERRY.decode()]))))
+    writer.metadata = {"/CreationDate": "D:20210615120000Z"}
+    out = io.BytesIO()
+    writer.write(out)
+    _write(folder, "ferry.pdf", out.getvalue())
+    _dated(folder / "ferry.pdf", "2023-04-01")
+    made = await _add_folder(client, admin, collection, "Dated share", folder)
+    assert made.status_code == 201, made.text
+    await _sync(parts)
+    assert await _dates(client, admin, collection) == {
+        "handbook.md": ("2023-04-01", 1),
+        "ferry.pdf": ("2021-06-15", 1),
+    }
+
+    _write(folder, "handbook.md", HANDBOOK.replace(b"25", b"30"))
+    _dated(folder / "handbook.md", "2024-05-06")
+    await client.post(f"/api/v1/sources/{made.json()['id']}/sync", headers=admin)
+    await _sync(parts)
+    assert (await _dates(client, admin, collection))["handbook.md"] == ("2024-05-06", 2)
+
+
+async def test_a_sitemaps_lastmod_dates_its_pages(served: Client) -> None:
+    client, parts = served
+    owner = await auth_headers(client)
+    collection = await _collection(client, owner, "Dated site")
+    site = DocsSite()
+    try:
+        site.pages["/docs/ferry.txt"] = (FERRY, "text/plain")
+        site.lastmod["/docs/ferry.txt"] = "2023-04-01T09:30:00+02:00"
+        settings = {"url": f"{site.base}/docs/sitemap.xml"}
+        body = {"name": "Site", "kind": "website", "settings": settings}
+        made = await client.post(
+            f"/api/v1/collections/{collection}/sources", headers=owner, json=body
+        )
+        assert made.status_code == 201, made.text
+        await _sync(parts)
+        assert await _dates(client, owner, collection) == {"ferry.txt": ("2023-04-01", 1)}
+    finally:
+        site.stop()

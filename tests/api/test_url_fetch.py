@@ -70,6 +70,11 @@ async def test_a_web_page_becomes_a_document_cited_by_section(
     again = await _add(client, headers, f"{site.base}/timetable")
     assert again.status_code == 200 and again.json()["id"] == document_id
 
+    # With no date of its own, a page is dated by the server's Last-Modified, if it gives one.
+    assert document["document_date"] is None
+    dated = await _add(client, headers, f"{site.base}/dated-timetable")
+    assert dated.status_code == 202 and dated.json()["document_date"] == "2023-04-01"
+
     # A file keeps the name the server gives it.
     report = await _add(client, headers, f"{site.base}/files/report")
     assert report.status_code == 202 and report.json()["filename"] == "annual-report.pdf"

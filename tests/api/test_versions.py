@@ -206,3 +206,29 @@ async def test_deleting_a_document_drops_its_waiting_version_and_file(
     assert deleted.status_code == 204
     assert await IngestionWorker(components).run_until_idle() == 0
     assert not new_file.exists()
+
+
+def _html(text: bytes, published: str | None) -> bytes:
+    meta = f'<meta name="date" content="{published}">' if published else ""
+    return f"<html><head>{meta}</head><body><p>{text.decode()}</p></body></html>".encode()
+
+
+async def test_a_new_version_brings_its_own_date_or_none(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    """The document's date is its current file's: a new version's replaces it, and a version
+    with no date leaves the document with none (not the old file's)."""
+    headers = await auth_headers(client)
+    old = _html(OLD, "2020-02-02")
+    document = await upload_and_process(client, components, headers, "gateway.html", old)
+    assert document["document_date"] == "2020-02-02"
+    new = _html(NEW, "2023-04-01")
+    assert (await _new_version(client, headers, document["id"], "g.html", new)).status_code == 202
+    await IngestionWorker(components).run_until_idle()
+    assert (await _document(client, headers, document["id"]))["document_date"] == "2023-04-01"
+    undated = _html(NEW + b" Now also on 9444.", None)
+    added = await _new_version(client, headers, document["id"], "g.html", undated)
+    assert added.status_code == 202
+    await IngestionWorker(components).run_until_idle()
+    latest = await _document(client, headers, document["id"])
+    assert latest["version"] == 3 and latest["document_date"] is None

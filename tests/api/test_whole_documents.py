@@ -60,7 +60,8 @@ async def test_a_document_larger_than_the_budget_is_condensed_first(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, app: Any
 ) -> None:
     headers, _ = await _report(client, components, TOPICS)
-    search = components.settings.search.model_copy(update={"max_context_tokens": 300})
+    # 1,400 characters: one part of 950 at a time, then the eight notes with their headers.
+    search = components.settings.search.model_copy(update={"max_context_tokens": 350})
     settings = components.settings.model_copy(update={"search": search})
     attach_components(app, dataclasses.replace(components, settings=settings))
     fresh_llm.default.content = "Notes: the part is about one place."

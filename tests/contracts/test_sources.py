@@ -5,6 +5,7 @@ promises, run over each one. A kind registered without a maker here fails
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -124,6 +125,7 @@ def _website(root: Path, request: pytest.FixtureRequest) -> Made:
 
     def put(name: str, content: bytes) -> None:
         site.pages[f"/docs/{name}"] = (content, "text/plain")
+        site.last_modified[f"/docs/{name}"] = LAST_MODIFIED
 
     def remove(name: str) -> None:
         del site.pages[f"/docs/{name}"]
@@ -143,6 +145,15 @@ def _website(root: Path, request: pytest.FixtureRequest) -> Made:
 MAKERS: dict[str, Maker] = {"folder": _folder, "s3": _s3, "git": _git, "website": _website}
 # Kinds that fetch a snapshot to list (a commit, a site's pages) and read items as it had them.
 SNAPSHOTS = {"git", "website"}
+# The day each kind says its items last changed: folders and buckets the day they were written
+# (today), the site its `Last-Modified`; a Git branch fetched at depth 1 has no file's history.
+LAST_MODIFIED = "Sat, 01 Apr 2023 09:30:00 GMT"
+MODIFIED: dict[str, dt.date | None] = {
+    "folder": dt.datetime.now(dt.UTC).date(),
+    "s3": dt.datetime.now(dt.UTC).date(),
+    "website": dt.date(2023, 4, 1),
+    "git": None,
+}
 FILES = {"handbook.md": b"# Handbook\n\nHolidays: 25 days.", "notes/ferry.txt": b"Nine o'clock."}
 
 
@@ -177,6 +188,12 @@ async def test_items_are_listed_and_open_to_their_bytes(
     for key, item in listed.items():
         async with source.open(item) as stream:
             assert await stream.read(-1) == FILES[key]
+
+
+async def test_items_say_when_they_last_changed_where_the_kind_knows(made: Made, kind: str) -> None:
+    source, _, _ = made
+    listed = await _listed(source)
+    assert {item.modified for item in listed.values()} == {MODIFIED[kind]}
 
 
 async def test_a_version_changes_with_the_content_and_only_then(

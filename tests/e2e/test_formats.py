@@ -185,3 +185,27 @@ async def test_the_cited_sentence_is_marked_in_the_viewer_and_on_the_pdf_page(
         # The sentence, not the whole passage: a line or two of the page's five.
         assert 1 <= await boxes.count() <= 3
         await page.screenshot(path=str(SCREENSHOTS / f"pdf-cited-sentence-{size}.png"))
+
+
+async def test_sources_that_disagree_are_shown_with_both_sides(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    reports = {
+        "report-2023.txt": b"Annual report 2023. The Larkspur bakery employed 12 bakers at the "
+        b"end of the year, in its two shops.",
+        "report-2024.txt": b"Annual report 2024. The Larkspur bakery employed 19 bakers at the "
+        b"end of the year, in its two shops.",
+    }
+    for size, viewport in (("desktop", None), ("phone", {"width": 390, "height": 844})):
+        page, _ = await signed_in(**({"viewport": viewport} if viewport else {}))
+        await upload(page, reports)
+        # The model cites one report only: the answer is told the other one disagrees.
+        scripted_llm.script("The annual report gives the number of Larkspur bakers [1].")
+        await ask(page, "How many bakers does the Larkspur bakery employ?")
+        answer = page.get_by_test_id("message-assistant").last
+        note = answer.get_by_role("note", name="Sources disagree")
+        await expect(note).to_contain_text("12")
+        await expect(note).to_contain_text("19")
+        await expect(answer).to_contain_text("Answered from the documents")
+        await page.screenshot(path=str(SCREENSHOTS / f"sources-disagree-{size}.png"))

@@ -26,6 +26,7 @@ class Site:
         self.base = f"http://127.0.0.1:{self.port}"
         routes = [
             Route("/timetable", self._page),
+            Route("/dated-timetable", self._dated_page),
             Route("/files/report", self._pdf),
             Route("/huge", self._huge),
             Route("/slow", self._slow),
@@ -38,6 +39,10 @@ class Site:
 
     async def _page(self, _: Request) -> Response:
         return HTMLResponse(PAGE)
+
+    async def _dated_page(self, _: Request) -> Response:
+        page = PAGE.replace(b"07:40", b"07:45")  # not the same bytes as /timetable
+        return HTMLResponse(page, headers={"Last-Modified": "Sat, 01 Apr 2023 09:30:00 GMT"})
 
     async def _pdf(self, _: Request) -> Response:
         return Response(
@@ -80,6 +85,10 @@ class DocsSite:
         self.robots = robots
         self.pages: dict[str, tuple[bytes, str]] = {}
         self.broken: set[str] = set()  # paths answered with 500
+        # Paths served with a `Last-Modified` header (an HTTP date), and given a `lastmod` in
+        # the sitemap (a W3C date).
+        self.last_modified: dict[str, str] = {}
+        self.lastmod: dict[str, str] = {}
         routes = [Route("/{path:path}", self._serve)]
         self._server = LoopbackServer(Starlette(routes=routes), self.port, "the docs site")
 
@@ -94,7 +103,7 @@ class DocsSite:
 
     def _sitemap(self) -> bytes:
         urls = "".join(
-            f"<url><loc>{self.base}{path}</loc></url>"
+            f"<url><loc>{self.base}{path}</loc>{self._lastmod(path)}</url>"
             for path in sorted(self.pages)
             if path.startswith("/docs/")
         )
@@ -102,6 +111,9 @@ class DocsSite:
             '<?xml version="1.0" encoding="UTF-8"?>'
             f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
         ).encode()
+
+    def _lastmod(self, path: str) -> str:
+        return f"<lastmod>{self.lastmod[path]}</lastmod>" if path in self.lastmod else ""
 
     async def _serve(self, request: Request) -> Response:
         path = request.url.path
@@ -116,7 +128,9 @@ class DocsSite:
         if path not in self.pages:
             return Response("not here", status_code=404)
         body, media_type = self.pages[path]
-        return Response(body, media_type=media_type)
+        modified = self.last_modified.get(path)
+        headers = {"Last-Modified": modified} if modified else None
+        return Response(body, media_type=media_type, headers=headers)
 
     def stop(self) -> None:
         self._server.stop()

@@ -58,7 +58,7 @@ def test_the_best_sentence_is_quoted_with_the_marker_of_its_passage() -> None:
     entries = _entries(POTTERY, FERRY, LIGHTHOUSE)
     result = extractive.answer("When does the Lumen ferry to Varholm leave?", entries)
     assert result is not None
-    answer, _ = result
+    answer = result.text
     quoted = _quoted(answer)
     assert 2 in quoted and "09:15" in quoted[2]
     assert answer.startswith(extractive.INTRODUCTION)
@@ -73,7 +73,7 @@ def test_the_sentence_under_a_heading_is_quoted_not_the_heading() -> None:
     )
     result = extractive.answer("Where do I park for a week?", _entries(guide))
     assert result is not None
-    assert _quoted(result[0]) == {
+    assert _quoted(result.text) == {
         1: "Long-stay parking is behind the fish market and costs 6 euros a day."
     }
 
@@ -89,7 +89,7 @@ def test_an_extractive_answer_never_cites_a_passage_it_does_not_quote() -> None:
     for question in questions:
         result = extractive.answer(question, entries)
         assert result is not None
-        answer, quotes = result
+        answer, quotes = result.text, result.quotes
         markers = {int(n) for n in re.findall(r"\[(\d+)\]", answer)}
         quoted = _quoted(answer)
         assert markers == set(quoted), question
@@ -103,7 +103,7 @@ def test_quotes_follow_the_order_of_their_passages() -> None:
     entries = _entries(LIGHTHOUSE, FERRY)
     result = extractive.answer("Lighthouse built by Marta Ellison; Lumen ferry to Varholm", entries)
     assert result is not None
-    numbers = [int(n) for n in re.findall(r"\[(\d+)\]", result[0])]
+    numbers = [int(n) for n in re.findall(r"\[(\d+)\]", result.text)]
     assert numbers == sorted(numbers)
 
 
@@ -111,7 +111,7 @@ def test_a_table_row_is_quoted_as_columns_and_values() -> None:
     entries = _entries(SHEET, location="Sales, rows 2-3")
     result = extractive.answer("What revenue did Tomas Riva make?", entries)
     assert result is not None
-    answer, quotes = result
+    answer, quotes = result.text, result.quotes
     assert "Region: South; Manager: Tomas Riva; Revenue: 340 [1]" in answer
     assert quotes[0].highlight.row == 3
 
@@ -130,12 +130,12 @@ def test_a_quote_is_never_about_something_else_than_the_question_names() -> None
     question = "Who insures the Glimmerdal drones?"
     result = extractive.answer(question, _entries(BORGUND))
     assert result is not None
-    answer, quotes = result
+    answer, quotes = result.text, result.quotes
     assert quotes == [] and "Nordvakt" not in answer
     assert answer == extractive.NOT_ANSWERED.format(names="“Glimmerdal”")
     # With the Glimmerdal deck among the passages, only it may be quoted.
     result = extractive.answer(question, _entries(BORGUND, GLIMMERDAL))
-    assert result is not None and set(_quoted(result[0])) == {2}
+    assert result is not None and set(_quoted(result.text)) == {2}
 
 
 def test_a_name_in_the_documents_title_counts_as_mentioned() -> None:
@@ -144,7 +144,7 @@ def test_a_name_in_the_documents_title_counts_as_mentioned() -> None:
         entry, source=entry.source.model_copy(update={"document_name": "glimmerdal-fleet.pptx"})
     )
     result = extractive.answer("Who insures the Glimmerdal drones?", [titled])
-    assert result is not None and "Nordvakt" in result[0]
+    assert result is not None and "Nordvakt" in result.text
 
 
 @pytest.mark.parametrize(
@@ -165,4 +165,4 @@ def test_names_of_a_question(question: str, names: list[str]) -> None:
 def test_the_translation_of_a_question_brings_no_names() -> None:
     matched = "Wer versichert die Drohnen?\nWho insures the Glimmerdal drones?"
     result = extractive.answer(matched, _entries(BORGUND), asked="Wer versichert die Drohnen?")
-    assert result is not None and "Nordvakt" in result[0]
+    assert result is not None and "Nordvakt" in result.text

@@ -19,11 +19,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from docchat.answers import extractive
+from docchat.answers import conflicts, extractive, trailer
+from docchat.answers.evidence import Needs, Verdict, unsupported_removed, verdict
 from docchat.answers.highlights import answer_highlights, matched_text, quoted_highlights
 from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
 from docchat.answers.search_queries import Asked, QueryWriter
@@ -43,7 +45,6 @@ from docchat.kit.tokens import estimate_tokens
 from docchat.llm import prompts
 from docchat.llm.client import LLM, Completion, StreamEnd
 from docchat.llm.usage import MeteredLLM, Usage
-from docchat.retrieval import languages
 from docchat.retrieval.citations import (
     MarkerFilter,
     apply_citations,
@@ -58,18 +59,28 @@ from docchat.retrieval.context import (
     ContextEntry,
     TokenBudget,
     build_context,
+    dated,
+    documents_of,
     format_context,
     with_highlights,
 )
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS = 3
+# The passages shown as the nearest ones, not an answer, with an answer the documents do not give.
+NEAREST_SHOWN = 2
+_NOT_ANSWERED_FIRST = re.compile(
+    r"\W*(?:the|your) (?:documents|passages|sources) (?:do not|don't|does not|doesn't)"
+    r" (?:answer|say|mention|contain|cover|give|state)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -97,6 +108,7 @@ class AnswerEngine:
         indexing: IndexingSettings,
         llm_settings: LLMSettings,
         query_writer: QueryWriter,
+        identities: DocumentIdentities,
     ) -> None:
         self.llm = llm
         self.retriever = retriever
@@ -107,6 +119,8 @@ class AnswerEngine:
         self.indexing = indexing
         self.llm_settings = llm_settings
         self.query_writer = query_writer
+        # The dates and collections in the passages' headers (the documents package's SQL).
+        self.identities = identities
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -191,12 +205,14 @@ class AnswerEngine:
         asked = matched_text(question.text, meta)
         if meta.retrieval_mode != "whole_documents":
             entries = with_highlights(entries, asked)
+        identities = await self._identities(question, [entry for entry in entries if entry.text])
+        entries = dated(entries, identities)
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            quoted = extractive.answer(asked, entries, asked=question.text)
-            if quoted is not None:
-                return self._extractive_plan(general, usage, meta, entries, quoted, extracting)
+            extracted = extractive.answer(asked, entries, asked=question.text)
+            if extracted is not None:
+                return self._extractive_plan(general, usage, meta, entries, extracted, extracting)
         if options.retrieval == "tool" and question.documents:
-            return self._tool_plan(question, entries, file_parts, meta, budget, usage)
+            return self._tool_plan(question, entries, identities, file_parts, meta, budget, usage)
         if not entries:
             meta.reason = meta.reason or ("no_match" if question.documents else "no_documents")
             if builtin_guard:
@@ -205,7 +221,9 @@ class AnswerEngine:
             return Plan(
                 general, usage, meta, self._fitted_max_tokens(question, general), fixed_answer=fixed
             )
-        return self._grounded_plan(question, entries, len(inline), file_parts, usage, meta)
+        return self._grounded_plan(
+            question, entries, identities, len(inline), file_parts, usage, meta
+        )
 
     def _unsearched_plan(
         self, question: Question, general: list[dict[str, Any]], usage: Usage, meta: AnswerMeta
@@ -224,17 +242,27 @@ class AnswerEngine:
             return self._not_answered_plan(question, general, usage, meta, [])
         return Plan(general, usage, meta, self._fitted_max_tokens(question, general))
 
+    async def _identities(
+        self, question: Question, entries: list[ContextEntry]
+    ) -> Mapping[uuid.UUID, DocumentIdentity]:
+        """The identities of the documents the passages come from, for their headers (one
+        query; none when there is no passage to show)."""
+        if not entries:
+            return {}
+        return await self.identities.identities(documents_of(entries), question.reader)
+
     def _grounded_plan(
         self,
         question: Question,
         entries: list[ContextEntry],
+        identities: Mapping[uuid.UUID, DocumentIdentity],
         inline_count: int,
         file_parts: list[dict[str, Any]],
         usage: Usage,
         meta: AnswerMeta,
     ) -> Plan:
-        """The prompt that gives the model the passages to answer from."""
-        context = format_context([entry for entry in entries if entry.text])
+        """The prompt that gives the model the passages to answer from, each after its header."""
+        context = format_context([entry for entry in entries if entry.text], identities)
         logger.info(
             "context chat=%s scope=%s documents=%d passages=%d inline=%d context_chars=%d",
             question.label,
@@ -288,14 +316,11 @@ class AnswerEngine:
         if nearest:
             asked = matched_text(question.text, meta)
             nearest = with_highlights(nearest, asked)
-            quoted = extractive.answer(
-                asked,
-                nearest,
-                asked=question.text,
-                introduction=extractive.NEAREST_INTRODUCTION,
-            )
-            if quoted is not None and quoted[1]:
-                return self._extractive_plan(general, usage, meta, nearest, quoted, "builtin_model")
+            extracted = extractive.answer(asked, nearest, asked=question.text, nearest=True)
+            if extracted is not None and extracted.quotes:
+                return self._extractive_plan(
+                    general, usage, meta, nearest, extracted, "builtin_model"
+                )
         reason = meta.reason or "no_match"
         fixed = prompts.BUILTIN_NOT_ANSWERED.get(reason, prompts.BUILTIN_NOT_ANSWERED["no_match"])
         return Plan(general, usage, meta, max_tokens=1, fixed_answer=fixed)
@@ -306,23 +331,23 @@ class AnswerEngine:
         usage: Usage,
         meta: AnswerMeta,
         entries: list[ContextEntry],
-        quoted: tuple[str, list[extractive.Quote]],
+        extracted: extractive.Extracted,
         reason: ExtractiveReason,
     ) -> Plan:
-        text, quotes = quoted
         meta.answer_mode, meta.extractive_reason = "extractive", reason
         meta.context_chars = sum(len(entry.text) for entry in entries)
-        if not quotes:  # the passages are about something else than the question names
-            meta.reason, meta.evidence = "insufficient_information", "not_in_documents"
-            return Plan(general, usage, meta, max_tokens=1, fixed_answer=text)
+        _judged(meta, extracted.verdict)
+        if not extracted.quotes:  # the passages are about something else than the question names
+            return Plan(general, usage, meta, max_tokens=1, fixed_answer=extracted.text)
         return Plan(
             general,
             usage,
             meta,
             max_tokens=1,
-            entries=quoted_highlights(entries, quotes),
-            fixed_answer=text,
+            entries=quoted_highlights(entries, extracted.quotes),
+            fixed_answer=extracted.text,
             extracted=True,
+            disagreement=extracted.disagreement,
         )
 
     async def _searched_entries(
@@ -347,13 +372,13 @@ class AnswerEngine:
             question.options.model,
             question.options.reformulate,
         )
-        queries = await self.query_writer.queries(asked, llm, meta)
+        queries = await self.query_writer.queries(asked, llm, meta, question.documents)
         result = await self.retriever.search_wordings(
             queries.wordings,
             question.documents,
             question.options.top_k,
             require_match=question.require_match and not nearest_below_floor,
-            asked_in=None if queries.translated is None else languages.language_of(question.text),
+            languages=queries.languages,
         )
         meta.retrieval_ms = round(result.elapsed_ms, 1)
         meta.retrieval_mode = self.retriever.mode
@@ -413,6 +438,7 @@ class AnswerEngine:
         self,
         question: Question,
         inline: list[ContextEntry],
+        identities: Mapping[uuid.UUID, DocumentIdentity],
         file_parts: list[dict[str, Any]],
         meta: AnswerMeta,
         budget: TokenBudget,
@@ -425,8 +451,10 @@ class AnswerEngine:
             budget=budget,
             entries=list(inline),
             require_match=question.require_match,
+            identities=self.identities,
+            reader=question.reader,
         )
-        context = format_context([entry for entry in inline if entry.text])
+        context = format_context([entry for entry in inline if entry.text], identities)
         messages = prompts.tool_messages(
             question.history,
             context,
@@ -462,14 +490,14 @@ class AnswerEngine:
         attempt = _Attempt(options.model)
         async for shown in self._attempt(question, plan, llm, messages, attempt, streaming, given):
             yield shown
-        if plan.candidates and is_bare(attempt.text):
+        if plan.candidates and is_bare(trailer.split(attempt.text).body):
             # "[1]" alone: asked once more for the sentence first, then quoted instead.
             plan.meta.answer_retried = True
             retry = prompts.bare_retry_messages(messages)
             attempt = _Attempt(options.model)
             async for shown in self._attempt(question, plan, llm, retry, attempt, streaming):
                 yield shown
-            if is_bare(attempt.text):
+            if is_bare(trailer.split(attempt.text).body):
                 text = self._instead_of_bare(question, plan)
                 for piece in _blocks(text) if streaming else [text]:
                     yield piece
@@ -500,11 +528,16 @@ class AnswerEngine:
             )
             attempt.pieces.append(completion.content)
             attempt.model = completion.model
-            if not (plan.candidates and is_bare(completion.content)):
-                yield completion.content
+            shown = (
+                trailer.split(completion.content).body if plan.candidates else completion.content
+            )
+            if not (plan.candidates and is_bare(shown)):
+                yield shown
             return
         # With no sources, `[n]` markers point at nothing: they never reach the reader.
         markers = MarkerFilter() if not plan.candidates else None
+        # With sources, the model's verdict line at the end never does either.
+        verdict_line = trailer.TrailerFilter() if plan.candidates else None
         held: str | None = ""  # None once the answer has shown it is one
         async for item in llm.stream(
             messages,
@@ -518,7 +551,9 @@ class AnswerEngine:
             attempt.pieces.append(item)
             if markers is not None:
                 item = markers.feed(item)
-            elif held is not None:
+            elif verdict_line is not None:
+                item = verdict_line.feed(item)
+            if held is not None and markers is None:
                 held += item
                 if may_be_bare(held):
                     continue
@@ -527,6 +562,11 @@ class AnswerEngine:
                 yield item
         if markers is not None and (rest := markers.flush().rstrip()):
             yield rest
+        if verdict_line is not None and (rest := verdict_line.flush()):
+            if held is not None:
+                held += rest
+            else:
+                yield rest
         if held and not is_bare(held):
             yield held
 
@@ -550,18 +590,19 @@ class AnswerEngine:
         if plan.meta.retrieval_mode == "whole_documents":
             return None
         asked = matched_text(question.text, plan.meta)
-        quoted = extractive.answer(asked, plan.entries, asked=question.text)
-        if quoted is None:
+        extracted = extractive.answer(asked, plan.entries, asked=question.text)
+        if extracted is None:
             return None
-        text, quotes = quoted
         plan.meta.answer_mode, plan.meta.extractive_reason = "extractive", reason
-        if not quotes:
-            plan.meta.reason, plan.fixed_answer = "insufficient_information", text
-            return text
         plan.meta.reason = None
-        plan.entries = quoted_highlights(plan.entries, quotes)
+        _judged(plan.meta, extracted.verdict)
+        if not extracted.quotes:
+            plan.fixed_answer = extracted.text
+            return extracted.text
+        plan.entries = quoted_highlights(plan.entries, extracted.quotes)
         plan.extracted = True
-        return text
+        plan.disagreement = extracted.disagreement
+        return extracted.text
 
     @staticmethod
     def _generated(plan: Plan, content: str, model: str) -> Generated:
@@ -602,29 +643,54 @@ class AnswerEngine:
         Each cited source's highlight is chosen again with the answer known (the sentence the
         answer used beats the one that only shares the question's words). In `auto` mode, a
         grounded answer that cites nothing is replaced by the extractive one (not an answer the
-        reader stopped: they keep what they were shown)."""
+        reader stopped: they keep what they were shown). A generative answer's verdict is the
+        model's (its `Evidence:` line) checked against the engine's (`evidence.verdict`); its
+        citations of passages that do not support their sentence are taken out; sources that
+        disagree are said to, with each side, when the answer did not cite them all."""
         meta = plan.meta.model_copy()
-        strict = question.options.strict
         candidates = plan.candidates
         if plan.extracted:
             cited = apply_citations(content, candidates)
             # Quotes of the nearest passages (`_not_answered_plan`) do not answer it.
             meta.grounded, meta.citation_count = meta.reason is None, len(cited.sources)
+            if plan.disagreement is not None:
+                meta.conflicts = conflicts.numbered(plan.disagreement, cited.sources) or None
             return CitedAnswer(cited.content, cited.sources, meta)
         if plan.fixed_answer is not None:
             return CitedAnswer(content, None, meta)
         if not candidates:
             return CitedAnswer(strip_markers(content), None, meta)
         meta.answer_mode = "generative"
-        if says_information_is_missing(content):
-            meta.grounded, meta.reason = False, "insufficient_information"
-            answer = prompts.NOT_FOUND_ANSWER if strict else strip_markers(content)
-            return CitedAnswer(answer, None, meta)
+        said = trailer.split(content)
+        if said.trailer.evidence == "none" or says_information_is_missing(said.body):
+            return self._not_in_documents(question, plan, meta, said.body)
+        return self._cited(question, plan, meta, said, stopped=stopped)
+
+    def _cited(
+        self,
+        question: Question,
+        plan: Plan,
+        meta: AnswerMeta,
+        said: trailer.Split,
+        *,
+        stopped: bool,
+    ) -> CitedAnswer:
+        """A generative answer that says the documents answer, as saved."""
+        strict = question.options.strict
+        candidates = plan.candidates
+        content = said.body
+        if meta.retrieval_mode != "whole_documents":  # notes and summaries paraphrase
+            content, removed = unsupported_removed(content, plan.entries)
+            meta.unsupported_citations = removed or None
         mode: Literal["model", "inferred"] = "model"
         if not strict and not has_markers(content, len(candidates)):
             passages = [entry.text for entry in plan.entries]
             content = infer_citations(content, passages, question.text)
             mode = "inferred"
+        needs = Needs.of(question.text, extractive.names_in(question.text))
+        disagreement = self._disagreement(question, plan, needs, said.trailer)
+        if disagreement is not None and not conflicts.all_cited(disagreement, content):
+            content = f"{content}\n\n{conflicts.note(disagreement)}"
         cited = apply_citations(content, candidates)
         if not cited.sources:
             fallback = None if stopped else self._uncited_fallback(question, plan)
@@ -632,6 +698,14 @@ class AnswerEngine:
                 return fallback
             meta.grounded, meta.reason = False, "not_cited"
             return CitedAnswer(prompts.NOT_FOUND_ANSWER if strict else cited.content, None, meta)
+        judged = verdict(needs, conflicts.entries_of(plan.entries, cited.sources), [cited.content])
+        if judged.evidence == "not_in_documents" and not stopped:
+            return self._not_in_documents(question, plan, meta, said.body, overruled=judged)
+        if judged.evidence == "answered" and said.trailer.evidence == "partial":
+            judged = Verdict("partial", "the model found that they answer only part of it")
+        _judged(meta, judged)
+        if disagreement is not None:
+            meta.conflicts = conflicts.numbered(disagreement, cited.sources) or None
         meta.reason = None
         meta.grounded, meta.citation_count, meta.citation_mode = True, len(cited.sources), mode
         sources = cited.sources
@@ -639,6 +713,49 @@ class AnswerEngine:
             asked = matched_text(question.text, meta)
             sources = answer_highlights(plan.entries, sources, asked, cited.content)
         return CitedAnswer(cited.content, sources, meta)
+
+    def _disagreement(
+        self, question: Question, plan: Plan, needs: Needs, stated: trailer.Trailer
+    ) -> conflicts.Disagreement | None:
+        """The documents among the answer's passages that disagree on what was asked: found by
+        the engine, else as the model stated (its `Conflict:` line)."""
+        if plan.meta.retrieval_mode == "whole_documents":
+            return None
+        asked = matched_text(question.text, plan.meta)
+        found = conflicts.detect(asked, needs, plan.entries, dated=conflicts.dated)
+        if found is None and stated.conflicting:
+            found = conflicts.stated(question.text, stated.conflicting, plan.entries)
+        return found
+
+    @staticmethod
+    def _not_in_documents(
+        question: Question,
+        plan: Plan,
+        meta: AnswerMeta,
+        body: str,
+        *,
+        overruled: Verdict | None = None,
+    ) -> CitedAnswer:
+        """A generative answer whose documents do not answer the question: it says so first,
+        then (unless documents-only) what the model wrote from general knowledge, without
+        markers; the nearest passages are its sources, shown as not an answer. `overruled`:
+        the engine's verdict, when the model's answer claimed to answer from passages that do
+        not mention what the question names or gives."""
+        meta.grounded, meta.reason, meta.citation_count = False, "insufficient_information", None
+        _judged(meta, overruled or Verdict("not_in_documents"))
+        text = strip_markers(body)
+        if question.options.strict:
+            text = prompts.NOT_FOUND_ANSWER
+        elif overruled is not None:
+            lead = prompts.NOT_IN_DOCUMENTS_LEAD.removesuffix(".") + f" ({overruled.why})."
+            text = f"{lead}\n\n{prompts.OVERRULED_ANSWER_LEAD} {text}" if text else lead
+        elif not _says_not_answered_first(text):
+            text = (
+                f"{prompts.NOT_IN_DOCUMENTS_LEAD}\n\n{text}"
+                if text
+                else prompts.NOT_IN_DOCUMENTS_LEAD
+            )
+        return CitedAnswer(text, plan.candidates[:NEAREST_SHOWN] or None, meta)
 
     def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
         """`auto`: the extractive answer for a grounded question the model answered without
@@ -651,6 +768,20 @@ class AnswerEngine:
         if text is None or not quoting.extracted:
             return None
         return self.cite(question, quoting, text)
+
+
+def _judged(meta: AnswerMeta, judged: Verdict) -> None:
+    """The verdict in the answer's meta; an answer the documents do not answer is not
+    grounded, whatever it quotes."""
+    meta.evidence, meta.evidence_note = judged.evidence, judged.why
+    if judged.evidence == "not_in_documents":
+        meta.reason = meta.reason or "insufficient_information"
+
+
+def _says_not_answered_first(text: str) -> bool:
+    """Whether the answer's first sentence says the documents do not answer."""
+    first = text.strip().split("\n", 1)[0][:300]
+    return says_information_is_missing(first) or bool(_NOT_ANSWERED_FIRST.match(first))
 
 
 def _blocks(text: str) -> list[str]:
@@ -667,7 +798,7 @@ def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]
 
 def _adopt_tool_results(plan: Plan) -> None:
     assert plan.tools is not None
-    plan.entries = plan.tools.entries
+    plan.entries = plan.tools.dated_entries
     plan.meta.tool_searches = plan.tools.searches
     plan.meta.retrieval_count = len(plan.entries)
     if plan.tools.unavailable:

@@ -23,12 +23,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from docchat.answers import conflicts
+from docchat.answers.evidence import Needs, Verdict, verdict
 from docchat.retrieval.citations import strip_markers
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.highlight import (
     TABLE_RULE,
     Highlight,
     Match,
+    Weights,
     best_match,
     terms,
     weights_for,
@@ -39,6 +42,11 @@ INTRODUCTION = "From the documents:"
 # Before the nearest passages of a question the documents do not cover (the built-in model).
 NEAREST_INTRODUCTION = (
     "Your documents do not seem to cover this. The nearest passages, which may not answer it:"
+)
+# Before quotes that answer only part of the question, or that do not answer it (`evidence`).
+PARTIAL_INTRODUCTION = "The documents answer this only in part ({why}):"
+NOT_COVERED_INTRODUCTION = (
+    "Your documents do not answer this ({why}). The closest passages, but not an answer:"
 )
 # What an answer says when the passages found are about something else than the question names.
 NOT_ANSWERED = "The documents found do not answer this: none of their passages mentions {names}."
@@ -56,6 +64,17 @@ class Quote:
     entry: ContextEntry
     highlight: Highlight
     score: float
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """An extractive answer: its text, what it quotes, what those quotes support, and the
+    documents that disagree on what was asked (quoted on each side)."""
+
+    text: str
+    quotes: list[Quote]
+    verdict: Verdict
+    disagreement: conflicts.Disagreement | None = None
 
 
 def _cells(line: str) -> list[str]:
@@ -176,12 +195,18 @@ def choose(
     return sorted(chosen, key=lambda quote: quote.entry.number)
 
 
-def compose(quotes: Sequence[Quote], introduction: str = INTRODUCTION) -> str:
-    """The answer: a short introduction, then each quote as a block with its marker."""
+def compose(
+    quotes: Sequence[Quote],
+    introduction: str = INTRODUCTION,
+    disagreement: conflicts.Disagreement | None = None,
+) -> str:
+    """The answer: a short introduction, then each quote as a block with its marker, then
+    (sources disagreeing) the sides."""
     blocks = [
         f"> {quoted_text(quote.entry, quote.highlight)} [{quote.entry.number}]" for quote in quotes
     ]
-    return "\n\n".join([introduction, *blocks])
+    ending = [conflicts.note(disagreement)] if disagreement is not None else []
+    return "\n\n".join([introduction, *blocks, *ending])
 
 
 def _listed(names: Sequence[str]) -> str:
@@ -189,29 +214,93 @@ def _listed(names: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
+def _with_sides(
+    quotes: list[Quote], disagreement: conflicts.Disagreement, weights: Weights
+) -> list[Quote]:
+    """The quotes with each side of a disagreement among them (its sentence, from its
+    passage), in the order of their passages."""
+    quoted = {quote.entry.number for quote in quotes}
+    for side in disagreement.sides:
+        if side.entry.number in quoted:
+            continue
+        match = best_match(
+            side.entry.text, side.span, location=side.entry.source.location, weights=weights
+        )
+        if match is not None:
+            quotes.append(Quote(side.entry, match.highlight, match.score))
+            quoted.add(side.entry.number)
+    return sorted(quotes, key=lambda quote: quote.entry.number)
+
+
+def _introduction(judged: Verdict, nearest: bool) -> str:
+    if nearest:
+        return NEAREST_INTRODUCTION
+    if judged.evidence == "not_in_documents":
+        return NOT_COVERED_INTRODUCTION.format(why=judged.why)
+    if judged.evidence == "partial":
+        return PARTIAL_INTRODUCTION.format(why=judged.why)
+    return INTRODUCTION
+
+
 def answer(
     question: str,
     entries: Sequence[ContextEntry],
     *,
     asked: str | None = None,
-    introduction: str = INTRODUCTION,
-) -> tuple[str, list[Quote]] | None:
+    nearest: bool = False,
+) -> Extracted | None:
     """The extractive answer and what it quotes; None when no passage has text to quote. No
     quotes: the question names something no passage mentions, and the text says so.
 
     `question` is what sentences are matched against (with its translation, when it was
-    searched translated); `asked`, the question as the user wrote it, whose names count (the
-    question itself when not given)."""
-    names = names_in(question if asked is None else asked)
+    searched translated); `asked`, the question as the user wrote it, whose names and figures
+    count (the question itself when not given). `nearest`: the passages are known not to answer
+    (below the match floor), and are quoted as the nearest ones."""
+    asked = question if asked is None else asked
+    names = names_in(asked)
+    needs = Needs.of(asked, names)
     quotes = choose(question, entries, names)
-    if quotes:
-        return compose(quotes, introduction), quotes
-    if names and any(entry.text.strip() for entry in entries):
-        return NOT_ANSWERED.format(names=_listed(names)), []
-    return None
+    if not quotes:
+        if names and any(entry.text.strip() for entry in entries):
+            why = f"none of their passages mentions {_listed(names)}"
+            return Extracted(
+                NOT_ANSWERED.format(names=_listed(names)), [], Verdict("not_in_documents", why)
+            )
+        return None
+    readable = [entry for entry in entries if entry.text.strip()]
+    if names:
+        readable = [entry for entry in readable if mentions(entry, names)]
+    weights = weights_for((entry.text, entry.source.location) for entry in readable)
+    disagreement = None
+    if not nearest:
+        disagreement = conflicts.detect(
+            question, needs, readable, dated=conflicts.dated, weights=weights
+        )
+    if disagreement is not None:
+        quotes = _with_sides(quotes, disagreement, weights)
+    judged = verdict(
+        needs,
+        [quote.entry for quote in quotes],
+        [quoted_text(quote.entry, quote.highlight) for quote in quotes],
+    )
+    if nearest:
+        judged = Verdict("not_in_documents", judged.why)
+    text = compose(quotes, _introduction(judged, nearest), disagreement)
+    return Extracted(text, quotes, judged, disagreement)
 
 
 _QUOTE_LINE = re.compile(r"^> ?", re.MULTILINE)
+_INTRODUCTIONS = re.compile(
+    "|".join(
+        re.escape(start).replace(re.escape("{why}"), r"[^\n]*?")
+        for start in (
+            INTRODUCTION,
+            NEAREST_INTRODUCTION,
+            PARTIAL_INTRODUCTION,
+            NOT_COVERED_INTRODUCTION,
+        )
+    )
+)
 
 
 def for_history(answer: str) -> str:
@@ -220,7 +309,7 @@ def for_history(answer: str) -> str:
     quoted. Shown "From the documents:" and quotation marks, the built-in model wrote its general
     answers in that form too, quoting nothing."""
     introduction = next(
-        (start for start in (INTRODUCTION, NEAREST_INTRODUCTION) if answer.startswith(start)), None
+        (match.group() for match in [_INTRODUCTIONS.match(answer)] if match is not None), None
     )
     if introduction is not None:
         quotes = _QUOTE_LINE.sub("", answer.removeprefix(introduction)).split("\n\n")

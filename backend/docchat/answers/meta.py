@@ -72,12 +72,23 @@ class AnswerMeta(BaseModel):
     retrieval_ms: float | None = _optional()
     reformulation_ms: float | None = _optional()
     translated_query: str | None = _optional(
-        "The question as translated into the documents' language and searched besides its own "
-        "wording (RAG_TRANSLATE_QUESTIONS)"
+        "The question as translated for the search and searched besides its own wording "
+        "(RAG_TRANSLATE_QUESTIONS): its first translation, into the installation's language "
+        "when it was translated into it (languages_searched lists every language)"
     )
     translated_by: Literal["model", "apertium", "dictionary"] | None = _optional(
         "What translated it: the connected model, Apertium (rule-based machine translation) "
         "or the installed dictionaries, word by word"
+    )
+    languages_searched: list[str] | None = _optional(
+        "The languages the question was searched in (ISO 639-1 codes), its own first, then "
+        "each it was translated into: the installation's and its documents' languages"
+    )
+    searched_as_written: list[str] | None = _optional(
+        "Languages of the searched documents (ISO 639-1 codes) the question could not be "
+        "translated into (no model and no dictionary for them, or the translation failed): "
+        "their documents were searched with the question as written, which finds them by the "
+        "names, numbers and terms it shares with them"
     )
     translation_ms: float | None = _optional()
     llm_ms: float | None = _optional("Time spent waiting for the model, every call included")
@@ -98,6 +109,10 @@ class AnswerMeta(BaseModel):
         "(they answer part of the question, the answer says which); not_in_documents (they do "
         "not answer it: the answer says so first, and any passages it shows are the nearest "
         "ones, not an answer)"
+    )
+    evidence_note: str | None = _optional(
+        "Why the evidence is partial or not_in_documents, in the reader's words (\"none of the "
+        'passages mentions 2019")'
     )
     conflicts: list[Conflict] | None = _optional(
         "Sources that disagree on the asked thing: each side with its citation and date, the "

@@ -5,9 +5,11 @@ plan of its answer (`AnswerEngine.plan`), what the model generated and the answe
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from docchat.answers.conflicts import Disagreement
 from docchat.answers.meta import AnswerMeta, Scope
 from docchat.llm.usage import Usage
 from docchat.retrieval.context import ContextEntry
@@ -52,6 +54,9 @@ class Question:
     label: str = ""
     # The running summary of the conversation before `history` (`chats.summaries`).
     summary: str | None = None
+    # Who asks: the passages' headers name the collections this person sees their documents
+    # in (None: no collection is named).
+    reader: uuid.UUID | None = None
 
     # The chat's previous answer came from documents: this question may well follow up on it
     # ("and how far can it be seen?") in words that match no passage by themselves.
@@ -78,6 +83,8 @@ class Plan:
     tools: ToolRetrieval | None = None
     # The fixed answer quotes the passages (extractive mode).
     extracted: bool = False
+    # Documents among the quoted passages that disagree on what was asked (extractive mode).
+    disagreement: Disagreement | None = None
 
     @property
     def candidates(self) -> list[Source]:

@@ -23,6 +23,7 @@ from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
 from docchat.retrieval.highlight import preview_of
 from docchat.retrieval.index import Chunk, DocumentScope, ScoredChunk, SearchScope
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.passage_identity import HEADER_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,12 @@ def _entry(number: int, part: Part, condensed: bool) -> ContextEntry:
     return ContextEntry(number=number, text=part.text, source=source)
 
 
+def _fit(parts: list[Part], budget_tokens: int) -> bool:
+    """Whether the parts fit `budget_tokens` as passages, each with its header line."""
+    room = TokenBudget(budget_tokens)
+    return all(room.take(part.text, header=HEADER_CHARS) for part in parts)
+
+
 class WholeDocuments:
     """Reads documents in full for one answer, condensing them with the answer's model."""
 
@@ -139,7 +146,7 @@ class WholeDocuments:
         # Notes of one group must leave room for two more beside them in the next round.
         note_tokens = max(64, min(self.llm_settings.max_tokens, budget_tokens // 3))
         for _ in range(MAX_ROUNDS):
-            if TokenBudget(budget_tokens).fits("".join(part.text for part in parts)):
+            if _fit(parts, budget_tokens):
                 break
             groups = _pack(parts, budget_tokens)
             if calls + len(groups) > cap:
@@ -182,7 +189,7 @@ class WholeDocuments:
         fitting: list[ContextEntry] = []
         for number, part in enumerate(condensed, start=1):
             # What MAX_ROUNDS could not condense enough is left out (the first part stays).
-            if not budget.take(part.text) and fitting:
+            if not budget.take(part.text, header=HEADER_CHARS) and fitting:
                 break
             fitting.append(_entry(number, part, calls > 0))
         meta.retrieval_mode = "whole_documents"

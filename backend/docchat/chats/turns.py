@@ -388,6 +388,7 @@ async def start_turn(
         scope=scope,
         inline_documents=_inline(storage, target.requested),
         label=str(chat.id),
+        reader=user.id,
     )
     turn = _turn(settings, user, target, (message, answer), question, memory, relevance)
     await session.commit()

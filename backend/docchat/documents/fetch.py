@@ -21,6 +21,7 @@ import re
 import socket
 import tempfile
 from dataclasses import dataclass
+from datetime import date
 from pathlib import PurePosixPath
 from typing import BinaryIO, cast
 from urllib.parse import unquote
@@ -30,6 +31,7 @@ import idna
 
 from docchat.config import UrlFetchSettings
 from docchat.documents.url_hosts import invalid_address, resolvable_host
+from docchat.extraction.dates import http_date
 from docchat.kit.errors import BadRequest, PayloadTooLarge, UpstreamError, UpstreamTimeout
 
 USER_AGENT = "docchat (document fetch)"
@@ -52,6 +54,8 @@ class Fetched:
     body: BinaryIO  # positioned at the start
     url: str = ""  # where it was found, after redirects
     media_type: str = ""  # as the server declared it (no parameters)
+    # When the server says it last changed (`Last-Modified`), if it does.
+    modified: date | None = None
 
 
 class NotThere(BadRequest):
@@ -179,7 +183,8 @@ async def _follow(
                 raise BadRequest(f"The server answered {response.status_code} for that URL")
             media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
             body = await _read_body(response, max_bytes)
-            return Fetched(_filename(url, response), body, str(url), media_type)
+            modified = http_date(response.headers.get("last-modified"))
+            return Fetched(_filename(url, response), body, str(url), media_type, modified)
         finally:
             await response.aclose()
     raise BadRequest(f"The URL redirected more than {settings.max_redirects} times")

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 
 from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, text
@@ -63,6 +63,11 @@ class Document(IdMixin, TimestampMixin, SoftDeleteMixin, Base):
     # (`versioned_at`: when it took over; None for the first).
     version: Mapped[int] = mapped_column(default=1, server_default="1")
     versioned_at: Mapped[datetime | None] = mapped_column(default=None)
+    # The document's own date (`extraction.dates`): what its file says (PDF, Office and
+    # OpenDocument properties, EPUB, HTML meta), else when its source last changed it (a
+    # synced folder, bucket or site); None when neither says. Shown to the model with its
+    # passages, beside when it was uploaded.
+    document_date: Mapped[date | None] = mapped_column(default=None)
 
 
 class DocumentVersion(IdMixin, TimestampMixin, Base):
@@ -83,6 +88,9 @@ class DocumentVersion(IdMixin, TimestampMixin, Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
     chunk_count: Mapped[int | None] = mapped_column(default=None)
     chunks_done: Mapped[int] = mapped_column(default=0)
+    # When its source last changed it, if the source says; the file's own date, once read,
+    # goes before it (`Document.document_date`).
+    document_date: Mapped[date | None] = mapped_column(default=None)
 
 
 class JobStatus(StrEnum):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 from sqlalchemy import (
@@ -190,15 +191,24 @@ async def live_by_id(
 
 
 async def set_extracted(
-    session: AsyncSession, document_id: uuid.UUID, *, page_count: int, chunk_count: int
+    session: AsyncSession,
+    document_id: uuid.UUID,
+    *,
+    page_count: int,
+    chunk_count: int,
+    document_date: date | None = None,
 ) -> None:
-    await session.execute(
-        update(Document)
-        .where(Document.id == document_id)
-        .values(
-            page_count=page_count, pages_done=page_count, chunk_count=chunk_count, chunks_done=0
-        )
-    )
+    """The counts of a document read; its own date, when the file gave one (else the date it
+    has stays: its source's, or none)."""
+    values: dict[str, Any] = {
+        "page_count": page_count,
+        "pages_done": page_count,
+        "chunk_count": chunk_count,
+        "chunks_done": 0,
+    }
+    if document_date is not None:
+        values["document_date"] = document_date
+    await session.execute(update(Document).where(Document.id == document_id).values(**values))
 
 
 async def set_waiting(session: AsyncSession, document_id: uuid.UUID, waiting: bool) -> None:
@@ -322,10 +332,15 @@ async def set_version_progress(
 
 
 async def adopt_version(
-    session: AsyncSession, document: Document, version: DocumentVersion, page_count: int
+    session: AsyncSession,
+    document: Document,
+    version: DocumentVersion,
+    page_count: int,
+    document_date: date | None = None,
 ) -> None:
     """The document takes the new version's file and content (its chunks must be written in
-    this transaction); the version is marked completed."""
+    this transaction); the version is marked completed. Its date becomes the new file's own
+    (`document_date`), else the one its source gave the version, else none."""
     chunk_count = version.chunk_count or 0
     await session.execute(
         update(Document)
@@ -343,6 +358,7 @@ async def adopt_version(
             chunk_count=chunk_count,
             chunks_done=chunk_count,
             error=None,
+            document_date=document_date or version.document_date,
             token_count=select(func.coalesce(func.sum(DocumentChunk.tokens), 0))
             .where(DocumentChunk.document_id == document.id)
             .scalar_subquery(),

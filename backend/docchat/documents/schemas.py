@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -68,6 +68,15 @@ class DocumentRead(BaseModel):
     )
     new_version: VersionRead | None = Field(
         None, description="A new version being read, or the last one that failed"
+    )
+    document_date: date | None = Field(
+        None,
+        description=(
+            "The document's own date: what its file says (a PDF's or Office file's "
+            "modification date, else its creation date; an EPUB's publication date; an HTML "
+            "page's date meta tags), else the day its synced source or web server last "
+            "changed it; null when neither says (set once the file is read)"
+        ),
     )
     created_at: datetime
     updated_at: datetime

@@ -4,6 +4,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from functools import partial
 
 from fastapi import Request, Response, status
@@ -130,10 +131,12 @@ async def add_file(
     category_id: uuid.UUID | None = None,
     visibility: Visibility = Visibility.private,
     deduplicate: bool = True,
+    modified: date | None = None,
 ) -> Upload:
     """A new document of `user` from `file`, however it came (an upload form, a fetched URL,
     a connector): stored, checked against the quota and queued for processing; the job is
-    visible once the session commits. No HTTP in it.
+    visible once the session commits. No HTTP in it. `modified`: when its source last changed
+    it, if it says (its date until the file's own is read, `Document.document_date`).
 
     The same bytes added again by the same owner (and visibility) give back the document
     they already made, and store nothing; unless `deduplicate` is off (a source's items each
@@ -161,6 +164,7 @@ async def add_file(
         sha256=stored.sha256,
         storage_key=stored.key,
         status=DocumentStatus.queued,
+        document_date=modified,
     )
     repository.add(session, document)
     await session.flush()
@@ -178,10 +182,12 @@ async def upload_version(
     *,
     max_bytes: int,
     quota: QuotaSettings,
+    modified: date | None = None,
 ) -> Upload:
     """A new file for `document`, read beside its current content, which keeps answering
     until the new one completes and takes over (chats keep their links: the id stays).
-    The same bytes as the current version change nothing (`duplicate`)."""
+    The same bytes as the current version change nothing (`duplicate`). `modified`: as for
+    `add_file`."""
     _ensure_can_modify(user, document)
     locked = await repository.lock_live(session, document.id)  # one new version at a time
     if locked is None:
@@ -211,6 +217,7 @@ async def upload_version(
         sha256=stored.sha256,
         storage_key=stored.key,
         status=DocumentStatus.queued,
+        document_date=modified,
     )
     repository.add(session, version)
     await session.flush()
@@ -336,6 +343,7 @@ async def upload_from_url(
             max_bytes=max_bytes,
             quota=quota,
             category_id=request.category_id,
+            modified=fetched.modified,
         )
 
 

@@ -8,6 +8,7 @@ text as written and only uses its `#` headings (outside code fences) for locatio
 
 from __future__ import annotations
 
+import datetime as dt
 import posixpath
 import re
 import zipfile
@@ -19,7 +20,8 @@ from xml.etree import ElementTree
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as safe_xml
 
-from docchat.extraction.office import check_archive
+from docchat.extraction.dates import any_date, first_date, iso_date
+from docchat.extraction.office import DC, check_archive
 from docchat.extraction.reader import (
     ExtractedDocument,
     ExtractionError,
@@ -84,6 +86,18 @@ VOID = {
 }
 # Regions a reader never sees as content, whatever their tag.
 HIDDEN_ROLES = {"navigation", "dialog", "banner", "contentinfo", "search", "menu", "toolbar"}
+# `<meta>` dates (by their `name`, `property` or `http-equiv`), last changed first, then
+# published: Open Graph's article times, Dublin Core's, and the plain ones pages carry.
+META_DATES = (
+    "article:modified_time",
+    "og:updated_time",
+    "dcterms.modified",
+    "last-modified",
+    "article:published_time",
+    "dcterms.date",
+    "dc.date",
+    "date",
+)
 MARKDOWN_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -105,6 +119,8 @@ class _HtmlSections(HTMLParser):
         self._cell: list[str] | None = None
         self.title = ""
         self._in_title = False
+        # The page's `<meta>` dates by their name (`META_DATES`).
+        self.meta_dates: dict[str, str] = {}
 
     # -- text -------------------------------------------------------------------------------
     def handle_data(self, data: str) -> None:
@@ -139,9 +155,23 @@ class _HtmlSections(HTMLParser):
             or (values.get("role") or "") in HIDDEN_ROLES
         )
 
+    def _meta(self, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        key = values.get("name") or values.get("property") or values.get("http-equiv") or ""
+        key = key.strip().lower()
+        content = values.get("content")
+        if key in META_DATES and content and key not in self.meta_dates:
+            self.meta_dates[key] = content
+
+    def document_date(self) -> dt.date | None:
+        """The page's own date from its `<meta>` tags, as `META_DATES` prefers them."""
+        return first_date(any_date(self.meta_dates.get(key)) for key in META_DATES)
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
             self._in_title = True
+        if tag == "meta":  # in the `head`, which is otherwise skipped
+            self._meta(attrs)
         if self._skip is not None:
             name, nested = self._skip
             if tag == name:
@@ -169,6 +199,8 @@ class _HtmlSections(HTMLParser):
                 self._line.append("- ")
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "meta":
+            self._meta(attrs)
         if tag == "br" and self._skip is None and self._pre is None:
             if self._cell is not None:
                 self._cell.append(" ")
@@ -214,7 +246,7 @@ def extract_html(path: Path) -> ExtractedDocument:
     parser = _HtmlSections()
     parser.feed(decode_text(path.read_bytes()))
     writer = parser.finish()
-    return ExtractedDocument(pages=writer.parts, page_count=1)
+    return ExtractedDocument(pages=writer.parts, page_count=1, document_date=parser.document_date())
 
 
 def extract_markdown(path: Path) -> ExtractedDocument:
@@ -249,8 +281,8 @@ OPF = "{http://www.idpf.org/2007/opf}"
 MAX_CHAPTERS = 2_000
 
 
-def _chapters(archive: zipfile.ZipFile) -> list[str]:
-    """The book's XHTML files in reading order (the package's spine)."""
+def _package(archive: zipfile.ZipFile) -> tuple[list[str], dt.date | None]:
+    """The book's XHTML files in reading order (the package's spine), and its date."""
     container = safe_xml(archive.read("META-INF/container.xml"))
     rootfile = container.find(f".//{CONTAINER}rootfile")
     if rootfile is None or not rootfile.get("full-path"):
@@ -270,7 +302,26 @@ def _chapters(archive: zipfile.ZipFile) -> list[str]:
         raise ExtractionError(
             f"The EPUB has {len(chapters):,} chapters; the limit is {MAX_CHAPTERS:,}"
         )
-    return chapters
+    return chapters, _book_date(package)
+
+
+def _book_date(package: ElementTree.Element) -> dt.date | None:
+    """The book's date: its publication date (`dc:date`; in EPUB 2, the one whose event is
+    not creation or modification first), else when the publication was last modified
+    (EPUB 3's `dcterms:modified`, which dates the package rather than the book)."""
+    metadata = package.find(f"{OPF}metadata")
+    if metadata is None:
+        return None
+    dates = metadata.findall(f"{DC}date")
+    events = [date.get(f"{OPF}event", date.get("event", "")).lower() for date in dates]
+    published = [d.text for d, e in zip(dates, events, strict=True) if e in ("", "publication")]
+    others = [d.text for d, e in zip(dates, events, strict=True) if e not in ("", "publication")]
+    modified = [
+        meta.text
+        for meta in metadata.iter(f"{OPF}meta")
+        if meta.get("property") == "dcterms:modified"
+    ]
+    return first_date(iso_date(text) for text in [*published, *modified, *others])
 
 
 def extract_epub(path: Path) -> ExtractedDocument:
@@ -279,7 +330,7 @@ def extract_epub(path: Path) -> ExtractedDocument:
     writer = SectionWriter()
     try:
         with zipfile.ZipFile(path) as archive:
-            chapters = _chapters(archive)
+            chapters, date = _package(archive)
             for name in chapters:
                 writer.restart()
                 parser = _HtmlSections(writer)
@@ -287,4 +338,6 @@ def extract_epub(path: Path) -> ExtractedDocument:
                 parser.finish()
     except (KeyError, zipfile.BadZipFile, ElementTree.ParseError, DefusedXmlException) as exc:
         raise unreadable("EPUB file", exc) from exc
-    return ExtractedDocument(pages=writer.parts, page_count=max(len(chapters), 1))
+    return ExtractedDocument(
+        pages=writer.parts, page_count=max(len(chapters), 1), document_date=date
+    )

@@ -30,6 +30,7 @@ from defusedxml.ElementTree import fromstring as safe_xml
 from docx.table import Table
 from pptx.shapes.group import GroupShape
 
+from docchat.extraction.dates import first_date, iso_date
 from docchat.extraction.reader import (
     ExtractedDocument,
     ExtractionError,
@@ -74,6 +75,39 @@ def check_archive(path: Path) -> None:
             raise ExtractionError(
                 f"A part of the file expands {ratio:,.0f} times; it looks like a zip bomb"
             )
+
+
+# The package's properties (ECMA-376 part 2, 11): when it was last saved, and made.
+CORE_PROPERTIES = "docProps/core.xml"
+DCTERMS = "{http://purl.org/dc/terms/}"
+# Property files are a few hundred bytes; one far larger is not read for a date.
+MAX_PROPERTIES_BYTES = 1024 * 1024
+
+
+def _package_part(path: Path, name: str) -> ElementTree.Element | None:
+    """A small XML part of a checked ZIP package, parsed safely; None when it is missing,
+    too large or not XML (a date is never worth refusing a file for)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if archive.getinfo(name).file_size > MAX_PROPERTIES_BYTES:
+                return None
+            root: ElementTree.Element = safe_xml(archive.read(name))
+            return root
+    except (KeyError, zipfile.BadZipFile, OSError, ElementTree.ParseError, DefusedXmlException):
+        return None
+
+
+def _element_date(root: ElementTree.Element | None, *tags: str) -> dt.date | None:
+    """The first of `tags` (in order) whose text is an ISO date."""
+    if root is None:
+        return None
+    return first_date(iso_date(root.findtext(f".//{tag}")) for tag in tags)
+
+
+def office_date(path: Path) -> dt.date | None:
+    """A Word, PowerPoint or Excel file's last saved date, else its creation date."""
+    core = _package_part(path, CORE_PROPERTIES)
+    return _element_date(core, f"{DCTERMS}modified", f"{DCTERMS}created")
 
 
 def _opened(error: Exception, what: str) -> ExtractionError:
@@ -131,7 +165,7 @@ def extract_docx(path: Path) -> ExtractedDocument:
             writer.text(f"- {block.text}")
         else:
             writer.text(block.text)
-    return ExtractedDocument(pages=writer.finish(), page_count=1)
+    return ExtractedDocument(pages=writer.finish(), page_count=1, document_date=office_date(path))
 
 
 # -- PowerPoint -----------------------------------------------------------------------------
@@ -169,7 +203,9 @@ def extract_pptx(path: Path) -> ExtractedDocument:
         if text:
             location = f"Slide {number}: {title}" if title else f"Slide {number}"
             parts.append(PageText(page=None, text=text, location=location))
-    return ExtractedDocument(pages=parts, page_count=max(len(slides), 1))
+    return ExtractedDocument(
+        pages=parts, page_count=max(len(slides), 1), document_date=office_date(path)
+    )
 
 
 # -- Excel ----------------------------------------------------------------------------------
@@ -209,7 +245,9 @@ def extract_xlsx(path: Path) -> ExtractedDocument:
     finally:
         workbook.close()
         stream.close()
-    return ExtractedDocument(pages=parts, page_count=max(len(sheets), 1))
+    return ExtractedDocument(
+        pages=parts, page_count=max(len(sheets), 1), document_date=office_date(path)
+    )
 
 
 # -- CSV ------------------------------------------------------------------------------------
@@ -236,6 +274,8 @@ def extract_csv(path: Path) -> ExtractedDocument:
 ODF_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 ODF_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 ODF_OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
+ODF_META = "{urn:oasis:names:tc:opendocument:xmlns:meta:1.0}"
+DC = "{http://purl.org/dc/elements/1.1/}"
 
 
 ODF_CELLS = (f"{ODF_TABLE}table-cell", f"{ODF_TABLE}covered-table-cell")
@@ -326,4 +366,10 @@ def extract_odt(path: Path) -> ExtractedDocument:
     body = root.find(f"{ODF_OFFICE}body/{ODF_OFFICE}text")
     if body is not None:
         _odf_blocks(body, writer, [])
-    return ExtractedDocument(pages=writer.finish(), page_count=1)
+    return ExtractedDocument(pages=writer.finish(), page_count=1, document_date=odf_date(path))
+
+
+def odf_date(path: Path) -> dt.date | None:
+    """An OpenDocument file's last saved date (`dc:date` in `meta.xml`), else its creation."""
+    meta = _package_part(path, "meta.xml")
+    return _element_date(meta, f"{DC}date", f"{ODF_META}creation-date")

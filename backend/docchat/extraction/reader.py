@@ -9,6 +9,7 @@ instead of keeping a worker busy for hours on a file built to exhaust it.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import signal
 import threading
@@ -19,6 +20,8 @@ from types import FrameType
 
 from pypdf import PageObject, PdfReader
 from pypdf.errors import LimitReachedError, PyPdfError
+
+from docchat.extraction.dates import first_date, pdf_date
 
 logger = logging.getLogger(__name__)
 MAX_PDF_PAGES = 5000
@@ -59,6 +62,9 @@ class ExtractedDocument:
     page_count: int
     scanned_pages: int = 0  # pages that are images with (almost) no text
     ocr_pages: int = 0  # pages whose text was read by OCR
+    # The document's own date where the file carries one (`extraction.dates`): when it was
+    # last changed, else made (a book's: when it was published).
+    document_date: dt.date | None = None
 
     @property
     def has_text(self) -> bool:
@@ -202,8 +208,40 @@ def extract_pdf(
                 continue
         pages.append(PageText(page=number, text=text.replace("\x00", "")))
     return ExtractedDocument(
-        pages=pages, page_count=page_count, scanned_pages=scanned, ocr_pages=recognized
+        pages=pages,
+        page_count=page_count,
+        scanned_pages=scanned,
+        ocr_pages=recognized,
+        document_date=_pdf_document_date(reader, page_seconds),
     )
+
+
+def _pdf_string(value: object) -> str | None:
+    """A metadata value as text (an indirect object resolved, a byte string decoded)."""
+    resolve = getattr(value, "get_object", None)
+    if callable(resolve):
+        value = resolve()
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return value if isinstance(value, str) else None
+
+
+def _pdf_document_date(reader: PdfReader, seconds: float | None) -> dt.date | None:
+    """The PDF's modification date, else its creation date (its information dictionary),
+    read from the raw strings: pypdf's own parsing raises on the malformed ones files hold.
+    A metadata dictionary that cannot be read (in a page's time) is no date."""
+    try:
+        with _time_limit(seconds):
+            metadata = reader.metadata
+            if metadata is None:
+                return None
+            keys = ("/ModDate", "/CreationDate")
+            return first_date(pdf_date(_pdf_string(metadata.get(key))) for key in keys)
+    except MemoryError:
+        raise
+    except Exception as exc:  # a broken trailer or a hostile object: the text still counts
+        logger.info("the PDF's dates could not be read: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def _has_real_text(text: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import os
 import resource
@@ -54,6 +55,8 @@ class PreparedDocument:
 
     page_count: int
     chunks: list[TextChunk]
+    # The document's own date, where the file carries one (`ExtractedDocument`).
+    document_date: dt.date | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,9 @@ def prepare(
     expansion.check_text(extracted, path.stat().st_size, chunk_size)
     chunks = chunk_document(extracted, size=chunk_size, overlap=chunk_overlap)
     expansion.check_chunks(len(chunks))
-    return PreparedDocument(page_count=extracted.page_count, chunks=chunks)
+    return PreparedDocument(
+        page_count=extracted.page_count, chunks=chunks, document_date=extracted.document_date
+    )
 
 
 def _limit_cpu(seconds: int) -> None:

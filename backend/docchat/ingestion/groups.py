@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,6 +52,7 @@ class _Member:
     document: Document
     page_count: int
     chunks: list[Chunk]
+    document_date: date | None = None
 
 
 class GroupIngestion:
@@ -145,7 +147,7 @@ class GroupIngestion:
             outcomes[job.id] = await self.runner.settle(job, exc)
             return None
         chunks = [record(document, chunk) for chunk in prepared.chunks]
-        return _Member(job, document, prepared.page_count, chunks)
+        return _Member(job, document, prepared.page_count, chunks, prepared.document_date)
 
     async def _write(
         self,
@@ -166,6 +168,7 @@ class GroupIngestion:
                         member.document.id,
                         page_count=member.page_count,
                         chunk_count=len(member.chunks),
+                        document_date=member.document_date,
                     )
         if chunks:
             vectors = await self.pipeline.embed(chunks)

@@ -127,7 +127,11 @@ class DocumentPipeline:
                     session, chunks, indexing.lexical_language, [self.indexed(c) for c in chunks]
                 )
                 await documents_repository.set_extracted(
-                    session, document.id, page_count=prepared.page_count, chunk_count=len(chunks)
+                    session,
+                    document.id,
+                    page_count=prepared.page_count,
+                    chunk_count=len(chunks),
+                    document_date=prepared.document_date,
                 )
         await self.embed_all(job, chunks, lost)
         await self._complete(job, ref, len(chunks))

@@ -61,7 +61,9 @@ async def ingest_version(
                     [pipeline.indexed(c) for c in chunks],
                 )
             version.chunk_count = len(chunks)
-            await documents_repository.adopt_version(session, live, version, prepared.page_count)
+            await documents_repository.adopt_version(
+                session, live, version, prepared.page_count, prepared.document_date
+            )
         await jobs_repository.finish(session, job.id, JobStatus.done, None, utcnow())
     # The old vectors no longer answer (searches ask for the new version); now remove them.
     if live is None:

@@ -8,20 +8,51 @@ from typing import Any
 # Short on purpose: small local models follow a few plain sentences far better than many.
 # The passage number comes after the sentence it supports: "write its number, like [1]" was read
 # by a 1.5B model as "reply with the number", and half its answers were a bare "[1]".
+# The last line, `Evidence: ...`, is the model's own verdict on whether the passages answer the
+# question (`answers.trailer` reads it and takes it out; the reader never sees it).
+_CITE = (
+    "End each sentence that uses a passage with that passage's number in brackets, for "
+    "example: The office opens at nine [1]."
+)
+# Passages come after a header line naming their source (`retrieval.passage_identity`).
+PASSAGE_HEADERS = (
+    " Each passage starts with a line giving its source (document, place, dates, collection); "
+    "cite a passage by its number only."
+)
+_NOT_ANSWERED = (
+    " If the passages do not answer the question, first say that the documents do not answer "
+    "it, then answer from general knowledge without brackets."
+)
+_DISAGREEING = (
+    " If passages disagree, say so and give what each one says, with its number and date."
+)
+_VERDICT = (
+    " On the last line, write Evidence: answered, Evidence: partial or Evidence: none, for "
+    "whether the passages answer the question."
+)
+_NOTHING_FOUND = (
+    " If nothing relevant is found, say so and answer from general knowledge without brackets."
+)
 GROUNDED_SYSTEM = (
-    "Answer the user's question in full sentences, using the numbered passages. End each "
-    "sentence that uses a passage with that passage's number in brackets, for example: The "
-    "office opens at nine [1]. If the passages do not contain the answer, say so and answer "
-    "from general knowledge without brackets. Reply in the language of the question."
+    "Answer the user's question in full sentences, using the numbered passages. "
+    + _CITE
+    + PASSAGE_HEADERS
+    + _NOT_ANSWERED
+    + _DISAGREEING
+    + " Reply in the language of the question."
+    + _VERDICT
 )
 
 TOOL_SYSTEM = (
     "You can search the user's documents with the semantic_search tool. Search when the "
     "question may be answered by their documents; the results are numbered passages. Answer "
-    "in full sentences, and end each sentence that uses a passage with that passage's number "
-    "in brackets, for example: The office opens at nine [1]. If nothing relevant is found, say "
-    "so and answer from general knowledge without brackets. Reply in the language of the "
-    "question."
+    "in full sentences. "
+    + _CITE
+    + PASSAGE_HEADERS
+    + _NOTHING_FOUND
+    + _DISAGREEING
+    + " Reply in the language of the question."
+    + _VERDICT
 )
 
 # Sent once more when an answer held nothing but passage numbers ("[1]"): the question again,
@@ -32,9 +63,16 @@ BARE_RETRY_INSTRUCTION = (
 )
 
 STRICT_ADDENDUM = (
-    " Answer only from the passages; if they do not contain the answer, say that the "
-    "documents do not contain the information."
+    " Answer only from the passages, never from general knowledge; if they do not contain the "
+    "answer, say that the documents do not contain the information."
 )
+
+# Before a grounded answer whose documents do not answer it (`AnswerEngine.cite`), when the
+# model's own answer did not begin by saying so.
+NOT_IN_DOCUMENTS_LEAD = "Your documents do not answer this."
+# Before a model's answer that the engine found the passages do not bear out (the wrong year,
+# another named thing): kept for the reader to judge, never as a grounded answer.
+OVERRULED_ANSWER_LEAD = "The model's answer, which its passages do not bear out:"
 
 GENERAL_SYSTEM = (
     "You are docchat, a helpful assistant. Use the conversation so far to understand "
@@ -88,6 +126,11 @@ BUILTIN_NOT_ANSWERED = {
 }
 
 
+def _strict(system: str) -> str:
+    """`system` without its leave to answer from general knowledge, and told not to."""
+    return system.replace(_NOT_ANSWERED, "").replace(_NOTHING_FOUND, "") + STRICT_ADDENDUM
+
+
 def _with_summary(system: str, summary: str | None) -> str:
     """The conversation's running summary (what the history no longer sends whole) goes last
     in the system message, before the recent exchanges, fenced and marked as a record: it was
@@ -112,7 +155,8 @@ def grounded_messages(
 
     This shape keeps even a 135M-parameter model on the passages; larger ones do not mind it.
     """
-    system = GROUNDED_SYSTEM + (STRICT_ADDENDUM if strict else "") + f"\n\nPassages:\n{context}"
+    system = _strict(GROUNDED_SYSTEM) if strict else GROUNDED_SYSTEM
+    system += f"\n\nPassages:\n{context}"
     return [
         {"role": "system", "content": _with_summary(system, summary)},
         *history,
@@ -129,7 +173,7 @@ def tool_messages(
     summary: str | None = None,
 ) -> list[dict[str, Any]]:
     """Tool mode: the model searches itself; passages read inline (if any) come up front."""
-    system = TOOL_SYSTEM + (STRICT_ADDENDUM if strict else "")
+    system = _strict(TOOL_SYSTEM) if strict else TOOL_SYSTEM
     if context:
         system += f"\n\nPassages from documents still being indexed:\n{context}"
     return [

@@ -26,6 +26,7 @@ from docchat.chats.flow import MessageFlow
 from docchat.chats.history import Relevance
 from docchat.chats.summaries import Summaries
 from docchat.config import Settings
+from docchat.documents.passage_identity import StoredIdentities
 from docchat.documents.storage import FileStorage, build_storage
 from docchat.events.publisher import EventPublisher
 from docchat.extraction.bounds import ExpansionLimits
@@ -119,7 +120,9 @@ class Components:
                 documents_language=settings.indexing.lexical_language,
                 builtin_model=settings.llm.builtin,
                 translator=self.translator,
+                scope_languages=self.lexical.languages_in,
             ),
+            identities=StoredIdentities(self.sessionmaker),
         )
         self.vectors = CachedVectors(self.embedder)
         self.message_flow = MessageFlow(

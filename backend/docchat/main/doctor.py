@@ -373,8 +373,16 @@ def _translation(subjects: Subjects) -> Finding:
     machine = sorted(Apertium().languages)
     words = sorted(installed_sources(translation.dictionary_folder))
     missing = [f"dict-freedict-{FREEDICT[code]}-eng" for code in FREEDICT if code not in words]
+    missing += [
+        f"dict-freedict-eng-{FREEDICT[code]}" for code in FREEDICT if f"en>{code}" not in words
+    ]
     missing += [] if {"es", "fr"} <= set(machine) else list(APERTIUM_PACKAGES)
-    found = f"Apertium for {', '.join(machine) or 'none'}, dictionaries for {', '.join(words)}"
+    into = ", ".join(word for word in words if ">" not in word) or "none"
+    out = ", ".join(word.split(">")[1] for word in words if ">" in word) or "none"
+    found = (
+        f"Apertium for {', '.join(machine) or 'none'}, dictionaries for {into} (into English) "
+        f"and {out} (from English)"
+    )
     if missing:
         return _warning(
             "translation",
@@ -382,7 +390,7 @@ def _translation(subjects: Subjects) -> Finding:
             "model translates them",
             f"sudo apt-get install {' '.join(missing)}",
         )
-    return _ok("translation", f"{found} (questions in other languages, searched in English)")
+    return _ok("translation", f"{found} (questions searched in the documents' languages too)")
 
 
 def _signing_key(subjects: Subjects) -> Finding:

@@ -303,6 +303,7 @@ class Completions:
             scope="message" if chosen else None,
             general_system_prompt=False,
             label=f"{via}:{index_name}",
+            reader=user.id,
         )
         payload = {"query": query[:1000], "model": model, "via": via, "index": index_name}
         await self._record(session, events_service.QUERY_SUBMITTED, user.id, payload)

@@ -389,7 +389,7 @@ def _best_unit(passage: str, units: Sequence[Unit], scores: Sequence[float], que
     """The best-scoring unit; of units that score alike (a passage whose sentences all name its
     topic), one that is not a heading, then the one holding more of the question's words next
     to each other in the question's order ("night ferry" for "When does the night ferry
-    leave?"), then one holding what the question asks for (`_holds_asked_kind`), then the
+    leave?"), then one holding what the question asks for (`holds_asked_kind`), then the
     first.
     Over SQuAD dev's questions ties are about one in nine; broken so, the chosen sentence holds
     the answer 85.2% of the time on the 1,000 judged paragraphs (84.6% taking the first) and
@@ -399,13 +399,13 @@ def _best_unit(passage: str, units: Sequence[Unit], scores: Sequence[float], que
     if len(tied) == 1:
         return tied[0]
     pairs = _adjacent_pairs(terms(question))
-    kind = _asked_kind(question)
+    kind = asked_kind(question)
     said = {word.lower() for word in re.findall(r"[^\W\d_][\w'’-]*", question)}
 
     def key(index: int) -> tuple[bool, int, bool, int]:
         text = passage[units[index].start : units[index].end]
         in_order = len(pairs & _adjacent_pairs(terms(text)))
-        return not units[index].heading, in_order, _holds_asked_kind(text, kind, said), -index
+        return not units[index].heading, in_order, holds_asked_kind(text, kind, said), -index
 
     return max(tied, key=key)
 
@@ -438,7 +438,7 @@ _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z'’-]+")
 AskedKind = Literal["date", "number", "name"]
 
 
-def _asked_kind(question: str) -> AskedKind | None:
+def asked_kind(question: str) -> AskedKind | None:
     """What an English question asks for: "date", "number", "name", or None (unknown)."""
     asked = question.lower()
     if _ASKS_WHEN.search(asked):
@@ -450,7 +450,7 @@ def _asked_kind(question: str) -> AskedKind | None:
     return None
 
 
-def _holds_asked_kind(text: str, kind: AskedKind | None, said: set[str]) -> bool:
+def holds_asked_kind(text: str, kind: AskedKind | None, said: set[str]) -> bool:
     """Whether `text` holds something of the kind the question asks for: a year or month, a
     number, or a name not among the question's words (`said`, lower-cased)."""
     if kind == "date":

@@ -27,6 +27,7 @@ from docchat.retrieval.context import TokenBudget
 from docchat.retrieval.highlight import preview_of
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.passage_identity import HEADER_CHARS
 from docchat.retrieval.schemas import Source
 
 logger = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ class InlineReader:
         """The document's chunks in reading order, as many as `budget` takes ([] if unreadable)."""
         passages: list[InlinePassage] = []
         for piece in await self._pieces(document, lexical):
-            if not budget.take(piece.text):
+            if not budget.take(piece.text, header=HEADER_CHARS):
                 break
             source = Source(
                 document_id=document.id,

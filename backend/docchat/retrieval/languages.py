@@ -142,6 +142,15 @@ def names_in(text: str) -> str:
     return " ".join(word for index, word in enumerate(words) if is_name(word, index == 0))
 
 
+# Languages named in English for a model asked to translate into them.
+_CJK_NAMES = {"zh": "Chinese", "ja": "Japanese", "ko": "Korean"}
+
+
+def name_of(code: str) -> str:
+    """The English name of a language of `CONFIGURATIONS` or `CJK` ("de" -> "German")."""
+    return _CJK_NAMES.get(code) or CONFIGURATIONS.get(code, code).capitalize()
+
+
 def language_code(configuration_name: str) -> str | None:
     """The ISO 639-1 code of a text search configuration's language ("german" -> "de")."""
     return next((code for code, name in CONFIGURATIONS.items() if name == configuration_name), None)

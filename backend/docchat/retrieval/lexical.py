@@ -17,6 +17,7 @@ the candidates' documents must meet (`documents.scopes`). The statements are in
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,7 +28,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval import repository
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
-from docchat.retrieval.languages import CJK, CONFIGURATIONS, configuration_of, names_in, segmented
+from docchat.retrieval.languages import (
+    CJK,
+    CONFIGURATIONS,
+    configuration,
+    configuration_of,
+    language_code,
+    language_of,
+    names_in,
+    segmented,
+)
 from docchat.retrieval.models import DocumentChunk
 
 K1 = 1.2
@@ -74,19 +84,23 @@ LOCATION_CHARS = 300
 def _chunk_rows(
     chunks: Sequence[Chunk], indexed: Sequence[str], language: str
 ) -> list[dict[str, Any]]:
-    return [
-        {
-            "document_id": chunk.document_id,
-            "chunk_index": chunk.chunk_index,
-            "page": chunk.page,
-            "location": chunk.location[:LOCATION_CHARS] if chunk.location else None,
-            "text": chunk.text,
-            "tokens": word_count(indexed_text),
-            "language": configuration_of(chunk.text, language),
-            "indexed": segmented(indexed_text),
-        }
-        for chunk, indexed_text in zip(chunks, indexed, strict=True)
-    ]
+    rows = []
+    for chunk, indexed_text in zip(chunks, indexed, strict=True):
+        code = language_of(chunk.text)
+        rows.append(
+            {
+                "document_id": chunk.document_id,
+                "chunk_index": chunk.chunk_index,
+                "page": chunk.page,
+                "location": chunk.location[:LOCATION_CHARS] if chunk.location else None,
+                "text": chunk.text,
+                "tokens": word_count(indexed_text),
+                "language": configuration(code, language),
+                "language_code": code,
+                "indexed": segmented(indexed_text),
+            }
+        )
+    return rows
 
 
 async def add_chunks(
@@ -142,6 +156,9 @@ WORD_STATISTICS_TTL_SECONDS = 300.0
 CACHED_SCOPE_DOCUMENTS = 100
 SCOPE_TOTALS_TTL_SECONDS = 30.0
 CACHED_SCOPES = 256
+# How long the languages of a scope's chunks are reused: a question's translations follow them,
+# and a document in a new language counts for the questions asked a minute later.
+SCOPE_LANGUAGES_TTL_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -296,6 +313,17 @@ class QuestionWords:
         return cls(list(own), everywhere, variants, groups)
 
 
+def _scope_key(scope: DocumentScope) -> bytes:
+    """Names a scope for what is kept per scope: a listed one by its documents, a wide one by
+    its condition's parameters (whose documents, collections, category)."""
+    if scope.condition is None:
+        return scope.digest
+    described = repr(
+        sorted((name, repr(value)) for name, value in scope.condition.parameters.items())
+    )
+    return hashlib.blake2b(described.encode(), digest_size=16).digest()
+
+
 def tsquery_of(lexemes: Sequence[str]) -> str:
     """An OR query of lexemes as they are (quoted, so they are never normalised again)."""
     return " | ".join("'" + x.replace("\\", "\\\\").replace("'", "''") + "'" for x in lexemes)
@@ -325,6 +353,35 @@ class LexicalIndex:
     _totals: dict[bytes, tuple[float, float, float]] = field(
         default_factory=dict, init=False, repr=False
     )
+    # Scopes' languages by `_scope_key`: (codes, read at).
+    _languages: dict[bytes, tuple[frozenset[str], float]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    async def languages_in(self, documents: SearchScope) -> frozenset[str]:
+        """The languages (ISO 639-1 codes) the scope's chunks are written in; a chunk whose
+        language could not be told (a table, a heading) counts as the installation's. One
+        statement (`repository.scope_languages`), its answer reused for a minute per scope."""
+        if not documents:
+            return frozenset()
+        scope = DocumentScope.of(documents)
+        key = _scope_key(scope)
+        now = time.monotonic()
+        cached = self._languages.get(key)
+        if cached is not None and now - cached[1] <= SCOPE_LANGUAGES_TTL_SECONDS:
+            return cached[0]
+        condition = scope.condition
+        parameters = {"documents": scope.ids} if condition is None else dict(condition.parameters)
+        async with self.sessionmaker() as session:
+            codes = await repository.scope_languages(
+                session, parameters, None if condition is None else condition.sql
+            )
+        untold = language_code(self.language)
+        found = frozenset(known for code in codes if (known := code or untold) is not None)
+        if len(self._languages) >= CACHED_SCOPES:
+            self._languages.pop(next(iter(self._languages)))
+        self._languages[key] = (found, now)
+        return found
 
     async def _word_statistics(self, session: AsyncSession) -> WordStatistics:
         now = time.monotonic()
@@ -351,12 +408,19 @@ class LexicalIndex:
             self._totals[key] = (row.n, row.avgdl, now)
         return row.n, row.avgdl
 
-    async def search(self, documents: SearchScope, question: str, limit: int) -> list[LexicalHit]:
+    async def search(
+        self, documents: SearchScope, question: str, limit: int, language: str | None = None
+    ) -> list[LexicalHit]:
+        """The best `limit` chunks of the scope for `question` by BM25; `language`, its ISO
+        code when the caller knows it (a translation), else it is told from the text."""
         if not documents or not question.strip() or limit <= 0:
             return []
         scope = DocumentScope.of(documents)
         async with self.sessionmaker() as session:
-            language = configuration_of(question, self.language)
+            if language is None:
+                language = configuration_of(question, self.language)
+            else:
+                language = configuration(language, self.language)
             read = await self._read(session, question, language)
             own, lexemes = read.own, read.everywhere
             if not lexemes:

@@ -22,6 +22,7 @@ class DocumentChunk(Base):
     # out of line each read would be one more lookup in the TOAST table.
     __table_args__ = (
         Index("ix_document_chunks_tsv", "tsv", postgresql_using="gin"),
+        Index("ix_document_chunks_language_code", "language_code", "document_id"),
         {"postgresql_with": {"toast_tuple_target": "4080"}},
     )
 
@@ -39,3 +40,7 @@ class DocumentChunk(Base):
     # The text search configuration `tsv` was made with (the chunk's language); None: the
     # installation's configured one (rows from before migration 0023).
     language: Mapped[str | None] = mapped_column(String(32), default=None)
+    # The chunk's language as told (ISO 639-1: "de", "zh"), None when it could not be told (and
+    # `language` is the installation's): which languages a scope holds, so that a question is
+    # searched in each (migration 0033, and its index for `repository.scope_languages`).
+    language_code: Mapped[str | None] = mapped_column(String(8), default=None)

@@ -21,9 +21,12 @@ from docchat.retrieval.models import DocumentChunk
 # on how many chunks hold each word and how wide the scope is, and after five runs of a prepared
 # statement PostgreSQL may settle on a generic plan blind to both (measured over a 100k-chunk
 # library: p50 20-22 ms with generic plans, 14 ms with plans made for each question).
+# Every lexeme is folded as the chunks' are (`docchat_folded`, migration 0033: "müller" is
+# "muller"), so a name matches whether or not the question writes its accents.
 _LEXEMES = text(
     """
-SELECT tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :question)) AS lexemes,
+SELECT tsvector_to_array(docchat_folded(to_tsvector(CAST(:config AS regconfig), :question)))
+       AS lexemes,
        set_config('plan_cache_mode', 'force_custom_plan', true) AS planning,
        r.configs, r.positions, r.readings
 FROM (
@@ -32,8 +35,8 @@ FROM (
     FROM unnest(CAST(:configs AS text[])) AS c(config)
     JOIN pg_ts_config t ON t.cfgname = c.config
     CROSS JOIN unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, position)
-    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(t.oid AS regconfig), w.word)))
-        AS l(lexeme)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(
+        docchat_folded(to_tsvector(CAST(t.oid AS regconfig), w.word)))) AS l(lexeme)
 ) AS r
 """
 )
@@ -210,6 +213,37 @@ JOIN document_chunks c
 )
 
 
+# The languages of a scope's chunks (`language_code`; NULL: untold), in one statement that reads
+# little whatever the scope's size: the codes the installation has, found by a walk of the index
+# over (language_code, document_id) that jumps from one code to the next (a loose index scan: a
+# few dozen steps at most), each then kept when a chunk of the scope has it (through the same
+# index: the listed documents looked up under the code, or a wide scope's chunks of the code
+# until one of its documents meets the condition).
+_SCOPE_LANGUAGES = """
+WITH RECURSIVE installed(code) AS (
+    SELECT min(language_code) FROM document_chunks
+    UNION ALL
+    SELECT (SELECT min(c.language_code) FROM document_chunks c WHERE c.language_code > i.code)
+    FROM installed i WHERE i.code IS NOT NULL
+)
+SELECT i.code FROM installed i
+WHERE i.code IS NOT NULL
+  AND EXISTS (SELECT 1 FROM document_chunks c {join} WHERE c.language_code = i.code {listed})
+UNION ALL
+SELECT NULL
+WHERE EXISTS (SELECT 1 FROM document_chunks c {join} WHERE c.language_code IS NULL {listed})
+"""
+_LISTED_SCOPE_LANGUAGES = text(
+    _SCOPE_LANGUAGES.format(join="", listed="AND c.document_id = ANY(:documents)")
+)
+
+
+@functools.cache
+def _wide_scope_languages(condition: str) -> TextClause:
+    joined = f"JOIN documents d ON d.id = c.document_id AND {condition}"
+    return text(_SCOPE_LANGUAGES.format(join=joined, listed=""))
+
+
 # One chunk's row, written again in place when a retried job writes it twice. One statement,
 # prepared once and run for each row (asyncpg sends the rows together): a multi-row INSERT
 # built with SQLAlchemy for each batch took 90 ms of the event loop to build for 500 rows (16 ms
@@ -217,12 +251,14 @@ JOIN document_chunks c
 _UPSERT_CHUNK = text(
     """
 INSERT INTO document_chunks
-  (document_id, chunk_index, page, location, text, tokens, tsv, language)
+  (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code)
 VALUES (:document_id, :chunk_index, :page, :location, :text, :tokens,
-        to_tsvector(CAST(:language AS regconfig), :indexed), :language)
+        docchat_folded(to_tsvector(CAST(:language AS regconfig), :indexed)), :language,
+        :language_code)
 ON CONFLICT (document_id, chunk_index) DO UPDATE SET
   page = excluded.page, location = excluded.location, text = excluded.text,
-  tokens = excluded.tokens, tsv = excluded.tsv, language = excluded.language
+  tokens = excluded.tokens, tsv = excluded.tsv, language = excluded.language,
+  language_code = excluded.language_code
 """
 )
 
@@ -230,6 +266,15 @@ ON CONFLICT (document_id, chunk_index) DO UPDATE SET
 async def read_question(session: AsyncSession, asked: dict[str, Any]) -> Row[Any]:
     """The question's lexemes and its names' readings (`_LEXEMES`)."""
     return (await session.execute(_LEXEMES, asked)).one()
+
+
+async def scope_languages(
+    session: AsyncSession, parameters: dict[str, Any], condition: str | None
+) -> list[str | None]:
+    """The language codes of the scope's chunks (None for chunks whose language was not told):
+    of the listed documents `:documents`, or of a wide scope's `condition`."""
+    statement = _LISTED_SCOPE_LANGUAGES if condition is None else _wide_scope_languages(condition)
+    return list((await session.execute(statement, parameters)).scalars())
 
 
 async def common_lexemes(session: AsyncSession) -> Row[Any] | None:

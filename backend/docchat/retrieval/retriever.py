@@ -198,20 +198,23 @@ class Retriever:
         top_k: int,
         *,
         require_match: bool = True,
+        language: str | None = None,
     ) -> SearchResult:
         """The `top_k` best chunks of `documents` for `query` whose match score passes the floor.
 
         With `require_match`, nothing is returned when even the best passage stays below the
-        match floor: the question is about something else. A search started ahead with the
-        same arguments (`search_ahead`) is taken instead of searching again."""
+        match floor: the question is about something else. `language`, the query's ISO code
+        when the caller knows it (a translation), for BM25 to read it in; else it is told from
+        the text. A search started ahead with the same arguments (`search_ahead`) is taken
+        instead of searching again."""
         if not documents or not query.strip():
             return SearchResult()
         scope = DocumentScope.of(documents)
-        ahead = self._ahead.pop((query, id(scope), top_k), None)
+        ahead = self._ahead.pop((query, id(scope), top_k), None) if language is None else None
         if ahead is not None and ahead[0] is scope and _usable(ahead[1]):
             result = await ahead[1]
         else:
-            result = await self._search(query, scope, top_k)
+            result = await self._search(query, scope, top_k, language)
         return self._judged(result, require_match)
 
     async def search_wordings(
@@ -221,30 +224,42 @@ class Retriever:
         top_k: int,
         *,
         require_match: bool = True,
-        asked_in: str | None = None,
+        languages: Sequence[str | None] | None = None,
     ) -> SearchResult:
         """The best `top_k` passages for any of several wordings of one question (as asked, and
-        translated into the documents' language): each wording searched, a passage found by
+        translated into the documents' languages): each wording searched, a passage found by
         more than one kept once, all ranked by match score. The floors judge the best of all.
 
-        `asked_in`, the language of the first wording when the others translate it: that
-        wording then ranks only the passages written in its language. A German question about
-        English documents matches any passage holding its names ("Martin Luther") as well as
-        the passage that answers it, whose own words only the translation has (on 63 questions
-        in four languages, recall@4 0.762 -> 0.841). What it matched still counts as evidence
-        for the match floor: the names it shares with the documents."""
+        `languages`, each wording's language when the others translate the first: each wording
+        then ranks only the passages written in its language (or in none that can be told). A
+        German question about English documents matches any passage holding its names ("Martin
+        Luther") as well as the passage that answers it, whose own words only the translation
+        has (on 63 questions in four languages, recall@4 0.762 -> 0.841); an English question
+        about German documents, the other way. What a wording matched elsewhere still counts as
+        evidence for the match floor: the names it shares with the documents."""
         if len(queries) == 1:
             return await self.search(queries[0], documents, top_k, require_match=require_match)
+        told = list(languages) if languages is not None else [None] * len(queries)
         # One after the other: a search's statements and the next one's never share a
-        # connection at once (as in `_candidates`).
+        # connection at once (as in `_candidates`). The first wording's language is told from
+        # its text, as a search started ahead for it did.
         results = [
-            await self.search(query, documents, top_k, require_match=False) for query in queries
+            await self.search(
+                query,
+                documents,
+                top_k,
+                require_match=False,
+                language=told[index] if index else None,
+            )
+            for index, query in enumerate(queries)
         ]
         unavailable = next((result.unavailable for result in results if result.unavailable), None)
         if unavailable is not None:
             return SearchResult(unavailable=unavailable)
-        if asked_in is not None:
-            results[0] = self._written_in(results[0], asked_in)
+        results = [
+            result if language is None else self._written_in(result, language)
+            for result, language in zip(results, told, strict=True)
+        ]
         found: dict[str, ScoredChunk] = {}
         for hit in (hit for result in results for hit in result.chunks):
             kept = found.get(hit.chunk.id)
@@ -288,7 +303,9 @@ class Retriever:
             return replace(result, chunks=[])
         return result
 
-    async def _search(self, query: str, scope: DocumentScope, top_k: int) -> SearchResult:
+    async def _search(
+        self, query: str, scope: DocumentScope, top_k: int, language: str | None = None
+    ) -> SearchResult:
         """The best `top_k` passages over the similarity floor, and the best match score among
         all that passed it (`_judged` decides on the match floor)."""
         started = time.perf_counter()
@@ -300,7 +317,7 @@ class Retriever:
         }
         with tracing.span("retrieval.search", attributes) as span:
             try:
-                kept, passing = await self._ranked(query, scope, top_k)
+                kept, passing = await self._ranked(query, scope, top_k, language)
             except Exception as exc:
                 logger.warning("retrieval unavailable, answering in general mode: %s", exc)
                 tracing.record_error(span, exc)
@@ -312,13 +329,13 @@ class Retriever:
         return SearchResult(chunks=kept, elapsed_ms=elapsed * 1000, best_match=best)
 
     async def _ranked(
-        self, query: str, scope: DocumentScope, top_k: int
+        self, query: str, scope: DocumentScope, top_k: int, language: str | None
     ) -> tuple[list[ScoredChunk], list[ScoredChunk]]:
         """The `top_k` best passages with their text, and every candidate over the floor."""
         # Fusion and reranking choose among more candidates than they keep.
         widen = self.lexical is not None or self.reranker is not None
         depth = max(self.fusion.candidates, top_k) if widen else top_k
-        hits = await self._candidates(query, scope, depth)
+        hits = await self._candidates(query, scope, depth, language)
         if self.reranker is not None:  # it reads the passages
             with tracing.span("retrieval.rerank", {"docchat.retrieval.candidates": len(hits)}):
                 hits = await self.reranker.rerank(query, await self._whole(hits), top_k)
@@ -349,7 +366,9 @@ class Retriever:
             and (not scope.listed or hit.chunk.document_id in allowed)
         ]
 
-    async def _candidates(self, query: str, scope: DocumentScope, depth: int) -> list[ScoredChunk]:
+    async def _candidates(
+        self, query: str, scope: DocumentScope, depth: int, language: str | None = None
+    ) -> list[ScoredChunk]:
         if self.lexical is None:
             vector = await self._embedding(query)
             found = await self._nearest(vector, scope, depth)
@@ -361,7 +380,7 @@ class Retriever:
         embedding = asyncio.ensure_future(self._embedding(query))
         vector_result, lexical_result = await asyncio.gather(
             self._vector_side(embedding, scope, depth),
-            self._lexical_side(self.lexical, embedding, scope, query, depth),
+            self._lexical_side(self.lexical, embedding, scope, query, depth, language),
             return_exceptions=True,
         )
         if isinstance(vector_result, BaseException):
@@ -441,12 +460,14 @@ class Retriever:
         scope: DocumentScope,
         query: str,
         depth: int,
+        language: str | None = None,
     ) -> tuple[list[LexicalHit], dict[str, float]]:
         """BM25's passages, read to the fusion's depth for it (`Fusion.lexical_depth`: its
         first `depth` are its candidates, any further ones only lend their scores), and the
         cosine similarity of each candidate (from the stored vectors): the floor and convex
         fusion need it for the passages only BM25 proposes."""
-        hits = await self._lexical(lexical, scope, query, self.fusion.lexical_depth(depth))
+        read = self.fusion.lexical_depth(depth)
+        hits = await self._lexical(lexical, scope, query, read, language)
         vector = await embedding  # awaited even without hits: its failure is reported once
         if not hits:
             return hits, {}
@@ -462,11 +483,15 @@ class Retriever:
 
     @staticmethod
     async def _lexical(
-        lexical: LexicalIndex, documents: SearchScope, query: str, depth: int
+        lexical: LexicalIndex,
+        documents: SearchScope,
+        query: str,
+        depth: int,
+        language: str | None = None,
     ) -> list[LexicalHit]:
         with tracing.span("retrieval.bm25", {"docchat.retrieval.depth": depth}) as span:
             try:
-                hits = await lexical.search(documents, query, depth)
+                hits = await lexical.search(documents, query, depth, language)
             except Exception as exc:  # the vectors alone still answer
                 logger.warning("lexical search failed, using vector search alone: %s", exc)
                 tracing.record_error(span, exc)

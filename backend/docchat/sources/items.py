@@ -104,6 +104,7 @@ class ItemSync:
                 max_bytes=settings.max_upload_bytes,
                 quota=settings.quota,
                 deduplicate=False,
+                modified=item.modified,
             )
             await repository.link_documents(
                 session, claim.collection_id, owner.id, [upload.document.id]
@@ -118,6 +119,7 @@ class ItemSync:
             item.name,
             max_bytes=settings.max_upload_bytes,
             quota=settings.quota,
+            modified=item.modified,
         )
         return ("unchanged" if upload.duplicate else "changed"), document
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from typing import Protocol
 
@@ -45,6 +46,10 @@ class SourceItem:
     name: str  # the file name a document gets
     version: str  # changes when the content changes
     size: int | None = None
+    # The day the source last changed it, where the source knows (a file's modification
+    # time, an object's, a page's `Last-Modified` or sitemap `lastmod`): the document's date
+    # until its file gives its own.
+    modified: date | None = None
 
 
 class Source(Protocol):

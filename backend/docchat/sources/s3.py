@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from docchat.documents.storage import ByteSource
+from docchat.extraction.dates import moment_date
 from docchat.sources.connections import AddressRefused, Guard, pool_manager, send_through
 from docchat.sources.port import Connector, Setting, SettingType, SourceError, SourceItem
 
@@ -133,7 +134,13 @@ class S3PrefixSource:
                     relative = key[len(self.prefix) :]
                     version = f"{str(entry.get('ETag', '')).strip(chr(34))}-{entry['Size']}"
                     found.append(
-                        SourceItem(relative, posixpath.basename(key), version, int(entry["Size"]))
+                        SourceItem(
+                            relative,
+                            posixpath.basename(key),
+                            version,
+                            int(entry["Size"]),
+                            moment_date(entry.get("LastModified")),
+                        )
                     )
         except Exception as exc:
             raise SourceError(_reason(exc)) from exc

@@ -36,6 +36,7 @@ from xml.parsers import expat
 from docchat.config import UrlFetchSettings
 from docchat.documents.fetch import Fetched, NotThere, fetch
 from docchat.documents.storage import ByteSource, FileSource
+from docchat.extraction.dates import iso_date
 from docchat.kit.errors import DocchatError, PayloadTooLarge
 from docchat.sources.port import Connector, Setting, SettingType, SourceError, SourceItem
 
@@ -287,7 +288,8 @@ class WebsiteSource:
         # Reading (the body may be on disk), hashing and parsing: off the event loop.
         size, version, links = await asyncio.to_thread(_digest, fetched, html)
         key = self._key(url)
-        page = _Page(SourceItem(key, fetched.filename, version, size), fetched.body)
+        item = SourceItem(key, fetched.filename, version, size, fetched.modified)
+        page = _Page(item, fetched.body)
         return page, links
 
     async def _pause(self) -> None:
@@ -346,7 +348,8 @@ class WebsiteSource:
             if not self._robots.can_fetch(AGENT, url):
                 continue
             if lastmod:  # trusted: the page is fetched only when it is read
-                item = SourceItem(self._key(url), _name(url), f"lastmod:{lastmod}")
+                version = f"lastmod:{lastmod}"
+                item = SourceItem(self._key(url), _name(url), version, modified=iso_date(lastmod))
                 self._pages[item.key] = _Page(item)
                 yield item
                 continue

@@ -1737,15 +1737,25 @@ export interface components {
              * @description inferred: the model wrote no markers, so docchat matched sentences to passages
              */
             citation_mode?: ("model" | "inferred") | null;
+            /**
+             * Conflicts
+             * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
+             */
+            conflicts?: components["schemas"]["Conflict"][] | null;
             /** Context Chars */
             context_chars?: number | null;
             /** Documents Searched */
             documents_searched?: number | null;
             /**
              * Evidence
-             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @description What the documents support, on every answer that searched them: answered; partial (they answer part of the question, the answer says which); not_in_documents (they do not answer it: the answer says so first, and any passages it shows are the nearest ones, not an answer)
              */
             evidence?: ("answered" | "partial" | "not_in_documents") | null;
+            /**
+             * Evidence Note
+             * @description Why the evidence is partial or not_in_documents, in the reader's words ("none of the passages mentions 2019")
+             */
+            evidence_note?: string | null;
             /**
              * Extractive Reason
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
@@ -1767,6 +1777,11 @@ export interface components {
              * @description Stopped because the process writing it went away (a restart or a crash)
              */
             interrupted?: boolean | null;
+            /**
+             * Languages Searched
+             * @description The languages the question was searched in (ISO 639-1 codes), its own first, then each it was translated into: the installation's and its documents' languages
+             */
+            languages_searched?: string[] | null;
             /**
              * Llm Ms
              * @description Time spent waiting for the model, every call included
@@ -1801,6 +1816,11 @@ export interface components {
              */
             scope?: ("message" | "chat" | "all") | null;
             /**
+             * Searched As Written
+             * @description Languages of the searched documents (ISO 639-1 codes) the question could not be translated into (no model and no dictionary for them, or the translation failed): their documents were searched with the question as written, which finds them by the names, numbers and terms it shares with them
+             */
+            searched_as_written?: string[] | null;
+            /**
              * Stopped
              * @description The answer was stopped before it finished (Stop, the answer time limit, or the server going away): the text is what had been written by then
              */
@@ -1814,11 +1834,16 @@ export interface components {
             translated_by?: ("model" | "apertium" | "dictionary") | null;
             /**
              * Translated Query
-             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS)
+             * @description The question as translated for the search and searched besides its own wording (RAG_TRANSLATE_QUESTIONS): its first translation, into the installation's language when it was translated into it (languages_searched lists every language)
              */
             translated_query?: string | null;
             /** Translation Ms */
             translation_ms?: number | null;
+            /**
+             * Unsupported Citations
+             * @description Citation markers taken out of the answer because their passage does not support the sentence they followed
+             */
+            unsupported_citations?: number | null;
             /** Whole Document Chunks */
             whole_document_chunks?: number | null;
             /** Whole Documents Skipped */
@@ -2289,6 +2314,43 @@ export interface components {
             /** Name */
             name?: string | null;
         };
+        /**
+         * Conflict
+         * @description Sources of the answer that give different values for the asked thing.
+         */
+        Conflict: {
+            /**
+             * About
+             * @description What they disagree on, in the question's words
+             */
+            about: string;
+            /** Sides */
+            sides: components["schemas"]["ConflictSide"][];
+        };
+        /** ConflictSide */
+        ConflictSide: {
+            /**
+             * Date
+             * @description Its document's date (ISO 8601): the file's own date where it carries one, else its upload date
+             */
+            date?: string | null;
+            /**
+             * Newest
+             * @description The most recently dated side
+             * @default false
+             */
+            newest: boolean;
+            /**
+             * Source
+             * @description The [n] of the answer's source that says it
+             */
+            source: number;
+            /**
+             * Value
+             * @description What that source says about the asked thing
+             */
+            value: string;
+        };
         /** DeletionConfirmation */
         DeletionConfirmation: {
             /**
@@ -2375,6 +2437,11 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * Document Date
+             * @description The document's own date: what its file says (a PDF's or Office file's modification date, else its creation date; an EPUB's publication date; an HTML page's date meta tags), else the day its synced source or web server last changed it; null when neither says (set once the file is read)
+             */
+            document_date?: string | null;
             /**
              * Duplicate
              * @description Upload replies only: you had uploaded these exact bytes already, so this is that document (status 200) and nothing new was stored or queued
@@ -3296,6 +3363,11 @@ export interface components {
              */
             content_preview: string;
             /**
+             * Document Date
+             * @description The document's date: its own where the file carries one (PDF, Office, HTML metadata, a synced file's modification time), else its upload date
+             */
+            document_date?: string | null;
+            /**
              * Document Id
              * Format: uuid
              */
@@ -3543,6 +3615,12 @@ export interface components {
              */
             citation_mode: ("model" | "inferred") | null;
             /**
+             * Conflicts
+             * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
+             * @default null
+             */
+            conflicts: components["schemas"]["Conflict"][] | null;
+            /**
              * Context Chars
              * @default null
              */
@@ -3554,10 +3632,16 @@ export interface components {
             documents_searched: number | null;
             /**
              * Evidence
-             * @description not_in_documents: the documents do not answer the question; the answer says so, and any passages it quotes are the nearest ones, not an answer
+             * @description What the documents support, on every answer that searched them: answered; partial (they answer part of the question, the answer says which); not_in_documents (they do not answer it: the answer says so first, and any passages it shows are the nearest ones, not an answer)
              * @default null
              */
             evidence: ("answered" | "partial" | "not_in_documents") | null;
+            /**
+             * Evidence Note
+             * @description Why the evidence is partial or not_in_documents, in the reader's words ("none of the passages mentions 2019")
+             * @default null
+             */
+            evidence_note: string | null;
             /**
              * Extractive Reason
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
@@ -3582,6 +3666,12 @@ export interface components {
              * @default null
              */
             interrupted: boolean | null;
+            /**
+             * Languages Searched
+             * @description The languages the question was searched in (ISO 639-1 codes), its own first, then each it was translated into: the installation's and its documents' languages
+             * @default null
+             */
+            languages_searched: string[] | null;
             /**
              * Llm Ms
              * @description Time spent waiting for the model, every call included
@@ -3632,6 +3722,12 @@ export interface components {
              * @default null
              */
             scope: ("message" | "chat" | "all") | null;
+            /**
+             * Searched As Written
+             * @description Languages of the searched documents (ISO 639-1 codes) the question could not be translated into (no model and no dictionary for them, or the translation failed): their documents were searched with the question as written, which finds them by the names, numbers and terms it shares with them
+             * @default null
+             */
+            searched_as_written: string[] | null;
             /** Sources */
             sources: components["schemas"]["Source"][];
             /**
@@ -3653,7 +3749,7 @@ export interface components {
             translated_by: ("model" | "apertium" | "dictionary") | null;
             /**
              * Translated Query
-             * @description The question as translated into the documents' language and searched besides its own wording (RAG_TRANSLATE_QUESTIONS)
+             * @description The question as translated for the search and searched besides its own wording (RAG_TRANSLATE_QUESTIONS): its first translation, into the installation's language when it was translated into it (languages_searched lists every language)
              * @default null
              */
             translated_query: string | null;
@@ -3662,6 +3758,12 @@ export interface components {
              * @default null
              */
             translation_ms: number | null;
+            /**
+             * Unsupported Citations
+             * @description Citation markers taken out of the answer because their passage does not support the sentence they followed
+             * @default null
+             */
+            unsupported_citations: number | null;
             /**
              * Whole Document Chunks
              * @default null

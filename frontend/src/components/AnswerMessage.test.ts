@@ -11,6 +11,13 @@ describe("answerBadge", () => {
     expect(answerBadge(nearest).text).toBe("Nearest passages, not an answer");
   });
 
+  it("says what the documents support of a written answer", () => {
+    const written = { meta: { grounded: true, answer_mode: "generative", evidence: "answered" }, sources: [{}] } as Message;
+    expect(answerBadge(written)).toEqual({ kind: "answered", text: "Answered from the documents" });
+    const partly = { ...written, meta: { ...written.meta, evidence: "partial" } } as Message;
+    expect(answerBadge(partly).kind).toBe("partial");
+  });
+
   it("keeps the general and quoted badges for the answers they describe", () => {
     expect(answerBadge({ meta: { grounded: false }, sources: null } as Message).kind).toBe("general");
     expect(answerBadge({ meta: { grounded: true }, sources: [{}] } as Message).kind).toBe("quoted");

@@ -9,6 +9,7 @@ import { dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
 import CitationLink, { CiteContext } from "./CitationLink";
 import { Code, CodeBlock } from "./RichCode";
+import SearchLanguages from "./SearchLanguages";
 
 // The Markdown components are defined once, outside any render: components created anew on
 // every render would be new element types to React, which would then replace every citation
@@ -44,21 +45,57 @@ const EXTRACTIVE_REASONS: Record<string, string> = {
   bare: "the model answered with passage numbers only, twice, so the passages are quoted instead",
 };
 
-/** The badge an answer's footer shows. The documents not answering is said as such, never as a
- * "General answer": nothing general was written (the demo model is not asked for facts). */
+/** The badge an answer's footer shows: what the documents support. The documents not
+ * answering is said as such, never as a "General answer": nothing general was written (the demo
+ * model is not asked for facts). */
 export function answerBadge(message: Pick<Message, "meta" | "sources">): {
-  kind: "quoted" | "nearest" | "not-in-documents" | "general";
+  kind: "quoted" | "answered" | "partial" | "nearest" | "not-in-documents" | "general";
   text: string;
 } {
-  const notAnswered = message.meta?.evidence === "not_in_documents";
+  const evidence = message.meta?.evidence;
+  const notAnswered = evidence === "not_in_documents";
   if (message.sources?.length) {
-    return notAnswered
-      ? { kind: "nearest", text: "Nearest passages, not an answer" }
+    if (notAnswered) return { kind: "nearest", text: "Nearest passages, not an answer" };
+    if (evidence === "partial") return { kind: "partial", text: "Partly answered by the documents" };
+    return message.meta?.answer_mode === "generative"
+      ? { kind: "answered", text: "Answered from the documents" }
       : { kind: "quoted", text: "Quoted from the documents" };
   }
   return notAnswered
     ? { kind: "not-in-documents", text: "Not in your documents" }
     : { kind: "general", text: "General answer" };
+}
+
+/** "Sources disagree": each side of each disagreement with its date, the newest marked; each
+ * side's number opens its source. */
+function Disagreement({
+  message,
+  onShowSources,
+}: {
+  message: Message;
+  onShowSources(sources: Source[] | null, highlighted: number | null): void;
+}) {
+  const conflicts = message.meta?.conflicts ?? [];
+  if (!conflicts.length) return null;
+  return (
+    <aside className="disagreement" role="note" aria-label="Sources disagree">
+      <strong>Sources disagree</strong>
+      {conflicts.map((conflict, index) => (
+        <ul key={index}>
+          {conflict.sides.map((side) => (
+            <li key={side.source}>
+              <button className="link" onClick={() => onShowSources(message.sources ?? null, side.source)}>
+                [{side.source}]
+              </button>{" "}
+              {side.value}
+              {side.date && <span className="muted small"> · {side.date}</span>}
+              {side.newest && <span className="badge newest">newest</span>}
+            </li>
+          ))}
+        </ul>
+      ))}
+    </aside>
+  );
 }
 
 const GENERAL_REASONS: Record<string, string> = {
@@ -124,14 +161,17 @@ export default function AnswerMessage({
             <button className="link" onClick={() => onShowSources(message.sources ?? null, null)}>
               {message.sources.length} {message.sources.length === 1 ? "source" : "sources"}
             </button>
-            {message.meta?.answer_mode === "extractive" && (
-              <span className="quoted-answer">
-                <span className="badge quoted" title={EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}>
-                  {answerBadge(message).text}
-                </span>
-                <span className="muted small"> · {EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}</span>
+            <span className="quoted-answer">
+              <span className={`badge ${answerBadge(message).kind}`} title={message.meta?.evidence_note ?? undefined}>
+                {answerBadge(message).text}
               </span>
-            )}
+              {message.meta?.evidence_note && message.meta.evidence !== "answered" && (
+                <span className="muted small"> · {message.meta.evidence_note}</span>
+              )}
+              {message.meta?.answer_mode === "extractive" && (
+                <span className="muted small"> · {EXTRACTIVE_REASONS[message.meta.extractive_reason ?? "requested"]}</span>
+              )}
+            </span>
           </>
         ) : (
           !message.meta?.stopped && (
@@ -148,7 +188,9 @@ export default function AnswerMessage({
             {" "}· reused answer
           </span>
         )}
+        {message.status !== "streaming" && <SearchLanguages meta={message.meta} />}
       </footer>
+      {message.status !== "streaming" && <Disagreement message={message} onShowSources={onShowSources} />}
       {/* An earlier version is read, not rated or copied from here: the latest is the answer. */}
       {!earlier && <AnswerActions message={message} onRegenerate={onRegenerate} />}
     </article>

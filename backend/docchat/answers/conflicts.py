@@ -1,0 +1,240 @@
+"""Sources that disagree: different values for the asked thing in the best passages of
+different documents, shown to the reader rather than resolved silently.
+
+Two reports giving different staff numbers, an old and a new policy giving different dates:
+retrieval finds both, and a model (or a quote) that picks one hides that the documents disagree.
+`detect` looks, for a question that asks for a date, a number or a name, at the best-matching
+sentence of each document among the passages (each one must match the question about as well as
+the best, and mention the question's own figures); when two documents' sentences hold values of
+the asked kind and share none of them, the documents disagree. `note` says so in the answer, each
+side with its citation and date, the newer marked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from docchat.answers.evidence import Needs, figures_in
+from docchat.answers.meta import Conflict, ConflictSide
+from docchat.retrieval.citations import MARKER
+from docchat.retrieval.context import ContextEntry
+from docchat.retrieval.highlight import AskedKind, Weights, best_match, weights_for
+from docchat.retrieval.schemas import Source
+
+# A document's sentence takes a side when it matches the question at least this well, as a
+# share of the best sentence's match.
+SIDE_SHARE = 0.6
+# Passages looked at: the best few (retrieval's order); the rest rarely hold the answer.
+PASSAGES_LOOKED_AT = 6
+MAX_SIDES = 3
+
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})s?\b")
+_MONTH = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[,.\u202f ]\d{3})*(?:\.\d+)?(?![\w])")
+_NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of\s+|de\s+|van\s+|von\s+)?[A-Z][\w'’-]+)*")
+
+
+@dataclass(frozen=True)
+class Side:
+    entry: ContextEntry
+    # The sentence that says it, and the values of the asked kind it gives (as written).
+    span: str
+    values: tuple[str, ...]
+    dated: date | None
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    about: str
+    sides: tuple[Side, ...]
+
+    @property
+    def newest(self) -> Side | None:
+        dated = [side for side in self.sides if side.dated is not None]
+        if len(dated) < 2:
+            return None
+        latest = max(dated, key=lambda side: side.dated or date.min)
+        tied = [side for side in dated if side.dated == latest.dated]
+        return latest if len(tied) == 1 else None
+
+
+def _normalised(value: str, kind: AskedKind) -> str:
+    if kind == "name":
+        return value.lower()
+    return re.sub(r"[,\u202f ]", "", value.lower())
+
+
+def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
+    """The values of the asked kind a sentence gives, as written, leaving out the question's
+    own figures and words (they are what it asks about, not the answer)."""
+    if kind == "date":
+        found = [match.group(1) for match in _YEAR.finditer(text)]
+        found += [match.group(1).capitalize() for match in _MONTH.finditer(text)]
+    elif kind == "number":
+        found = [match.group() for match in _NUMBER.finditer(text)]
+        found = [value for value in found if not (figures_in(value) & needs.figures)]
+        # "Annual report 2024 ... 19 bakers": a year beside other numbers dates the count.
+        counts = [value for value in found if not _YEAR.fullmatch(value)]
+        found = counts or found
+    else:
+        found = [
+            match.group()
+            for match in _NAME.finditer(text)
+            if match.start() > 0
+            and not set(match.group().lower().split()) <= needs.said
+            and not text[: match.start()].rstrip().endswith((".", "!", "?"))
+        ]
+    if kind == "date":
+        found = [value for value in found if not (figures_in(value) & needs.figures)]
+    return tuple(dict.fromkeys(found))
+
+
+def _disjoint(one: Side, other: Side, kind: AskedKind) -> bool:
+    ours = {_normalised(value, kind) for value in one.values}
+    theirs = {_normalised(value, kind) for value in other.values}
+    if kind == "name":  # "Smith" and "John Smith" are one person
+        return not any(a in b or b in a for a in ours for b in theirs)
+    return not ours & theirs
+
+
+def detect(
+    question: str,
+    needs: Needs,
+    entries: Sequence[ContextEntry],
+    *,
+    dated: Callable[[Source], date | None],
+    weights: Weights | None = None,
+) -> Disagreement | None:
+    """The documents among `entries` that give different values for what the question asks;
+    None when they agree, give none, or the question asks for no kind of value."""
+    kind = needs.kind
+    if kind is None:
+        return None
+    looked_at = [entry for entry in entries[:PASSAGES_LOOKED_AT] if entry.text.strip()]
+    weights = weights or weights_for((entry.text, entry.source.location) for entry in looked_at)
+    best_by_document: dict[str, tuple[float, Side]] = {}
+    for rank, entry in enumerate(looked_at):
+        match = best_match(entry.text, question, location=entry.source.location, weights=weights)
+        if match is None or match.score <= 0:
+            continue
+        span = match.highlight.text
+        if needs.figures - figures_in(f"{entry.text}\n{entry.source.document_name}"):
+            continue  # about another year or figure than the question's
+        score = match.score / (1 + 0.1 * rank)
+        document = str(entry.source.document_id)
+        if document in best_by_document and best_by_document[document][0] >= score:
+            continue
+        side = Side(entry, span, values_of(span, kind, needs), dated(entry.source))
+        best_by_document[document] = (score, side)
+    if len(best_by_document) < 2:
+        return None
+    ranked = sorted(best_by_document.values(), key=lambda scored: scored[0], reverse=True)
+    top = ranked[0][0]
+    sides = [side for score, side in ranked if score >= SIDE_SHARE * top and side.values]
+    if len(sides) < 2 or ranked[0][1] not in sides:
+        return None
+    first = sides[0]
+    disagreeing = [first] + [side for side in sides[1:] if _disjoint(first, side, kind)]
+    if len(disagreeing) < 2:
+        return None
+    return Disagreement(_about(question), tuple(disagreeing[:MAX_SIDES]))
+
+
+def _about(question: str) -> str:
+    return " ".join(question.strip().rstrip("?").split())[:200]
+
+
+def _side_words(side: Side, number: int, newest: Side | None) -> str:
+    label = f"“{side.entry.source.document_name}”"
+    if side.dated is not None:
+        label += f", {side.dated.isoformat()}"
+    newer = " (the newest)" if side is newest else ""
+    return f"[{number}] ({label}){newer} gives {' / '.join(side.values)}"
+
+
+def note(disagreement: Disagreement) -> str:
+    """The sentence an answer ends with: the sides, each with its citation and date."""
+    newest = disagreement.newest
+    sides = "; ".join(_side_words(side, side.entry.number, newest) for side in disagreement.sides)
+    return f"The sources disagree: {sides}."
+
+
+def numbered(disagreement: Disagreement, sources: Sequence[Source]) -> list[Conflict]:
+    """The disagreement as `meta.conflicts`, each side numbered as the answer's `sources` are
+    (after their renumbering); empty when fewer than two sides are among the sources."""
+    newest = disagreement.newest
+    sides: list[ConflictSide] = []
+    for side in disagreement.sides:
+        at = _position(side.entry.source, sources)
+        if at is None:
+            continue
+        sides.append(
+            ConflictSide(
+                source=at,
+                value=" / ".join(side.values),
+                date=side.dated.isoformat() if side.dated else None,
+                newest=side is newest,
+            )
+        )
+    return [Conflict(about=disagreement.about, sides=sides)] if len(sides) > 1 else []
+
+
+def _position(source: Source, sources: Sequence[Source]) -> int | None:
+    for number, cited in enumerate(sources, start=1):
+        if (cited.document_id, cited.page, cited.location) == (
+            source.document_id,
+            source.page,
+            source.location,
+        ):
+            return number
+    return None
+
+
+def dated(source: Source) -> date | None:
+    """A source's date: its document's own, else its upload date (`Source.document_date`)."""
+    return source.document_date
+
+
+def all_cited(disagreement: Disagreement, answer: str) -> bool:
+    """Whether the answer cites every side (by the passages' numbers, before renumbering)."""
+    cited = {int(raw) for marker in MARKER.finditer(answer) for raw in marker.group(1).split(",")}
+    return all(side.entry.number in cited for side in disagreement.sides)
+
+
+def entries_of(entries: Sequence[ContextEntry], sources: Sequence[Source]) -> list[ContextEntry]:
+    """The entries an answer's (renumbered) sources came from."""
+    return [entry for entry in entries if _position(entry.source, sources) is not None]
+
+
+# How much of a passage's best sentence a side quotes when the model named the disagreement
+# and the engine found no values to compare.
+STATED_VALUE_CHARS = 160
+
+
+def stated(
+    question: str, numbers: Sequence[int], entries: Sequence[ContextEntry]
+) -> Disagreement | None:
+    """The disagreement a model stated between passages `numbers`: each side its passage's
+    best sentence; None unless they are of two documents or more."""
+    by_number = {entry.number: entry for entry in entries}
+    sides: list[Side] = []
+    documents: set[str] = set()
+    for number in numbers:
+        entry = by_number.get(number)
+        if entry is None or str(entry.source.document_id) in documents:
+            continue
+        match = best_match(entry.text, question, location=entry.source.location)
+        span = (match.highlight.text if match else entry.text).strip()
+        value = " ".join(span.split())[:STATED_VALUE_CHARS]
+        sides.append(Side(entry, span, (value,), dated(entry.source)))
+        documents.add(str(entry.source.document_id))
+    if len(sides) < 2:
+        return None
+    return Disagreement(_about(question), tuple(sides[:MAX_SIDES]))

@@ -1,0 +1,199 @@
+"""What the passages of an answer support: the engine's own verdict, in both answer modes.
+
+A question asks for something (`Needs`): a kind of thing (a date, a number, a name:
+`highlight.asked_kind`), about the things it names ("Glimmerdal", "X200": `extractive.names_in`),
+often at a given time or figure ("in 2019"), sometimes as of now ("who currently leads").
+Passages found by similarity can be about the right topic and still not answer: the wrong year,
+a different named thing, a figure they never give, a past holder of a post. The verdict is:
+
+- `not_in_documents` when no passage the answer rests on mentions a figure the question gives
+  (the wrong year), or holds anything of the asked kind of date or number at all;
+- `partial` when they hold it, but not in the sentences the answer quotes, or name only some of
+  what the question names, or the question asks about now and the passages speak of the past;
+- `answered` otherwise.
+
+It is a check of what the passages say, in words and figures, not of what they mean: it catches
+the plain misses cheaply and offline, and a connected model's own verdict (`answers.trailer`)
+comes on top of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from docchat.answers.meta import Evidence
+from docchat.retrieval.citations import SPACED_MARKER, strip_markers
+from docchat.retrieval.context import ContextEntry
+from docchat.retrieval.highlight import AskedKind, asked_kind, holds_asked_kind, terms
+from docchat.retrieval.languages import language_of
+
+# Words that ask about the present: the passages must not speak only of the past.
+_ASKS_NOW = re.compile(
+    r"\b(?:currently|current|now|today|presently|at present|these days|still|latest|"
+    r"as of (?:today|now))\b",
+    re.IGNORECASE,
+)
+_SPEAKS_OF_PAST = re.compile(
+    r"\b(?:was|were|had been|former|formerly|previously|until|served as|used to|then)\b",
+    re.IGNORECASE,
+)
+_SPEAKS_OF_NOW = re.compile(
+    r"\b(?:is|are|currently|current|now|today|presently|incumbent|has been|since)\b",
+    re.IGNORECASE,
+)
+# A figure of the question: a number of two digits or more (years, amounts, model numbers).
+_FIGURE = re.compile(r"(?<![\w.,])\d{1,3}(?:[,.\u202f ]\d{3})+(?![\w])|(?<![\w.,])\d{2,}(?![\w])")
+
+
+def figures_in(text: str) -> set[str]:
+    """The text's figures as digits only ("1,200" and "1200" are one figure)."""
+    return {re.sub(r"\D", "", figure) for figure in _FIGURE.findall(text)}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a question asks for, in what passages must say for them to answer it."""
+
+    names: tuple[str, ...]
+    figures: frozenset[str]
+    kind: AskedKind | None
+    asks_now: bool
+    # The question's own words (lower case), which an answer's name must not merely repeat.
+    said: frozenset[str]
+
+    @classmethod
+    def of(cls, question: str, names: Sequence[str]) -> Needs:
+        return cls(
+            names=tuple(names),
+            figures=frozenset(figures_in(question)),
+            kind=asked_kind(question),
+            asks_now=_ASKS_NOW.search(question) is not None,
+            said=frozenset(word.lower() for word in re.findall(r"[\w'’-]+", question)),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    evidence: Evidence
+    # Why not `answered`, in the reader's words ("none of them mentions 2019"); None when it is.
+    why: str | None = None
+
+
+ANSWERED = Verdict("answered")
+
+
+def _said_by(entry: ContextEntry) -> str:
+    source = entry.source
+    return f"{entry.text}\n{source.document_name}\n{source.location or ''}"
+
+
+_KIND_WORDS: dict[AskedKind, str] = {"date": "date", "number": "figure", "name": "name"}
+_WHEN = re.compile(
+    r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)|\bo'clock\b|"
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|"
+    r"spring|summer|autumn|fall|winter|century|centuries|decade|ago|yesterday|today|"
+    r"tomorrow|daily|weekly|monthly|annually|yearly)\b|\b\d{4}-\d{2}-\d{2}\b",
+    re.IGNORECASE,
+)
+
+
+def _holds(text: str, kind: AskedKind, said: set[str]) -> bool:
+    """Whether `text` gives something of the asked kind: for a date, a time of day, a weekday
+    or a season count too ("at 09:15 every weekday")."""
+    if kind == "date" and _WHEN.search(text):
+        return True
+    return holds_asked_kind(text, kind, said)
+
+
+def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]) -> Verdict:
+    """What `passages` (those the answer rests on) and `spans` (the sentences it quotes or
+    cites from them) support of what the question needs."""
+    said = "\n".join(_said_by(entry) for entry in passages)
+    missing = sorted(needs.figures - figures_in(said))
+    if missing:
+        return Verdict("not_in_documents", f"none of the passages mentions {', '.join(missing)}")
+    if needs.kind == "number" and not holds_asked_kind(said, "number", set()):
+        return Verdict("not_in_documents", "the passages give no figure")
+    said_terms = set(terms(said))
+    unnamed = [name for name in needs.names if not set(terms(name)) <= said_terms]
+    if unnamed and len(unnamed) == len(needs.names):
+        return Verdict("not_in_documents", f"none of the passages mentions {', '.join(unnamed)}")
+    quoted = "\n".join(spans)
+    if needs.kind is not None and spans and not _holds(quoted, needs.kind, set(needs.said)):
+        return Verdict("partial", f"the quoted sentences give no {_KIND_WORDS[needs.kind]}")
+    if unnamed:
+        return Verdict("partial", f"the passages do not mention {', '.join(unnamed)}")
+    if needs.asks_now and spans and _only_past(quoted):
+        return Verdict("partial", "the passages speak of the past; they may be out of date")
+    return ANSWERED
+
+
+def _only_past(text: str) -> bool:
+    return _SPEAKS_OF_PAST.search(text) is not None and _SPEAKS_OF_NOW.search(text) is None
+
+
+# A sentence of an answer ends at its stop, but a marker after the stop ("nine. [1]") is its own.
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?!\[\d)")
+# A cited passage supports a sentence that shares this many of its content words with it, or
+# this share of them (and every figure the sentence gives).
+SUPPORT_SHARED_TERMS = 3
+SUPPORT_SHARED_SHARE = 0.3
+
+
+def supports(claim: str, entry: ContextEntry) -> bool:
+    """Whether the passage bears out the sentence: it gives every figure the sentence gives,
+    and (in the same language) shares enough of its words. A check of words, lenient on
+    purpose: it takes out citations of passages about something else, not paraphrases."""
+    said = _said_by(entry)
+    if figures_in(claim) - figures_in(said):
+        return False
+    words = set(terms(claim))
+    if not words or language_of(claim) != language_of(entry.text):
+        return True
+    shared = words & set(terms(said))
+    return len(shared) >= SUPPORT_SHARED_TERMS or len(shared) / len(words) >= SUPPORT_SHARED_SHARE
+
+
+def unsupported_removed(answer: str, entries: Sequence[ContextEntry]) -> tuple[str, int]:
+    """The answer without the [n] markers whose passage does not support the sentence they
+    follow (`supports`), and how many were taken out. Markers of no passage are left to
+    `apply_citations`."""
+    by_number = {entry.number: entry for entry in entries}
+    removed = 0
+
+    def checked(sentence: str) -> str:
+        nonlocal removed
+        claim = strip_markers(sentence)
+        clause_start = 0
+        clause = claim
+
+        def kept(marker: re.Match[str]) -> str:
+            # A marker inside a sentence stands for the words since the one before it ("a
+            # lighthouse [1], a ferry [2]"; "[1][2]": both for the same words), or the
+            # sentence as a whole.
+            nonlocal removed, clause_start, clause
+            words = strip_markers(sentence[clause_start : marker.start()])
+            clause = words if terms(words) else clause
+            clause_start = marker.end()
+            numbers = [int(raw) for raw in marker.group(2).split(",")]
+            keep = [
+                n
+                for n in numbers
+                if n not in by_number
+                or supports(clause, by_number[n])
+                or supports(claim, by_number[n])
+            ]
+            removed += len(numbers) - len(keep)
+            return marker.group(1) + "".join(f"[{n}]" for n in keep) if keep else ""
+
+        return SPACED_MARKER.sub(kept, sentence)
+
+    parts = _SENTENCES.split(answer)
+    separators = _SENTENCES.findall(answer)
+    checked_parts = [checked(part) for part in parts]
+    text = checked_parts[0] + "".join(
+        separator + part for separator, part in zip(separators, checked_parts[1:], strict=True)
+    )
+    return text, removed

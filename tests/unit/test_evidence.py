@@ -1,0 +1,183 @@
+"""The engine's verdict on what the passages support, and citations they do not bear out."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+
+from docchat.answers import conflicts, extractive
+from docchat.answers.evidence import Needs, figures_in, supports, unsupported_removed, verdict
+from docchat.retrieval.context import ContextEntry
+from docchat.retrieval.schemas import Source
+
+
+def _entry(
+    number: int, text: str, name: str = "guide.md", dated: date | None = None
+) -> ContextEntry:
+    document = uuid.uuid5(uuid.NAMESPACE_URL, name)
+    source = Source(
+        document_id=document,
+        document_name=name,
+        chunk_id=f"{document}_{number}",
+        page=None,
+        similarity=0.5,
+        content_preview=text[:200],
+        document_date=dated,
+    )
+    return ContextEntry(number, text, source)
+
+
+def _needs(question: str) -> Needs:
+    return Needs.of(question, extractive.names_in(question))
+
+
+STAFF = "The Harbour Authority employed 1,200 people in 2023, most of them in the port."
+
+
+def test_figures_are_compared_as_digits() -> None:
+    assert figures_in("1,200 staff in 2023 and 7 boats") == {"1200", "2023"}
+
+
+def test_the_wrong_year_is_not_in_the_documents() -> None:
+    judged = verdict(
+        _needs("How many people did the Harbour Authority employ in 2019?"),
+        [_entry(1, STAFF)],
+        [STAFF],
+    )
+    assert judged.evidence == "not_in_documents" and "2019" in (judged.why or "")
+
+
+def test_a_figure_the_passages_never_give_is_not_in_the_documents() -> None:
+    text = "The Harbour Authority runs the port and the ferry terminal."
+    judged = verdict(
+        _needs("How many tugs does the Harbour Authority own?"), [_entry(1, text)], [text]
+    )
+    assert judged.evidence == "not_in_documents"
+
+
+def test_the_fact_asked_for_is_answered() -> None:
+    judged = verdict(
+        _needs("How many people did the Harbour Authority employ in 2023?"),
+        [_entry(1, STAFF)],
+        [STAFF],
+    )
+    assert judged.evidence == "answered" and judged.why is None
+
+
+def test_a_time_of_day_answers_when() -> None:
+    text = "The Lumen ferry leaves at 09:15 every weekday."
+    assert (
+        verdict(_needs("When does the Lumen ferry leave?"), [_entry(1, text)], [text]).evidence
+        == "answered"
+    )
+
+
+def test_a_past_holder_for_who_currently_is_partial() -> None:
+    text = "Dr. Pedro Alonso was the director of the programme from 2014 to 2022."
+    judged = verdict(_needs("Who currently leads the programme?"), [_entry(1, text)], [text])
+    assert judged.evidence == "partial" and "out of date" in (judged.why or "")
+
+
+def test_a_second_name_the_passages_never_mention_is_partial() -> None:
+    text = "The Glimmerdal drones survey the glacier every spring."
+    judged = verdict(
+        _needs("Do the Glimmerdal drones also fly over Borgund?"), [_entry(1, text)], [text]
+    )
+    assert judged.evidence == "partial" and "Borgund" in (judged.why or "")
+
+
+def test_a_citation_of_a_passage_about_something_else_is_taken_out() -> None:
+    entries = [_entry(1, STAFF), _entry(2, "Long-stay parking is behind the fish market.")]
+    staff = "The Harbour Authority employed 1,200 people in 2023"
+    parking = "Parking is behind the fish market [2]."
+    answer, removed = unsupported_removed(f"{staff} [1][2]. {parking}", entries)
+    assert removed == 1
+    assert answer == f"{staff} [1]. {parking}"
+
+
+def test_a_figure_the_passage_does_not_give_is_not_supported() -> None:
+    assert not supports("The Harbour Authority employed 1,450 people in 2023.", _entry(1, STAFF))
+    assert supports("It employed 1,200 people in 2023.", _entry(1, STAFF))
+
+
+def test_an_answer_in_another_language_is_checked_by_its_figures_only() -> None:
+    assert supports("Die Hafenbehörde beschäftigte 2023 1.200 Menschen.", _entry(1, STAFF))
+
+
+REPORT_2023 = "In 2023 the Harbour Authority employed 1,200 people across the port."
+REPORT_2024 = "The Harbour Authority employed 1,450 people across the port, its annual report says."
+
+
+def test_documents_giving_different_figures_disagree_and_the_newer_is_marked() -> None:
+    entries = [
+        _entry(1, REPORT_2023, "report-2023.pdf", date(2023, 3, 1)),
+        _entry(2, REPORT_2024, "report-2024.pdf", date(2024, 2, 2)),
+    ]
+    question = "How many people does the Harbour Authority employ?"
+    found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
+    assert found is not None
+    assert [side.entry.number for side in found.sides] == [1, 2] or [
+        side.entry.number for side in found.sides
+    ] == [2, 1]
+    assert found.newest is not None and found.newest.entry.number == 2
+    note = conflicts.note(found)
+    assert "1,200" in note and "1,450" in note and "[1]" in note and "[2]" in note
+    assert "(the newest)" in note
+
+
+def test_documents_that_agree_do_not_disagree() -> None:
+    entries = [
+        _entry(1, REPORT_2023, "report-2023.pdf"),
+        _entry(
+            2, "The Harbour Authority employed 1,200 people across the port in 2023.", "summary.md"
+        ),
+    ]
+    question = "How many people did the Harbour Authority employ?"
+    assert conflicts.detect(question, _needs(question), entries, dated=conflicts.dated) is None
+
+
+def test_one_document_never_disagrees_with_itself() -> None:
+    entries = [_entry(1, REPORT_2023, "report.pdf"), _entry(2, REPORT_2024, "report.pdf")]
+    question = "How many people does the Harbour Authority employ?"
+    assert conflicts.detect(question, _needs(question), entries, dated=conflicts.dated) is None
+
+
+def test_an_extractive_answer_quotes_both_sides_of_a_disagreement() -> None:
+    entries = [
+        _entry(1, REPORT_2023, "report-2023.pdf", date(2023, 3, 1)),
+        _entry(
+            2,
+            "The port's cranes were renewed in 2021. " + REPORT_2024,
+            "report-2024.pdf",
+            date(2024, 2, 2),
+        ),
+    ]
+    extracted = extractive.answer("How many people does the Harbour Authority employ?", entries)
+    assert extracted is not None and extracted.disagreement is not None
+    assert {quote.entry.number for quote in extracted.quotes} == {1, 2}
+    assert "The sources disagree" in extracted.text
+
+
+def test_an_extractive_answer_says_the_documents_do_not_give_the_year_asked() -> None:
+    extracted = extractive.answer(
+        "How many people did the Harbour Authority employ in 2019?", [_entry(1, STAFF)]
+    )
+    assert extracted is not None and extracted.verdict.evidence == "not_in_documents"
+    assert extracted.text.startswith(
+        "Your documents do not answer this (none of the passages mentions 2019)"
+    )
+
+
+def test_a_partial_answer_is_introduced_as_one_and_kept_out_of_history() -> None:
+    text = "Dr. Pedro Alonso was the director of the programme from 2014 to 2022."
+    extracted = extractive.answer("Who currently leads the programme?", [_entry(1, text)])
+    assert extracted is not None and extracted.verdict.evidence == "partial"
+    assert extracted.text.startswith("The documents answer this only in part")
+    assert extractive.for_history(extracted.text) == text
+
+
+def test_a_year_beside_a_count_is_not_the_count() -> None:
+    needs = _needs("How many bakers does the bakery employ?")
+    assert conflicts.values_of("Annual report 2024. It employed 19 bakers.", "number", needs) == (
+        "19",
+    )
