@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.eval_retrieval [--dataset DIR]
                                              [--level paragraphs|articles|passages|both]
                                              [--queries sample|all|N] [--rerank-url URL]
-                                             [--wide-lexical SHARE]
+                                             [--wide-lexical SHARE] [--save-candidates FILE]
 
 DIR is a collection in the BEIR layout (default: `bench/datasets/squad-dev`, SQuAD v1.1 dev):
 `corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv` and, for the articles level,
@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import csv
 import dataclasses
+import gzip
 import json
 import math
 import re
@@ -103,9 +105,16 @@ class Collection:
     qrels: dict[str, set[str]]
     # Whole documents are the units (paragraphs level): a document ranks once, at its best chunk.
     documents_are_units: bool
+    # Each question's kind (`metadata.kind`, e.g. written or template), where the set says.
+    kinds: dict[str, str] = field(default_factory=dict)
 
 
 def _jsonl(path: Path) -> list[dict[str, object]]:
+    """A JSON-lines file, or its gzipped copy (`path` + `.gz`) when only that exists."""
+    packed = path.with_name(path.name + ".gz")
+    if not path.exists() and packed.exists():
+        with gzip.open(packed, "rt", encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
     with path.open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
@@ -115,6 +124,16 @@ def _safe_filename(title: str) -> str:
 
 
 def read_collection(folder: Path, level: str) -> Collection:
+    collection = _read_collection(folder, level)
+    kinds = {
+        str(entry["_id"]): str(entry["metadata"]["kind"])  # type: ignore[index]
+        for entry in _jsonl(folder / "queries.jsonl")
+        if isinstance(entry.get("metadata"), dict) and "kind" in entry["metadata"]  # type: ignore[operator]
+    }
+    return dataclasses.replace(collection, kinds=kinds)
+
+
+def _read_collection(folder: Path, level: str) -> Collection:
     queries = {str(entry["_id"]): str(entry["text"]) for entry in _jsonl(folder / "queries.jsonl")}
     qrels: dict[str, set[str]] = {}
     with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as rows:
@@ -311,6 +330,8 @@ class Candidates:
     vector: list[tuple[str, float]]
     lexical: list[tuple[str, float]]
     others: dict[str, float]
+    # The BM25 coverage of each lexical candidate (what the match floor reads).
+    coverage: dict[str, float] = field(default_factory=dict)
 
 
 async def candidates_for(
@@ -332,17 +353,26 @@ async def candidates_for(
         [(hit.chunk.id, hit.similarity) for hit in vector_hits],
         [(hit.id, hit.score) for hit in lexical_hits],
         others,
+        {hit.id: hit.coverage for hit in lexical_hits},
     )
 
 
 def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]]:
     """The rankings compared, each a function of the same candidates. The single-retriever rows
     read deeper lists (enough chunks to fill ten documents); fusion fuses the top
-    `base.candidates` of each, as the service does."""
+    `base.candidates` of each, as the service does (and `adaptive` reads BM25's scores as deep
+    as the service reads them for it, `Fusion.lexical_depth`)."""
     depth = base.candidates
 
-    def fused(fusion: Fusion) -> Callable[[Candidates], list[str]]:
-        return lambda found: fusion.fuse(found.vector[:depth], found.lexical[:depth], found.others)
+    def fused(fusion: Fusion, deeper: bool = True) -> Callable[[Candidates], list[str]]:
+        def rank(found: Candidates) -> list[str]:
+            # As the service: the similarities of the BM25 candidates fused, no deeper ones.
+            lexical = found.lexical[:depth]
+            others = {key: found.others[key] for key, _ in lexical if key in found.others}
+            read = found.lexical[depth : fusion.lexical_depth(depth)] if deeper else []
+            return fusion.fuse(found.vector[:depth], lexical, others, dict(read))
+
+        return rank
 
     def variant(method: str, vector_weight: float, lexical_weight: float) -> Fusion:
         return dataclasses.replace(
@@ -355,11 +385,33 @@ def fusion_variants(base: Fusion) -> dict[str, Callable[[Candidates], list[str]]
     return {
         "BM25 alone": lambda found: [key for key, _ in found.lexical],
         "vector alone (MiniLM)": lambda found: [key for key, _ in found.vector],
-        "hybrid, RRF k=60 (before)": fused(variant("rrf", 1, 1)),
+        "hybrid, RRF k=60": fused(variant("rrf", 1, 1)),
         "hybrid, RRF k=60, 0.3 vector / 0.7 BM25": fused(variant("rrf", 0.3, 0.7)),
-        "hybrid, convex 0.5 / 0.5": fused(variant("convex", 1, 1)),
+        "hybrid, convex 0.5 / 0.5 (the previous default)": fused(variant("convex", 1, 1)),
         "hybrid, convex 0.3 vector / 0.7 BM25": fused(variant("convex", 0.3, 0.7)),
         "hybrid, convex 0.7 vector / 0.3 BM25": fused(variant("convex", 0.7, 0.3)),
+        "hybrid, adaptive, weights only (BM25 not read deeper)": fused(
+            variant("adaptive", 1, 1), deeper=False
+        ),
+        "hybrid, adaptive (decisive weights, BM25 read deeper)": fused(variant("adaptive", 1, 1)),
+    }
+
+
+def _saved(
+    query_id: str, relevant: set[str], found: Candidates, ingest: Ingested, by_document: bool
+) -> dict[str, object]:
+    """One question's candidates as `--save-candidates` writes them: each side's (id, score),
+    BM25's coverage, the similarities of BM25's other candidates, and the judged units of every
+    chunk named (so that other fusions can be scored without the service)."""
+    named = {key for key, _ in [*found.vector, *found.lexical]}
+    return {
+        "query": query_id,
+        "relevant": sorted(relevant),
+        "vector": found.vector,
+        "lexical": [(key, score, found.coverage.get(key, 0.0)) for key, score in found.lexical],
+        "others": found.others,
+        "units": {key: sorted(ingest.units_of_chunk.get(key, frozenset())) for key in named},
+        "documents_are_units": by_document,
     }
 
 
@@ -378,51 +430,69 @@ async def evaluate(
     reranker: Reranker | None,
     chunk_header: bool | None,
     wide_lexical: float | None = None,
-) -> tuple[str, list[list[str]]]:
+    save: Path | None = None,
+) -> list[tuple[str, list[list[str]]]]:
     collection = read_collection(folder, level)
     query_ids = pick_queries(folder, collection, which)
     indexing = IndexingSettings(_env_file=None)  # type: ignore[call-arg]
     if chunk_header is not None:
         indexing = indexing.model_copy(update={"chunk_header": chunk_header})
     fusion = FusionSettings(_env_file=None)  # type: ignore[call-arg]
-    totals: dict[str, dict[str, float]] = {}
+    # Totals by subset ("" for all the questions, else a kind of question), then by row.
+    totals: dict[str, dict[str, dict[str, float]]] = {}
+    counted: dict[str, int] = collections.Counter(
+        ["", *(collection.kinds[q] for q in query_ids if q in collection.kinds)]
+    )
+    counted[""] = len(query_ids)
 
-    def add(label: str, chunk_ids: Sequence[str], relevant: set[str], units: Ingested) -> None:
+    def add(label: str, chunk_ids: Sequence[str], asked: str, units: Ingested) -> None:
+        relevant = collection.qrels[asked]
         ranking = [units.units_of_chunk.get(chunk_id, frozenset()) for chunk_id in chunk_ids]
         if collection.documents_are_units:
             ranking = list(dict.fromkeys(ranking))
+        subsets = ["", collection.kinds[asked]] if asked in collection.kinds else [""]
         for metric, value in scores_of(first_hit(ranking, relevant)).items():
-            totals.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
+            for subset in subsets:
+                rows = totals.setdefault(subset, {})
+                rows.setdefault(label, dict.fromkeys(METRICS, 0.0))[metric] += value
 
     async with ingested(collection.uploads, indexing) as ingest:
         if wide_lexical is not None:
             await take_the_wide_lexical_path(ingest.components, wide_lexical)
-        variants = fusion_variants(Fusion.from_settings(fusion))
+        base = Fusion.from_settings(fusion)
+        variants = fusion_variants(base)
         service = unfloored_retriever(ingest.components)
         reranked = None
         if reranker is not None:
             reranked = unfloored_retriever(ingest.components)
             reranked.reranker = reranker
         started = time.perf_counter()
+        saved = contextlib.ExitStack()
+        out = saved.enter_context(save.open("w", encoding="utf-8")) if save else None
         for query_id in query_ids:
             question, relevant = collection.queries[query_id], collection.qrels[query_id]
-            found = await candidates_for(
-                ingest, question, max(fusion.candidates, SINGLE_DEPTH), fusion.candidates
-            )
+            read = max(fusion.candidates, SINGLE_DEPTH, base.lexical_depth(fusion.candidates))
+            found = await candidates_for(ingest, question, read, fusion.candidates)
+            if out is not None:
+                saved_line = _saved(
+                    query_id, relevant, found, ingest, collection.documents_are_units
+                )
+                out.write(json.dumps(saved_line) + "\n")
             for label, rank in variants.items():
-                add(label, rank(found), relevant, ingest)
+                add(label, rank(found), query_id, ingest)
             result = await service.search(question, ingest.scope, DEPTH)
             add(
                 f"docchat hybrid, defaults ({fusion.fusion})",
                 [c.chunk.id for c in result.chunks],
-                relevant,
+                query_id,
                 ingest,
             )
             if reranked is not None:
                 result = await reranked.search(question, ingest.scope, DEPTH)
                 add(
-                    "docchat hybrid + rerank", [c.chunk.id for c in result.chunks], relevant, ingest
+                    "docchat hybrid + rerank", [c.chunk.id for c in result.chunks], query_id, ingest
                 )
+        saved.close()
         searching = time.perf_counter() - started
         header = (
             f"{folder.name}, {level}: {len(collection.uploads)} documents, {ingest.chunks} chunks, "
@@ -431,11 +501,15 @@ async def evaluate(
             f"(ingested in {ingest.seconds:.0f} s), {len(query_ids)} questions "
             f"({searching:.0f} s); {machine()}"
         )
-    rows = [
-        [label, *(f"{values[metric] / len(query_ids):.3f}" for metric in METRICS)]
-        for label, values in totals.items()
-    ]
-    return header, rows
+    tables = []
+    for subset, by_label in totals.items():
+        title = header if not subset else f"  {subset} questions only ({counted[subset]})"
+        rows = [
+            [label, *(f"{values[metric] / counted[subset]:.3f}" for metric in METRICS)]
+            for label, values in by_label.items()
+        ]
+        tables.append((title, rows))
+    return tables
 
 
 async def main(
@@ -445,6 +519,7 @@ async def main(
     rerank_url: str | None,
     header: bool | None,
     wide_lexical: float | None,
+    save: Path | None = None,
 ) -> None:
     reranker: Reranker | None = None
     if rerank_url:
@@ -452,10 +527,13 @@ async def main(
 
         reranker = HttpReranker(RerankSettings(_env_file=None, url=rerank_url))  # type: ignore[call-arg]
     for level in levels:
-        title, rows = await evaluate(folder, level, which, reranker, header, wide_lexical)
-        print(title)
-        print(table(["retriever", *METRICS], rows))
-        print()
+        target = save.with_name(f"{save.stem}-{level}{save.suffix}") if save else None
+        for title, rows in await evaluate(
+            folder, level, which, reranker, header, wide_lexical, target
+        ):
+            print(title)
+            print(table(["retriever", *METRICS], rows))
+            print()
 
 
 if __name__ == "__main__":
@@ -479,6 +557,13 @@ if __name__ == "__main__":
         metavar="SHARE",
         help="BM25 as over a wide scope: rarer words pick candidates, up to SHARE of the chunks",
     )
+    parser.add_argument(
+        "--save-candidates",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write each question's candidates to FILE-<level>.jsonl (for bench.eval_fusion)",
+    )
     arguments = parser.parse_args()
     chosen = ["paragraphs", "articles"] if arguments.level == "both" else [arguments.level]
     header = None if arguments.chunk_header is None else arguments.chunk_header == "on"
@@ -490,5 +575,6 @@ if __name__ == "__main__":
             arguments.rerank_url,
             header,
             arguments.wide_lexical,
+            arguments.save_candidates,
         )
     )

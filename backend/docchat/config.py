@@ -267,9 +267,11 @@ class FusionSettings(BaseSettings):
 
     model_config = _config(RAG_PREFIX)
 
-    fusion: Literal["convex", "rrf"] = Field(
-        "convex",
+    fusion: Literal["adaptive", "convex", "rrf"] = Field(
+        "adaptive",
         description=(
+            "adaptive: convex, each side weighted by how decisive its scores are for the "
+            "question, BM25 read deeper for the scores of vector candidates; "
             "convex: add the normalised scores of both sides (weighted); "
             "rrf: reciprocal rank fusion of the two rankings"
         ),

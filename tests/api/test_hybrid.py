@@ -1,4 +1,4 @@
-"""Hybrid retrieval: BM25 in PostgreSQL beside the vectors, fused by reciprocal rank fusion."""
+"""Hybrid retrieval: BM25 in PostgreSQL beside the vectors, fused into one ranking."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from docchat.ingestion.worker import IngestionWorker
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from docchat.retrieval import lexical as lexical_module
-from docchat.retrieval.fusion import reciprocal_rank_fusion
+from docchat.retrieval.fusion import Fusion, reciprocal_rank_fusion
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.models import DocumentChunk
@@ -393,3 +393,37 @@ async def test_passages_the_vectors_find_get_their_text_from_postgresql(
     assert len(found) == len(CODES) and all(hit.chunk.text for hit in found)
     later = [dataclasses.replace(chunk, version=chunk.version + 1) for chunk in held.values()]
     assert await lexical.passages_of(later) == {}
+
+
+@pytest.mark.parametrize(("method", "read"), [("adaptive", 5), ("convex", 2), ("rrf", 2)])
+async def test_adaptive_fusion_reads_bm25_deeper_than_it_proposes(
+    client: httpx.AsyncClient,
+    components: Components,
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+    read: int,
+) -> None:
+    _, document = await _manual(client, components)
+    ref = vector_ref(document)
+    lexical = _lexical(components)
+    limits: list[int] = []
+    search = lexical.search
+
+    async def counted(documents: Any, question: str, limit: int, *more: Any) -> Any:
+        limits.append(limit)
+        return await search(documents, question, limit, *more)
+
+    monkeypatch.setattr(lexical, "search", counted)
+    retriever = Retriever(
+        components.embedder,
+        components.vector_index,
+        passages=lexical,
+        similarity_floor=-1.0,
+        lexical=lexical,
+        fusion=Fusion(method=method, candidates=2),  # type: ignore[arg-type]
+    )
+    question = f"What should I do about fault {CODES[6]}?"
+    found = (await retriever.search(question, [ref], 2, require_match=False)).chunks
+    # Two candidates from each side at most; the deeper results only lent their scores.
+    assert limits == [read]
+    assert found[0].chunk.chunk_index == 6 and len(found) == 2

@@ -390,8 +390,10 @@ class Retriever:
         # A wide scope's nearest chunks are checked against it once BM25 is done with
         # PostgreSQL (one statement after the other, on whatever connection they get).
         vector_hits = await self._in_scope(await embedding, scope, vector_result, depth)
+        lexical_hits, similarities = lexical_result
+        proposed, beyond = lexical_hits[:depth], lexical_hits[depth:]
         with tracing.span("retrieval.fusion", {"docchat.retrieval.fusion": self.fusion.method}):
-            return self._fused(vector_hits, *lexical_result)
+            return self._fused(vector_hits, proposed, similarities, beyond)
 
     async def _vector_side(
         self, embedding: Awaitable[list[float]], scope: DocumentScope, depth: int
@@ -460,9 +462,12 @@ class Retriever:
         depth: int,
         language: str | None = None,
     ) -> tuple[list[LexicalHit], dict[str, float]]:
-        """BM25's passages and the cosine similarity of each (from the stored vectors): the
-        floor and convex fusion need it for the passages only BM25 proposes."""
-        hits = await self._lexical(lexical, scope, query, depth, language)
+        """BM25's passages, read to the fusion's depth for it (`Fusion.lexical_depth`: its
+        first `depth` are its candidates, any further ones only lend their scores), and the
+        cosine similarity of each candidate (from the stored vectors): the floor and convex
+        fusion need it for the passages only BM25 proposes."""
+        read = self.fusion.lexical_depth(depth)
+        hits = await self._lexical(lexical, scope, query, read, language)
         vector = await embedding  # awaited even without hits: its failure is reported once
         if not hits:
             return hits, {}
@@ -472,7 +477,7 @@ class Retriever:
                 DocumentRef(hit.chunk.document_id, hit.chunk.owner_id, hit.chunk.version),
                 hit.chunk.chunk_index,
             )
-            for hit in hits
+            for hit in hits[:depth]
         ]
         return hits, await self.index.similarities(vector, wanted)
 
@@ -499,8 +504,12 @@ class Retriever:
         vector_hits: list[ScoredChunk],
         lexical_hits: list[LexicalHit],
         similarities: dict[str, float],
+        lexical_beyond: Sequence[LexicalHit] = (),
     ) -> list[ScoredChunk]:
-        """Fused candidates, best first (the caller applies the floor and keeps `top_k`)."""
+        """Fused candidates, best first (the caller applies the floor and keeps `top_k`).
+
+        `lexical_beyond`, BM25's results past its candidates: their scores only (a vector
+        candidate among them keeps its BM25 score in `adaptive` fusion), not candidates."""
         coverage = {hit.id: hit.coverage for hit in lexical_hits}
         # A chunk both sides found is taken as BM25 read it: with its text.
         read = {hit.id: hit.chunk for hit in lexical_hits}
@@ -519,5 +528,6 @@ class Retriever:
             [(hit.chunk.id, hit.similarity) for hit in vector_hits],
             [(hit.id, hit.score) for hit in lexical_hits if hit.id in found],
             others,
+            {hit.id: hit.score for hit in lexical_beyond},
         )
         return [found[key] for key in fused]
