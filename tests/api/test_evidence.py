@@ -255,4 +255,4 @@ async def test_the_newer_of_two_disagreeing_sources_is_marked_by_its_own_date(
     sides = {names[side["source"] - 1]: side for side in conflict["sides"]}
     assert sides["report-b.html"]["date"] == "2024-02-02" and sides["report-b.html"]["newest"]
     assert sides["report-a.html"]["date"] == "2023-03-01" and not sides["report-a.html"]["newest"]
-    assert "2024-02-02) (the newest) gives 19" in message["content"]
+    assert "(2024-02-02, the newest) gives 19 [" in message["content"]

@@ -139,7 +139,7 @@ def test_documents_giving_different_figures_disagree_and_the_newer_is_marked() -
     assert found.newest is not None and found.newest.entry.number == 2
     note = conflicts.note(found)
     assert "1,200" in note and "1,450" in note and "[1]" in note and "[2]" in note
-    assert "(the newest)" in note
+    assert "the newest) gives 1,450 [2]" in note
 
 
 def test_documents_that_agree_do_not_disagree() -> None:

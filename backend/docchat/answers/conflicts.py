@@ -169,18 +169,20 @@ def _about(question: str) -> str:
     return " ".join(question.strip().rstrip("?").split())[:200]
 
 
-def _side_words(side: Side, number: int, newest: Side | None) -> str:
+def _side_words(side: Side, newest: Side | None) -> str:
     label = f"“{side.entry.source.document_name}”"
-    if side.dated is not None:
-        label += f", {side.dated.isoformat()}"
-    newer = " (the newest)" if side is newest else ""
-    return f"[{number}] ({label}){newer} gives {' / '.join(side.values)}"
+    dated = [side.dated.isoformat()] if side.dated is not None else []
+    if side is newest:
+        dated.append("the newest")
+    when = f" ({', '.join(dated)})" if dated else ""
+    # Its marker after what it says, as every citation of an answer.
+    return f"{label}{when} gives {' / '.join(side.values)} [{side.entry.number}]"
 
 
 def note(disagreement: Disagreement) -> str:
-    """The sentence an answer ends with: the sides, each with its citation and date."""
+    """The sentence an answer ends with: the sides, each with its date and citation."""
     newest = disagreement.newest
-    sides = "; ".join(_side_words(side, side.entry.number, newest) for side in disagreement.sides)
+    sides = "; ".join(_side_words(side, newest) for side in disagreement.sides)
     return f"The sources disagree: {sides}."
 
 
