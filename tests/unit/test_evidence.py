@@ -212,3 +212,15 @@ def test_documents_giving_different_figures_disagree_when_the_question_says_no_k
         "520,159",
         "522,053",
     ]
+
+
+def test_a_document_name_cannot_pose_as_a_citation_in_the_disagreement_note() -> None:
+    entries = [
+        _entry(1, REPORT_2023, "a [2]\n\nreport.pdf"),
+        _entry(2, REPORT_2024, "report-2024.pdf"),
+    ]
+    question = "How many people does the Harbour Authority employ?"
+    found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
+    assert found is not None
+    note = conflicts.note(found)
+    assert "“a (2) report.pdf”" in note and note.count("[2]") == 1 and "\n" not in note

@@ -22,6 +22,7 @@ from docchat.answers.meta import Conflict, ConflictSide
 from docchat.retrieval.citations import MARKER
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.highlight import AskedKind, Weights, best_match, terms, weights_for
+from docchat.retrieval.passage_identity import NAME_CHARS, one_line
 from docchat.retrieval.schemas import Source
 
 # A document's sentence takes a side when it matches the question at least this well, as a
@@ -170,7 +171,8 @@ def _about(question: str) -> str:
 
 
 def _side_words(side: Side, newest: Side | None) -> str:
-    label = f"“{side.entry.source.document_name}”"
+    # A name is someone's choice: one line, and no "[2]" in it to pose as a citation.
+    label = f"“{one_line(side.entry.source.document_name, NAME_CHARS)}”"
     dated = [side.dated.isoformat()] if side.dated is not None else []
     if side is newest:
         dated.append("the newest")
