@@ -41,7 +41,9 @@ async def test_a_shared_chat_shows_its_answers_and_only_the_sources_the_reader_m
     )
     await client.post(f"/api/v1/collections/{collection['id']}/invitation/accept", headers=vera)
 
-    fresh_llm.script("Deployments are on Thursdays [1] and the bonus pool is 40,000 euros [2].")
+    # Each fact cites both passages: the one that does not bear it out loses its marker,
+    # whichever order the search gave them.
+    fresh_llm.script("Deployments are on Thursdays [1][2]. The bonus pool is 40,000 euros [1][2].")
     asked = await ask(
         client,
         olga,

@@ -78,7 +78,7 @@ async def test_the_viewer_renders_markdown_and_outlines_no_blank_line(
     bars on its blank lines."""
     page, _ = await signed_in()
     await upload(page, {"tides.md": TIDES_MD, "gauge.txt": TIDES_TXT})
-    scripted_llm.script("The office keeps it [1], the gauge is at the pier [2].")
+    scripted_llm.script("The office keeps it [1][2], the gauge is at the pier [1][2].")
     await ask(page, "Who keeps the Glimmer harbour tide table, and where is the tide gauge?")
     answer = page.get_by_test_id("message-assistant")
     await expect(answer.get_by_role("button", name="Show source 2")).to_be_visible()
