@@ -38,7 +38,7 @@ async def test_a_citation_of_a_deleted_document_keeps_its_quote_and_offers_no_or
     await document.get_by_role("button", name="Delete").click()
     await expect(document).to_have_count(0)
 
-    await answer.get_by_role("button", name="Show source 1").click()
+    await answer.get_by_role("button", name="Show source 1").first.click()
     await page.get_by_role("button", name="Show in the document (lighthouse.pdf)").first.click()
     viewer = page.get_by_role("dialog", name="lighthouse.pdf")
     await expect(viewer.get_by_test_id("document-gone")).to_contain_text("no longer available")
@@ -82,7 +82,7 @@ async def test_the_viewer_renders_markdown_and_outlines_no_blank_line(
     await ask(page, "Who keeps the Glimmer harbour tide table, and where is the tide gauge?")
     answer = page.get_by_test_id("message-assistant")
     await expect(answer.get_by_role("button", name="Show source 2")).to_be_visible()
-    await answer.get_by_role("button", name="Show source 1").click()
+    await answer.get_by_role("button", name="Show source 1").first.click()
 
     await page.get_by_role("button", name="Show in the document (tides.md)").click()
     viewer = page.get_by_role("dialog", name="tides.md")
