@@ -489,6 +489,15 @@ class SourceSettings(BaseSettings):
             "Most Git objects (files, folders, commits) one fetch of a Git source may bring"
         ),
     )
+    git_max_inflated_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Most bytes the objects of one fetch of a Git source may take once unpacked "
+            "(counted before they are); a larger fetch is discarded and not tried again until "
+            "the source changes"
+        ),
+    )
     git_timeout_seconds: float = Field(
         300.0, gt=0, description="Longest time one fetch of a Git source may take, in all"
     )

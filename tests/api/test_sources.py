@@ -539,6 +539,14 @@ async def test_a_git_fetch_past_its_bounds_is_stopped_discarded_and_not_retried(
         state = await _source(client, owner, source)
         assert "SOURCES_GIT_MAX_OBJECTS" in state["last_error"] and state["next_sync_at"] is None
 
+        # So is what the objects take once unpacked, counted before anything is unpacked.
+        await client.post(f"/api/v1/sources/{source}/sync", headers=owner)
+        await SourceSyncer(_bounded(parts, git_max_inflated_bytes=200 * 1024)).run_until_idle()
+        state = await _source(client, owner, source)
+        assert "SOURCES_GIT_MAX_INFLATED_BYTES" in state["last_error"], state
+        assert state["next_sync_at"] is None
+        assert not list(cache.rglob("*.pack")) and not list(cache.rglob("incoming-*"))
+
         # A slow server: the fetch ends at its deadline (tried again later: it may recover).
         repository.pause_seconds = 5.0
         await client.post(f"/api/v1/sources/{source}/sync", headers=owner)

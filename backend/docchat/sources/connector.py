@@ -31,6 +31,7 @@ def connector_settings(row: SourceRow, settings: Settings) -> dict[str, str]:
     limits = settings.sources
     values["git_max_bytes"] = str(limits.git_max_bytes)
     values["git_max_objects"] = str(limits.git_max_objects)
+    values["git_max_inflated_bytes"] = str(limits.git_max_inflated_bytes)
     values["git_timeout_seconds"] = str(limits.git_timeout_seconds)
     values["sitemap_max_bytes"] = str(limits.sitemap_max_bytes)
     values["sitemap_max_entries"] = str(limits.sitemap_max_entries)

@@ -9,9 +9,10 @@ the credentials, never in the URL. Everything blocks: it runs in a thread.
 
 A fetch is bounded (SOURCES_GIT_MAX_BYTES, SOURCES_GIT_MAX_OBJECTS, SOURCES_GIT_TIMEOUT_SECONDS):
 the pack is counted as it arrives and its header's object count read first, and at a bound the
-fetch stops and what it received is discarded. A repository kept from earlier syncs that has
-grown past the byte bound is fetched afresh. Its connections go only to checked addresses
-(`sources.connections`).
+fetch stops and what it received is discarded. What the pack's objects inflate to is counted
+before it is unpacked (SOURCES_GIT_MAX_INFLATED_BYTES, `sources.git_pack`). A repository kept
+from earlier syncs that has grown past the byte bound is fetched afresh. Its connections go only
+to checked addresses (`sources.connections`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import struct
 import tempfile
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from docchat.documents.storage import ByteSource, FileSource
 from docchat.extraction.kinds import FORMATS
 from docchat.sources.connections import AddressRefused, Guard, pool_manager
+from docchat.sources.git_pack import PackTooLarge, PackUnreadable, inflated_size
 from docchat.sources.port import (
     Connector,
     Setting,
@@ -141,6 +143,7 @@ class GitSource:
         max_bytes: int = 50 * 1024 * 1024,
         fetch_max_bytes: int = 200 * MB,
         fetch_max_objects: int = 200_000,
+        fetch_max_inflated: int = 1024 * MB,
         fetch_seconds: float = 300.0,
         allowed_hosts: tuple[str, ...] = (),
     ) -> None:
@@ -157,6 +160,7 @@ class GitSource:
         self.max_bytes = max_bytes
         self.fetch_max_bytes = fetch_max_bytes
         self.fetch_max_objects = fetch_max_objects
+        self.fetch_max_inflated = fetch_max_inflated
         self.fetch_seconds = fetch_seconds
         self.allowed_hosts = allowed_hosts
         self._store: Any = None  # the object store of the last listing, to read blobs from
@@ -174,6 +178,7 @@ class GitSource:
             max_bytes=int(settings.get("max_bytes", str(50 * MB))),
             fetch_max_bytes=int(settings.get("git_max_bytes", str(200 * MB))),
             fetch_max_objects=int(settings.get("git_max_objects", "200000")),
+            fetch_max_inflated=int(settings.get("git_max_inflated_bytes", str(1024 * MB))),
             fetch_seconds=float(settings.get("git_timeout_seconds", "300")),
             allowed_hosts=tuple(
                 host for host in settings.get("fetch_allowed_hosts", "").split(",") if host
@@ -231,7 +236,7 @@ class GitSource:
                 path, determine_wants, repository.get_graph_walker(), pack.write, depth=1
             )
             if pack.size:
-                pack.file.seek(0)
+                self._check_inflated(pack.file)
                 repository.object_store.add_thin_pack(pack.file.read, None)
         repository.update_shallow(result.new_shallow, result.new_unshallow)
         head = next((result.refs[name] for name in wanted if name in result.refs), None)
@@ -242,6 +247,23 @@ class GitSource:
             commit = repository[commit.object[1]]
         repository.refs[Ref(FETCHED)] = commit.id
         return repository, commit.tree
+
+    def _check_inflated(self, file: IO[bytes]) -> None:
+        """What the received pack unpacks to is within the bound (read from its start, left
+        at its start for the unpacking)."""
+        file.seek(0)
+        try:
+            inflated_size(file, self.fetch_max_inflated)
+        except PackTooLarge as exc:
+            raise SourceLimit(
+                f"the repository's objects for this branch or tag take more than "
+                f"{_amount(self.fetch_max_inflated)} once unpacked ({exc}; "
+                "SOURCES_GIT_MAX_INFLATED_BYTES): nothing of it was kept; choose a smaller "
+                "repository or ask an administrator to raise the limit"
+            ) from exc
+        except PackUnreadable as exc:
+            raise SourceError(f"what the repository sent cannot be read ({exc})") from exc
+        file.seek(0)
 
     def _listing(self) -> list[SourceItem]:
         with Guard(self.allowed_hosts, self.fetch_seconds) as guard:
