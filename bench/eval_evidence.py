@@ -92,6 +92,8 @@ class Outcome:
     passages: dict[int, str]
     milliseconds: float
     failed: bool = False
+    # Every passage the answer was given, as "document name: text" (for --answers-out).
+    given: tuple[str, ...] = ()
 
 
 @dataclass
@@ -203,7 +205,8 @@ async def _answers(
             number: "\n".join(by_place.get((str(s.document_id), s.page, s.location), []))
             for number, s in enumerate(sources, start=1)
         }
-        outcomes.append(Outcome(cited.content, sources, cited.meta, passages, elapsed))
+        given = tuple(f"{entry.source.document_name}: {entry.text}" for entry in plan.entries)
+        outcomes.append(Outcome(cited.content, sources, cited.meta, passages, elapsed, given=given))
     return outcomes
 
 
@@ -266,6 +269,7 @@ class Recorder:
                 "sources": [source.document_name for source in outcome.sources],
                 "meta": outcome.meta.model_dump(mode="json", exclude_none=True),
                 "ms": round(outcome.milliseconds),
+                "given": list(outcome.given),
                 **judged,
             }
         )

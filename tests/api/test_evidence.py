@@ -25,7 +25,11 @@ HANDBOOK = (
     "Employees of the Larkspur bakery get 30 days of holiday a year, and the bakery closes for "
     "the first week of July. Sourdough loaves proof for 14 hours in the cold room."
 )
-PARKING = "# Parking\n\nLong-stay parking is behind the fish market and costs 6 euros a day."
+# About the same employees (so that the search finds it beside the handbook), not their holiday.
+PARKING = (
+    "# Parking\n\nLarkspur employees get long-stay parking behind the fish market, which "
+    "costs 6 euros a day."
+)
 REPORT_2023 = (
     "# Annual report 2023\n\nThe Larkspur bakery employed 12 bakers at the end of the year, "
     "in its two shops."
@@ -158,6 +162,7 @@ async def test_a_citation_of_a_passage_that_does_not_support_its_sentence_is_tak
             document_ids=[handbook["id"], parking["id"]],
         )
     ).json()["assistant_message"]
+    assert message["meta"]["retrieval_count"] == 2, "both passages reach the model"
     assert message["meta"]["unsupported_citations"] == 1
     assert [source["document_name"] for source in message["sources"]] == ["handbook.md"]
     assert (

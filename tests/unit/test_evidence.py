@@ -224,3 +224,93 @@ def test_a_document_name_cannot_pose_as_a_citation_in_the_disagreement_note() ->
     assert found is not None
     note = conflicts.note(found)
     assert "“a (2) report.pdf”" in note and note.count("[2]") == 1 and "\n" not in note
+
+
+def test_a_quote_about_another_place_than_the_question_names_is_partial() -> None:
+    # The passage mentions Kraków, but the sentence quoted gives Warsaw's population.
+    passage = (
+        "Warsaw replaced Kraków as the capital in 1596. "
+        "The population of Warsaw is estimated at 1.7 million people."
+    )
+    judged = verdict(
+        _needs("What is the population of Kraków?"),
+        [_entry(1, passage, name="warsaw.md")],
+        ["The population of Warsaw is estimated at 1.7 million people."],
+    )
+    assert judged.evidence == "partial" and "Kraków" in (judged.why or "")
+
+
+def test_a_quote_from_a_document_named_after_the_question_s_name_is_about_it() -> None:
+    text = "He died on 7 January 1943 in the Hotel New Yorker."
+    judged = verdict(
+        _needs("When did Nikola Tesla die?"), [_entry(1, text, name="Nikola Tesla.txt")], [text]
+    )
+    assert judged.evidence == "answered"
+
+
+def test_numbers_of_another_thing_than_the_one_counted_are_no_side() -> None:
+    # Issue 69: "6 euros a day" was shown as disagreeing with "30 days of holiday".
+    entries = [
+        _entry(1, "Larkspur employees get 30 days of holiday a year.", "handbook.md"),
+        _entry(2, "Larkspur employees park for 6 euros a day behind the market.", "parking.md"),
+    ]
+    question = "How many days of holiday do Larkspur employees get?"
+    assert conflicts.detect(question, _needs(question), entries, dated=conflicts.dated) is None
+
+
+def test_values_written_as_words_take_sides() -> None:
+    # Issue 69: "eight bytes" against "four bytes", "minimal" against "replica" went unseen.
+    enum = "How much disk space does an enum value take?"
+    entries = [
+        _entry(1, "An enum value occupies eight bytes on disk.", "cheat-sheet.html"),
+        _entry(2, "An enum value occupies four bytes on disk.", "manual.pdf"),
+    ]
+    found = conflicts.detect(enum, _needs(enum), entries, dated=conflicts.dated)
+    assert found is not None and {side.values for side in found.sides} == {("eight",), ("four",)}
+    same = [entries[0], _entry(2, "An enum value occupies 8 bytes on disk.", "manual.pdf")]
+    assert conflicts.detect(enum, _needs(enum), same, dated=conflicts.dated) is None
+
+    level = "What is the default value of wal_level?"
+    entries = [
+        _entry(1, "The default value of wal_level is minimal, for crash recovery.", "old.html"),
+        _entry(2, "The default value of wal_level is replica, for standby servers.", "new.pdf"),
+    ]
+    found = conflicts.detect(level, _needs(level), entries, dated=conflicts.dated)
+    assert found is not None and {side.values for side in found.sides} == {
+        ("minimal",),
+        ("replica",),
+    }
+
+
+def test_as_of_a_past_year_is_not_now() -> None:
+    text = "As of August 2009, the President of the university is Robert Zimmer."
+    judged = verdict(
+        _needs("Who is the president of the University of Chicago today?"),
+        [_entry(1, text, "University of Chicago.txt")],
+        [text],
+    )
+    assert judged.evidence == "partial" and "out of date" in (judged.why or "")
+    recent = f"As of {date.today().year}, the President of the university is Paul Alivisatos."
+    assert (
+        verdict(
+            _needs("Who is the president of the University of Chicago today?"),
+            [_entry(1, recent, "University of Chicago.txt")],
+            [recent],
+        ).evidence
+        == "answered"
+    )
+
+
+def test_a_count_given_after_what_it_counts_takes_a_side() -> None:
+    question = "How many tree species are there in the Amazon rainforest?"
+    entries = [
+        _entry(
+            1, "A survey puts the number of tree species in the Amazon at about 15,000.", "a.pdf"
+        ),
+        _entry(
+            2, "The Amazon rainforest (62 acres were surveyed) has 16,000 tree species.", "b.pdf"
+        ),
+    ]
+    found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
+    assert found is not None
+    assert {side.values for side in found.sides} == {("15,000",), ("16,000",)}

@@ -156,10 +156,39 @@ def test_a_name_in_the_documents_title_counts_as_mentioned() -> None:
         ("Does the X200 pair with an iPhone?", ["X200", "iPhone"]),
         ("WHO INSURES THE DRONES?", []),
         ("Wie lange dauert die Probezeit bei der Firma?", []),  # German capitalises nouns
+        ("When was Martin Luther King Jr. born?", ["Martin Luther King Jr"]),
+        ("Does Acme insure the Glimmerdal drones?", ["Acme", "Glimmerdal"]),
+        ("Who wrote the pg_trgm module?", ["pg_trgm"]),
     ],
 )
 def test_names_of_a_question(question: str, names: list[str]) -> None:
     assert extractive.names_in(question) == names
+
+
+def test_a_passage_about_all_the_names_is_quoted_before_one_about_some() -> None:
+    # Issue 67: Acme's passage about another deck was quoted for the Glimmerdal drones.
+    other_deck = "Acme insures the Borgund drones against loss and collision."
+    glimmerdal = "The Glimmerdal drones are insured by Acme through its marine branch."
+    result = extractive.answer(
+        "Does Acme insure the Glimmerdal drones?", _entries(other_deck, glimmerdal)
+    )
+    assert result is not None and [quote.entry.number for quote in result.quotes] == [2]
+    assert result.verdict.evidence == "answered"
+
+    only_other = extractive.answer("Does Acme insure the Glimmerdal drones?", _entries(other_deck))
+    assert only_other is not None and only_other.verdict.evidence == "partial"
+    assert "Glimmerdal" in only_other.text  # the answer says which name is missing
+
+
+def test_a_longer_name_is_not_named_by_its_first_words() -> None:
+    luther = "Martin Luther was born on 10 November 1483 in Eisleben."
+    result = extractive.answer("When was Martin Luther King Jr. born?", _entries(luther))
+    assert result is not None and result.verdict.evidence == "not_in_documents"
+    assert "1483" not in result.text
+    # A family name alone names the person.
+    obama = "Obama was sworn in as president on 20 January 2009."
+    sworn = extractive.answer("When was Barack Obama sworn in?", _entries(obama))
+    assert sworn is not None and sworn.verdict.evidence == "answered"
 
 
 def test_the_translation_of_a_question_brings_no_names() -> None:

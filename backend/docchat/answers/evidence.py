@@ -9,8 +9,9 @@ a different named thing, a figure they never give, a past holder of a post. The 
 - `not_in_documents` when no passage the answer rests on mentions a figure the question gives
   (the wrong year), or holds anything of the asked kind of date or number at all;
 - `partial` when they hold it, but not in the sentences the answer quotes, or name only some of
-  what the question names, or the question asks about now and the quoted sentences do not say
-  it is still so, or it asks how many of something and they do not name what is counted;
+  what the question names, or the quoted sentences name none of it (Warsaw's population quoted
+  for Kraków's), or the question asks about now and the quoted sentences do not say it is still
+  so, or it asks how many of something and they do not name what is counted;
 - `answered` otherwise.
 
 It is a check of what the passages say, in words and figures, not of what they mean: it catches
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from docchat.answers.meta import Evidence
 from docchat.retrieval.citations import SPACED_MARKER, strip_markers
@@ -41,6 +43,20 @@ _SPEAKS_OF_NOW = re.compile(
     r"\b(?:currently|current|now|today|presently|at present|incumbent|as of|still)\b",
     re.IGNORECASE,
 )
+# "As of August 2009": a past day, not now.
+_AS_OF_YEAR = re.compile(r"as of\b[^.;\n]{0,20}?\b(1\d{3}|20\d{2})\b", re.IGNORECASE)
+
+
+def _speaks_of_now(quoted: str, this_year: int) -> bool:
+    """Whether the quoted sentences say something holds now: "currently", "as of" a recent
+    year (not "as of August 2009")."""
+    for said in _SPEAKS_OF_NOW.finditer(quoted):
+        as_of = _AS_OF_YEAR.match(quoted, said.start())
+        if as_of is None or int(as_of.group(1)) >= this_year - 1:
+            return True
+    return False
+
+
 # "How many spectators ...": what is counted, which the quoted sentences must name.
 _COUNTED = re.compile(r"\bhow many ([^\W\d_]{3,})", re.IGNORECASE)
 # A figure of the question: a number of two digits or more (years, amounts, model numbers).
@@ -95,6 +111,23 @@ class Verdict:
 ANSWERED = Verdict("answered")
 
 
+# What follows a person's name without naming them ("Martin Luther King Jr.").
+_NAME_SUFFIXES = frozenset(("jr", "sr", "ii", "iii", "iv"))
+
+
+def is_named(name: str, text: str, said: set[str]) -> bool:
+    """Whether `text` (whose `terms` are `said`) mentions the name: all of its words, or, for a
+    name of several words, the last one that tells it apart, written as in the name (a family
+    name: "Obama" names "Barack Obama"; "Martin Luther" does not name "Martin Luther King Jr.",
+    nor "the succession" "the Spanish Succession")."""
+    if set(terms(name)) <= said:
+        return True
+    telling = [word for word in name.split() if set(terms(word)) - _NAME_SUFFIXES]
+    if len(telling) < 2:
+        return False
+    return re.search(rf"(?<!\w){re.escape(telling[-1])}(?!\w)", text) is not None
+
+
 def _said_by(entry: ContextEntry) -> str:
     source = entry.source
     return f"{entry.text}\n{source.document_name}\n{source.location or ''}"
@@ -128,7 +161,7 @@ def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]
     if needs.kind == "number" and not holds_asked_kind(said, "number", set()):
         return Verdict("not_in_documents", "the passages give no figure")
     said_terms = set(terms(said))
-    unnamed = [name for name in needs.names if not set(terms(name)) <= said_terms]
+    unnamed = [name for name in needs.names if not is_named(name, said, said_terms)]
     if unnamed and len(unnamed) == len(needs.names):
         return Verdict("not_in_documents", f"none of the passages mentions {', '.join(unnamed)}")
     quoted = "\n".join(spans)
@@ -136,11 +169,24 @@ def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]
         return Verdict("partial", f"the quoted sentences give no {_KIND_WORDS[needs.kind]}")
     if unnamed:
         return Verdict("partial", f"the passages do not mention {', '.join(unnamed)}")
-    if needs.asks_now and spans and _SPEAKS_OF_NOW.search(quoted) is None:
+    if needs.names and spans and not _quotes_name(needs.names, passages, quoted):
+        return Verdict("partial", f"the quoted sentences are not about {' or '.join(needs.names)}")
+    if needs.asks_now and spans and not _speaks_of_now(quoted, date.today().year):
         return Verdict("partial", "the passages do not say it is still so; they may be out of date")
     if needs.counted and spans and not set(terms(needs.counted)) <= set(terms(quoted)):
         return Verdict("partial", f"the quoted sentences do not give the number of {needs.counted}")
     return ANSWERED
+
+
+def _quotes_name(names: Sequence[str], passages: Sequence[ContextEntry], quoted: str) -> bool:
+    """Whether one of the question's names is in the quoted sentences, or in the name or
+    location of a document they come from (a passage of "Nikola Tesla" may say "He ...")."""
+    titles = "\n".join(
+        f"{entry.source.document_name}\n{entry.source.location or ''}" for entry in passages
+    )
+    text = f"{quoted}\n{titles}"
+    said = set(terms(text))
+    return any(is_named(name, text, said) for name in names)
 
 
 # A sentence of an answer ends at its stop, but a marker after the stop ("nine. [1]") is its own.

@@ -11,10 +11,10 @@ cited, and takes a few milliseconds. `answer` picks, over the passages an answer
 and quotes them in the order of their passages, a table row as "column: value" pairs.
 
 A quote must be about what the question names: when the question holds distinguishing names
-(`names_in`: "Who insures the Glimmerdal drones?"), only passages that mention one of them, in
-their text, their document's name or their location, are quoted; when none does, the answer says
-that the documents found do not answer it (`NOT_ANSWERED`) rather than quote a sentence about
-another deck's drones.
+(`names_in`: "Does Acme insure the Glimmerdal drones?"), only passages that mention all of them,
+in their text, their document's name or their location, are quoted, else those that mention one
+(and the verdict says which name is missing); when none does, the answer says that the documents
+found do not answer it (`NOT_ANSWERED`) rather than quote a sentence about another deck's drones.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docchat.answers import conflicts
-from docchat.answers.evidence import Needs, Verdict, verdict
+from docchat.answers.evidence import Needs, Verdict, is_named, verdict
 from docchat.retrieval.citations import strip_markers
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.highlight import (
@@ -119,6 +119,8 @@ def _starts_unit(passage: str, start: int) -> bool:
 # anywhere ("X200", "iPhone", "NATO"), is a name: what tells one deck's drones from another's.
 _WORD = re.compile(r"[^\W_][\w'’]*", re.UNICODE)
 _SENTENCE_BREAK = re.compile(r"[.!?:;\n]")
+# An identifier of code or configuration ("pg_trgm", "max_connections"): a name in any case.
+_IDENTIFIER = re.compile(r"[^\W_]_[^\W_]")
 # Capitalised without being names.
 _NOT_NAMES = frozenset(("I",))
 # German capitalises every noun: there, only a word with a digit or a second capital is a name.
@@ -135,43 +137,74 @@ def _marked_as_name(word: str, *, by_case: bool) -> bool:
 
 def names_in(question: str) -> list[str]:
     """The question's distinguishing names, as written, in order, each once: the words that
-    start with a capital inside a sentence (in a language that capitalises only names), and
-    the words that hold a digit or a second capital ("X200", "iPhone", "NATO"). A question
-    written in capitals alone has no names by case."""
+    start with a capital inside a sentence (in a language that capitalises only names), the
+    words that hold a digit or a second capital ("X200", "iPhone", "NATO") and identifiers
+    ("pg_trgm"). Such words written one after the other are one name ("Martin Luther King Jr").
+    A question written in capitals alone has no names by case."""
     by_case = any(char.islower() for char in question)
     nouns_capitalised = not by_case or language_of(question) in _NOUNS_CAPITALISED
     found: list[str] = []
+    phrase: list[str] = []
     previous_end: int | None = None
+
+    def close_phrase() -> None:
+        name = " ".join(phrase)
+        if phrase and name not in found:
+            found.append(name)
+        phrase.clear()
+
     for match in _WORD.finditer(question):
-        starts_sentence = previous_end is None or bool(
-            _SENTENCE_BREAK.search(question, previous_end, match.start())
-        )
+        between = question[previous_end : match.start()] if previous_end is not None else ""
+        starts_sentence = previous_end is None or bool(_SENTENCE_BREAK.search(between))
         previous_end = match.end()
+        if between.strip():
+            close_phrase()
         word = match.group().strip("'’")
-        if not word or word in _NOT_NAMES or word in found:
-            continue
-        capitalised = word[0].isupper() and not starts_sentence and not nouns_capitalised
-        if (capitalised or _marked_as_name(word, by_case=by_case)) and terms(word):
-            found.append(word)
+        capitalised = bool(word) and word[0].isupper() and not starts_sentence
+        is_name = (
+            bool(word)
+            and word not in _NOT_NAMES
+            and (
+                (capitalised and not nouns_capitalised)
+                or _marked_as_name(word, by_case=by_case)
+                or _IDENTIFIER.search(word) is not None
+            )
+            and bool(terms(word))
+        )
+        if is_name:
+            phrase.append(word)
+        else:
+            close_phrase()
+    close_phrase()
     return found
 
 
-def mentions(entry: ContextEntry, names: Sequence[str]) -> bool:
-    """Whether the passage, its document's name or its location mentions one of `names`
-    (compared as `highlight.terms` reads words: lower case, unaccented, stemmed)."""
+def mentions(entry: ContextEntry, names: Sequence[str], *, every: bool = False) -> bool:
+    """Whether the passage, its document's name or its location mentions one of `names` (all
+    of them with `every`), as `evidence.is_named` reads a name."""
     source = entry.source
-    said = set(terms(f"{entry.text}\n{source.document_name}\n{source.location or ''}"))
-    return any(set(terms(name)) <= said for name in names)
+    text = f"{entry.text}\n{source.document_name}\n{source.location or ''}"
+    said = set(terms(text))
+    named = (is_named(name, text, said) for name in names)
+    return all(named) if every else any(named)
+
+
+def about(entries: Sequence[ContextEntry], names: Sequence[str]) -> list[ContextEntry]:
+    """The passages with text that are about what the question names: those that mention all
+    of `names` when some do, else those that mention one of them (all, with no names)."""
+    readable = [entry for entry in entries if entry.text.strip()]
+    if not names:
+        return readable
+    every = [entry for entry in readable if mentions(entry, names, every=True)]
+    return every or [entry for entry in readable if mentions(entry, names)]
 
 
 def choose(
     question: str, entries: Sequence[ContextEntry], names: Sequence[str] = ()
 ) -> list[Quote]:
-    """The spans to quote, in the order of their passages: of the passages that mention one of
-    `names` (the question's, `names_in`), when there are some."""
-    readable = [entry for entry in entries if entry.text.strip()]
-    if names:
-        readable = [entry for entry in readable if mentions(entry, names)]
+    """The spans to quote, in the order of their passages: of the passages `about` what the
+    question names (`names_in`), when it names something."""
+    readable = about(entries, names)
     weights = weights_for((entry.text, entry.source.location) for entry in readable)
     found: list[Quote] = []
     for rank, entry in enumerate(readable):
@@ -267,9 +300,7 @@ def answer(
                 NOT_ANSWERED.format(names=_listed(names)), [], Verdict("not_in_documents", why)
             )
         return None
-    readable = [entry for entry in entries if entry.text.strip()]
-    if names:
-        readable = [entry for entry in readable if mentions(entry, names)]
+    readable = about(entries, names)
     weights = weights_for((entry.text, entry.source.location) for entry in readable)
     disagreement = None
     if not nearest:
