@@ -202,7 +202,7 @@ def test_a_year_beside_a_count_is_not_the_count() -> None:
 
 def test_documents_giving_different_figures_disagree_when_the_question_says_no_kind() -> None:
     entries = [
-        _entry(1, "As of 2015, the city's population was 520,159.", "encyclopedia.html"),
+        _entry(1, "As of 2015, the city's population was 520,159.", "fresno-encyclopedia.html"),
         _entry(2, "Fresno's population in 2015 is now put at 522,053.", "revised.pdf"),
     ]
     question = "What was Fresno's population in 2015?"
@@ -314,3 +314,26 @@ def test_a_count_given_after_what_it_counts_takes_a_side() -> None:
     found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
     assert found is not None
     assert {side.values for side in found.sides} == {("15,000",), ("16,000",)}
+
+
+def test_a_side_about_another_setting_is_no_side() -> None:
+    # A manual's sentence under its heading need not name the setting; one naming another
+    # setting is about that one (issue 69: max_wal_size's "2 GB" against max_connections).
+    question = "What is the default value of max_connections?"
+    entries = [
+        _entry(
+            1, "max_connections sets the most connections. The default is typically 50.", "a.html"
+        ),
+        _entry(
+            2, "The default is typically 100 connections, fewer if the kernel says so.", "b.pdf"
+        ),
+        _entry(
+            3, "max_wal_size is the most WAL between checkpoints. The default is 2 GB.", "c.html"
+        ),
+    ]
+    found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
+    assert found is not None
+    assert [(side.entry.number, side.values) for side in found.sides] == [
+        (1, ("50",)),
+        (2, ("100",)),
+    ]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from docchat.answers.evidence import Needs, figures_in
+from docchat.answers.evidence import IDENTIFIER, Needs, figures_in, names_mentioned
 from docchat.answers.meta import Conflict, ConflictSide
 from docchat.retrieval.citations import MARKER
 from docchat.retrieval.context import ContextEntry
@@ -27,7 +27,7 @@ from docchat.retrieval.schemas import Source
 
 # A document's sentence takes a side when it matches the question at least this well, as a
 # share of the best sentence's match.
-SIDE_SHARE = 0.6
+SIDE_SHARE = 0.5
 # Passages looked at: the best few (retrieval's order); the rest rarely hold the answer.
 PASSAGES_LOOKED_AT = 6
 MAX_SIDES = 3
@@ -52,7 +52,9 @@ _NUMBER_WORDS = {
 }
 _NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
 # A setting's default given as a word ("The default value is replica"): a value of its own.
-_DEFAULT_IS = re.compile(r"\bdefault(?: value)?(?: of [\w.]+)? is ([\w.-]+)", re.IGNORECASE)
+_DEFAULT_IS = re.compile(
+    r"\bdefault(?: value)?(?: of [\w.]+)? is (?:\w+ly )?([\w.-]+)", re.IGNORECASE
+)
 _NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of\s+|de\s+|van\s+|von\s+)?[A-Z][\w'’-]+)*")
 
 
@@ -144,6 +146,17 @@ def _counts(text: str, end: int, counted: str) -> bool:
     return not counts_another and wanted <= set(terms(text))
 
 
+def _about_the_names(entry: ContextEntry, span: str, names: Sequence[str]) -> bool:
+    """Whether a passage can take a side on what the question names: it mentions one of the
+    names, or (settings and other identifiers) its sentence names no other identifier: a
+    manual's sentence under its heading ("The default is 100 connections") need not repeat the
+    setting's name, and one that names another setting is about that one."""
+    source = entry.source
+    if names_mentioned(f"{entry.text}\n{source.document_name}\n{source.location or ''}", names):
+        return True
+    return all(IDENTIFIER.search(name) for name in names) and IDENTIFIER.search(span) is None
+
+
 def _same_thing(one: Side, other: Side) -> bool:
     """Whether two sentences are about the same asked thing: most of the question's words
     either holds, the other holds too ("Lighthouse built by ...; Lumen ferry to ..." matches
@@ -185,6 +198,8 @@ def detect(
         span = match.highlight.text
         if needs.figures - figures_in(f"{entry.text}\n{entry.source.document_name}"):
             continue  # about another year or figure than the question's
+        if needs.names and not _about_the_names(entry, span, needs.names):
+            continue
         score = match.score / (1 + 0.1 * rank)
         document = str(entry.source.document_id)
         if document in best_by_document and best_by_document[document][0] >= score:

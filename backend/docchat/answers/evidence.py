@@ -128,6 +128,16 @@ def is_named(name: str, text: str, said: set[str]) -> bool:
     return re.search(rf"(?<!\w){re.escape(telling[-1])}(?!\w)", text) is not None
 
 
+# An identifier of code or configuration ("pg_trgm", "max_connections"): a name in any case.
+IDENTIFIER = re.compile(r"[^\W_]_[^\W_]")
+
+
+def names_mentioned(text: str, names: Sequence[str]) -> bool:
+    """Whether `text` mentions one of `names` (`is_named`)."""
+    said = set(terms(text))
+    return any(is_named(name, text, said) for name in names)
+
+
 def _said_by(entry: ContextEntry) -> str:
     source = entry.source
     return f"{entry.text}\n{source.document_name}\n{source.location or ''}"
@@ -184,9 +194,7 @@ def _quotes_name(names: Sequence[str], passages: Sequence[ContextEntry], quoted:
     titles = "\n".join(
         f"{entry.source.document_name}\n{entry.source.location or ''}" for entry in passages
     )
-    text = f"{quoted}\n{titles}"
-    said = set(terms(text))
-    return any(is_named(name, text, said) for name in names)
+    return names_mentioned(f"{quoted}\n{titles}", names)
 
 
 # A sentence of an answer ends at its stop, but a marker after the stop ("nine. [1]") is its own.

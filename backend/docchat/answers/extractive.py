@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docchat.answers import conflicts
-from docchat.answers.evidence import Needs, Verdict, is_named, verdict
+from docchat.answers.evidence import IDENTIFIER, Needs, Verdict, names_mentioned, verdict
 from docchat.retrieval.citations import strip_markers
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.highlight import (
@@ -119,8 +119,6 @@ def _starts_unit(passage: str, start: int) -> bool:
 # anywhere ("X200", "iPhone", "NATO"), is a name: what tells one deck's drones from another's.
 _WORD = re.compile(r"[^\W_][\w'’]*", re.UNICODE)
 _SENTENCE_BREAK = re.compile(r"[.!?:;\n]")
-# An identifier of code or configuration ("pg_trgm", "max_connections"): a name in any case.
-_IDENTIFIER = re.compile(r"[^\W_]_[^\W_]")
 # Capitalised without being names.
 _NOT_NAMES = frozenset(("I",))
 # German capitalises every noun: there, only a word with a digit or a second capital is a name.
@@ -167,7 +165,7 @@ def names_in(question: str) -> list[str]:
             and (
                 (capitalised and not nouns_capitalised)
                 or _marked_as_name(word, by_case=by_case)
-                or _IDENTIFIER.search(word) is not None
+                or IDENTIFIER.search(word) is not None
             )
             and bool(terms(word))
         )
@@ -184,15 +182,25 @@ def mentions(entry: ContextEntry, names: Sequence[str], *, every: bool = False) 
     of them with `every`), as `evidence.is_named` reads a name."""
     source = entry.source
     text = f"{entry.text}\n{source.document_name}\n{source.location or ''}"
-    said = set(terms(text))
-    named = (is_named(name, text, said) for name in names)
-    return all(named) if every else any(named)
+    if every:
+        return all(names_mentioned(text, [name]) for name in names)
+    return names_mentioned(text, names)
+
+
+def _with_text(entries: Sequence[ContextEntry]) -> list[ContextEntry]:
+    return [entry for entry in entries if entry.text.strip()]
+
+
+def _weights(entries: Sequence[ContextEntry]) -> Weights:
+    """How much each word tells, over all the passages given (not only those quoted from: over
+    two passages that both hold the question's name, the name would tell nothing)."""
+    return weights_for((entry.text, entry.source.location) for entry in _with_text(entries))
 
 
 def about(entries: Sequence[ContextEntry], names: Sequence[str]) -> list[ContextEntry]:
     """The passages with text that are about what the question names: those that mention all
     of `names` when some do, else those that mention one of them (all, with no names)."""
-    readable = [entry for entry in entries if entry.text.strip()]
+    readable = _with_text(entries)
     if not names:
         return readable
     every = [entry for entry in readable if mentions(entry, names, every=True)]
@@ -205,7 +213,7 @@ def choose(
     """The spans to quote, in the order of their passages: of the passages `about` what the
     question names (`names_in`), when it names something."""
     readable = about(entries, names)
-    weights = weights_for((entry.text, entry.source.location) for entry in readable)
+    weights = _weights(entries)
     found: list[Quote] = []
     for rank, entry in enumerate(readable):
         match: Match | None = best_match(
@@ -300,12 +308,13 @@ def answer(
                 NOT_ANSWERED.format(names=_listed(names)), [], Verdict("not_in_documents", why)
             )
         return None
-    readable = about(entries, names)
-    weights = weights_for((entry.text, entry.source.location) for entry in readable)
+    weights = _weights(entries)
     disagreement = None
     if not nearest:
+        # Over all the passages: a side may not repeat the name ("The default is 100
+        # connections" under a manual's heading); `detect` wants the same asked thing.
         disagreement = conflicts.detect(
-            question, needs, readable, dated=conflicts.dated, weights=weights
+            question, needs, _with_text(entries), dated=conflicts.dated, weights=weights
         )
     if disagreement is not None:
         quotes = _with_sides(quotes, disagreement, weights)
