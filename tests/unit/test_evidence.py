@@ -337,3 +337,30 @@ def test_a_side_about_another_setting_is_no_side() -> None:
         (1, ("50",)),
         (2, ("100",)),
     ]
+
+
+def test_a_version_the_passages_never_give_is_not_in_the_documents() -> None:
+    text = "max_wal_size is the most WAL between checkpoints. The default is 1 GB."
+    judged = verdict(
+        _needs("What was the default value of max_wal_size in PostgreSQL 9.4?"),
+        [_entry(1, text, "wal.pdf")],
+        [text],
+    )
+    assert judged.evidence == "not_in_documents" and "9.4" in (judged.why or "")
+    assert figures_in("version 9.6 and 1,200 staff, 3.5 metres") == {"9.6", "1200", "3.5"}
+
+
+def test_a_length_asked_is_not_answered_by_a_year() -> None:
+    question = "How long is the Amazon River in kilometres?"
+    year = "The first European to travel the length of the Amazon River did so in 1542."
+    judged = verdict(_needs(question), [_entry(1, year)], [year])
+    assert judged.evidence == "partial" and "figure" in (judged.why or "")
+    length = "The Amazon River is about 6,400 km long."
+    assert verdict(_needs(question), [_entry(1, length)], [length]).evidence == "answered"
+
+
+def test_a_count_must_count_what_was_asked() -> None:
+    question = "How many rows per second can COPY FROM load?"
+    text = "Use COPY to load all the rows in one command, instead of a series of INSERT commands."
+    judged = verdict(_needs(question), [_entry(1, text)], [text])
+    assert judged.evidence == "partial" and "rows" in (judged.why or "")

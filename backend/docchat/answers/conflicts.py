@@ -17,7 +17,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from docchat.answers.evidence import IDENTIFIER, Needs, figures_in, names_mentioned
+from docchat.answers.evidence import (
+    IDENTIFIER,
+    NUMBER,
+    NUMBER_WORD,
+    NUMBER_WORDS,
+    Needs,
+    counts,
+    figures_in,
+    names_mentioned,
+)
 from docchat.answers.meta import Conflict, ConflictSide
 from docchat.retrieval.citations import MARKER
 from docchat.retrieval.context import ContextEntry
@@ -41,16 +50,6 @@ _MONTH = re.compile(
     r"december)\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"(?<![\w.,])\d+(?:[,.\u202f ]\d{3})*(?:\.\d+)?(?![\w])")
-# "eight bytes" and "8 bytes" are one value; "four" and "eight" two.
-_NUMBER_WORDS = {
-    **{word: str(value) for value, word in enumerate(("zero", "one", "two", "three", "four"))},
-    **{word: str(value) for value, word in enumerate(("five", "six", "seven", "eight"), 5)},
-    **{word: str(value) for value, word in enumerate(("nine", "ten", "eleven", "twelve"), 9)},
-    "fifteen": "15",
-    "twenty": "20",
-}
-_NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
 # A setting's default given as a word ("The default value is replica"): a value of its own.
 _DEFAULT_IS = re.compile(
     r"\bdefault(?: value)?(?: of [\w.]+)? is (?:\w+ly )?([\w.-]+)", re.IGNORECASE
@@ -87,7 +86,7 @@ class Disagreement:
 def _normalised(value: str, kind: AskedKind) -> str:
     if kind == "name":
         return value.lower()
-    return _NUMBER_WORDS.get(value.lower()) or re.sub(r"[,\u202f ]", "", value.lower())
+    return NUMBER_WORDS.get(value.lower()) or re.sub(r"[,\u202f ]", "", value.lower())
 
 
 def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
@@ -97,20 +96,20 @@ def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
         found = [match.group(1) for match in _YEAR.finditer(text)]
         found += [match.group(1).capitalize() for match in _MONTH.finditer(text)]
     elif kind == "number":
-        numbers = [*_NUMBER.finditer(text), *_NUMBER_WORD.finditer(text)]
+        numbers = [*NUMBER.finditer(text), *NUMBER_WORD.finditer(text)]
         numbers.sort(key=lambda match: match.start())
         if needs.counted is not None:  # "how many days": 30 days, not 6 euros a day
-            numbers = [match for match in numbers if _counts(text, match.end(), needs.counted)]
+            numbers = [match for match in numbers if counts(text, match.end(), needs.counted)]
         found = [match.group() for match in numbers]
         found = [value for value in found if not (figures_in(value) & needs.figures)]
         found += [
             word
             for match in _DEFAULT_IS.finditer(text)
-            if not _NUMBER.match(word := match.group(1)) and terms(word)
+            if not NUMBER.match(word := match.group(1)) and terms(word)
         ]
         # "Annual report 2024 ... 19 bakers": a year beside other numbers dates the count.
-        counts = [value for value in found if not _YEAR.fullmatch(value)]
-        found = counts or found
+        not_years = [value for value in found if not _YEAR.fullmatch(value)]
+        found = not_years or found
     else:
         found = [
             match.group()
@@ -122,28 +121,6 @@ def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
     if kind == "date":
         found = [value for value in found if not (figures_in(value) & needs.figures)]
     return tuple(dict.fromkeys(found))
-
-
-# A number counts what follows it within this many words ("30 working days"), before a word
-# that starts a rate or another thing ("6 euros a day" counts euros).
-COUNTED_WITHIN_WORDS = 3
-_ENDS_COUNTED = frozenset(("a", "an", "per", "each", "every", "of", "for", "in", "on", "at"))
-
-
-def _counts(text: str, end: int, counted: str) -> bool:
-    """Whether the number ending at `end` counts `counted`: the word is among the next few
-    ("1,100 tree species"), or the number is followed by no other thing and the sentence names
-    it ("the number of tree species ... at about 15,000."), not "62 acres"."""
-    wanted = set(terms(counted))
-    following: list[str] = []
-    for word in text[end:].split()[:COUNTED_WITHIN_WORDS]:
-        if word.lower() in _ENDS_COUNTED:
-            break
-        following.append(word)
-    if wanted <= set(terms(" ".join(following))):
-        return True
-    counts_another = bool(following) and bool(terms(following[0]))
-    return not counts_another and wanted <= set(terms(text))
 
 
 def _about_the_names(entry: ContextEntry, span: str, names: Sequence[str]) -> bool:

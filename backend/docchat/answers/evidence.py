@@ -34,8 +34,8 @@ from docchat.retrieval.languages import language_of
 
 # Words that ask about the present: the passages must not speak only of the past.
 _ASKS_NOW = re.compile(
-    r"\b(?:currently|current|now|today|presently|at present|these days|still|latest|"
-    r"as of (?:today|now))\b",
+    r"\b(?:currently|current|now|today|presently|at present|these days|still|latest|newest|"
+    r"most recent|as of (?:today|now))\b",
     re.IGNORECASE,
 )
 # What a passage must say for "who currently ..." to be answered as of now, not as of its day.
@@ -57,15 +57,79 @@ def _speaks_of_now(quoted: str, this_year: int) -> bool:
     return False
 
 
+# "eight bytes" and "8 bytes" are one value; "four" and "eight" two.
+NUMBER_WORDS = {
+    **{word: str(value) for value, word in enumerate(("zero", "one", "two", "three", "four"))},
+    **{word: str(value) for value, word in enumerate(("five", "six", "seven", "eight"), 5)},
+    **{word: str(value) for value, word in enumerate(("nine", "ten", "eleven", "twelve"), 9)},
+    "fifteen": "15",
+    "twenty": "20",
+}
+NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(NUMBER_WORDS)})\b", re.IGNORECASE)
+# "How long / tall / far ...", "population", "how much faster": a measure, not a bare year.
+_ASKS_MEASURE = re.compile(
+    r"\bhow (?:long|tall|high|far|old|big|large|deep|wide|heavy|fast|much)\b|\bpopulation\b|"
+    r"\bspeed\b",
+    re.IGNORECASE,
+)
+_AMOUNT = r"(?:[$€£]\s?)?(?:\d[\d,.]*|" + "|".join(NUMBER_WORDS) + "|a few|several)"
+_MEASURE = re.compile(
+    rf"[$€£]\s?\d|\b{_AMOUNT}\s*(?:%|percent\b|per cent\b|times\b|(?:k|m|g|t)?b\b|bytes?\b|"
+    r"(?:kilo|mega|giga|tera)bytes?\b|km\b|kilomet(?:re|er)s?\b|mi\b|miles?\b|m\b|"
+    r"met(?:re|er)s?\b|cm\b|mm\b|feet\b|foot\b|ft\b|inch(?:es)?\b|yards?\b|hours?\b|"
+    r"h\b|minutes?\b|min\b|seconds?\b|s\b|ms\b|days?\b|weeks?\b|months?\b|years?\b|"
+    r"centur(?:y|ies)\b|kg\b|kilograms?\b|pounds?\b|lbs?\b|tons?\b|tonnes?\b|mph\b|"
+    r"km/h\b|knots?\b|people\b|inhabitants\b|residents\b|hundred\b|thousand\b|million\b|"
+    r"billion\b)|\b\d{1,3}(?:,\d{3})+\b",
+    re.IGNORECASE,
+)
+
+
+def gives_measure(text: str) -> bool:
+    """Whether `text` gives a measure: a number with its unit ("1,230 km", "four bytes",
+    "$40", "3 times"), or a large figure ("520,159"); a year alone is none."""
+    return _MEASURE.search(text) is not None
+
+
+# A number counts what follows it within this many words ("30 working days"), before a word
+# that starts a rate or another thing ("6 euros a day" counts euros).
+COUNTED_WITHIN_WORDS = 3
+_ENDS_COUNTED = frozenset(("a", "an", "per", "each", "every", "of", "for", "in", "on", "at"))
+
+
+def counts(text: str, end: int, counted: str) -> bool:
+    """Whether the number ending at `end` counts `counted`: the word is among the next few
+    ("1,100 tree species"), or the number is followed by no other thing and the sentence names
+    it ("the number of tree species ... at about 15,000."), not "62 acres"."""
+    wanted = set(terms(counted))
+    following: list[str] = []
+    for word in text[end:].split()[:COUNTED_WITHIN_WORDS]:
+        if word.lower() in _ENDS_COUNTED:
+            break
+        following.append(word)
+    if wanted <= set(terms(" ".join(following))):
+        return True
+    counts_another = bool(following) and bool(terms(following[0]))
+    return not counts_another and wanted <= set(terms(text))
+
+
 # "How many spectators ...": what is counted, which the quoted sentences must name.
 _COUNTED = re.compile(r"\bhow many ([^\W\d_]{3,})", re.IGNORECASE)
-# A figure of the question: a number of two digits or more (years, amounts, model numbers).
+# A figure of the question: a number of two digits or more (years, amounts, model numbers), or
+# a version ("9.6", "3.11": kept with its dot, so that "9.6" is not "96").
 _FIGURE = re.compile(r"(?<![\w.,])\d{1,3}(?:[,.\u202f ]\d{3})+(?![\w])|(?<![\w.,])\d{2,}(?![\w])")
+_VERSION = re.compile(r"(?<![\w.,])\d{1,2}\.\d{1,2}(?![\w]|\.\d)")
+
+
+# Any number as written ("7", "1,200", "3.5").
+NUMBER = re.compile(r"(?<![\w.,])\d+(?:[,.\u202f ]\d{3})*(?:\.\d+)?(?![\w])")
 
 
 def figures_in(text: str) -> set[str]:
-    """The text's figures as digits only ("1,200" and "1200" are one figure)."""
-    return {re.sub(r"\D", "", figure) for figure in _FIGURE.findall(text)}
+    """The text's figures as digits only ("1,200" and "1200" are one figure), and its versions
+    as written ("9.6")."""
+    figures = {re.sub(r"\D", "", figure) for figure in _FIGURE.findall(text)}
+    return figures | set(_VERSION.findall(text))
 
 
 @dataclass(frozen=True)
@@ -80,6 +144,8 @@ class Needs:
     said: frozenset[str]
     # What a "how many" question counts ("spectators"), None for any other.
     counted: str | None = None
+    # It asks for a measure ("how long", "population"): a bare year does not answer it.
+    asks_measure: bool = False
 
     @classmethod
     def of(cls, question: str, names: Sequence[str]) -> Needs:
@@ -90,6 +156,7 @@ class Needs:
             asks_now=_ASKS_NOW.search(question) is not None,
             said=frozenset(word.lower() for word in re.findall(r"[\w'’-]+", question)),
             counted=_counted(question),
+            asks_measure=_ASKS_MEASURE.search(question) is not None,
         )
 
 
@@ -183,9 +250,17 @@ def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]
         return Verdict("partial", f"the quoted sentences are not about {' or '.join(needs.names)}")
     if needs.asks_now and spans and not _speaks_of_now(quoted, date.today().year):
         return Verdict("partial", "the passages do not say it is still so; they may be out of date")
-    if needs.counted and spans and not set(terms(needs.counted)) <= set(terms(quoted)):
+    if needs.counted and spans and not _counted_in(quoted, needs.counted):
         return Verdict("partial", f"the quoted sentences do not give the number of {needs.counted}")
+    if needs.asks_measure and not needs.counted and spans and not gives_measure(quoted):
+        return Verdict("partial", "the quoted sentences give no such figure")
     return ANSWERED
+
+
+def _counted_in(quoted: str, counted: str) -> bool:
+    """Whether a number of the quoted sentences counts `counted` ("16,000 tree species")."""
+    numbers = [*NUMBER.finditer(quoted), *NUMBER_WORD.finditer(quoted)]
+    return any(counts(quoted, number.end(), counted) for number in numbers)
 
 
 def _quotes_name(names: Sequence[str], passages: Sequence[ContextEntry], quoted: str) -> bool:
