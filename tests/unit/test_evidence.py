@@ -364,3 +364,12 @@ def test_a_count_must_count_what_was_asked() -> None:
     text = "Use COPY to load all the rows in one command, instead of a series of INSERT commands."
     judged = verdict(_needs(question), [_entry(1, text)], [text])
     assert judged.evidence == "partial" and "rows" in (judged.why or "")
+
+
+def test_a_model_s_answer_may_leave_the_name_to_its_passage() -> None:
+    passage = "Acme was founded in 1998 in Bergen by two engineers."
+    needs = _needs("When was Acme founded?")
+    answer = "It was founded in 1998 [1]."
+    entries = [_entry(1, passage, "history.pdf")]
+    assert verdict(needs, entries, [answer], are_quotes=False).evidence == "answered"
+    assert verdict(needs, entries, ["It was founded in 1998."]).evidence == "partial"

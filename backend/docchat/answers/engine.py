@@ -698,7 +698,8 @@ class AnswerEngine:
                 return fallback
             meta.grounded, meta.reason = False, "not_cited"
             return CitedAnswer(prompts.NOT_FOUND_ANSWER if strict else cited.content, None, meta)
-        judged = verdict(needs, conflicts.entries_of(plan.entries, cited.sources), [cited.content])
+        rests_on = conflicts.entries_of(plan.entries, cited.sources)
+        judged = verdict(needs, rests_on, [cited.content], are_quotes=False)
         if judged.evidence == "not_in_documents" and not stopped:
             return self._not_in_documents(question, plan, meta, said.body, overruled=judged)
         if judged.evidence == "answered" and said.trailer.evidence == "partial":

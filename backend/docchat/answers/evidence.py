@@ -228,9 +228,16 @@ def _holds(text: str, kind: AskedKind, said: set[str]) -> bool:
     return holds_asked_kind(text, kind, said)
 
 
-def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]) -> Verdict:
-    """What `passages` (those the answer rests on) and `spans` (the sentences it quotes or
-    cites from them) support of what the question needs."""
+def verdict(
+    needs: Needs,
+    passages: Sequence[ContextEntry],
+    spans: Sequence[str],
+    *,
+    are_quotes: bool = True,
+) -> Verdict:
+    """What `passages` (those the answer rests on) and `spans` (the sentences it quotes, or
+    with `are_quotes` false a model's answer citing them) support of what the question
+    needs."""
     said = "\n".join(_said_by(entry) for entry in passages)
     missing = sorted(needs.figures - figures_in(said))
     if missing:
@@ -246,7 +253,9 @@ def verdict(needs: Needs, passages: Sequence[ContextEntry], spans: Sequence[str]
         return Verdict("partial", f"the quoted sentences give no {_KIND_WORDS[needs.kind]}")
     if unnamed:
         return Verdict("partial", f"the passages do not mention {', '.join(unnamed)}")
-    if needs.names and spans and not _quotes_name(needs.names, passages, quoted):
+    # A quote chosen by its words may be about another thing the passage also names; a model's
+    # answer read the passage and may well say "it" for what was asked.
+    if are_quotes and needs.names and spans and not _quotes_name(needs.names, passages, quoted):
         return Verdict("partial", f"the quoted sentences are not about {' or '.join(needs.names)}")
     if needs.asks_now and spans and not _speaks_of_now(quoted, date.today().year):
         return Verdict("partial", "the passages do not say it is still so; they may be out of date")
