@@ -373,3 +373,19 @@ def test_a_model_s_answer_may_leave_the_name_to_its_passage() -> None:
     entries = [_entry(1, passage, "history.pdf")]
     assert verdict(needs, entries, [answer], are_quotes=False).evidence == "answered"
     assert verdict(needs, entries, ["It was founded in 1998."]).evidence == "partial"
+
+
+def test_the_values_of_a_side_leave_out_dates_names_and_headings() -> None:
+    needs = _needs("What is the default value of pg_stat_statements.max?")
+    header = "pg_stat_statements (PostgreSQL 15 manual)\nPublished 13 October 2022.\n"
+    assert conflicts.values_of(header + "The default value is 5000.", "number", needs) == ("5000",)
+    who = _needs("Who is the President of the European Commission?")
+    sworn = (
+        "New Commission takes office\nPublished 1 December 2019.\nUrsula von der Leyen took office."
+    )
+    values = conflicts.values_of(sworn, "name", who)
+    assert "Ursula von der Leyen" in values
+    assert not {"Published", "December", "Leyen"} & set(values)
+    share = _needs("What share of the power in the United States comes from steam turbines?")
+    said = "In the United States 80% of the power comes from steam turbines."
+    assert conflicts.values_of(said, "number", share) == ("80",)

@@ -25,6 +25,7 @@ from docchat.answers.evidence import (
     Needs,
     counts,
     figures_in,
+    gives_measure,
     names_mentioned,
 )
 from docchat.answers.meta import Conflict, ConflictSide
@@ -54,7 +55,10 @@ _MONTH = re.compile(
 _DEFAULT_IS = re.compile(
     r"\bdefault(?: value)?(?: of [\w.]+)? is (?:\w+ly )?([\w.-]+)", re.IGNORECASE
 )
-_NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of\s+|de\s+|van\s+|von\s+)?[A-Z][\w'’-]+)*")
+# Capitalised words on one line, with the particles of names between ("Ursula von der Leyen").
+_NAME = re.compile(
+    r"\b[A-Z][\w'’-]+(?:[ \t]+(?:(?:of|de|van|von|der|den|du|la|le)[ \t]+)*[A-Z][\w'’-]+)*"
+)
 
 
 @dataclass(frozen=True)
@@ -95,32 +99,76 @@ def values_of(text: str, kind: AskedKind, needs: Needs) -> tuple[str, ...]:
     if kind == "date":
         found = [match.group(1) for match in _YEAR.finditer(text)]
         found += [match.group(1).capitalize() for match in _MONTH.finditer(text)]
+        found = [value for value in found if not (figures_in(value) & needs.figures)]
     elif kind == "number":
-        numbers = [*NUMBER.finditer(text), *NUMBER_WORD.finditer(text)]
-        numbers.sort(key=lambda match: match.start())
-        if needs.counted is not None:  # "how many days": 30 days, not 6 euros a day
-            numbers = [match for match in numbers if counts(text, match.end(), needs.counted)]
-        found = [match.group() for match in numbers]
-        found = [value for value in found if not (figures_in(value) & needs.figures)]
-        found += [
-            word
-            for match in _DEFAULT_IS.finditer(text)
-            if not NUMBER.match(word := match.group(1)) and terms(word)
-        ]
-        # "Annual report 2024 ... 19 bakers": a year beside other numbers dates the count.
-        not_years = [value for value in found if not _YEAR.fullmatch(value)]
-        found = not_years or found
+        found = _numbers_of(text, needs)
     else:
-        found = [
-            match.group()
-            for match in _NAME.finditer(text)
-            if match.start() > 0
-            and not set(match.group().lower().split()) <= needs.said
-            and not text[: match.start()].rstrip().endswith((".", "!", "?"))
-        ]
-    if kind == "date":
-        found = [value for value in found if not (figures_in(value) & needs.figures)]
+        found = _names_of(text, needs)
     return tuple(dict.fromkeys(found))
+
+
+def _numbers_of(text: str, needs: Needs) -> list[str]:
+    numbers = [*NUMBER.finditer(text), *NUMBER_WORD.finditer(text)]
+    numbers = sorted(
+        (match for match in numbers if not _part_of_a_name_or_day(text, match)),
+        key=lambda match: match.start(),
+    )
+    if needs.counted is not None:  # "how many days": 30 days, not 6 euros a day
+        numbers = [match for match in numbers if counts(text, match.end(), needs.counted)]
+    found = [match.group() for match in numbers]
+    found = [value for value in found if not (figures_in(value) & needs.figures)]
+    found += [
+        word
+        for match in _DEFAULT_IS.finditer(text)
+        if not NUMBER.match(word := match.group(1)) and terms(word)
+    ]
+    # "Annual report 2024 ... 19 bakers": a year beside other numbers dates the count.
+    not_years = [value for value in found if not _YEAR.fullmatch(value)]
+    return not_years or found
+
+
+# "PostgreSQL 15", "Super Bowl 50": a number after a name is part of it; "13 October": a day.
+_NAMED_BEFORE = re.compile(r"\b[A-Z][\w'’-]*\s+$")
+
+
+def _part_of_a_name_or_day(text: str, number: re.Match[str]) -> bool:
+    after = text[number.end() : number.end() + 12]
+    before = text[max(0, number.start() - 30) : number.start()]
+    if _MONTH.match(after.strip()) or _MONTH.search(before[-12:]) is not None:
+        return True
+    named = _NAMED_BEFORE.search(before)
+    if named is None or _starts_sentence(text, number.start() - len(named.group())):
+        return False
+    # "In the United States 80% of ...": a measure after a name is still a value.
+    return not gives_measure(text[number.start() : number.end() + 16])
+
+
+# Words that open a sentence or a clause before a name ("The European Commission", "In
+# December"): not part of it.
+_OPENERS = frozenset(("the", "a", "an", "in", "on", "at", "by", "for", "from", "of", "to", "as"))
+
+
+def _names_of(text: str, needs: Needs) -> list[str]:
+    """Names in the sentence that the question does not give: runs of capitalised words, one
+    that opens a sentence (or a line) only when two or more words long ("William Ruto was
+    sworn in"), without an opening article or preposition and never a month alone."""
+    found = []
+    for match in _NAME.finditer(text):
+        words = match.group().split()
+        while words and words[0].lower() in _OPENERS:
+            words = words[1:]
+        if not words or (_starts_sentence(text, match.start()) and len(words) < 2):
+            continue
+        name = " ".join(words)
+        if _MONTH.fullmatch(name) or set(name.lower().split()) <= needs.said:
+            continue
+        found.append(name)
+    return found
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip(" \t")
+    return not before or before.endswith((".", "!", "?", "\n"))
 
 
 def _about_the_names(entry: ContextEntry, span: str, names: Sequence[str]) -> bool:
