@@ -389,3 +389,137 @@ def test_the_values_of_a_side_leave_out_dates_names_and_headings() -> None:
     share = _needs("What share of the power in the United States comes from steam turbines?")
     said = "In the United States 80% of the power comes from steam turbines."
     assert conflicts.values_of(said, "number", share) == ("80",)
+
+
+def _sides(question: str, entries: list[ContextEntry]) -> list[tuple[int, tuple[str, ...]]]:
+    found = conflicts.detect(question, _needs(question), entries, dated=conflicts.dated)
+    return sorted((side.entry.number, side.values) for side in found.sides) if found else []
+
+
+def test_a_side_is_the_sentence_that_gives_a_value_not_the_best_matching_one() -> None:
+    encyclopedia = (
+        "The Premier of Victoria is the leader of the party with the most seats in the "
+        "Legislative Assembly. The Premier sets the agenda of the government. The current "
+        "Premier of Victoria is Daniel Andrews."
+    )
+    news = "Jacinta Allan was sworn in today as the Premier of Victoria."
+    question = "Who is the Premier of Victoria?"
+    entries = [_entry(1, encyclopedia, "victoria.html"), _entry(2, news, "premier-news.pdf")]
+    assert _sides(question, entries) == [(1, ("Daniel Andrews",)), (2, ("Jacinta Allan",))]
+
+
+def test_a_name_goes_on_across_a_wrapped_line_and_loses_the_title_asked_about() -> None:
+    wrapped = (
+        "After each election the Parliament elects one member to serve as Presiding Officer, "
+        "currently Tricia\nMarwick, for the new session."
+    )
+    needs = _needs("Who is the Presiding Officer of the Scottish Parliament?")
+    assert conflicts.values_of(wrapped, "name", needs) == ("Tricia Marwick",)
+    kenya = _needs("Who is the President of Kenya?")
+    signed = "In December 2014, President Uhuru Kenyatta signed the bill."
+    assert conflicts.values_of(signed, "name", kenya) == ("Uhuru Kenyatta",)
+
+
+def test_a_name_both_sides_give_in_passing_does_not_hide_that_they_disagree() -> None:
+    question = "Who is the President of the European Commission?"
+    old = "The Commission's President (currently Jean-Claude Juncker) sets the agenda of the EU."
+    new = "Ursula von der Leyen took office as President of the European Commission of the EU."
+    entries = [_entry(1, old, "eu-law.html"), _entry(2, new, "new-commission.pdf")]
+    sides = _sides(question, entries)
+    assert [number for number, _ in sides] == [1, 2]
+    assert "Jean-Claude Juncker" in sides[0][1] and "Ursula von der Leyen" in sides[1][1]
+
+
+def test_a_person_asked_for_is_not_an_institution() -> None:
+    needs = _needs("Who is the Premier of Victoria?")
+    said = "The Premier is the leader of the party with the most seats in the Legislative Assembly."
+    assert conflicts.values_of(said, "name", needs) == ()
+
+
+def test_a_height_asked_for_is_a_length_and_the_document_s_name_counts_for_its_side() -> None:
+    question = "How tall was Tesla's Wardenclyffe tower?"
+    catalogue = "New measurements show that Tesla's Wardenclyffe tower was 185 feet high."
+    article = (
+        "Over the next five years, Tesla wrote over 50 letters to Morgan about Wardenclyffe. "
+        "The tower was erected to its full 187 feet (57 m)."
+    )
+    entries = [
+        _entry(1, catalogue, "wardenclyffe-catalogue.pdf"),
+        _entry(2, article, "nikola-tesla.html"),
+    ]
+    assert _sides(question, entries) == [(1, ("185",)), (2, ("187", "57"))]
+
+
+def test_what_is_counted_is_the_last_word_of_the_thing_asked_about() -> None:
+    assert _needs("How many affiliated television stations does ABC have?").counted == "stations"
+    assert _needs("How many Huguenots fled France by the 1700s?").counted == "huguenots"
+    assert _needs("How many private schools existed in New Zealand?").counted == "schools"
+    assert _needs("How many spectators attended?").counted == "spectators"
+    question = "How many affiliated television stations does ABC have?"
+    corrected = "The ABC network has 239 affiliated television stations in the United States."
+    article = (
+        "The network has over 232 affiliated television stations. Most Canadians can watch at "
+        "least one U.S.-based ABC affiliate over the air."
+    )
+    entries = [_entry(1, corrected, "abc-corrected.pdf"), _entry(2, article, "abc.html")]
+    assert _sides(question, entries) == [(1, ("239",)), (2, ("232",))]
+
+
+def test_a_year_within_the_years_another_document_gives_is_no_disagreement() -> None:
+    question = "When was the French and Indian War?"
+    war = "The French and Indian War was fought from 1754 to 1763."
+    siege = "During the French and Indian War, Quebec fell to the British in 1759."
+    entries = [_entry(1, war, "war.txt"), _entry(2, siege, "quebec.txt")]
+    assert conflicts.detect(question, _needs(question), entries, dated=conflicts.dated) is None
+
+
+def test_another_name_with_the_same_last_word_is_not_the_one_asked_about() -> None:
+    question = "Where was Kublai Khan buried?"
+    genghis = "Years before his death, Genghis Khan asked to be buried without markings."
+    judged = verdict(_needs(question), [_entry(1, genghis, "genghis.txt")], [genghis])
+    assert judged.evidence == "not_in_documents" and "Kublai Khan" in (judged.why or "")
+    succession = "The War of the Austrian Succession formally ended in 1748."
+    judged = verdict(
+        _needs("When did the War of the Spanish Succession end?"),
+        [_entry(1, succession, "wars.txt")],
+        [succession],
+    )
+    assert judged.evidence == "partial"
+    obama = "In 2009 President Obama signed the act."
+    judged = verdict(
+        _needs("When did Barack Obama sign the act?"), [_entry(1, obama, "acts.txt")], [obama]
+    )
+    assert judged.evidence == "answered"
+
+
+def test_a_quote_that_says_nothing_of_what_was_asked_does_not_answer() -> None:
+    question = "In what year was Thomas Edison born?"
+    hired = "In June 1884 he relocated to New York City, where he was hired by Thomas Edison."
+    judged = verdict(_needs(question), [_entry(1, hired, "tesla.txt")], [hired])
+    assert judged.evidence == "partial" and "“born”" in (judged.why or "")
+    bought = "Following BSkyB's 2014 acquisition of Sky Italia, the group changed its name."
+    judged = verdict(
+        _needs("What year did BSkyB acquire Sky Italia?"), [_entry(1, bought, "sky.txt")], [bought]
+    )
+    assert judged.evidence == "answered"  # "acquisition" speaks of acquiring; "year" is the kind
+
+
+def test_the_subject_of_a_do_question_must_be_in_the_passages() -> None:
+    question = "How many bytes of storage does a tinyint take?"
+    text = "The storage requirement for a short string is 1 byte plus the actual string."
+    judged = verdict(_needs(question), [_entry(1, text, "datatype.html")], [text])
+    assert judged.evidence == "not_in_documents" and "tinyint" in (judged.why or "")
+    ship = "In 1349 a ship carrying the plague landed in Askøy, Norway."
+    judged = verdict(
+        _needs("When did a plague-ridden ship land in Norway?"),
+        [_entry(1, ship, "black-death.txt")],
+        [ship],
+    )
+    assert judged.evidence == "answered"  # the subject is "ship", not what describes it
+
+
+def test_the_value_of_something_is_a_figure() -> None:
+    question = "What is the value of the gravitational constant G?"
+    text = "This constant came to be known as the Gravitation Constant; its value was unknown."
+    judged = verdict(_needs(question), [_entry(1, text, "newton.txt")], [text])
+    assert judged.evidence == "not_in_documents"

@@ -25,6 +25,7 @@ from docchat.answers.evidence import (
     Needs,
     counts,
     figures_in,
+    gives_length,
     gives_measure,
     names_mentioned,
 )
@@ -115,6 +116,8 @@ def _numbers_of(text: str, needs: Needs) -> list[str]:
     )
     if needs.counted is not None:  # "how many days": 30 days, not 6 euros a day
         numbers = [match for match in numbers if counts(text, match.end(), needs.counted)]
+    elif needs.asks_length:  # "how tall": 187 feet, not "over the next five years"
+        numbers = [match for match in numbers if gives_length(text[match.end() :])]
     found = [match.group() for match in numbers]
     found = [value for value in found if not (figures_in(value) & needs.figures)]
     found += [
@@ -151,19 +154,63 @@ _OPENERS = frozenset(("the", "a", "an", "in", "on", "at", "by", "for", "from", "
 def _names_of(text: str, needs: Needs) -> list[str]:
     """Names in the sentence that the question does not give: runs of capitalised words, one
     that opens a sentence (or a line) only when two or more words long ("William Ruto was
-    sworn in"), without an opening article or preposition and never a month alone."""
+    sworn in"), without an opening article, preposition or word of the question ("President
+    Uhuru Kenyatta" is "Uhuru Kenyatta" to "Who is the President of Kenya?") and never a
+    month alone."""
+    asked = set(terms(" ".join(needs.said)))
+    text = _unwrapped(text)
     found = []
     for match in _NAME.finditer(text):
         words = match.group().split()
+        opens = _starts_sentence(text, match.start())
+        if opens and len(words) < 2:
+            continue
         while words and words[0].lower() in _OPENERS:
             words = words[1:]
-        if not words or (_starts_sentence(text, match.start()) and len(words) < 2):
-            continue
+        while len(words) > 2 and set(terms(words[0])) <= asked:
+            words = words[1:]
         name = " ".join(words)
-        if _MONTH.fullmatch(name) or set(name.lower().split()) <= needs.said:
+        if not words or _MONTH.fullmatch(name) or set(terms(name)) <= asked:
+            continue
+        if needs.asks_person and not _a_person(words):
             continue
         found.append(name)
     return found
+
+
+# The last word of an institution's or a thing's name, not a person's ("Legislative Assembly").
+_INSTITUTIONS = frozenset(
+    (
+        "act", "agency", "army", "assembly", "association", "bank", "board", "bureau", "church",
+        "club", "college", "commission", "committee", "community", "company", "congress",
+        "constitution", "corporation", "council", "court", "department", "government", "group",
+        "house", "institute", "kingdom", "league", "ministry", "museum", "navy", "network",
+        "office", "organisation", "organization", "parliament", "party", "republic", "school",
+        "senate", "service", "society", "states", "team", "treaty", "union", "university", "war",
+    )
+)  # fmt: skip
+
+
+def _a_person(words: Sequence[str]) -> bool:
+    """Whether a name may be a person's: two words or more ("Jacinta Allan"), the last not an
+    institution's ("Legislative Assembly")."""
+    return len(words) > 1 and words[-1].lower() not in _INSTITUTIONS
+
+
+# A line this long that ends inside a sentence was wrapped (a PDF's lines): a name may go on
+# after it ("Tricia\nMarwick"). A short one is a title or a heading.
+WRAPPED_LINE_CHARS = 50
+
+
+def _unwrapped(text: str) -> str:
+    lines = text.split("\n")
+    joined = lines[0]
+    for line in lines[1:]:
+        last = joined.rsplit("\n", 1)[-1]
+        ends = last.rstrip().endswith((".", ":", "!", "?"))
+        wrapped = len(last) >= WRAPPED_LINE_CHARS and not ends
+        joined += (" " if wrapped else "\n") + line
+    return joined
 
 
 def _starts_sentence(text: str, start: int) -> bool:
@@ -193,9 +240,28 @@ def _same_thing(one: Side, other: Side) -> bool:
 def _disjoint(one: Side, other: Side, kind: AskedKind) -> bool:
     ours = {_normalised(value, kind) for value in one.values}
     theirs = {_normalised(value, kind) for value in other.values}
-    if kind == "name":  # "Smith" and "John Smith" are one person
-        return not any(a in b or b in a for a in ours for b in theirs)
+    if kind == "name":
+        return _names_disjoint(ours, theirs)
+    if kind == "date" and (_within(ours, theirs) or _within(theirs, ours)):
+        return False
     return not ours & theirs
+
+
+def _names_disjoint(ours: set[str], theirs: set[str]) -> bool:
+    """Whether two sentences name different answers: a name both give is context ("the EU's"),
+    unless it is a full name (the same person); "Smith" and "John Smith" are one person."""
+    both = ours & theirs
+    if any(len(name.split()) > 1 for name in both):
+        return False
+    ours, theirs = ours - both, theirs - both
+    return bool(ours and theirs) and not any(a in b or b in a for a in ours for b in theirs)
+
+
+def _within(years: set[str], span: set[str]) -> bool:
+    """Whether `years` fall inside the years a sentence spans ("1754 to 1763" holds 1759)."""
+    bounds = sorted(int(year) for year in span if year.isdigit())
+    found = [int(year) for year in years if year.isdigit()]
+    return len(bounds) >= 2 and bool(found) and all(bounds[0] <= y <= bounds[-1] for y in found)
 
 
 def detect(
@@ -216,8 +282,21 @@ def detect(
     looked_at = [entry for entry in entries[:PASSAGES_LOOKED_AT] if entry.text.strip()]
     weights = weights or weights_for((entry.text, entry.source.location) for entry in looked_at)
     best_by_document: dict[str, tuple[float, Side]] = {}
+
+    def gives_values(sentence: str) -> bool:
+        return bool(values_of(sentence, kind, needs))
+
     for rank, entry in enumerate(looked_at):
-        match = best_match(entry.text, question, location=entry.source.location, weights=weights)
+        # The sentence that best matches of those that give a value: the passage's best match
+        # may be about the asked thing without giving it ("The Premier of Victoria is the
+        # leader of the party with the most seats").
+        match = best_match(
+            entry.text,
+            question,
+            location=entry.source.location,
+            weights=weights,
+            keep=gives_values,
+        )
         if match is None or match.score <= 0:
             continue
         span = match.highlight.text
@@ -225,12 +304,18 @@ def detect(
             continue  # about another year or figure than the question's
         if needs.names and not _about_the_names(entry, span, needs.names):
             continue
-        score = match.score / (1 + 0.1 * rank)
+        # A sentence need not repeat what its document is about ("The tower was erected to its
+        # full 187 feet" in "Nikola Tesla"): the question's words in the document's name and
+        # in the sentence it follows count.
+        said = f"{match.whole}\n{entry.source.document_name}\n{entry.source.location or ''}"
+        score = sum(weights.of(term) for term in asked & frozenset(terms(said))) / (1 + 0.1 * rank)
         document = str(entry.source.document_id)
         if document in best_by_document and best_by_document[document][0] >= score:
             continue
         matched = asked & frozenset(terms(f"{span}\n{entry.source.document_name}"))
-        side = Side(entry, span, values_of(span, kind, needs), dated(entry.source), matched)
+        # Its values from the whole sentence: the span may be cut before them.
+        values = values_of(match.whole or span, kind, needs)
+        side = Side(entry, span, values, dated(entry.source), matched)
         best_by_document[document] = (score, side)
     if len(best_by_document) < 2:
         return None

@@ -72,6 +72,15 @@ _ASKS_MEASURE = re.compile(
     r"\bspeed\b",
     re.IGNORECASE,
 )
+# A length, and nothing else ("How tall was the tower?": 187 feet, not "five years").
+_ASKS_LENGTH = re.compile(r"\bhow (?:tall|high|far|deep|wide)\b", re.IGNORECASE)
+_LENGTH = re.compile(
+    r"^\s*(?:km|kilomet(?:re|er)s?|mi|miles?|m|met(?:re|er)s?|cm|mm|feet|foot|ft|inch(?:es)?|"
+    r"yards?)\b",
+    re.IGNORECASE,
+)
+# "Who ...": a person, whose name has two words or more and is not an institution's.
+_ASKS_PERSON = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
 _AMOUNT = r"(?:[$€£]\s?)?(?:\d[\d,.]*|" + "|".join(NUMBER_WORDS) + "|a few|several)"
 _MEASURE = re.compile(
     rf"[$€£]\s?\d|\b{_AMOUNT}\s*(?:%|percent\b|per cent\b|times\b|(?:k|m|g|t)?b\b|bytes?\b|"
@@ -83,6 +92,11 @@ _MEASURE = re.compile(
     r"billion\b)|\b\d{1,3}(?:,\d{3})+\b",
     re.IGNORECASE,
 )
+
+
+def gives_length(after_number: str) -> bool:
+    """Whether the words after a number make it a length ("187 feet", "57 m")."""
+    return _LENGTH.match(after_number) is not None
 
 
 def gives_measure(text: str) -> bool:
@@ -113,8 +127,17 @@ def counts(text: str, end: int, counted: str) -> bool:
     return not counts_another and wanted <= set(terms(text))
 
 
-# "How many spectators ...": what is counted, which the quoted sentences must name.
-_COUNTED = re.compile(r"\bhow many ([^\W\d_]{3,})", re.IGNORECASE)
+# "How many spectators ...": what is counted, which the quoted sentences must name: the last
+# word of what follows before a verb or a preposition ("How many affiliated television
+# stations does ABC have?": stations; "How many bytes of storage ...": bytes).
+_COUNTED = re.compile(r"\bhow many ((?:[^\W\d_][\w-]*\s*)+)", re.IGNORECASE)
+_ENDS_COUNTED_PHRASE = frozenset(
+    (
+        "are", "is", "were", "was", "do", "does", "did", "have", "has", "had", "can", "could",
+        "will", "would", "should", "may", "might", "must", "there", "of", "in", "on", "at", "for",
+        "from", "to", "by", "with", "per", "the", "a", "an", "that", "which", "who",
+    )
+)  # fmt: skip
 # A figure of the question: a number of two digits or more (years, amounts, model numbers), or
 # a version ("9.6", "3.11": kept with its dot, so that "9.6" is not "96").
 _FIGURE = re.compile(r"(?<![\w.,])\d{1,3}(?:[,.\u202f ]\d{3})+(?![\w])|(?<![\w.,])\d{2,}(?![\w])")
@@ -146,6 +169,13 @@ class Needs:
     counted: str | None = None
     # It asks for a measure ("how long", "population"): a bare year does not answer it.
     asks_measure: bool = False
+    # The first word of a do-question's subject ("tinyint"), None for other questions.
+    subject: str | None = None
+    # The question's words as written, in order.
+    question_words: tuple[str, ...] = ()
+    # It asks for a length ("how tall"), or for a person ("who").
+    asks_length: bool = False
+    asks_person: bool = False
 
     @classmethod
     def of(cls, question: str, names: Sequence[str]) -> Needs:
@@ -157,15 +187,41 @@ class Needs:
             said=frozenset(word.lower() for word in re.findall(r"[\w'’-]+", question)),
             counted=_counted(question),
             asks_measure=_ASKS_MEASURE.search(question) is not None,
+            asks_length=_ASKS_LENGTH.search(question) is not None,
+            asks_person=_ASKS_PERSON.search(question) is not None,
+            subject=_subject(question),
+            question_words=tuple(re.findall(r"[\w'’-]+", _KIND_ASKING.sub(" ", question))),
         )
 
 
 def _counted(question: str) -> str | None:
-    """What a "how many" question counts: the content word after it ("spectators")."""
+    """What a "how many" question counts: the last word of the thing named after it
+    ("stations" in "how many affiliated television stations does ...")."""
     counted = _COUNTED.search(question)
-    if counted is None or not terms(counted.group(1)):
+    if counted is None:
         return None
-    return counted.group(1).lower()
+    written = counted.group(1).split()
+    words = [word.lower() for word in written]
+    # A verb or a preposition ends it, or a name after the first word ("fled France").
+    ends = next(
+        (
+            at
+            for at, word in enumerate(written)
+            if word.lower() in _ENDS_COUNTED_PHRASE or (at > 0 and word[0].isupper())
+        ),
+        None,
+    )
+    # With no verb or preposition after it, the phrase may end with the verb ("How many
+    # spectators attended?"): its first word is the thing counted.
+    if ends is None:
+        word: str | None = words[0]
+    else:
+        phrase = words[:ends]
+        # "How many private schools existed in ...": a verb before the preposition.
+        if len(phrase) > 1 and phrase[-1].endswith("ed"):
+            phrase = phrase[:-1]
+        word = phrase[-1] if phrase else None
+    return word if word is not None and terms(word) else None
 
 
 @dataclass(frozen=True)
@@ -192,7 +248,26 @@ def is_named(name: str, text: str, said: set[str]) -> bool:
     telling = [word for word in name.split() if set(terms(word)) - _NAME_SUFFIXES]
     if len(telling) < 2:
         return False
-    return re.search(rf"(?<!\w){re.escape(telling[-1])}(?!\w)", text) is not None
+    own = {word.lower() for word in name.split()}
+    for found in re.finditer(rf"(?<!\w){re.escape(telling[-1])}(?!\w)", text):
+        before = _WORD_BEFORE.search(text, 0, found.start())
+        # "Genghis Khan" is not "Kublai Khan", nor "the Austrian Succession" "the Spanish
+        # Succession"; "President Obama" is "Barack Obama".
+        if before is None or before.group(1).lower() in own | _TITLES:
+            return True
+    return False
+
+
+# The capitalised word right before another, on the same line.
+_WORD_BEFORE = re.compile(r"\b([A-Z][\w'’-]*)[ \t]+$")
+# Words before a person's family name that do not make it another name.
+_TITLES = frozenset(
+    (
+        "mr", "mrs", "ms", "dr", "sir", "dame", "lord", "lady", "saint", "st", "pope", "king",
+        "queen", "prince", "princess", "emperor", "empress", "president", "general", "senator",
+        "governor", "chancellor", "minister", "professor", "prof", "judge", "justice",
+    )
+)  # fmt: skip
 
 
 # An identifier of code or configuration ("pg_trgm", "max_connections"): a name in any case.
@@ -242,6 +317,8 @@ def verdict(
     missing = sorted(needs.figures - figures_in(said))
     if missing:
         return Verdict("not_in_documents", f"none of the passages mentions {', '.join(missing)}")
+    if needs.subject and not set(terms(needs.subject)) <= set(terms(said)):
+        return Verdict("not_in_documents", f"none of the passages mentions {needs.subject}")
     if needs.kind == "number" and not holds_asked_kind(said, "number", set()):
         return Verdict("not_in_documents", "the passages give no figure")
     said_terms = set(terms(said))
@@ -255,7 +332,8 @@ def verdict(
         return Verdict("partial", f"the passages do not mention {', '.join(unnamed)}")
     # A quote chosen by its words may be about another thing the passage also names; a model's
     # answer read the passage and may well say "it" for what was asked.
-    if are_quotes and needs.names and spans and not _quotes_name(needs.names, passages, quoted):
+    naming = _naming(needs.names, passages, spans) if are_quotes else list(spans)
+    if spans and not naming:
         return Verdict("partial", f"the quoted sentences are not about {' or '.join(needs.names)}")
     if needs.asks_now and spans and not _speaks_of_now(quoted, date.today().year):
         return Verdict("partial", "the passages do not say it is still so; they may be out of date")
@@ -263,7 +341,78 @@ def verdict(
         return Verdict("partial", f"the quoted sentences do not give the number of {needs.counted}")
     if needs.asks_measure and not needs.counted and spans and not gives_measure(quoted):
         return Verdict("partial", "the quoted sentences give no such figure")
+    if are_quotes and spans and not any(_speaks_of_asked(needs, span) for span in naming):
+        words = " or ".join(f"“{word}”" for word in _asked_words(needs))
+        return Verdict("partial", f"the quoted sentences do not speak of {words}")
     return ANSWERED
+
+
+# Words that say what kind of thing is asked ("in what year", "what was it called"), not what
+# about.
+_KIND_ASKING = re.compile(
+    r"\b(?:what|which|how)\s+(?:year|date|day|month|century|decade|time|number|amount|many|much|"
+    r"long|percent|percentage)\b|\b(?:called|named)\s*\?|"
+    r"\bin (?:kilomet(?:re|er)s|km|miles|met(?:re|er)s|feet|inches|kilograms|kg|pounds|tons|"
+    r"tonnes|dollars|euros|percent|bytes|seconds|minutes|hours|days|weeks|months|years)\b",
+    re.IGNORECASE,
+)
+# Two words are one when their stems share this many first letters ("acquire",
+# "acquisition"): a check of words, lenient on purpose.
+SAME_WORD_PREFIX = 5
+
+
+def _asked_words(needs: Needs) -> list[str]:
+    """What the question asks about besides its names and the kind of thing it asks for: its
+    other content words, as written ("born" in "In what year was Thomas Edison born?")."""
+    named = {term for name in needs.names for term in terms(name)}
+    words = [word for word in needs.question_words if terms(word)]
+    return list(dict.fromkeys(word for word in words if not set(terms(word)) <= named))
+
+
+# What a do-question is about: the first word of its subject ("How many bytes does a tinyint
+# take?": tinyint), which, lower case or not, the passages must mention like a name.
+_SUBJECT = re.compile(
+    r"\b(?:does|do|did)\s+(?:(?:a|an|the)\s+)?([^\W\d_][\w-]*)(?:\s+([^\W\d_][\w-]*))?",
+    re.IGNORECASE,
+)
+# A word that describes the subject rather than names it ("a plague-ridden ship", "the largest
+# city"): the next word is the subject.
+_DESCRIBES = re.compile(r"-|est$", re.IGNORECASE)
+
+
+def _subject(question: str) -> str | None:
+    found = _SUBJECT.search(question)
+    if found is None:
+        return None
+    word = found.group(1)
+    if _DESCRIBES.search(word):
+        word = found.group(2) or ""
+    # A name is the names' rule's ("did Barack Obama": "President Obama" names him).
+    return word if terms(word) and not word[0].isupper() else None
+
+
+# A quote speaks of what was asked when it holds this many of the question's content words
+# besides its names (all of them, when it has fewer).
+ASKED_WORDS_IN_A_QUOTE = 1
+
+
+def _speaks_of_asked(needs: Needs, quote: str) -> bool:
+    """Whether a quote holds the question's content words besides its names (two, or the one
+    it has): a sentence about the right person that says nothing of what was asked ("In June
+    1884 he was hired by Thomas Edison" for when Edison was born) does not answer, nor one
+    about discovering something else ("REM sleep was discovered ..." for who discovered
+    nitrogen)."""
+    asked = {term for word in _asked_words(needs) for term in terms(word)}
+    said = set(terms(quote))
+    held = [one for one in asked if any(_same_word(one, other) for other in said)]
+    return len(held) >= min(ASKED_WORDS_IN_A_QUOTE, len(asked))
+
+
+def _same_word(one: str, other: str) -> bool:
+    if one == other:
+        return True
+    cut = SAME_WORD_PREFIX
+    return len(one) >= cut and len(other) >= cut and one[:cut] == other[:cut]
 
 
 def _counted_in(quoted: str, counted: str) -> bool:
@@ -272,13 +421,22 @@ def _counted_in(quoted: str, counted: str) -> bool:
     return any(counts(quoted, number.end(), counted) for number in numbers)
 
 
-def _quotes_name(names: Sequence[str], passages: Sequence[ContextEntry], quoted: str) -> bool:
-    """Whether one of the question's names is in the quoted sentences, or in the name or
-    location of a document they come from (a passage of "Nikola Tesla" may say "He ...")."""
-    titles = "\n".join(
-        f"{entry.source.document_name}\n{entry.source.location or ''}" for entry in passages
-    )
-    return names_mentioned(f"{quoted}\n{titles}", names)
+def _naming(
+    names: Sequence[str], passages: Sequence[ContextEntry], spans: Sequence[str]
+) -> list[str]:
+    """The quoted sentences that are about one of the question's names: they name it, or the
+    document they come from does in its name or location (a passage of "Nikola Tesla" may say
+    "He ..."). All of them when the question names nothing. Each quote `spans[i]` is of
+    `passages[i]`."""
+    if not names:
+        return list(spans)
+    return [
+        span
+        for span, entry in zip(spans, passages, strict=True)
+        if names_mentioned(
+            f"{span}\n{entry.source.document_name}\n{entry.source.location or ''}", names
+        )
+    ]
 
 
 # A sentence of an answer ends at its stop, but a marker after the stop ("nine. [1]") is its own.

@@ -30,7 +30,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -418,7 +418,8 @@ _ASKS_WHEN = re.compile(
     r"\b(?:when|what (?:year|month|date|day|century|decade)|which (?:year|month|century))\b"
 )
 _ASKS_HOW_MANY = re.compile(
-    r"\bhow (?:many|much|long|old|far|large|big|tall|high)\b|\bwhat (?:percent|percentage|number)\b"
+    r"\bhow (?:many|much|long|old|far|large|big|tall|high)\b|"
+    r"\bwhat (?:percent|percentage|number)\b|\bwhat (?:is|was|are|were) the value of\b"
 )
 _ASKS_WHO_OR_WHERE = re.compile(r"\b(?:who|whom|whose|where)\b")
 _YEAR_OR_MONTH = re.compile(
@@ -468,6 +469,8 @@ class Match:
 
     highlight: Highlight
     score: float
+    # The whole sentence(s) the span was fitted from (the span may be cut to HIGHLIGHT_CHARS).
+    whole: str = ""
 
 
 def best_match(
@@ -477,9 +480,11 @@ def best_match(
     *,
     location: str | None = None,
     weights: Weights | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> Match | None:
     """The span of `passage` that best matches the question (and the answer when given);
-    None for a passage with no text."""
+    None for a passage with no text. With `keep`, only a sentence (or row) whose text it keeps
+    is chosen (None when it keeps none): "the one that gives a figure"."""
     units = units_of(passage, location)
     if not units:
         return None
@@ -491,6 +496,11 @@ def best_match(
         _score(unit_terms, asked) + ANSWER_WEIGHT * _score(unit_terms, answered)
         for unit_terms in found
     ]
+    if keep is not None:
+        kept = [keep(passage[unit.start : unit.end]) for unit in units]
+        if not any(kept):
+            return None
+        scores = [score if ok else -math.inf for score, ok in zip(scores, kept, strict=True)]
     best = _best_unit(passage, units, scores, question)
     span = _span(passage, units, _said_under(units, best, scores), scores)
     wanted = dict(asked)
@@ -498,7 +508,7 @@ def best_match(
         wanted[term] = wanted.get(term, 0.0) + ANSWER_WEIGHT * weight
     start, end = _fit(passage, span, wanted)
     found_span = Highlight(text=passage[start:end], start=start, end=end, row=span.row)
-    return Match(found_span, scores[best])
+    return Match(found_span, scores[best], passage[span.start : span.end])
 
 
 def highlight(
