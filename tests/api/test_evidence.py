@@ -95,6 +95,24 @@ async def test_the_documents_not_answering_is_said_first_with_the_nearest_passag
     assert message["sources"] and len(message["sources"]) <= 2  # the nearest, not an answer
 
 
+async def test_an_answer_that_opens_saying_the_documents_do_not_answer_is_that_verdict(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Qwen2.5-1.5B wrote "The documents do not answer this question." with no verdict line
+    (bench/eval_evidence.py): it was saved as a general answer with no verdict at all."""
+    headers = await auth_headers(client)
+    handbook = await _upload(client, components, headers, "handbook.md", HANDBOOK)
+    fresh_llm.script("The documents do not answer this question.")
+
+    message = (
+        await ask(client, headers, "Where was bread first baked?", document_ids=[handbook["id"]])
+    ).json()["assistant_message"]
+    assert message["content"] == "The documents do not answer this question."
+    meta = message["meta"]
+    assert meta["evidence"] == "not_in_documents" and meta["grounded"] is False
+    assert meta["reason"] == "insufficient_information"
+
+
 async def test_documents_only_mode_gives_no_general_answer_when_they_do_not_answer(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:

@@ -662,7 +662,13 @@ class AnswerEngine:
             return CitedAnswer(strip_markers(content), None, meta)
         meta.answer_mode = "generative"
         said = trailer.split(content)
-        if said.trailer.evidence == "none" or says_information_is_missing(said.body):
+        # "The documents do not answer this question." without a verdict line (a small model
+        # drops it) is the model's verdict too.
+        if (
+            said.trailer.evidence == "none"
+            or says_information_is_missing(said.body)
+            or _says_not_answered_first(said.body)
+        ):
             return self._not_in_documents(question, plan, meta, said.body)
         return self._cited(question, plan, meta, said, stopped=stopped)
 
