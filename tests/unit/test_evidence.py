@@ -523,3 +523,29 @@ def test_the_value_of_something_is_a_figure() -> None:
     text = "This constant came to be known as the Gravitation Constant; its value was unknown."
     judged = verdict(_needs(question), [_entry(1, text, "newton.txt")], [text])
     assert judged.evidence == "not_in_documents"
+
+
+def test_a_model_s_answer_about_now_needs_passages_that_say_it_is_still_so() -> None:
+    """Qwen2.5-1.5B answered "The chair of the IPCC now is Hoesung Lee, who was elected on
+    October 8, 2015 [1]": its own "now" echoed the question, and was taken for the passage's."""
+    question = "Who chairs the IPCC now?"
+    passage = "Hoesung Lee was elected chair of the IPCC on October 8, 2015."
+    answer = "The chair of the IPCC now is Hoesung Lee, who was elected on October 8, 2015 [1]."
+    judged = verdict(_needs(question), [_entry(1, passage, "ipcc.txt")], [answer], are_quotes=False)
+    assert judged.evidence == "partial" and "out of date" in (judged.why or "")
+    current = "Hoesung Lee is the current chair of the IPCC, elected on October 8, 2015."
+    judged = verdict(_needs(question), [_entry(1, current, "ipcc.txt")], [answer], are_quotes=False)
+    assert judged.evidence == "answered"
+
+
+def test_a_figure_a_model_s_answer_gives_and_its_passages_do_not_is_partial() -> None:
+    question = "How many bytes of shared memory does pg_stat_statements use per statement?"
+    passage = "pg_stat_statements.max is the number of statements tracked. The default is 5000."
+    answer = (
+        "The pg_stat_statements module uses approximately 16 bytes of shared memory for each "
+        "statement. This is based on pg_stat_statements.max [1]."
+    )
+    judged = verdict(
+        _needs(question), [_entry(1, passage, "pgstatstatements.html")], [answer], are_quotes=False
+    )
+    assert judged.evidence == "partial" and "16" in (judged.why or "")

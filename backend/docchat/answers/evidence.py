@@ -335,7 +335,12 @@ def verdict(
     naming = _naming(needs.names, passages, spans) if are_quotes else list(spans)
     if spans and not naming:
         return Verdict("partial", f"the quoted sentences are not about {' or '.join(needs.names)}")
-    if needs.asks_now and spans and not _speaks_of_now(quoted, date.today().year):
+    if not are_quotes and spans and (invented := _invented_figures(needs, spans[0], said)):
+        return Verdict("partial", f"the passages do not give {', '.join(invented)}")
+    # A model's answer echoes the question ("The head coach now is ..."): its passages must say
+    # it is still so.
+    now_said = quoted if are_quotes else said
+    if needs.asks_now and spans and not _speaks_of_now(now_said, date.today().year):
         return Verdict("partial", "the passages do not say it is still so; they may be out of date")
     if needs.counted and spans and not _counted_in(quoted, needs.counted):
         return Verdict("partial", f"the quoted sentences do not give the number of {needs.counted}")
@@ -413,6 +418,18 @@ def _same_word(one: str, other: str) -> bool:
         return True
     cut = SAME_WORD_PREFIX
     return len(one) >= cut and len(other) >= cut and one[:cut] == other[:cut]
+
+
+_FIRST_SENTENCE = re.compile(r".+?(?:[.!?](?=\s)|$)", re.DOTALL)
+
+
+def _invented_figures(needs: Needs, answer: str, said: str) -> list[str]:
+    """The figures the first sentence of a model's answer (the answer proper) states that
+    neither its passages nor the question give ("approximately 16 bytes" from passages that
+    give none)."""
+    first = _FIRST_SENTENCE.match(strip_markers(answer).strip())
+    stated = figures_in(first.group()) if first else set()
+    return sorted(stated - figures_in(said) - needs.figures)
 
 
 def _counted_in(quoted: str, counted: str) -> bool:
