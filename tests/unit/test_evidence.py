@@ -386,6 +386,9 @@ def test_the_values_of_a_side_leave_out_dates_names_and_headings() -> None:
     values = conflicts.values_of(sworn, "name", who)
     assert "Ursula von der Leyen" in values
     assert not {"Published", "December", "Leyen"} & set(values)
+    default = _needs("What is the default value of log_min_duration_statement?")
+    disabled = "The default setting is -1, which disables such logging, in 1998-2000 too."
+    assert conflicts.values_of(disabled, "number", default) == ("-1",)
     share = _needs("What share of the power in the United States comes from steam turbines?")
     said = "In the United States 80% of the power comes from steam turbines."
     assert conflicts.values_of(said, "number", share) == ("80",)

@@ -118,7 +118,7 @@ def _numbers_of(text: str, needs: Needs) -> list[str]:
         numbers = [match for match in numbers if counts(text, match.end(), needs.counted)]
     elif needs.asks_length:  # "how tall": 187 feet, not "over the next five years"
         numbers = [match for match in numbers if gives_length(text[match.end() :])]
-    found = [match.group() for match in numbers]
+    found = [_signed(text, match) for match in numbers]
     found = [value for value in found if not (figures_in(value) & needs.figures)]
     found += [
         word
@@ -128,6 +128,13 @@ def _numbers_of(text: str, needs: Needs) -> list[str]:
     # "Annual report 2024 ... 19 bakers": a year beside other numbers dates the count.
     not_years = [value for value in found if not _YEAR.fullmatch(value)]
     return not_years or found
+
+
+def _signed(text: str, number: re.Match[str]) -> str:
+    """The number with its minus sign ("The default setting is -1"), not a range's dash."""
+    start = number.start()
+    negative = start > 0 and text[start - 1] == "-" and (start == 1 or text[start - 2].isspace())
+    return f"-{number.group()}" if negative else number.group()
 
 
 # "PostgreSQL 15", "Super Bowl 50": a number after a name is part of it; "13 October": a day.
