@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from docchat.answers import extractive
+from docchat.answers import engine, extractive
 from docchat.llm import prompts
 from docchat.main.components import Components
 from tests.support.chat import ask, ask_streaming
@@ -105,12 +105,52 @@ async def test_an_answer_that_opens_saying_the_documents_do_not_answer_is_that_v
     fresh_llm.script("The documents do not answer this question.")
 
     message = (
-        await ask(client, headers, "Where was bread first baked?", document_ids=[handbook["id"]])
+        await ask(
+            client,
+            headers,
+            "Where was bread first baked?",
+            document_ids=[handbook["id"]],
+            options={"answer_mode": "generative"},
+        )
     ).json()["assistant_message"]
     assert message["content"] == "The documents do not answer this question."
     meta = message["meta"]
     assert meta["evidence"] == "not_in_documents" and meta["grounded"] is False
     assert meta["reason"] == "insufficient_information"
+
+
+async def test_a_model_s_no_that_the_engine_s_quotes_contradict_is_a_partial_answer_in_auto(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """Qwen2.5-1.5B opened "The documents do not answer this question." over passages giving
+    the figure asked for. In `auto` the engine's quotes stand, as a partial answer; in
+    `generative` the model's word stands."""
+    headers = await auth_headers(client)
+    handbook = await _upload(client, components, headers, "handbook.md", HANDBOOK)
+    question = "How many days of holiday do employees of the Larkspur bakery get?"
+    fresh_llm.script("The documents do not answer this question.")
+    auto = (await ask(client, headers, question, document_ids=[handbook["id"]])).json()
+    message = auto["assistant_message"]
+    assert message["content"].startswith(
+        extractive.PARTIAL_INTRODUCTION.format(why=engine.MODEL_FOUND_NONE)
+    )
+    assert "30 days of holiday" in message["content"] and message["sources"]
+    meta = message["meta"]
+    assert meta["evidence"] == "partial" and meta["evidence_note"] == engine.MODEL_FOUND_NONE
+    assert meta["answer_mode"] == "extractive" and meta["extractive_reason"] == "uncited"
+
+    fresh_llm.script("The documents do not answer this question.")
+    generative = (
+        await ask(
+            client,
+            headers,
+            question,
+            document_ids=[handbook["id"]],
+            options={"answer_mode": "generative"},
+        )
+    ).json()["assistant_message"]
+    assert generative["meta"]["evidence"] == "not_in_documents"
+    assert generative["content"] == "The documents do not answer this question."
 
 
 async def test_documents_only_mode_gives_no_general_answer_when_they_do_not_answer(

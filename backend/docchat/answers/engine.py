@@ -64,6 +64,7 @@ from docchat.retrieval.context import (
     format_context,
     with_highlights,
 )
+from docchat.retrieval.highlight import asked_kind
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
@@ -76,6 +77,8 @@ logger = logging.getLogger(__name__)
 MAX_TOOL_ROUNDS = 3
 # The passages shown as the nearest ones, not an answer, with an answer the documents do not give.
 NEAREST_SHOWN = 2
+# Why quotes are a partial answer when the model said they do not answer (`_uncited_fallback`).
+MODEL_FOUND_NONE = "the model found no answer in them"
 _NOT_ANSWERED_FIRST = re.compile(
     r"\W*(?:the|your) (?:documents|passages|sources) (?:do not|don't|does not|doesn't)"
     r" (?:answer|say|mention|contain|cover|give|state)",
@@ -582,16 +585,19 @@ class AnswerEngine:
         return plan.fixed_answer
 
     @staticmethod
-    def _quoted_instead(question: Question, plan: Plan, reason: ExtractiveReason) -> str | None:
+    def _quoted_instead(
+        question: Question, plan: Plan, reason: ExtractiveReason, *, doubt: str | None = None
+    ) -> str | None:
         """The extractive answer in place of the model's, for an answer from passages that the
         model failed (`reason`); `plan` made that of the quoted answer. None when nothing can
-        be quoted (whole documents, passages without text). When the passages do not mention
-        what the question names, the answer says so, and cites nothing (`fixed_answer`)."""
+        be quoted (whole documents, passages without text), or, with `doubt`, when the quotes
+        do not answer it by the engine's check either. When the passages do not mention what
+        the question names, the answer says so, and cites nothing (`fixed_answer`)."""
         if plan.meta.retrieval_mode == "whole_documents":
             return None
         asked = matched_text(question.text, plan.meta)
-        extracted = extractive.answer(asked, plan.entries, asked=question.text)
-        if extracted is None:
+        extracted = extractive.answer(asked, plan.entries, asked=question.text, doubt=doubt)
+        if extracted is None or (doubt is not None and extracted.verdict.why != doubt):
             return None
         plan.meta.answer_mode, plan.meta.extractive_reason = "extractive", reason
         plan.meta.reason = None
@@ -663,13 +669,16 @@ class AnswerEngine:
         meta.answer_mode = "generative"
         said = trailer.split(content)
         # "The documents do not answer this question." without a verdict line (a small model
-        # drops it) is the model's verdict too.
-        if (
-            said.trailer.evidence == "none"
-            or says_information_is_missing(said.body)
-            or _says_not_answered_first(said.body)
-        ):
-            return self._not_in_documents(question, plan, meta, said.body)
+        # drops it) is the model's verdict too; in `auto` it is checked against the engine's.
+        says_none = said.trailer.evidence == "none"
+        body = said.body
+        if says_none or says_information_is_missing(body) or _says_not_answered_first(body):
+            doubted = None
+            # Only a figure or a date the quotes give can contradict the model: "bridge" in a
+            # quote about the bridge does not answer "What colour is the bridge?".
+            if not says_none and not stopped and asked_kind(question.text) in ("number", "date"):
+                doubted = self._uncited_fallback(question, plan, doubt=MODEL_FOUND_NONE)
+            return doubted or self._not_in_documents(question, plan, meta, said.body)
         return self._cited(question, plan, meta, said, stopped=stopped)
 
     def _cited(
@@ -764,14 +773,20 @@ class AnswerEngine:
             )
         return CitedAnswer(text, plan.candidates[:NEAREST_SHOWN] or None, meta)
 
-    def _uncited_fallback(self, question: Question, plan: Plan) -> CitedAnswer | None:
+    def _uncited_fallback(
+        self, question: Question, plan: Plan, *, doubt: str | None = None
+    ) -> CitedAnswer | None:
         """`auto`: the extractive answer for a grounded question the model answered without
         citing anything it could be attributed to, rather than an answer with no sources (the
-        model's stays when nothing the question names can be quoted)."""
+        model's stays when nothing the question names can be quoted). With `doubt` (the model
+        said the documents do not answer, in prose, with no verdict line), only when the
+        engine's own check finds the quotes answer it, and then as a partial answer: two judges
+        that disagree (Qwen2.5-1.5B said so of questions its passages answered, once quoting
+        the figure asked for in the next sentence)."""
         if question.options.answer_mode != "auto" or question.options.strict:
             return None
         quoting = dataclasses.replace(plan, meta=plan.meta.model_copy())
-        text = self._quoted_instead(question, quoting, "uncited")
+        text = self._quoted_instead(question, quoting, "uncited", doubt=doubt)
         if text is None or not quoting.extracted:
             return None
         return self.cite(question, quoting, text)

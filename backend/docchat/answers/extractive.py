@@ -289,6 +289,7 @@ def answer(
     *,
     asked: str | None = None,
     nearest: bool = False,
+    doubt: str | None = None,
 ) -> Extracted | None:
     """The extractive answer and what it quotes; None when no passage has text to quote. No
     quotes: the question names something no passage mentions, and the text says so.
@@ -296,7 +297,8 @@ def answer(
     `question` is what sentences are matched against (with its translation, when it was
     searched translated); `asked`, the question as the user wrote it, whose names and figures
     count (the question itself when not given). `nearest`: the passages are known not to answer
-    (below the match floor), and are quoted as the nearest ones."""
+    (below the match floor), and are quoted as the nearest ones. `doubt`: why quotes that
+    answer it by the engine's check are only a partial answer (a model said they do not)."""
     asked = question if asked is None else asked
     names = names_in(asked)
     needs = Needs.of(asked, names)
@@ -325,6 +327,8 @@ def answer(
     )
     if nearest:
         judged = Verdict("not_in_documents", judged.why)
+    elif doubt is not None and judged.evidence == "answered":
+        judged = Verdict("partial", doubt)
     text = compose(quotes, _introduction(judged, nearest), disagreement)
     return Extracted(text, quotes, judged, disagreement)
 
