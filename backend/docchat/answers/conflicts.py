@@ -5,9 +5,9 @@ Two reports giving different staff numbers, an old and a new policy giving diffe
 retrieval finds both, and a model (or a quote) that picks one hides that the documents disagree.
 `detect` looks, for a question that asks for a date, a number or a name, at the best-matching
 sentence of each document among the passages that gives a value of that kind (each one must
-match the question about as well as the best, and mention the question's own figures); when two documents' sentences hold values of
-the asked kind and share none of them, the documents disagree. `note` says so in the answer, each
-side with its citation and date, the newer marked.
+match the question about as well as the best, and mention the question's own figures); when
+two documents' sentences hold values of the asked kind and share none of them, the documents
+disagree. `note` says so in the answer, each side with its citation and date, the newer marked.
 """
 
 from __future__ import annotations
