@@ -7,11 +7,14 @@ Passages found by similarity can be about the right topic and still not answer: 
 a different named thing, a figure they never give, a past holder of a post. The verdict is:
 
 - `not_in_documents` when no passage the answer rests on mentions a figure the question gives
-  (the wrong year), or holds anything of the asked kind of date or number at all;
+  (the wrong year), or the subject of a do-question ("How many bytes does a tinyint take?"), or
+  holds anything of the asked kind of date or number at all;
 - `partial` when they hold it, but not in the sentences the answer quotes, or name only some of
   what the question names, or the quoted sentences name none of it (Warsaw's population quoted
   for Kraków's), or the question asks about now and the quoted sentences do not say it is still
-  so, or it asks how many of something and they do not name what is counted;
+  so (for a model's answer, its passages), or it asks how many of something and they do not
+  name what is counted, or no quote about the question's names holds any of its other words
+  (what it asks about: "born"), or a model's answer states a figure its passages do not give;
 - `answered` otherwise.
 
 It is a check of what the passages say, in words and figures, not of what they mean: it catches
@@ -397,16 +400,15 @@ def _subject(question: str) -> str | None:
 
 
 # A quote speaks of what was asked when it holds this many of the question's content words
-# besides its names (all of them, when it has fewer).
+# besides its names (all of them, when it has fewer): `_speaks_of_asked`.
 ASKED_WORDS_IN_A_QUOTE = 1
 
 
 def _speaks_of_asked(needs: Needs, quote: str) -> bool:
-    """Whether a quote holds the question's content words besides its names (two, or the one
-    it has): a sentence about the right person that says nothing of what was asked ("In June
-    1884 he was hired by Thomas Edison" for when Edison was born) does not answer, nor one
-    about discovering something else ("REM sleep was discovered ..." for who discovered
-    nitrogen)."""
+    """Whether a quote holds one of the question's content words besides its names: a sentence
+    about the right person that says nothing of what was asked ("In June 1884 he was hired by
+    Thomas Edison" for when Edison was born) does not answer. (Asking two of them took 2 more
+    of 63 unanswerable questions and turned 5 of 60 answerable ones partial: paraphrases.)"""
     asked = {term for word in _asked_words(needs) for term in terms(word)}
     said = set(terms(quote))
     held = [one for one in asked if any(_same_word(one, other) for other in said)]
