@@ -7,6 +7,7 @@ from __future__ import annotations
 import select
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 
 PIECE = 256 * 1024
 # One chunk of a chunked body, built once: the senders write it in a tight loop.
@@ -85,6 +86,22 @@ def send_declaring(
         return _outcome(_read_response(sock, timeout), len(body))
 
 
+# The client's send buffer (the kernel doubles it), so "sent" is close to what the server read.
+SEND_BUFFER = 64 * 1024
+
+
+def socket_slack() -> int:
+    """How much a client may send past what the server has read: the server's receive buffer
+    at its largest (Linux grows it up to the last figure of `net.ipv4.tcp_rmem`, 6 MB by
+    default; a server reading slowly on a busy machine lets it fill) and the client's send
+    buffer."""
+    try:
+        largest = int(Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()[-1])
+    except (OSError, ValueError, IndexError):
+        largest = 6 * 1024 * 1024
+    return largest + 2 * SEND_BUFFER
+
+
 def send_endless_body(
     port: int,
     method: str,
@@ -98,8 +115,7 @@ def send_endless_body(
     """Send a chunked body of up to `give_up_after` bytes, stopping as soon as the server
     answers (or drops the connection); the response and how many bytes were sent by then."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    # A small send buffer, so "sent" is close to what the server actually read.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
     sent = 0
     try:
         sock.sendall(_head(port, method, path, {**headers, "Transfer-Encoding": "chunked"}))
@@ -142,7 +158,7 @@ def send_on_after_answer(
     that does not listen would send it: up to `give_up_after` bytes more, or until the server
     closes the connection (which may come before the client saw the answer)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
     head = {**headers, "Transfer-Encoding": "chunked"}
     sent, closed = 0, False
     answered_at: int | None = None
