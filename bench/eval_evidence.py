@@ -22,8 +22,8 @@ message routes run, minus the HTTP and the saving) over all the documents, top_k
 
 Each mode answers each question itself, unless `--share-generation`: then the model's two rows
 are cited from one generation each (as `bench/eval_answers.py` does), which halves the model's
-time and is exact while `generative` and `auto` differ only in `AnswerEngine.cite` (so on the
-code before issue 69; not once `produce` depends on the mode). Figures:
+time and is exact while `generative` and `auto` differ only in `AnswerEngine.cite`: so they do
+with a connected model (only the built-in one changes what `auto` asks it). Figures:
 - unanswerable answered as grounded: `meta.evidence == "answered"`, or, where an engine sets no
   evidence, a grounded answer (`meta.grounded`); `partial` is shown apart;
 - answerable called not_in_documents: `meta.evidence == "not_in_documents"`, or, where none is
