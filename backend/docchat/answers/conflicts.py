@@ -12,6 +12,7 @@ disagree. `note` says so in the answer, each side with its citation and date, th
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -212,10 +213,9 @@ WRAPPED_LINE_CHARS = 50
 def _unwrapped(text: str) -> str:
     lines = text.split("\n")
     joined = lines[0]
-    for line in lines[1:]:
-        last = joined.rsplit("\n", 1)[-1]
-        ends = last.rstrip().endswith((".", ":", "!", "?"))
-        wrapped = len(last) >= WRAPPED_LINE_CHARS and not ends
+    for previous, line in itertools.pairwise(lines):
+        ends = previous.rstrip().endswith((".", ":", "!", "?"))
+        wrapped = len(previous) >= WRAPPED_LINE_CHARS and not ends
         joined += (" " if wrapped else "\n") + line
     return joined
 
@@ -321,7 +321,7 @@ def detect(
             continue
         matched = asked & frozenset(terms(f"{span}\n{entry.source.document_name}"))
         # Its values from the whole sentence: the span may be cut before them.
-        values = values_of(match.whole or span, kind, needs)
+        values = values_of(match.whole, kind, needs)
         side = Side(entry, span, values, dated(entry.source), matched)
         best_by_document[document] = (score, side)
     if len(best_by_document) < 2:

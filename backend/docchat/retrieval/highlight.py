@@ -470,7 +470,7 @@ class Match:
     highlight: Highlight
     score: float
     # The whole sentence(s) the span was fitted from (the span may be cut to HIGHLIGHT_CHARS).
-    whole: str = ""
+    whole: str
 
 
 def best_match(
