@@ -21,6 +21,11 @@ ENGLISH_GERMAN = {
     "the": "the /ð/ <art>\nder <art>, die <art>, das <art>\n",
     "take place": "take place /t/ <v>\nstattfinden <v>\n",
     "ferry": "ferry /f/ <n>\nFähre <fem, n>\n",
+    # Senses in the dictionary's order, the everyday one last.
+    "work": "work /w/ <n>\nWerk <neut, n>, Metier <neut, n>, Arbeit <fem, n>\n",
+    "ABC": "ABC /a/ <n>\nStaatliche Alkoholkontrolle <n>\n",
+    "s": "s /s/ <n>\nSüden <masc, n>\n",
+    "who": "who /h/ <pron>\nwer <pron>, wem <pron>\n",
 }
 ENGLISH_FRENCH = {
     "comet": "comet /k/ <n>\ncomète <n>\n",
@@ -130,6 +135,24 @@ def test_the_dictionaries_go_both_ways_and_no_other(translator: OfflineTranslato
     into_chinese = glossary.gloss("Where is Warsaw?", "en", "zh")
     assert into_chinese is not None
     assert "华沙" in into_chinese.split()
+
+
+def test_from_english_the_everyday_words_are_kept(translator: OfflineTranslator) -> None:
+    """An English question glossed into German keeps a word's two most common translations
+    (wordfreq's counts: "Arbeit", then "Werk", not "Metier"), into Chinese the first word
+    in both its writings; an acronym, a letter and a word of grammar inside a name ("Doctor
+    Who") are kept as written, never looked up."""
+    glossary = translator.glossary
+    german = glossary.gloss("Where is the work of ABC's Doctor Who done?", "en", "de")
+    assert german is not None
+    words = german.split()
+    assert words[:2] == ["Arbeit", "Werk"], words
+    assert "Metier" not in words
+    assert "ABC" in words and "Alkoholkontrolle" not in words
+    assert "Süden" not in words and "wer" not in words and "Who" in words
+    chinese = glossary.gloss("Where is the work done?", "en", "zh")
+    assert chinese is not None
+    assert "工作" in chinese.split() and "作品" not in chinese.split()
 
 
 async def test_apertium_translates_english_into_spanish_and_french() -> None:

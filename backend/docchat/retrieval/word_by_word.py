@@ -53,6 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from docchat.retrieval.languages import is_name
+from docchat.retrieval.word_frequency import frequencies
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,12 @@ ENGLISH_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 # Translations kept for a word: a word's first senses are its usual ones, and each more is
 # as likely to match a wrong passage as the right one.
 TRANSLATIONS_PER_WORD = 3
+# From English, ranked by how common they are in the documents' language, fewer are kept: the
+# first two German words, the first Chinese one (measured with
+# `bench.eval_languages --reverse`: three cost German documents 0.02 of recall@4, and a second
+# Chinese word 0.10).
+FROM_ENGLISH_PER_WORD = {CHINESE: 1}
+FROM_ENGLISH_DEFAULT = 2
 STORED_PER_WORD = 8
 COLLECTED_PER_WORD = 40
 # The longest Chinese word looked up, in characters (CC-CEDICT's idioms are four).
@@ -87,7 +94,7 @@ SHORTEST_COMPOUND_PART = 3
 LONGEST_COMPOUND = 40
 # Words of a question translated; the rest of a pasted text is searched as written.
 MOST_WORDS = 100
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -253,27 +260,32 @@ def _cedict_senses(definitions: str) -> list[list[str]]:
 def cedict_inverted(path: Path) -> dict[str, list[str]]:
     """English word or phrase (lower case) -> the Chinese words CC-CEDICT gives it for, the
     likeliest first: those giving it in their first sense, then of two characters or more (a
-    lone character matches no indexed pair), then with fewer senses (a word of one meaning
-    before a character of twenty); each in its simplified writing, then its traditional."""
-    ranked: dict[str, list[tuple[tuple[int, int, int], str, str]]] = {}
+    lone character matches no indexed pair), then the more common in Chinese text (`usage`:
+    "work" is 工作 before 作品), then with fewer senses (a word of one meaning before a
+    character of twenty); in their simplified writing. (Not the traditional one too: a word
+    that matches nothing dilutes the match of the others, and measured over simplified
+    documents both writings cost 0.09 of recall@4, `bench.eval_languages --reverse`.)"""
+    ranked: dict[str, list[tuple[tuple[int, int, float, int], str]]] = {}
+    usage = word_usage(CHINESE)
     with gzip.open(path, "rt", encoding="utf-8") as lines:
         for line in lines:
             match = re.match(r"(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$", line)
             if line.startswith("#") or match is None:
                 continue
-            traditional, simplified, definitions = match.groups()
+            _traditional, simplified, definitions = match.groups()
             senses = _cedict_senses(definitions)
             for position, sense in enumerate(senses):
                 for english in sense:
                     key = english.lower()
                     if len(key.split()) > LONGEST_ENGLISH_PHRASE:
                         continue
-                    rank = (min(position, 2), len(simplified) < 2, len(senses))
-                    ranked.setdefault(key, []).append((rank, simplified, traditional))
+                    common = -usage(simplified)
+                    rank = (min(position, 2), len(simplified) < 2, common, len(senses))
+                    ranked.setdefault(key, []).append((rank, simplified))
     inverted: dict[str, list[str]] = {}
     for key, candidates in ranked.items():
         candidates.sort(key=lambda candidate: candidate[0])
-        words = [w for _, s, t in candidates[:TRANSLATIONS_PER_WORD] for w in (s, t)]
+        words = [word for _, word in candidates]
         inverted[key] = list(dict.fromkeys(words))[:STORED_PER_WORD]
     return inverted
 
@@ -344,7 +356,7 @@ def _language_rows(
     if direction == pair(ENGLISH, CHINESE):
         return cedict_inverted(paths[0])
     if direction.startswith(f"{ENGLISH}>"):
-        return _english_rows(paths, back or {})
+        return _english_rows(paths, back or {}, word_usage(direction.rsplit(">", 1)[-1]))
     forms: dict[str, list[str]] = {}
     # How many entries give each translation: "receive" and "wear" are everyday words that many
     # entries give, "defray costs" is one entry's.
@@ -360,14 +372,17 @@ def _language_rows(
     return {word: _usual_first(kept, given) for word, kept in rows.items()}
 
 
-def _english_rows(paths: list[Path], back: dict[str, list[str]]) -> dict[str, list[str]]:
+def _english_rows(
+    paths: list[Path], back: dict[str, list[str]], usage: Callable[[str], float]
+) -> dict[str, list[str]]:
     """English word or phrase -> translations, those translated back into it first (by the
-    other direction's dictionary, `back`), the earlier it comes among their translations the
-    better ("Fähre" is "ferry" first; "befördern" is "convey", never "ferry"), then the
-    shorter (a word before its compounds: "Jahr", "Jahrgang"), then in the dictionary's order
-    of senses, each sense's first translation first. (Not the most often given first, as into
-    English: from English that puts the words many entries give, "befördern",
-    "transportieren", before the word itself.)"""
+    other direction's dictionary, `back`: "Fähre" is "ferry", "befördern" is "convey" and
+    never "ferry"), then the more common in the language (`usage`: "work" is "Arbeit"
+    before "Werk", "Metier", "Oeuvre"), then the shorter (a word before its compounds:
+    "Jahr", "Jahrgang"), then in the dictionary's order of senses, each sense's first
+    translation first. (Not the most often given first, as into English: from English that
+    puts the words many entries give, "befördern", "transportieren", before the word
+    itself.)"""
     senses: dict[str, list[tuple[str, ...]]] = {}
     forms: dict[str, list[tuple[str, ...]]] = {}
     for entry, listed in freedict_entries(paths[0], paths[1], LONGEST_ENGLISH_PHRASE):
@@ -380,14 +395,24 @@ def _english_rows(paths: list[Path], back: dict[str, list[str]]) -> dict[str, li
     for word, word_senses in senses.items():
         english = word.lower()
 
-        def translated_back(translation: str, english: str = english) -> int:
-            found = [item.lower() for item in back.get(translation, [])]
-            return found.index(english) if english in found else len(found) + STORED_PER_WORD
+        def translated_back(translation: str, english: str = english) -> bool:
+            return english in (item.lower() for item in back.get(translation, []))
 
         ordered = _interleaved(word_senses)
-        ranked = sorted(ordered, key=lambda t: (translated_back(t), len(t)))
+        ranked = sorted(ordered, key=lambda t: (not translated_back(t), -usage(t), len(t)))
         rows[word] = ranked[:STORED_PER_WORD]
     return rows
+
+
+def word_usage(language: str) -> Callable[[str], float]:
+    """How common a word is in `language` (a phrase: its rarest word); 0 for a word wordfreq
+    does not list or a language it does not know."""
+    shares = frequencies(language)
+
+    def usage(text: str) -> float:
+        return min((shares.get(word, 0.0) for word in text.lower().split()), default=0.0)
+
+    return usage
 
 
 def _interleaved(senses: list[tuple[str, ...]]) -> list[str]:
@@ -584,9 +609,11 @@ class Glossary:
 
     def _gloss_english(self, text: str, direction: str) -> str | None:
         """An English text in another language, word by word: the longest phrase the
-        dictionary holds at each word first ("take place"), words of grammar left out, names
-        kept as written (translated too when the dictionary knows them: "Warsaw" -> 华沙)."""
+        dictionary holds at each word first ("take place"), words of grammar left out (even
+        in a name: the "Who" of "Doctor Who"), names kept as written (translated too when the
+        dictionary knows them: "Warsaw" -> 华沙; not an acronym or a letter)."""
         words = _words(text)[:MOST_WORDS]
+        kept = FROM_ENGLISH_PER_WORD.get(direction.rsplit(">", 1)[-1], FROM_ENGLISH_DEFAULT)
         glossed: list[str] = []
         translated = False
         start = 0
@@ -596,8 +623,9 @@ class Glossary:
             name = length == 1 and is_name(word, start == 0)
             if translations:
                 translated = True
-                glossed.extend(translations[:TRANSLATIONS_PER_WORD])
-            if name or (not translations and word.lower() not in ENGLISH_FUNCTION_WORDS):
+                glossed.extend(translations[:kept])
+            unknown = not translations and word.lower() not in ENGLISH_FUNCTION_WORDS
+            if name or (unknown and len(word) > 1):
                 glossed.append(word)
             start += length
         return " ".join(dict.fromkeys(glossed)) if translated else None
@@ -616,7 +644,7 @@ class Glossary:
             if found:
                 return length, found
         word = words[start]
-        if word.lower() in ENGLISH_FUNCTION_WORDS and not is_name(word, start == 0):
+        if word.lower() in ENGLISH_FUNCTION_WORDS or not _translatable(word):
             return 1, []
         return 1, self._found(word, ENGLISH, direction=direction)
 
@@ -685,6 +713,13 @@ def _spellings(word: str, language: str, *, noun: bool = False) -> Iterator[str]
         candidates += [lower.capitalize(), _lemma(lower.capitalize(), language)]
     candidates.append(_unaccented(lower))
     yield from dict.fromkeys(candidate for candidate in candidates if candidate)
+
+
+def _translatable(word: str) -> bool:
+    """Whether an English word is looked up: not a letter (an initial, the "s" of "Temüjin's")
+    nor an acronym ("ABC" is a broadcaster, not the dictionary's "Staatliche
+    Alkoholkontrolle"), which the documents write as the question does."""
+    return len(word) > 1 and not (word.isupper() and word.isalpha())
 
 
 def _unaccented(word: str) -> str:
