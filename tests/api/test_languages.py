@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from docchat.ingestion import upgrade
 from docchat.main.app import attach_components
 from docchat.main.components import Components
-from docchat.retrieval.models import DocumentChunk
+from docchat.retrieval.models import INDEX_VERSION, DocumentChunk
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process, vector_ref
 from tests.support.llm_server import ScriptedLLM
@@ -235,6 +237,60 @@ BRIDGE = (
     "Die Lindenhagener Brücke über die Warnow wurde zwischen 1887 und 1891 gebaut. Ihr "
     "Baumeister war Konrad Kellmünz aus Ulm, der später auch den Bahnhof der Stadt entwarf."
 )
+
+
+async def test_a_german_compound_is_found_by_its_parts(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    """Issue 69: the German configuration stems "Baumeister" whole, so a question naming the
+    master ("Meister", as an English question glossed into German does) shared no word with
+    the passage; a German chunk is now indexed with its compounds' parts too."""
+    headers = await auth_headers(client)
+    bridge = await upload_and_process(client, components, headers, "bruecke.txt", BRIDGE.encode())
+    ferry = await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    scope = [vector_ref(bridge), vector_ref(ferry)]
+    found = await lexical.search(scope, "Wer war der Meister?", 2)
+    assert [str(hit.chunk.document_id) for hit in found] == [bridge["id"]]
+    # The passage itself and its length for BM25 are its own.
+    assert found[0].chunk.text == BRIDGE
+
+
+async def test_german_rows_of_an_earlier_index_get_their_parts_when_the_service_starts(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    """Migration 0034: German rows written before compounds were split are written again by
+    the upgrade the service runs at its start (`docchat reindex --layout-only` at once)."""
+    headers = await auth_headers(client)
+    bridge = await upload_and_process(client, components, headers, "bruecke.txt", BRIDGE.encode())
+    ferry = await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
+    # The row as the previous version wrote it: the compound stemmed whole, version 1.
+    await session.execute(
+        sa.text(
+            "UPDATE document_chunks SET index_version = 1, "
+            "tsv = docchat_folded(to_tsvector('german', text)) WHERE document_id = :id"
+        ),
+        {"id": uuid.UUID(bridge["id"])},
+    )
+    await session.commit()
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    scope = [vector_ref(bridge), vector_ref(ferry)]
+    assert await lexical.search(scope, "Wer war der Meister?", 2) == []
+
+    outcome = await upgrade.bring_up_to_date(components)
+    assert outcome.reindexed >= 1 and outcome.finished
+    found = await lexical.search(scope, "Wer war der Meister?", 2)
+    assert [str(hit.chunk.document_id) for hit in found] == [bridge["id"]]
+    versions = await session.execute(
+        select(DocumentChunk.index_version).where(
+            DocumentChunk.document_id == uuid.UUID(bridge["id"])
+        )
+    )
+    assert set(versions.scalars()) == {INDEX_VERSION}
+    # Nothing is left: the next start writes nothing again.
+    assert (await upgrade.bring_up_to_date(components)).reindexed == 0
 
 
 async def test_an_english_question_finds_a_german_passage_by_the_names_it_shares(

@@ -13,7 +13,9 @@ its lanes, and `docchat reindex --layout-only` runs it at once. It:
    store kept with its chunks: the passages its vectors were made from, so both indexes hold
    the same ones;
 3. queues a document to be read again from its file (as `docchat reindex` does) when the
-   store does not hold the text of every one of its chunks.
+   store does not hold the text of every one of its chunks;
+4. writes again the BM25 vectors of the rows an earlier version of the index wrote otherwise
+   (German chunks indexed before their compounds' parts were: migration 0034), from their text.
 
 Each step may be cut short and run again: a batch of chunks is written to its owner's
 collection before it leaves the old one; a document's rows are written in one transaction
@@ -55,6 +57,8 @@ COMMAND = "docchat reindex --layout-only"
 # Documents read per round, and chunks asked of the vector store at a time.
 DOCUMENTS_PER_ROUND = 50
 CHUNKS_PER_READ = 1000
+# Rows of an earlier version of the index written again in one transaction.
+ROWS_PER_ROUND = 500
 
 
 class UpgradeParts(Protocol):
@@ -93,6 +97,7 @@ class Outcome:
     moved: int = 0  # chunks moved out of the older layout
     rebuilt: int = 0  # documents given their BM25 rows
     requeued: int = 0  # documents queued to be read again
+    reindexed: int = 0  # rows of an earlier version of the index written again
     finished: bool = True  # False when told to stop before the end
 
 
@@ -120,6 +125,8 @@ async def bring_up_to_date(parts: UpgradeParts, stop: asyncio.Event | None = Non
     outcome.moved = await _move_older_layout(parts.vector_store, stop)
     if not stop.is_set():
         await _write_missing_rows(parts, outcome, stop)
+    if not stop.is_set():
+        outcome.reindexed = await _rewrite_outdated_rows(parts, stop)
     outcome.finished = not stop.is_set()
     return outcome
 
@@ -136,14 +143,16 @@ async def run_at_start(parts: UpgradeParts, stop: asyncio.Event) -> None:
             COMMAND,
         )
         return
-    if outcome.moved or outcome.rebuilt or outcome.requeued:
+    if outcome.moved or outcome.rebuilt or outcome.requeued or outcome.reindexed:
         logger.warning(
             "documents of an earlier version %s: %d chunks moved to the current layout, "
-            "BM25 rows written for %d documents, %d queued to be read again",
+            "BM25 rows written for %d documents, %d queued to be read again, %d rows "
+            "indexed again",
             "brought up to date" if outcome.finished else "partly brought up to date (stopped)",
             outcome.moved,
             outcome.rebuilt,
             outcome.requeued,
+            outcome.reindexed,
         )
 
 
@@ -220,11 +229,12 @@ async def _stored_chunks(index: VectorIndex, document: Document) -> list[Chunk] 
     ]
 
 
-def _indexed(settings: Settings) -> Callable[[Chunk], str]:
-    """What BM25 sees of a chunk, as the worker writes it (`IngestionWorker._indexed`)."""
+def _indexed(settings: Settings) -> Callable[[str, str], str]:
+    """What BM25 sees of a chunk of a file (filename, text), as the worker writes it
+    (`IngestionWorker._indexed`)."""
     if not settings.indexing.chunk_header:
-        return lambda chunk: chunk.text
-    return lambda chunk: with_header(title_of(chunk.filename), chunk.text)
+        return lambda filename, text: text
+    return lambda filename, text: with_header(title_of(filename), text)
 
 
 async def _write_rows(parts: UpgradeParts, document: Document, chunks: list[Chunk]) -> int:
@@ -236,10 +246,37 @@ async def _write_rows(parts: UpgradeParts, document: Document, chunks: list[Chun
         if not _unchanged(current, document) or await lexical.count_chunks(session, document.id):
             return 0
         await lexical.add_chunks(
-            session, chunks, parts.settings.indexing.lexical_language, [indexed(c) for c in chunks]
+            session,
+            chunks,
+            parts.settings.indexing.lexical_language,
+            [indexed(c.filename, c.text) for c in chunks],
         )
         await documents_repository.refresh_token_count(session, document.id)
     return 1
+
+
+async def _rewrite_outdated_rows(parts: UpgradeParts, stop: asyncio.Event) -> int:
+    async with parts.sessionmaker() as session:
+        total = await lexical.count_outdated(session)
+    if not total:
+        return 0
+    logger.warning(
+        "%d BM25 rows were written by an earlier version of the index (German chunks without "
+        "their compounds' parts): writing them again from their text",
+        total,
+    )
+    indexed = _indexed(parts.settings)
+    done = 0
+    while not stop.is_set():
+        async with session_scope(parts.sessionmaker) as session:
+            written = await lexical.rewrite_outdated(
+                session, indexed, parts.settings.indexing.lexical_language, ROWS_PER_ROUND
+            )
+        if not written:
+            break
+        done += written
+        logger.info("BM25 rows of an earlier index version: %d of %d written again", done, total)
+    return done
 
 
 async def _queue_again(

@@ -20,13 +20,14 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval import repository
+from docchat.retrieval.compounds import with_parts
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
 from docchat.retrieval.languages import (
     CJK,
@@ -38,7 +39,7 @@ from docchat.retrieval.languages import (
     names_in,
     segmented,
 )
-from docchat.retrieval.models import DocumentChunk
+from docchat.retrieval.models import INDEX_VERSION, DocumentChunk
 
 K1 = 1.2
 B = 0.75
@@ -81,6 +82,11 @@ INSERT_BATCH = 500
 LOCATION_CHARS = 300
 
 
+def _as_indexed(text: str, code: str | None) -> str:
+    """What PostgreSQL's text search reads of a chunk's indexed text in language `code`."""
+    return segmented(with_parts(text, code))
+
+
 def _chunk_rows(
     chunks: Sequence[Chunk], indexed: Sequence[str], language: str
 ) -> list[dict[str, Any]]:
@@ -97,7 +103,8 @@ def _chunk_rows(
                 "tokens": word_count(indexed_text),
                 "language": configuration(code, language),
                 "language_code": code,
-                "indexed": segmented(indexed_text),
+                "indexed": _as_indexed(indexed_text, code),
+                "index_version": INDEX_VERSION,
             }
         )
     return rows
@@ -120,6 +127,41 @@ async def add_chunks(
     rows = await asyncio.to_thread(_chunk_rows, chunks, indexed, language)
     for start in range(0, len(rows), INSERT_BATCH):
         await repository.upsert_chunks(session, rows[start : start + INSERT_BATCH])
+
+
+async def rewrite_outdated(
+    session: AsyncSession,
+    indexed: Callable[[str, str], str],
+    default_language: str,
+    limit: int,
+) -> int:
+    """Write again, as this version of the index writes them, up to `limit` rows an earlier
+    version wrote otherwise (German chunks without their compounds' parts), locked until the
+    caller commits; how many. `indexed(filename, text)`: what BM25 reads of a chunk."""
+    rows = await repository.outdated_rows(session, limit)
+    if not rows:
+        return 0
+
+    def rewritten() -> list[dict[str, Any]]:
+        return [
+            {
+                "document_id": row.document_id,
+                "chunk_index": row.chunk_index,
+                "indexed": _as_indexed(indexed(row.filename, row.text), row.language_code),
+                "index_version": INDEX_VERSION,
+                "default_language": default_language,
+            }
+            for row in rows
+        ]
+
+    # Splitting compounds reads a word list the first time (about a second): not on the loop.
+    await repository.rewrite_rows(session, await asyncio.to_thread(rewritten))
+    return len(rows)
+
+
+async def count_outdated(session: AsyncSession) -> int:
+    """How many rows an earlier version of the index wrote otherwise (`rewrite_outdated`)."""
+    return await repository.count_outdated_rows(session)
 
 
 async def passages(

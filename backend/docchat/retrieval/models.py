@@ -2,11 +2,17 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy import ForeignKey, Index, SmallInteger, String, Text, text
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
 from docchat.db import Base
+
+# The version of the index new rows are written with: 2 since German chunks hold the parts of
+# their compounds (`compounds.py`).
+INDEX_VERSION = 2
+# The rows of an earlier version whose vector the current one writes otherwise (German ones).
+OUTDATED_ROWS = "index_version < 2 AND language_code = 'de'"
 
 
 class DocumentChunk(Base):
@@ -23,6 +29,13 @@ class DocumentChunk(Base):
     __table_args__ = (
         Index("ix_document_chunks_tsv", "tsv", postgresql_using="gin"),
         Index("ix_document_chunks_language_code", "language_code", "document_id"),
+        # The rows an earlier version of the index wrote, which the upgrade writes again.
+        Index(
+            "ix_document_chunks_outdated",
+            "document_id",
+            "chunk_index",
+            postgresql_where=text(OUTDATED_ROWS),
+        ),
         {"postgresql_with": {"toast_tuple_target": "4080"}},
     )
 
@@ -44,3 +57,5 @@ class DocumentChunk(Base):
     # `language` is the installation's): which languages a scope holds, so that a question is
     # searched in each (migration 0033, and its index for `repository.scope_languages`).
     language_code: Mapped[str | None] = mapped_column(String(8), default=None)
+    # How `tsv` was written (`INDEX_VERSION`; migration 0034): 2 holds German compounds' parts.
+    index_version: Mapped[int] = mapped_column(SmallInteger, server_default="1")

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Row, TextClause, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.retrieval.models import DocumentChunk
+from docchat.retrieval.models import OUTDATED_ROWS, DocumentChunk
 
 # The question's lexemes (PostgreSQL's parser and stemmer make them), and its names as each
 # text search configuration this server has reads them (`:configs`, `:words`): the parallel
@@ -251,16 +251,43 @@ def _wide_scope_languages(condition: str) -> TextClause:
 _UPSERT_CHUNK = text(
     """
 INSERT INTO document_chunks
-  (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code)
+  (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code,
+   index_version)
 VALUES (:document_id, :chunk_index, :page, :location, :text, :tokens,
         docchat_folded(to_tsvector(CAST(:language AS regconfig), :indexed)), :language,
-        :language_code)
+        :language_code, :index_version)
 ON CONFLICT (document_id, chunk_index) DO UPDATE SET
   page = excluded.page, location = excluded.location, text = excluded.text,
   tokens = excluded.tokens, tsv = excluded.tsv, language = excluded.language,
-  language_code = excluded.language_code
+  language_code = excluded.language_code, index_version = excluded.index_version
 """
 )
+# Rows an earlier version of the index wrote otherwise, a batch at a time, with the name of
+# their document (its header is part of what BM25 reads), through the partial index on them;
+# locked, so that two starting processes do not write the same ones.
+_OUTDATED_ROWS = text(
+    f"""
+WITH outdated AS (
+    SELECT document_id, chunk_index, text, language_code FROM document_chunks
+    WHERE {OUTDATED_ROWS}
+    ORDER BY document_id, chunk_index
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+SELECT o.document_id, o.chunk_index, o.text, o.language_code, d.filename
+FROM outdated o JOIN documents d ON d.id = o.document_id
+"""  # noqa: S608 (a constant predicate of the models, no input)
+)
+_REWRITE_ROW = text(
+    """
+UPDATE document_chunks
+SET tsv = docchat_folded(to_tsvector(CAST(coalesce(language, :default_language) AS regconfig),
+                                     :indexed)),
+    index_version = :index_version
+WHERE document_id = :document_id AND chunk_index = :chunk_index
+"""
+)
+_COUNT_OUTDATED = text(f"SELECT count(*) FROM document_chunks WHERE {OUTDATED_ROWS}")  # noqa: S608
 
 
 async def read_question(session: AsyncSession, asked: dict[str, Any]) -> Row[Any]:
@@ -332,6 +359,20 @@ async def chunks_of_documents(
 async def upsert_chunks(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
     """Write the chunks' rows, each replacing the row it had."""
     await session.execute(_UPSERT_CHUNK, rows)
+
+
+async def outdated_rows(session: AsyncSession, limit: int) -> Sequence[Row[Any]]:
+    """Up to `limit` rows an earlier version of the index wrote otherwise, locked."""
+    return (await session.execute(_OUTDATED_ROWS, {"limit": limit})).all()
+
+
+async def rewrite_rows(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Write the rows' vectors again from `indexed`, at `index_version`."""
+    await session.execute(_REWRITE_ROW, rows)
+
+
+async def count_outdated_rows(session: AsyncSession) -> int:
+    return int((await session.execute(_COUNT_OUTDATED)).scalar_one())
 
 
 async def chunks_in_order(
