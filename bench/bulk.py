@@ -31,8 +31,9 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.retrieval.index import BlockingVectorStore, Chunk
-from docchat.retrieval.languages import CONFIGURATIONS, configuration_of, segmented
-from docchat.retrieval.lexical import word_count
+from docchat.retrieval.languages import CONFIGURATIONS, configuration_of, language_code
+from docchat.retrieval.lexical import as_indexed, word_count
+from docchat.retrieval.models import INDEX_VERSION
 
 # Rows a batch: the vectors' (as `write_chunks` wrote them, so the random stream is the same),
 # and the language detection's, one task of a side process.
@@ -60,10 +61,11 @@ _CODE = (
 # The worker's `_UPSERT_CHUNK`, for every staged row at once (a new library: no conflicts).
 _FROM_STAGING = f"""
 INSERT INTO document_chunks
-  (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code)
+  (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code,
+   index_version)
 SELECT document_id, chunk_index, NULL, NULL, text, tokens,
        docchat_folded(to_tsvector(CAST(language AS regconfig), coalesce(indexed, text))),
-       language, {_CODE}
+       language, {_CODE}, {INDEX_VERSION}
 FROM bench_chunks
 """  # noqa: S608
 
@@ -80,7 +82,7 @@ class LexicalRow:
 
 def lexical_row(content: str, language: str) -> LexicalRow:
     """A text's row, as `lexical.add_chunks` makes it, its language already told."""
-    indexed = segmented(content)
+    indexed = as_indexed(content, language_code(language))
     return LexicalRow(word_count(content), language, None if indexed == content else indexed)
 
 

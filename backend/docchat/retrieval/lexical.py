@@ -82,7 +82,7 @@ INSERT_BATCH = 500
 LOCATION_CHARS = 300
 
 
-def _as_indexed(text: str, code: str | None) -> str:
+def as_indexed(text: str, code: str | None) -> str:
     """What PostgreSQL's text search reads of a chunk's indexed text in language `code`."""
     return segmented(with_parts(text, code))
 
@@ -103,7 +103,7 @@ def _chunk_rows(
                 "tokens": word_count(indexed_text),
                 "language": configuration(code, language),
                 "language_code": code,
-                "indexed": _as_indexed(indexed_text, code),
+                "indexed": as_indexed(indexed_text, code),
                 "index_version": INDEX_VERSION,
             }
         )
@@ -147,7 +147,7 @@ async def rewrite_outdated(
             {
                 "document_id": row.document_id,
                 "chunk_index": row.chunk_index,
-                "indexed": _as_indexed(indexed(row.filename, row.text), row.language_code),
+                "indexed": as_indexed(indexed(row.filename, row.text), row.language_code),
                 "index_version": INDEX_VERSION,
                 "default_language": default_language,
             }
