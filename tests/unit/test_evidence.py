@@ -72,6 +72,20 @@ def test_a_time_of_day_answers_when() -> None:
     )
 
 
+def test_a_time_written_in_words_answers_when() -> None:
+    """A new user's first question in the keyless default: "every morning at eight" was
+    called partial ("the quoted sentences give no date")."""
+    for question, text in (
+        (
+            "When does the ferry to Helsinki leave?",
+            "The ferry to Helsinki leaves every morning at eight from the west harbour.",
+        ),
+        ("When does the harbour canteen open?", "The harbour canteen opens at noon."),
+        ("When does the office close?", "The office closes at 5 in the afternoon."),
+    ):
+        assert verdict(_needs(question), [_entry(1, text)], [text]).evidence == "answered", text
+
+
 def test_a_count_of_something_else_is_partial() -> None:
     text = "CBS charged an average of $5 million for a 30-second commercial during Super Bowl 50."
     judged = verdict(

@@ -293,7 +293,10 @@ _WHEN = re.compile(
     r"\b\d{1,2}[:.]\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)|\bo'clock\b|"
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|"
     r"spring|summer|autumn|fall|winter|century|centuries|decade|ago|yesterday|today|"
-    r"tomorrow|daily|weekly|monthly|annually|yearly)\b|\b\d{4}-\d{2}-\d{2}\b",
+    r"tomorrow|daily|weekly|monthly|annually|yearly|mornings?|afternoons?|evenings?|noon|"
+    r"midnight)\b|\b\d{4}-\d{2}-\d{2}\b|"
+    # A clock time in words or digits after "at" ("at eight", "at 5").
+    r"\bat (?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b",
     re.IGNORECASE,
 )
 
