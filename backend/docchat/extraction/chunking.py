@@ -30,6 +30,13 @@ def with_header(title: str, text: str) -> str:
     return f"{title}\n\n{text}" if title else text
 
 
+def indexed_text(filename: str, text: str, *, header: bool) -> str:
+    """What the embedder and BM25 see of a chunk of the file `filename`: with `header`
+    (RAG_CHUNK_HEADER), the document's title first, so a passage that never names its subject
+    is still found by it."""
+    return with_header(title_of(filename), text) if header else text
+
+
 def chunk_document(document: ExtractedDocument, *, size: int, overlap: int) -> list[TextChunk]:
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=size, chunk_overlap=overlap, separators=SEPARATORS

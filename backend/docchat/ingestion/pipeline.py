@@ -15,7 +15,7 @@ from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentVersion, JobStatus
 from docchat.documents.storage import FileStorage
-from docchat.extraction.chunking import TextChunk, title_of, with_header
+from docchat.extraction.chunking import TextChunk, indexed_text
 from docchat.extraction.kinds import FileKind
 from docchat.extraction.sandbox import ExtractionSandbox, PreparedDocument
 from docchat.ingestion.claims import ClaimedJob, JobClaims
@@ -84,11 +84,8 @@ class DocumentPipeline:
             return prepared
 
     def indexed(self, chunk: Chunk) -> str:
-        """What the embedder and BM25 see of a chunk: with RAG_CHUNK_HEADER, the document's
-        title first, so a passage that never names its subject is still found by it."""
-        if not self.settings.indexing.chunk_header:
-            return chunk.text
-        return with_header(title_of(chunk.filename), chunk.text)
+        """What the embedder and BM25 see of a chunk (`chunking.indexed_text`)."""
+        return indexed_text(chunk.filename, chunk.text, header=self.settings.indexing.chunk_header)
 
     async def embed(self, chunks: Sequence[Chunk]) -> list[list[float]]:
         """The chunks' vectors, made off the event loop."""

@@ -40,7 +40,7 @@ from docchat.db import session_scope, utcnow
 from docchat.documents import jobs_repository
 from docchat.documents import repository as documents_repository
 from docchat.documents.models import Document, DocumentStatus
-from docchat.extraction.chunking import title_of, with_header
+from docchat.extraction.chunking import indexed_text
 from docchat.retrieval import lexical
 from docchat.retrieval.index import (
     BlockingVectorStore,
@@ -230,11 +230,9 @@ async def _stored_chunks(index: VectorIndex, document: Document) -> list[Chunk] 
 
 
 def _indexed(settings: Settings) -> Callable[[str, str], str]:
-    """What BM25 sees of a chunk of a file (filename, text), as the worker writes it
-    (`IngestionWorker._indexed`)."""
-    if not settings.indexing.chunk_header:
-        return lambda filename, text: text
-    return lambda filename, text: with_header(title_of(filename), text)
+    """What BM25 sees of a chunk of a file (filename, text), as the worker writes it."""
+    header = settings.indexing.chunk_header
+    return lambda filename, text: indexed_text(filename, text, header=header)
 
 
 async def _write_rows(parts: UpgradeParts, document: Document, chunks: list[Chunk]) -> int:
