@@ -123,6 +123,11 @@ def settings(database_url: str, data_dir: Path, scripted_llm: ScriptedLLM) -> Se
         database_url=database_url,
         data_dir=data_dir,
         max_upload_mb=2,
+        # The longest wait between saves of an answer's progress: every session here shares
+        # the test's one connection, and a save made while the answer reads the database
+        # (slow on a busy CI machine) broke the other's savepoint. Tests of the saves set
+        # their own interval.
+        answer_progress_seconds=10.0,
         auth=AuthSettings(_env_file=None, secret_key="test-secret-key-of-a-decent-length-0123"),  # type: ignore[call-arg, arg-type]
         llm=LLMSettings(
             _env_file=None,

@@ -33,7 +33,9 @@ def by_check(findings: list[doctor.Finding]) -> dict[str, doctor.Finding]:
     return {finding.check: finding for finding in findings}
 
 
-async def test_a_healthy_installation_passes_every_check(components: Components) -> None:
+async def test_a_healthy_installation_passes_every_check(
+    components: Components, tmp_path: Path
+) -> None:
     findings = by_check(await doctor.examine(subjects_of(components)))
     assert list(findings) == list(doctor.CHECKS)
     healthy = (
@@ -54,10 +56,16 @@ async def test_a_healthy_installation_passes_every_check(components: Components)
         "Apertium for es, fr, dictionaries for de, es, fr, zh"
     )
     assert doctor.exit_status(list(findings.values())) == 0
-    # The storage probe leaves nothing behind: no file, and no folder it made for one.
-    before = sorted(components.settings.files_dir.rglob("*"))
-    await doctor.examine(subjects_of(components), {"storage": doctor.CHECKS["storage"]})
-    assert sorted(components.settings.files_dir.rglob("*")) == before
+    # The storage probe leaves nothing behind: no file, and no folder it made for one. It
+    # probes a folder of its own: the run's shared one lost a file mid-check on CI, removed
+    # by another test's background deletion.
+    files = tmp_path / "files"
+    (files / "ab").mkdir(parents=True)
+    (files / "ab" / "kept").write_bytes(b"a stored file")
+    before = sorted(files.rglob("*"))
+    probed = subjects_of(components, storage=LocalFileStorage(files))
+    await doctor.examine(probed, {"storage": doctor.CHECKS["storage"]})
+    assert sorted(files.rglob("*")) == before
 
 
 async def test_a_database_behind_or_empty_is_told_to_migrate(components: Components) -> None:
