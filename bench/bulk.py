@@ -58,7 +58,8 @@ _CODE = (
     + " ".join(f"WHEN '{name}' THEN '{code}'" for code, name in CONFIGURATIONS.items())
     + " END"
 )
-# The worker's `_UPSERT_CHUNK`, for every staged row at once (a new library: no conflicts).
+# The worker's `_UPSERT_CHUNK`, for every staged row at once (a new library: no conflicts; no
+# Chinese text, so no English gloss to add).
 _FROM_STAGING = f"""
 INSERT INTO document_chunks
   (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code,

@@ -313,6 +313,15 @@ async def evaluate_reverse(
                 own = await _recall_at_4(retriever, ingest, scope, relevant, queries.wordings, each)
                 recall[f"{language}:own"].append(own)
                 if language in question.translated:
+                    # The same question asked in the documents' language, as its speakers ask.
+                    own_language = Asked(
+                        question.translated[language], [], "bench", reformulate=False
+                    )
+                    native = await writer.queries(own_language, None, AnswerMeta(), scope)  # type: ignore[arg-type]
+                    value = await _recall_at_4(
+                        retriever, ingest, scope, relevant, native.wordings, native.languages
+                    )
+                    recall[f"{language}:native"].append(value)
                     flawless = [question.english, question.translated[language]]
                     value = await _recall_at_4(
                         retriever, ingest, scope, relevant, flawless, [None, language]
@@ -346,6 +355,7 @@ async def evaluate_reverse(
                 "n/a" if gap is None else f"{gap:+.3f}",
                 shown(mean(f"{language}:own")),
                 shown(mean(f"{language}:flawless")),
+                shown(mean(f"{language}:native")),
                 " ".join(f"{key or 'none'} {count}" for key, count in searched[language].items()),
             ]
         )
@@ -388,6 +398,7 @@ def main() -> None:
                 "after - English",
                 "after, English wording on English passages only",
                 "flawless translation",
+                "the question in the documents' language",
                 "languages searched (after)",
             ]
             print(table(columns, rows))

@@ -16,6 +16,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.ingestion import upgrade
+from docchat.ingestion.worker import IngestionWorker
+from docchat.main import doctor
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from docchat.retrieval.models import INDEX_VERSION, DocumentChunk
@@ -291,6 +293,63 @@ async def test_german_rows_of_an_earlier_index_get_their_parts_when_the_service_
     assert set(versions.scalars()) == {INDEX_VERSION}
     # Nothing is left: the next start writes nothing again.
     assert (await upgrade.bring_up_to_date(components)).reindexed == 0
+
+
+async def test_a_chinese_passage_is_read_in_english_by_bm25_and_the_embedder(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    """Issue 69: an English question shared no word with a Chinese passage (read as pairs of
+    characters) and the bundled embedder cannot read Chinese; a Chinese chunk is now indexed
+    with its dictionary gloss, read as English, and embedded as that gloss."""
+    headers = await auth_headers(client)
+    rhine = await upload_and_process(client, components, headers, "rhein.txt", CHINESE.encode())
+    bakery = await upload_and_process(client, components, headers, "bakery.txt", BAKERY.encode())
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    scope = [vector_ref(rhine), vector_ref(bakery)]
+    found = await lexical.search(scope, "When did the delta of the river start to form?", 2)
+    assert [str(hit.chunk.document_id) for hit in found][:1] == [rhine["id"]]
+    assert found[0].chunk.text == CHINESE  # the passage shown is its own text
+    # The embedder reads the gloss; an English passage is embedded as it was.
+    pipeline = IngestionWorker(components).pipeline
+    embedded = pipeline.embedded(found[0].chunk)
+    assert "delta" in embedded and "莱茵河" not in embedded
+    english = (await lexical.search(scope, "How long do the sourdough loaves proof?", 1))[0].chunk
+    assert pipeline.embedded(english) == pipeline.indexed(english)
+
+
+async def test_chinese_rows_of_an_earlier_index_get_their_gloss_when_the_service_starts(
+    client: httpx.AsyncClient, components: Components, session: AsyncSession
+) -> None:
+    """Migration 0035: Chinese rows written before they were glossed are written again by the
+    upgrade at the service's start (their vectors when the document is read again)."""
+    headers = await auth_headers(client)
+    rhine = await upload_and_process(client, components, headers, "rhein.txt", CHINESE.encode())
+    await session.execute(
+        sa.text(
+            "UPDATE document_chunks SET index_version = 2, "
+            "tsv = docchat_folded(to_tsvector('simple', text)) WHERE document_id = :id"
+        ),
+        {"id": uuid.UUID(rhine["id"])},
+    )
+    await session.commit()
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    question = "When did the delta of the river start to form?"
+    assert await lexical.search([vector_ref(rhine)], question, 1) == []
+    # `docchat doctor` tells an administrator, before the service's start writes them again.
+    documents = {"documents": doctor.CHECKS["documents"]}
+    (waiting,) = await doctor.examine(doctor.subjects_of(components), documents)
+    assert waiting.status is doctor.Status.warning
+    assert "written by an earlier version of the index" in waiting.found
+
+    outcome = await upgrade.bring_up_to_date(components)
+    assert outcome.reindexed >= 1 and outcome.finished
+    found = await lexical.search([vector_ref(rhine)], question, 1)
+    assert [str(hit.chunk.document_id) for hit in found] == [rhine["id"]]
+    assert (await upgrade.bring_up_to_date(components)).reindexed == 0
+    (done,) = await doctor.examine(doctor.subjects_of(components), documents)
+    assert "earlier version of the index" not in done.found
 
 
 async def test_an_english_question_finds_a_german_passage_by_the_names_it_shares(

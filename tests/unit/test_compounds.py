@@ -3,8 +3,7 @@ documents), split by wordfreq's counts as Koehn and Knight split them."""
 
 from __future__ import annotations
 
-from docchat.retrieval.compounds import COMPOUNDING, parts, with_parts
-from docchat.retrieval.models import OUTDATED_ROWS
+from docchat.retrieval.compounds import parts, with_parts
 
 
 def test_a_compound_is_cut_where_its_parts_are_most_common() -> None:
@@ -32,10 +31,3 @@ def test_the_parts_are_appended_to_the_indexed_text() -> None:
     assert {"bau", "meister"} <= set(indexed.split("\n", 1)[1].split())
     assert with_parts("The housekeeper was Ada.", "en") == "The housekeeper was Ada."
     assert with_parts("Die Brücke ist alt.", "de") == "Die Brücke ist alt."
-
-
-def test_the_rows_written_again_at_an_upgrade_are_those_of_the_split_languages() -> None:
-    """The partial index (migration 0034) and the upgrade find the rows whose vector the
-    current version writes otherwise: those of every language whose compounds are split."""
-    for language in COMPOUNDING:
-        assert f"language_code = '{language}'" in OUTDATED_ROWS

@@ -157,11 +157,10 @@ class GroupIngestion:
     ) -> None:
         """The members' text in one transaction, their vectors in one model run and one
         write, their completions in one transaction."""
-        language, indexed = self.pipeline.settings.indexing.lexical_language, self.pipeline.indexed
         async with self._fenced(members, lost, outcomes) as (session, held):
             chunks = [chunk for member in held for chunk in member.chunks]
             with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
-                await lexical.add_chunks(session, chunks, language, [indexed(c) for c in chunks])
+                await self.pipeline.write_rows(session, chunks)
                 for member in held:
                     await documents_repository.set_extracted(
                         session,

@@ -8,6 +8,8 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from docchat import tracing
 from docchat.config import Settings
 from docchat.db import utcnow
@@ -20,9 +22,11 @@ from docchat.extraction.kinds import FileKind
 from docchat.extraction.sandbox import ExtractionSandbox, PreparedDocument
 from docchat.ingestion.claims import ClaimedJob, JobClaims
 from docchat.kit.lease import LostClaim
-from docchat.llm.embeddings import Embedder
+from docchat.llm.embeddings import Embedder, reads
 from docchat.retrieval import lexical
 from docchat.retrieval.index import Chunk, DocumentRef, VectorIndex
+from docchat.retrieval.languages import language_of
+from docchat.retrieval.passage_glosses import PassageGlosses
 
 
 class IncompleteIndex(Exception):
@@ -59,16 +63,19 @@ class DocumentPipeline:
         embedder: Embedder,
         index: VectorIndex,
         storage: FileStorage,
+        glosses: PassageGlosses,
         in_between: Callable[[], Awaitable[None]],
     ) -> None:
-        """`in_between`: run while a long document waits between two of its batches (another
-        owner's document, see `embed_all`)."""
+        """`glosses`: Chinese chunks' English (`passage_glosses`); `in_between`: run while a
+        long document waits between two of its batches (another owner's document, see
+        `embed_all`)."""
         self.settings = settings
         self.claims = claims
         self.extractor = extractor
         self.embedder = embedder
         self.index = index
         self.storage = storage
+        self.glosses = glosses
         self.in_between = in_between
 
     async def read(self, key: str, kind: FileKind) -> PreparedDocument:
@@ -87,6 +94,27 @@ class DocumentPipeline:
         """What the embedder and BM25 see of a chunk (`chunking.indexed_text`)."""
         return indexed_text(chunk.filename, chunk.text, header=self.settings.indexing.chunk_header)
 
+    async def write_rows(self, session: AsyncSession, chunks: Sequence[Chunk]) -> None:
+        """The chunks' BM25 rows (the caller commits)."""
+        await lexical.add_chunks(
+            session,
+            chunks,
+            self.settings.indexing.lexical_language,
+            [self.indexed(chunk) for chunk in chunks],
+            self.glosses,
+        )
+
+    def embedded(self, chunk: Chunk) -> str:
+        """What the embedder reads of a chunk: what BM25 reads, or for a chunk in a language
+        the embedder cannot read, its English gloss where there is one (`passage_glosses`).
+        Blocks while the dictionaries are compiled."""
+        language = language_of(chunk.text)
+        if reads(self.embedder, language):
+            return self.indexed(chunk)
+        gloss = self.glosses.of(chunk.text, language)
+        text = chunk.text if gloss is None else gloss
+        return indexed_text(chunk.filename, text, header=self.settings.indexing.chunk_header)
+
     async def embed(self, chunks: Sequence[Chunk]) -> list[list[float]]:
         """The chunks' vectors, made off the event loop."""
         embedding: tracing.Attributes = {
@@ -94,15 +122,17 @@ class DocumentPipeline:
             "gen_ai.request.model": self.embedder.name,
             "docchat.chunks": len(chunks),
         }
-        texts = [self.indexed(chunk) for chunk in chunks]
+
+        def vectors() -> list[list[float]]:
+            return self.embedder.embed([self.embedded(chunk) for chunk in chunks])
+
         with tracing.span("embedding", embedding):
-            return await asyncio.to_thread(self.embedder.embed, texts)
+            return await asyncio.to_thread(vectors)
 
     async def ingest(
         self, job: ClaimedJob, document: Document, lost: asyncio.Event
     ) -> tuple[int, int]:
         """Pages and chunks of the document, with its vectors and lexical rows written."""
-        indexing = self.settings.indexing
         prepared = await self.read(document.storage_key, FileKind(document.content_type))
         chunks = [record(document, chunk) for chunk in prepared.chunks]
         check(lost, job)
@@ -120,9 +150,7 @@ class DocumentPipeline:
             async with self.claims.fenced(job) as session:
                 if read_before:
                     await lexical.delete_chunks(session, document.id)
-                await lexical.add_chunks(
-                    session, chunks, indexing.lexical_language, [self.indexed(c) for c in chunks]
-                )
+                await self.write_rows(session, chunks)
                 await documents_repository.set_extracted(
                     session,
                     document.id,

@@ -49,6 +49,7 @@ from docchat.retrieval.index import (
     ThreadedIndex,
     VectorIndex,
 )
+from docchat.retrieval.passage_glosses import PassageGlosses
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class UpgradeParts(Protocol):
     sessionmaker: async_sessionmaker[AsyncSession]
     vector_store: BlockingVectorStore
     vector_index: VectorIndex
+    glosses: PassageGlosses
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class Backlog:
 
     documents_without_rows: int
     chunks_in_older_layout: int
+    # Found, but less well than now: German rows without their compounds' parts, Chinese ones
+    # without their English gloss (written again at start).
+    outdated_rows: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.documents_without_rows or self.chunks_in_older_layout)
@@ -113,8 +118,9 @@ async def backlog(
     """What is left to do (the vector store's part only when it is given)."""
     async with sessionmaker() as session:
         without_rows = await documents_repository.count_without_lexical_rows(session)
+        outdated = await lexical.count_outdated(session)
     older = 0 if store is None else await older_layout_chunks(store)
-    return Backlog(without_rows, older)
+    return Backlog(without_rows, older, outdated)
 
 
 async def bring_up_to_date(parts: UpgradeParts, stop: asyncio.Event | None = None) -> Outcome:
@@ -248,6 +254,7 @@ async def _write_rows(parts: UpgradeParts, document: Document, chunks: list[Chun
             chunks,
             parts.settings.indexing.lexical_language,
             [indexed(c.filename, c.text) for c in chunks],
+            parts.glosses,
         )
         await documents_repository.refresh_token_count(session, document.id)
     return 1
@@ -260,7 +267,8 @@ async def _rewrite_outdated_rows(parts: UpgradeParts, stop: asyncio.Event) -> in
         return 0
     logger.warning(
         "%d BM25 rows were written by an earlier version of the index (German chunks without "
-        "their compounds' parts): writing them again from their text",
+        "their compounds' parts, Chinese ones without their English gloss): writing them "
+        "again from their text",
         total,
     )
     indexed = _indexed(parts.settings)
@@ -268,7 +276,11 @@ async def _rewrite_outdated_rows(parts: UpgradeParts, stop: asyncio.Event) -> in
     while not stop.is_set():
         async with session_scope(parts.sessionmaker) as session:
             written = await lexical.rewrite_outdated(
-                session, indexed, parts.settings.indexing.lexical_language, ROWS_PER_ROUND
+                session,
+                indexed,
+                parts.settings.indexing.lexical_language,
+                ROWS_PER_ROUND,
+                parts.glosses,
             )
         if not written:
             break
@@ -317,6 +329,7 @@ class Parts:
     sessionmaker: async_sessionmaker[AsyncSession]
     vector_store: BlockingVectorStore
     vector_index: VectorIndex
+    glosses: PassageGlosses
 
     @classmethod
     def of(
@@ -324,5 +337,6 @@ class Parts:
         settings: Settings,
         sessionmaker: async_sessionmaker[AsyncSession],
         store: BlockingVectorStore,
+        glosses: PassageGlosses,
     ) -> Parts:
-        return cls(settings, sessionmaker, store, ThreadedIndex(store))
+        return cls(settings, sessionmaker, store, ThreadedIndex(store), glosses)

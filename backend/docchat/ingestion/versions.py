@@ -36,7 +36,6 @@ async def ingest_version(
     assert job.version_id is not None
     claims, index = pipeline.claims, pipeline.index
     version = await _load_version(claims.sessionmaker, job.version_id)
-    indexing = pipeline.settings.indexing
     prepared = await pipeline.read(version.storage_key, FileKind(version.content_type))
     chunks = [record(document, chunk, version) for chunk in prepared.chunks]
     async with claims.fenced(job) as session:
@@ -54,12 +53,7 @@ async def ingest_version(
         if live is not None:
             with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
                 await lexical.delete_chunks(session, document.id)
-                await lexical.add_chunks(
-                    session,
-                    chunks,
-                    indexing.lexical_language,
-                    [pipeline.indexed(c) for c in chunks],
-                )
+                await pipeline.write_rows(session, chunks)
             version.chunk_count = len(chunks)
             await documents_repository.adopt_version(
                 session, live, version, prepared.page_count, prepared.document_date

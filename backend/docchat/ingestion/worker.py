@@ -48,6 +48,7 @@ from docchat.kit.lease import LostClaim, worker_name
 from docchat.llm.embeddings import Embedder
 from docchat.metrics import INGESTION_DURATION, INGESTION_JOBS
 from docchat.retrieval.index import VectorIndex, VectorStoreUnavailable
+from docchat.retrieval.passage_glosses import PassageGlosses
 
 logger = logging.getLogger(__name__)
 # Documents let in beside a long one may themselves let others in, down to this depth (each
@@ -78,6 +79,7 @@ class WorkerParts(Protocol):
     embedder: Embedder
     vector_index: VectorIndex
     storage: FileStorage
+    glosses: PassageGlosses
 
 
 class IngestionWorker:
@@ -97,6 +99,7 @@ class IngestionWorker:
             parts.embedder,
             self.index,
             self.storage,
+            parts.glosses,
             in_between=self._let_another_owner_in,
         )
         self.groups = GroupIngestion(self.pipeline, self)

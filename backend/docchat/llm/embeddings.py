@@ -44,6 +44,20 @@ class QueryEmbedder(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+@runtime_checkable
+class LanguageBoundEmbedder(Protocol):
+    """An embedder that reads only some languages (ISO 639-1 codes); others read them all."""
+
+    languages: frozenset[str]
+
+
+def reads(embedder: Embedder, language: str | None) -> bool:
+    """Whether the embedder reads text in `language` (None: not told, taken as read)."""
+    if language is None or not isinstance(embedder, LanguageBoundEmbedder):
+        return True
+    return language in embedder.languages
+
+
 def query_vectors(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
     """Vectors of questions to search with: the embedder's query path if it has one."""
     if isinstance(embedder, QueryEmbedder):
@@ -74,6 +88,8 @@ class LocalMiniLMEmbedder:
 
     name = "all-MiniLM-L6-v2"
     max_tokens = 256
+    # Trained on English: a Chinese passage is embedded as its English gloss (`reads`).
+    languages = frozenset({"en"})
 
     def __init__(self, batch_size: int = 64) -> None:
         # Never reach for a hub: the weights are on disk inside the package.

@@ -179,9 +179,13 @@ async def _bring_up_to_date(
 ) -> None:
     from docchat.ingestion import upgrade
     from docchat.main import telemetry
+    from docchat.main.components import build_glossary
+    from docchat.retrieval.passage_glosses import PassageGlosses
 
     telemetry.configure_logging(settings.log_level)  # the progress, batch by batch
-    outcome = await upgrade.bring_up_to_date(upgrade.Parts.of(settings, sessionmaker, store))
+    glosses = PassageGlosses(build_glossary(settings))
+    parts = upgrade.Parts.of(settings, sessionmaker, store, glosses)
+    outcome = await upgrade.bring_up_to_date(parts)
     queued = (
         f"; {outcome.requeued} document(s) queued to be read again from their files, which "
         "a running worker does (`docchat serve` or `docchat worker`)"

@@ -54,10 +54,11 @@ from docchat.retrieval.index import (
 from docchat.retrieval.inline import InlineReader
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.offline_translator import OfflineTranslator
+from docchat.retrieval.passage_glosses import PassageGlosses
 from docchat.retrieval.query_embedding import shared_query
 from docchat.retrieval.rerank import HttpReranker
 from docchat.retrieval.retriever import RERANKERS, Reranker, Retriever
-from docchat.retrieval.word_by_word import shared_glossary
+from docchat.retrieval.word_by_word import Glossary, shared_glossary
 from docchat.sources.folder import FOLDER
 from docchat.sources.git import GIT
 from docchat.sources.port import SOURCES
@@ -85,6 +86,8 @@ class Components:
     retriever: Retriever = field(init=False)
     # Questions in other languages translated with no model (Apertium, dictionaries).
     translator: OfflineTranslator = field(init=False)
+    # Chinese passages' English, for BM25 and an English-only embedder.
+    glosses: PassageGlosses = field(init=False)
     engine: AnswerEngine = field(init=False)
     # Short texts' vectors for comparing them (a chat's exchanges, cached questions).
     vectors: CachedVectors = field(init=False)
@@ -104,8 +107,9 @@ class Components:
             self.lexical,
             build_reranker(settings),
         )
-        glossary = shared_glossary(settings.glossary_file, settings.translation.dictionary_folder)
+        glossary = build_glossary(settings)
         self.translator = OfflineTranslator(glossary)
+        self.glosses = PassageGlosses(glossary)
         self.engine = AnswerEngine(
             llm=self.llm,
             retriever=self.retriever,
@@ -243,6 +247,11 @@ def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVector
 
 def build_embedder(settings: Settings) -> Embedder:
     return EMBEDDERS.get(settings.embedding.backend)(settings.embedding)
+
+
+def build_glossary(settings: Settings) -> Glossary:
+    """The process's dictionaries (compiled in DATA_DIR once, opened in the background)."""
+    return shared_glossary(settings.glossary_file, settings.translation.dictionary_folder)
 
 
 def build_reranker(settings: Settings) -> Reranker | None:

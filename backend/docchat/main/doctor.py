@@ -283,6 +283,13 @@ async def _documents(subjects: Subjects) -> Finding:
             f"start the service (`docchat serve` or `docchat worker` bring them up to date "
             f"at start, progress in the log), or run `{upgrade.COMMAND}`",
         )
+    if backlog.outdated_rows:
+        return _warning(
+            "documents",
+            f"{backlog.outdated_rows} BM25 row(s) of German or Chinese text were written by an "
+            "earlier version of the index: found less well by questions in other languages",
+            f"start the service (it writes them again at start), or run `{upgrade.COMMAND}`",
+        )
     if subjects.vector_store is None:
         return _warning(
             "documents",

@@ -40,6 +40,7 @@ from docchat.retrieval.languages import (
     segmented,
 )
 from docchat.retrieval.models import INDEX_VERSION, DocumentChunk
+from docchat.retrieval.passage_glosses import GLOSS_CONFIGURATION, PassageGlosses
 
 K1 = 1.2
 B = 0.75
@@ -87,8 +88,17 @@ def as_indexed(text: str, code: str | None) -> str:
     return segmented(with_parts(text, code))
 
 
+def _gloss(glosses: PassageGlosses | None, text: str, code: str | None) -> dict[str, str]:
+    """The row's English gloss (`passage_glosses`: Chinese passages), read as English."""
+    gloss = glosses.of(text, code) if glosses is not None else None
+    return {"gloss": gloss or "", "gloss_language": GLOSS_CONFIGURATION}
+
+
 def _chunk_rows(
-    chunks: Sequence[Chunk], indexed: Sequence[str], language: str
+    chunks: Sequence[Chunk],
+    indexed: Sequence[str],
+    language: str,
+    glosses: PassageGlosses | None,
 ) -> list[dict[str, Any]]:
     rows = []
     for chunk, indexed_text in zip(chunks, indexed, strict=True):
@@ -105,6 +115,7 @@ def _chunk_rows(
                 "language_code": code,
                 "indexed": as_indexed(indexed_text, code),
                 "index_version": INDEX_VERSION,
+                **_gloss(glosses, chunk.text, code),
             }
         )
     return rows
@@ -115,16 +126,18 @@ async def add_chunks(
     chunks: Sequence[Chunk],
     language: str,
     indexed_texts: Sequence[str] | None = None,
+    glosses: PassageGlosses | None = None,
 ) -> None:
     """Index chunks (the caller commits), each in its own language (`languages.py`), or in
     `language`, a PostgreSQL text search config, when its language cannot be told.
 
     `indexed_texts`, when given, is what BM25 sees of each chunk (its text with a header);
-    the stored text stays the chunk's own. Idempotent: a chunk written again (a retried job)
-    replaces the row it had."""
+    the stored text stays the chunk's own. `glosses`: Chinese chunks are also read as their
+    English gloss. Idempotent: a chunk written again (a retried job) replaces the row it had."""
     indexed = list(indexed_texts) if indexed_texts is not None else [c.text for c in chunks]
-    # Telling each chunk's language takes about a millisecond: not on the event loop.
-    rows = await asyncio.to_thread(_chunk_rows, chunks, indexed, language)
+    # Telling each chunk's language takes about a millisecond, and a gloss may wait for the
+    # dictionaries: not on the event loop.
+    rows = await asyncio.to_thread(_chunk_rows, chunks, indexed, language, glosses)
     for start in range(0, len(rows), INSERT_BATCH):
         await repository.upsert_chunks(session, rows[start : start + INSERT_BATCH])
 
@@ -134,10 +147,12 @@ async def rewrite_outdated(
     indexed: Callable[[str, str], str],
     default_language: str,
     limit: int,
+    glosses: PassageGlosses | None = None,
 ) -> int:
     """Write again, as this version of the index writes them, up to `limit` rows an earlier
-    version wrote otherwise (German chunks without their compounds' parts), locked until the
-    caller commits; how many. `indexed(filename, text)`: what BM25 reads of a chunk."""
+    version wrote otherwise (German chunks without their compounds' parts, Chinese ones without
+    their English gloss), locked until the caller commits; how many. `indexed(filename,
+    text)`: what BM25 reads of a chunk."""
     rows = await repository.outdated_rows(session, limit)
     if not rows:
         return 0
@@ -150,11 +165,13 @@ async def rewrite_outdated(
                 "indexed": as_indexed(indexed(row.filename, row.text), row.language_code),
                 "index_version": INDEX_VERSION,
                 "default_language": default_language,
+                **_gloss(glosses, row.text, row.language_code),
             }
             for row in rows
         ]
 
-    # Splitting compounds reads a word list the first time (about a second): not on the loop.
+    # Splitting compounds reads a word list the first time (about a second), and a gloss may
+    # wait for the dictionaries: not on the loop.
     await repository.rewrite_rows(session, await asyncio.to_thread(rewritten))
     return len(rows)
 

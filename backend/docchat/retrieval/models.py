@@ -10,9 +10,10 @@ from docchat.db import Base
 
 # The version of the index new rows are written with: 2 since German chunks hold the parts of
 # their compounds (`compounds.py`).
-INDEX_VERSION = 2
-# The rows of an earlier version whose vector the current one writes otherwise (German ones).
-OUTDATED_ROWS = "index_version < 2 AND language_code = 'de'"
+INDEX_VERSION = 3
+# The rows of an earlier version whose vector the current one writes otherwise: German ones
+# (2: their compounds' parts) and Chinese ones (3: their English gloss).
+OUTDATED_ROWS = "index_version < 3 AND language_code IN ('de', 'zh')"
 
 
 class DocumentChunk(Base):
@@ -57,5 +58,6 @@ class DocumentChunk(Base):
     # `language` is the installation's): which languages a scope holds, so that a question is
     # searched in each (migration 0033, and its index for `repository.scope_languages`).
     language_code: Mapped[str | None] = mapped_column(String(8), default=None)
-    # How `tsv` was written (`INDEX_VERSION`; migration 0034): 2 holds German compounds' parts.
+    # How `tsv` was written (`INDEX_VERSION`; migrations 0034, 0035): 2 holds German compounds'
+    # parts, 3 Chinese chunks' English gloss.
     index_version: Mapped[int] = mapped_column(SmallInteger, server_default="1")

@@ -244,17 +244,19 @@ def _wide_scope_languages(condition: str) -> TextClause:
     return text(_SCOPE_LANGUAGES.format(join=joined, listed=""))
 
 
-# One chunk's row, written again in place when a retried job writes it twice. One statement,
-# prepared once and run for each row (asyncpg sends the rows together): a multi-row INSERT
-# built with SQLAlchemy for each batch took 90 ms of the event loop to build for 500 rows (16 ms
-# for 64), in the API's process where `docchat serve` runs the worker.
+# One chunk's row, written again in place when a retried job writes it twice; a Chinese chunk's
+# vector also holds its English gloss, read as English (`passage_glosses`; else empty). One
+# statement, prepared once and run for each row (asyncpg sends the rows together): a multi-row
+# INSERT built with SQLAlchemy for each batch took 90 ms of the event loop to build for 500 rows
+# (16 ms for 64), in the API's process where `docchat serve` runs the worker.
 _UPSERT_CHUNK = text(
     """
 INSERT INTO document_chunks
   (document_id, chunk_index, page, location, text, tokens, tsv, language, language_code,
    index_version)
 VALUES (:document_id, :chunk_index, :page, :location, :text, :tokens,
-        docchat_folded(to_tsvector(CAST(:language AS regconfig), :indexed)), :language,
+        docchat_folded(to_tsvector(CAST(:language AS regconfig), :indexed)
+                       || to_tsvector(CAST(:gloss_language AS regconfig), :gloss)), :language,
         :language_code, :index_version)
 ON CONFLICT (document_id, chunk_index) DO UPDATE SET
   page = excluded.page, location = excluded.location, text = excluded.text,
@@ -282,7 +284,8 @@ _REWRITE_ROW = text(
     """
 UPDATE document_chunks
 SET tsv = docchat_folded(to_tsvector(CAST(coalesce(language, :default_language) AS regconfig),
-                                     :indexed)),
+                                     :indexed)
+                         || to_tsvector(CAST(:gloss_language AS regconfig), :gloss)),
     index_version = :index_version
 WHERE document_id = :document_id AND chunk_index = :chunk_index
 """

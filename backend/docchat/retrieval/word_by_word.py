@@ -94,6 +94,8 @@ SHORTEST_COMPOUND_PART = 3
 LONGEST_COMPOUND = 40
 # Words of a question translated; the rest of a pasted text is searched as written.
 MOST_WORDS = 100
+# A passage's words at most (a chunk of 1,000 characters of Chinese holds some 600).
+MOST_PASSAGE_WORDS = 2_000
 SCHEMA_VERSION = "4"
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
@@ -574,11 +576,13 @@ class Glossary:
     def directions(self) -> frozenset[str]:
         return self._languages if self._connection is not None else frozenset()
 
-    def gloss(self, text: str, language: str, target: str = ENGLISH) -> str | None:
+    def gloss(
+        self, text: str, language: str, target: str = ENGLISH, *, most_words: int = MOST_WORDS
+    ) -> str | None:
         """`text`, written in `language`, as the words its dictionary into `target` gives each
-        of its words (names and unknown words kept as written), or None when there is no
-        dictionary for the direction (or it is not ready yet) or nothing was translated. One
-        of the two languages is English."""
+        of its first `most_words` words (names and unknown words kept as written), or None
+        when there is no dictionary for the direction (or it is not ready yet) or nothing was
+        translated. One of the two languages is English."""
         if self._connection is None:
             self.prepare()
         direction = pair(language, target)
@@ -587,9 +591,9 @@ class Glossary:
         # Composed: a decomposed "Mädchen" would be read as "Ma" and "dchen".
         text = unicodedata.normalize("NFC", text)
         if language == ENGLISH:
-            return self._gloss_english(text, direction)
+            return self._gloss_english(text, direction, most_words)
         words = _chinese_words(text, self._lookup) if language == CHINESE else _words(text)
-        words = words[:MOST_WORDS]
+        words = words[:most_words]
         glossed: list[str] = []
         translated = False
         for index, word in enumerate(words):
@@ -607,12 +611,12 @@ class Glossary:
                 glossed.append(word)
         return " ".join(dict.fromkeys(glossed)) if translated else None
 
-    def _gloss_english(self, text: str, direction: str) -> str | None:
+    def _gloss_english(self, text: str, direction: str, most_words: int) -> str | None:
         """An English text in another language, word by word: the longest phrase the
         dictionary holds at each word first ("take place"), words of grammar left out (even
         in a name: the "Who" of "Doctor Who"), names kept as written (translated too when the
         dictionary knows them: "Warsaw" -> 华沙; not an acronym or a letter)."""
-        words = _words(text)[:MOST_WORDS]
+        words = _words(text)[:most_words]
         kept = FROM_ENGLISH_PER_WORD.get(direction.rsplit(">", 1)[-1], FROM_ENGLISH_DEFAULT)
         glossed: list[str] = []
         translated = False

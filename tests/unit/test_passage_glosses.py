@@ -1,0 +1,43 @@
+"""Chinese passages read in English too (issue 69: English questions over Chinese documents):
+their dictionary gloss, and the rows an upgrade writes again to add it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from docchat.retrieval.compounds import COMPOUNDING
+from docchat.retrieval.models import OUTDATED_ROWS
+from docchat.retrieval.passage_glosses import GLOSSED, PassageGlosses
+from docchat.retrieval.word_by_word import MOST_WORDS, Glossary
+
+MIGRATIONS = Path(__file__).parents[2] / "migrations" / "versions"
+
+
+def test_a_chinese_passage_is_glossed_whole_in_english(compiled_glossary: Path) -> None:
+    glosses = PassageGlosses(Glossary(compiled_glossary, Path("/nonexistent")))
+    gloss = glosses.of("维苏威火山在1781年爆发了。", "zh")
+    assert gloss is not None and {"volcano", "erupt", "1781"} <= set(gloss.split())
+    # Longer than a question: every word of a passage, not only its first hundred.
+    passage = "河流" * MOST_WORDS + "火山"
+    assert "volcano" in (glosses.of(passage, "zh") or "")
+
+
+def test_only_glossed_languages_give_a_gloss(compiled_glossary: Path) -> None:
+    glosses = PassageGlosses(Glossary(compiled_glossary, Path("/nonexistent")))
+    assert glosses.of("Die Fähre legt um acht Uhr ab.", "de") is None
+    assert glosses.of("The ferry leaves at eight.", None) is None
+
+
+def test_the_rows_written_again_are_those_of_the_split_and_glossed_languages() -> None:
+    """The partial index (the newest migration that builds it) and the upgrade find the rows
+    whose vector the current version writes otherwise."""
+    for language in (*COMPOUNDING, *GLOSSED):
+        assert f"'{language}'" in OUTDATED_ROWS
+    spec = importlib.util.spec_from_file_location(
+        "glosses_migration", MIGRATIONS / "20261129_0035_chinese_glosses.py"
+    )
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    assert migration.OUTDATED == OUTDATED_ROWS
