@@ -318,6 +318,24 @@ async def test_a_chinese_passage_is_read_in_english_by_bm25_and_the_embedder(
     assert pipeline.embedded(english) == pipeline.indexed(english)
 
 
+async def test_a_german_passage_is_found_by_the_english_of_its_words(
+    client: httpx.AsyncClient, components: Components
+) -> None:
+    """Issue 69: an English question without a name shared no word with a German passage; the
+    passage is now indexed with its English gloss too, and still embedded as its own text (the
+    bundled embedder reads German better than a gloss of it)."""
+    headers = await auth_headers(client)
+    ferry = await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
+    bakery = await upload_and_process(client, components, headers, "bakery.txt", BAKERY.encode())
+    lexical = components.retriever.lexical
+    assert lexical is not None
+    scope = [vector_ref(ferry), vector_ref(bakery)]
+    found = await lexical.search(scope, "How many hours does the crossing last?", 2)
+    assert [str(hit.chunk.document_id) for hit in found][:1] == [ferry["id"]]
+    pipeline = IngestionWorker(components).pipeline
+    assert pipeline.embedded(found[0].chunk) == pipeline.indexed(found[0].chunk)
+
+
 async def test_chinese_rows_of_an_earlier_index_get_their_gloss_when_the_service_starts(
     client: httpx.AsyncClient, components: Components, session: AsyncSession
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from docchat.config import TranslationSettings
 from docchat.retrieval.compounds import COMPOUNDING
 from docchat.retrieval.models import OUTDATED_ROWS
 from docchat.retrieval.passage_glosses import GLOSSED, PassageGlosses
@@ -14,8 +15,15 @@ from docchat.retrieval.word_by_word import MOST_WORDS, Glossary
 MIGRATIONS = Path(__file__).parents[2] / "migrations" / "versions"
 
 
+def _glosses(compiled: Path) -> PassageGlosses:
+    """Over the run's compiled dictionaries, opened with the folder they were compiled from
+    (another folder's dictionaries would have them compiled again)."""
+    folder = TranslationSettings(_env_file=None).dictionary_folder  # type: ignore[call-arg]
+    return PassageGlosses(Glossary(compiled, folder))
+
+
 def test_a_chinese_passage_is_glossed_whole_in_english(compiled_glossary: Path) -> None:
-    glosses = PassageGlosses(Glossary(compiled_glossary, Path("/nonexistent")))
+    glosses = _glosses(compiled_glossary)
     gloss = glosses.of("维苏威火山在1781年爆发了。", "zh")
     assert gloss is not None and {"volcano", "erupt", "1781"} <= set(gloss.split())
     # Longer than a question: every word of a passage, not only its first hundred.
@@ -23,9 +31,13 @@ def test_a_chinese_passage_is_glossed_whole_in_english(compiled_glossary: Path) 
     assert "volcano" in (glosses.of(passage, "zh") or "")
 
 
-def test_only_glossed_languages_give_a_gloss(compiled_glossary: Path) -> None:
-    glosses = PassageGlosses(Glossary(compiled_glossary, Path("/nonexistent")))
-    assert glosses.of("Die Fähre legt um acht Uhr ab.", "de") is None
+def test_passages_in_every_language_with_a_dictionary_are_glossed_but_english(
+    compiled_glossary: Path,
+) -> None:
+    glosses = _glosses(compiled_glossary)
+    german = glosses.of("Die Überfahrt dauert zwei Stunden.", "de")
+    assert german is not None and {"crossing", "lasts"} <= set(german.split())
+    assert glosses.of("The ferry leaves at eight.", "en") is None
     assert glosses.of("The ferry leaves at eight.", None) is None
 
 
@@ -35,7 +47,7 @@ def test_the_rows_written_again_are_those_of_the_split_and_glossed_languages() -
     for language in (*COMPOUNDING, *GLOSSED):
         assert f"'{language}'" in OUTDATED_ROWS
     spec = importlib.util.spec_from_file_location(
-        "glosses_migration", MIGRATIONS / "20261129_0035_chinese_glosses.py"
+        "glosses_migration", MIGRATIONS / "20261129_0035_passage_glosses.py"
     )
     assert spec is not None and spec.loader is not None
     migration = importlib.util.module_from_spec(spec)

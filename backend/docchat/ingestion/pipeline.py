@@ -66,9 +66,9 @@ class DocumentPipeline:
         glosses: PassageGlosses,
         in_between: Callable[[], Awaitable[None]],
     ) -> None:
-        """`glosses`: Chinese chunks' English (`passage_glosses`); `in_between`: run while a
-        long document waits between two of its batches (another owner's document, see
-        `embed_all`)."""
+        """`glosses`: the English of chunks in other languages (`passage_glosses`);
+        `in_between`: run while a long document waits between two of its batches (another
+        owner's document, see `embed_all`)."""
         self.settings = settings
         self.claims = claims
         self.extractor = extractor

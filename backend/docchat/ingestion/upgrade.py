@@ -78,8 +78,8 @@ class Backlog:
 
     documents_without_rows: int
     chunks_in_older_layout: int
-    # Found, but less well than now: German rows without their compounds' parts, Chinese ones
-    # without their English gloss (written again at start).
+    # Found, but less well than now: German rows without their compounds' parts, rows in
+    # other languages without their English gloss (written again at start).
     outdated_rows: int = 0
 
     def __bool__(self) -> bool:
@@ -267,8 +267,8 @@ async def _rewrite_outdated_rows(parts: UpgradeParts, stop: asyncio.Event) -> in
         return 0
     logger.warning(
         "%d BM25 rows were written by an earlier version of the index (German chunks without "
-        "their compounds' parts, Chinese ones without their English gloss): writing them "
-        "again from their text",
+        "their compounds' parts, those in other languages without their English gloss): "
+        "writing them again from their text",
         total,
     )
     indexed = _indexed(parts.settings)

@@ -286,8 +286,9 @@ async def _documents(subjects: Subjects) -> Finding:
     if backlog.outdated_rows:
         return _warning(
             "documents",
-            f"{backlog.outdated_rows} BM25 row(s) of German or Chinese text were written by an "
-            "earlier version of the index: found less well by questions in other languages",
+            f"{backlog.outdated_rows} BM25 row(s) of German, French, Spanish or Chinese text "
+            "were written by an earlier version of the index: found less well by questions in "
+            "other languages",
             f"start the service (it writes them again at start), or run `{upgrade.COMMAND}`",
         )
     if subjects.vector_store is None:

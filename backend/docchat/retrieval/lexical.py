@@ -89,7 +89,7 @@ def as_indexed(text: str, code: str | None) -> str:
 
 
 def _gloss(glosses: PassageGlosses | None, text: str, code: str | None) -> dict[str, str]:
-    """The row's English gloss (`passage_glosses`: Chinese passages), read as English."""
+    """The row's English gloss, read as English (`passage_glosses`; empty for English)."""
     gloss = glosses.of(text, code) if glosses is not None else None
     return {"gloss": gloss or "", "gloss_language": GLOSS_CONFIGURATION}
 
@@ -132,8 +132,9 @@ async def add_chunks(
     `language`, a PostgreSQL text search config, when its language cannot be told.
 
     `indexed_texts`, when given, is what BM25 sees of each chunk (its text with a header);
-    the stored text stays the chunk's own. `glosses`: Chinese chunks are also read as their
-    English gloss. Idempotent: a chunk written again (a retried job) replaces the row it had."""
+    the stored text stays the chunk's own. `glosses`: chunks in other languages are also read
+    as their English gloss. Idempotent: a chunk written again (a retried job) replaces the row
+    it had."""
     indexed = list(indexed_texts) if indexed_texts is not None else [c.text for c in chunks]
     # Telling each chunk's language takes about a millisecond, and a gloss may wait for the
     # dictionaries: not on the event loop.
@@ -150,9 +151,9 @@ async def rewrite_outdated(
     glosses: PassageGlosses | None = None,
 ) -> int:
     """Write again, as this version of the index writes them, up to `limit` rows an earlier
-    version wrote otherwise (German chunks without their compounds' parts, Chinese ones without
-    their English gloss), locked until the caller commits; how many. `indexed(filename,
-    text)`: what BM25 reads of a chunk."""
+    version wrote otherwise (German chunks without their compounds' parts, those in other
+    languages without their English gloss), locked until the caller commits; how many.
+    `indexed(filename, text)`: what BM25 reads of a chunk."""
     rows = await repository.outdated_rows(session, limit)
     if not rows:
         return 0

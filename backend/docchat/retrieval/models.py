@@ -12,8 +12,8 @@ from docchat.db import Base
 # their compounds (`compounds.py`).
 INDEX_VERSION = 3
 # The rows of an earlier version whose vector the current one writes otherwise: German ones
-# (2: their compounds' parts) and Chinese ones (3: their English gloss).
-OUTDATED_ROWS = "index_version < 3 AND language_code IN ('de', 'zh')"
+# (2: their compounds' parts) and those of every glossed language (3: their English gloss).
+OUTDATED_ROWS = "index_version < 3 AND language_code IN ('de', 'fr', 'es', 'zh')"
 
 
 class DocumentChunk(Base):
@@ -59,5 +59,5 @@ class DocumentChunk(Base):
     # searched in each (migration 0033, and its index for `repository.scope_languages`).
     language_code: Mapped[str | None] = mapped_column(String(8), default=None)
     # How `tsv` was written (`INDEX_VERSION`; migrations 0034, 0035): 2 holds German compounds'
-    # parts, 3 Chinese chunks' English gloss.
+    # parts, 3 German, French, Spanish and Chinese chunks' English gloss.
     index_version: Mapped[int] = mapped_column(SmallInteger, server_default="1")

@@ -244,8 +244,8 @@ def _wide_scope_languages(condition: str) -> TextClause:
     return text(_SCOPE_LANGUAGES.format(join=joined, listed=""))
 
 
-# One chunk's row, written again in place when a retried job writes it twice; a Chinese chunk's
-# vector also holds its English gloss, read as English (`passage_glosses`; else empty). One
+# One chunk's row, written again in place when a retried job writes it twice; its vector also
+# holds its English gloss, read as English (`passage_glosses`; empty for English). One
 # statement, prepared once and run for each row (asyncpg sends the rows together): a multi-row
 # INSERT built with SQLAlchemy for each batch took 90 ms of the event loop to build for 500 rows
 # (16 ms for 64), in the API's process where `docchat serve` runs the worker.

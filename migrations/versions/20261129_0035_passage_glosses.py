@@ -1,9 +1,9 @@
-"""Chunk index version 3: Chinese chunks indexed with their English gloss
+"""Chunk index version 3: passages in other languages indexed with their English gloss
 
-A Chinese chunk's BM25 vector now also holds its English gloss, read as English
-(`retrieval/passage_glosses.py`). Chinese rows of an earlier version are written again from
-their text by the service when it starts (`ingestion.upgrade`), as German ones of version 1
-are: the partial index over the rows to write again now lists both.
+A German, French, Spanish or Chinese chunk's BM25 vector now also holds its English gloss,
+read as English (`retrieval/passage_glosses.py`). Their rows of an earlier version are written
+again from their text by the service when it starts (`ingestion.upgrade`), as German ones of
+version 1 were: the partial index over the rows to write again now lists them all.
 
 Revision ID: 0035
 Revises: 0034
@@ -21,7 +21,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 INDEX = "ix_document_chunks_outdated"
-OUTDATED = "index_version < 3 AND language_code IN ('de', 'zh')"
+OUTDATED = "index_version < 3 AND language_code IN ('de', 'fr', 'es', 'zh')"
 OUTDATED_BEFORE = "index_version < 2 AND language_code = 'de'"
 
 
