@@ -46,7 +46,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -96,6 +96,8 @@ LONGEST_COMPOUND = 40
 MOST_WORDS = 100
 # A passage's words at most (a chunk of 1,000 characters of Chinese holds some 600).
 MOST_PASSAGE_WORDS = 2_000
+# Look-ups remembered (about 100 bytes each).
+REMEMBERED_LOOKUPS = 50_000
 SCHEMA_VERSION = "4"
 
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
@@ -512,6 +514,12 @@ class Glossary:
     _languages: frozenset[str] = field(default=frozenset(), init=False, repr=False)
     _compiling: threading.Thread | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    # The latest look-ups' answers: a passage's gloss looks up each of its words in several
+    # spellings, and Chinese each run of characters at every length (`_chinese_words`).
+    _found_before: OrderedDict[tuple[str, str], list[str]] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
+    _chinese: frozenset[str] | None = field(default=None, init=False, repr=False)
 
     def prepare(self) -> None:
         """Open the compiled dictionaries in a background thread, compiling them first when
@@ -592,7 +600,7 @@ class Glossary:
         text = unicodedata.normalize("NFC", text)
         if language == ENGLISH:
             return self._gloss_english(text, direction, most_words)
-        words = _chinese_words(text, self._lookup) if language == CHINESE else _words(text)
+        words = _chinese_words(text, self._chinese_words()) if language == CHINESE else _words(text)
         words = words[:most_words]
         glossed: list[str] = []
         translated = False
@@ -652,16 +660,33 @@ class Glossary:
             return 1, []
         return 1, self._found(word, ENGLISH, direction=direction)
 
+    def _chinese_words(self) -> frozenset[str]:
+        """CC-CEDICT's words, read once (about 120,000, some 10 MB): a passage is cut into
+        them trying every length at every character, mostly strings no dictionary holds."""
+        with self._lock:
+            if self._chinese is None and self._connection is not None:
+                rows = self._connection.execute(
+                    "SELECT word FROM words WHERE language = ?", (CHINESE,)
+                )
+                self._chinese = frozenset(row[0] for row in rows)
+            return self._chinese or frozenset()
+
     def _lookup(self, language: str, word: str) -> list[str]:
         connection = self._connection
         if connection is None:
             return []
+        key = (language, word)
         with self._lock:
-            row = connection.execute(
-                "SELECT translations FROM words WHERE language = ? AND word = ?",
-                (language, word),
-            ).fetchone()
-        return row[0].split("\t") if row else []
+            found = self._found_before.get(key)
+            if found is None:
+                row = connection.execute(
+                    "SELECT translations FROM words WHERE language = ? AND word = ?", key
+                ).fetchone()
+                found = row[0].split("\t") if row else []
+                self._found_before[key] = found
+                if len(self._found_before) > REMEMBERED_LOOKUPS:
+                    self._found_before.popitem(last=False)
+        return found
 
     def _translations(self, word: str, language: str) -> tuple[list[str], bool]:
         """The word's translations, and whether they are a German compound's parts'."""
@@ -736,9 +761,9 @@ def _words(text: str) -> list[str]:
     return [part for word in _WORD.findall(text) for part in re.split(r"['’]", word) if part]
 
 
-def _chinese_words(text: str, lookup: Callable[[str, str], list[str]]) -> list[str]:
-    """The question's words: runs of Chinese cut greedily into the longest words CC-CEDICT
-    holds (forward maximum matching), other runs as they are written."""
+def _chinese_words(text: str, dictionary: frozenset[str]) -> list[str]:
+    """The text's words: runs of Chinese cut greedily into the longest words of `dictionary`
+    (CC-CEDICT's; forward maximum matching), other runs as they are written."""
     words: list[str] = []
     for token in _TOKEN.findall(text):
         if not _CJK.match(token):
@@ -747,7 +772,7 @@ def _chinese_words(text: str, lookup: Callable[[str, str], list[str]]) -> list[s
         start = 0
         while start < len(token):
             for end in range(min(len(token), start + LONGEST_CHINESE_WORD), start, -1):
-                if end - start == 1 or lookup(CHINESE, token[start:end]):
+                if end - start == 1 or token[start:end] in dictionary:
                     words.append(token[start:end])
                     start = end
                     break
