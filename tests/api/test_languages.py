@@ -13,16 +13,19 @@ import httpx
 import sqlalchemy as sa
 from fastapi import FastAPI
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from docchat.config import TranslationSettings
 from docchat.ingestion import upgrade
 from docchat.ingestion.worker import IngestionWorker
 from docchat.main import doctor
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from docchat.retrieval.models import INDEX_VERSION, DocumentChunk
+from docchat.retrieval.passage_glosses import PassageGlosses
+from docchat.retrieval.word_by_word import Glossary
 from tests.support.chat import ask
-from tests.support.documents import upload_and_process, vector_ref
+from tests.support.documents import upload, upload_and_process, vector_ref
 from tests.support.llm_server import ScriptedLLM
 from tests.support.users import auth_headers
 
@@ -259,6 +262,60 @@ async def test_a_german_compound_is_found_by_its_parts(
     assert found[0].chunk.text == BRIDGE
 
 
+@dataclasses.dataclass
+class _WatchedGlossary(Glossary):
+    """The run's dictionaries, noting at each wait for them while they are not open yet (a
+    compile's minute on a new installation) whether a transaction of the test's connection
+    (every session's, here) was open."""
+
+    connection: AsyncConnection | None = None
+    waited_in_a_transaction: list[bool] = dataclasses.field(default_factory=list)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        assert self.connection is not None
+        if not self.directions:
+            in_transaction = self.connection.sync_connection.in_nested_transaction()
+            self.waited_in_a_transaction.append(in_transaction)
+        return super().wait_ready(timeout)
+
+
+async def test_the_worker_waits_for_the_dictionaries_outside_its_transaction(
+    client: httpx.AsyncClient,
+    components: Components,
+    connection: AsyncConnection,
+    compiled_glossary: Path,
+) -> None:
+    """A passage's gloss waits for the dictionaries, which a new installation compiles for a
+    minute: the wait came inside the transaction that holds the job's row, so the job's
+    heartbeats could not be written and another worker could take it over."""
+    folder = TranslationSettings(_env_file=None).dictionary_folder  # type: ignore[call-arg]
+    glossary = _WatchedGlossary(compiled_glossary, folder, connection=connection)
+    parts = dataclasses.replace(components)
+    parts.glosses = PassageGlosses(glossary)
+    headers = await auth_headers(client)
+    rhine = await upload(client, headers, "rhein.txt", CHINESE.encode())
+    await IngestionWorker(parts).run_until_idle()
+    listed = await client.get(f"/api/v1/documents/{rhine.json()['id']}", headers=headers)
+    assert listed.json()["status"] == "completed"
+    assert glossary.waited_in_a_transaction and not any(glossary.waited_in_a_transaction)
+
+
+async def _as_an_earlier_index_wrote(
+    session: AsyncSession, document_id: str, version: int, configuration: str
+) -> None:
+    """The document's rows as index `version` wrote them: its text read by `configuration`
+    alone (no compounds' parts, no gloss)."""
+    await session.execute(
+        sa.text(
+            "UPDATE document_chunks SET index_version = :version, "
+            "tsv = docchat_folded(to_tsvector(CAST(:configuration AS regconfig), text)) "
+            "WHERE document_id = :id"
+        ),
+        {"id": uuid.UUID(document_id), "version": version, "configuration": configuration},
+    )
+    await session.commit()
+
+
 async def test_german_rows_of_an_earlier_index_get_their_parts_when_the_service_starts(
     client: httpx.AsyncClient, components: Components, session: AsyncSession
 ) -> None:
@@ -268,14 +325,7 @@ async def test_german_rows_of_an_earlier_index_get_their_parts_when_the_service_
     bridge = await upload_and_process(client, components, headers, "bruecke.txt", BRIDGE.encode())
     ferry = await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
     # The row as the previous version wrote it: the compound stemmed whole, version 1.
-    await session.execute(
-        sa.text(
-            "UPDATE document_chunks SET index_version = 1, "
-            "tsv = docchat_folded(to_tsvector('german', text)) WHERE document_id = :id"
-        ),
-        {"id": uuid.UUID(bridge["id"])},
-    )
-    await session.commit()
+    await _as_an_earlier_index_wrote(session, bridge["id"], 1, "german")
     lexical = components.retriever.lexical
     assert lexical is not None
     scope = [vector_ref(bridge), vector_ref(ferry)]
@@ -343,14 +393,7 @@ async def test_chinese_rows_of_an_earlier_index_get_their_gloss_when_the_service
     upgrade at the service's start (their vectors when the document is read again)."""
     headers = await auth_headers(client)
     rhine = await upload_and_process(client, components, headers, "rhein.txt", CHINESE.encode())
-    await session.execute(
-        sa.text(
-            "UPDATE document_chunks SET index_version = 2, "
-            "tsv = docchat_folded(to_tsvector('simple', text)) WHERE document_id = :id"
-        ),
-        {"id": uuid.UUID(rhine["id"])},
-    )
-    await session.commit()
+    await _as_an_earlier_index_wrote(session, rhine["id"], 2, "simple")
     lexical = components.retriever.lexical
     assert lexical is not None
     question = "When did the delta of the river start to form?"

@@ -157,6 +157,8 @@ class GroupIngestion:
     ) -> None:
         """The members' text in one transaction, their vectors in one model run and one
         write, their completions in one transaction."""
+        texts = [chunk.text for member in members for chunk in member.chunks]
+        await self.pipeline.glosses.ready_for(texts)
         async with self._fenced(members, lost, outcomes) as (session, held):
             chunks = [chunk for member in held for chunk in member.chunks]
             with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):

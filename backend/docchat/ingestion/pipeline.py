@@ -95,7 +95,8 @@ class DocumentPipeline:
         return indexed_text(chunk.filename, chunk.text, header=self.settings.indexing.chunk_header)
 
     async def write_rows(self, session: AsyncSession, chunks: Sequence[Chunk]) -> None:
-        """The chunks' BM25 rows (the caller commits)."""
+        """The chunks' BM25 rows (the caller commits; before its transaction, it awaited
+        `glosses.ready_for` the chunks' text)."""
         await lexical.add_chunks(
             session,
             chunks,
@@ -146,6 +147,7 @@ class DocumentPipeline:
                 pass
             await self.index.delete_document(ref)
         # The text goes in at once: inline answers read it while the vectors are made.
+        await self.glosses.ready_for([chunk.text for chunk in chunks])
         with tracing.span("ingestion.lexical", {"docchat.chunks": len(chunks)}):
             async with self.claims.fenced(job) as session:
                 if read_before:

@@ -245,6 +245,7 @@ async def _write_rows(parts: UpgradeParts, document: Document, chunks: list[Chun
     """The document's BM25 rows and word total, unless it changed meanwhile (read again,
     deleted, or given its rows by another process): 1 when written."""
     indexed = _indexed(parts.settings)
+    await parts.glosses.ready_for([chunk.text for chunk in chunks])
     async with session_scope(parts.sessionmaker) as session:
         current = await documents_repository.lock_live(session, document.id)
         if not _unchanged(current, document) or await lexical.count_chunks(session, document.id):
@@ -272,6 +273,7 @@ async def _rewrite_outdated_rows(parts: UpgradeParts, stop: asyncio.Event) -> in
         total,
     )
     indexed = _indexed(parts.settings)
+    await parts.glosses.ready()  # the rows are those of glossed languages
     done = 0
     while not stop.is_set():
         async with session_scope(parts.sessionmaker) as session:

@@ -48,6 +48,7 @@ async def ingest_version(
     if stored != len(chunks):
         raise IncompleteIndex(f"{stored} vectors for {len(chunks)} chunks")
     old_key = document.storage_key
+    await pipeline.glosses.ready_for([chunk.text for chunk in chunks])
     async with claims.fenced(job) as session:
         live = await documents_repository.lock_live(session, document.id)
         if live is not None:

@@ -18,8 +18,11 @@ questions' recall@4 with no model went from 0.611 to 0.893 over Chinese document
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from docchat.retrieval.languages import language_of
 from docchat.retrieval.word_by_word import LANGUAGES, MOST_PASSAGE_WORDS, Glossary
 
 # The languages whose passages are also indexed as their English gloss: those with a dictionary
@@ -38,6 +41,18 @@ class PassageGlosses:
 
     glossary: Glossary
     ready_wait_seconds: float = READY_WAIT_SECONDS
+
+    async def ready(self) -> None:
+        """Wait, off the event loop and at most `ready_wait_seconds`, for the dictionaries."""
+        await asyncio.to_thread(self.glossary.wait_ready, self.ready_wait_seconds)
+
+    async def ready_for(self, texts: Sequence[str]) -> None:
+        """`ready`, when one of `texts` is to be glossed: called before the transaction that
+        writes their rows, which must not stay open while the dictionaries compile (a worker's
+        holds its job's row, which its heartbeats write)."""
+        languages = await asyncio.to_thread(lambda: {language_of(text) for text in texts})
+        if languages & GLOSSED:
+            await self.ready()
 
     def of(self, text: str, language: str | None) -> str | None:
         """The passage's English gloss, or None when its language is not glossed or there is
