@@ -600,7 +600,10 @@ class Glossary:
         text = unicodedata.normalize("NFC", text)
         if language == ENGLISH:
             return self._gloss_english(text, direction, most_words)
-        words = _chinese_words(text, self._chinese_words()) if language == CHINESE else _words(text)
+        if language == CHINESE:
+            words = _chinese_words(text, self._chinese_dictionary())
+        else:
+            words = _words(text)
         words = words[:most_words]
         glossed: list[str] = []
         translated = False
@@ -660,7 +663,7 @@ class Glossary:
             return 1, []
         return 1, self._found(word, ENGLISH, direction=direction)
 
-    def _chinese_words(self) -> frozenset[str]:
+    def _chinese_dictionary(self) -> frozenset[str]:
         """CC-CEDICT's words, read once (145,000, 16 MB): a passage is cut into
         them trying every length at every character, mostly strings no dictionary holds."""
         with self._lock:
