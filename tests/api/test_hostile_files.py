@@ -44,7 +44,9 @@ async def test_a_pdf_of_pages_that_exhaust_the_reader_fails_after_three_pages(
 async def test_the_worker_is_free_for_the_next_document_afterwards(
     client: httpx.AsyncClient, components: Components
 ) -> None:
-    hostile = _with_sandbox(components, Limits(wall_seconds=2, page_seconds=100))
+    # The limit is the fine file's too, with its new reader process's start: 2 s failed it on a
+    # machine busy compiling beside the tests.
+    hostile = _with_sandbox(components, Limits(wall_seconds=5, page_seconds=100))
     headers = await auth_headers(client)
     try:
         stuck = await upload_and_process(client, hostile, headers, "x.pdf", exhausting_pdf())
@@ -54,8 +56,9 @@ async def test_the_worker_is_free_for_the_next_document_afterwards(
     finally:
         hostile.extractor.close()
     assert stuck["status"] == "failed"
-    assert "longer than 2 s and was stopped" in stuck["error"]
-    assert fine["status"] == "completed"  # a new reader process took over
+    assert "longer than 5 s and was stopped" in stuck["error"]
+    # A new reader process took over.
+    assert fine["status"] == "completed", fine.get("error")
 
 
 async def test_a_reader_that_spins_is_stopped_by_its_cpu_limit(tmp_path: Path) -> None:
