@@ -43,6 +43,7 @@ GERMAN = (
     "dauert zwei Stunden, und Fahrkarten gibt es am Schalter im Terminal."
 )
 CHINESE = "全新世莱茵河三角洲大约在八千年前开始形成。河流的流速在整治工程之后明显增加。"
+VOLCANO = "维苏威火山在1781年爆发了。火山灰覆盖了附近的村庄。"
 
 
 def _translating(components: Components, on: bool) -> Components:
@@ -162,6 +163,36 @@ async def test_without_a_translating_model_the_dictionaries_translate_the_questi
     general = absent.json()["assistant_message"]  # glossed too, and still nothing there
     assert general["meta"]["grounded"] is False
     assert not general["sources"]
+
+
+async def test_a_quote_in_another_language_answers_an_english_question(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    components: Components,
+    fresh_llm: ScriptedLLM,
+    compiled_glossary: Path,  # compiled before, not within the wait below (a busy machine)
+) -> None:
+    """Found by a newcomer: English questions over a German and a Chinese document quoted the
+    right sentence, under "Your documents do not answer this (none of the passages mentions
+    crossing)": the verdict looked for the question's English words in the passage's German.
+    It reads a passage in another language with its English gloss too."""
+    built_in = _built_in_model(components)
+    attach_components(app, built_in)
+    assert built_in.translator.glossary.wait_ready(120)
+    headers = await auth_headers(client)
+    await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
+    await upload_and_process(client, components, headers, "vesuv.txt", VOLCANO.encode())
+    for question, document, quoted in (
+        ("How long does the crossing to Helsinki take?", "faehre.txt", "zwei Stunden"),
+        ("When did the volcano erupt?", "vesuv.txt", "1781"),
+    ):
+        answer = (await ask(client, headers, question)).json()["assistant_message"]
+        meta = answer["meta"]
+        assert meta["evidence"] == "answered", (question, meta, answer["content"])
+        assert meta["grounded"] is True
+        assert [source["document_name"] for source in answer["sources"]][:1] == [document]
+        assert quoted in answer["content"]
+    assert fresh_llm.requests == []
 
 
 BRENN = (

@@ -6,7 +6,14 @@ import uuid
 from datetime import date
 
 from docchat.answers import conflicts, extractive
-from docchat.answers.evidence import Needs, figures_in, supports, unsupported_removed, verdict
+from docchat.answers.evidence import (
+    Needs,
+    figures_in,
+    gives_measure,
+    supports,
+    unsupported_removed,
+    verdict,
+)
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.schemas import Source
 
@@ -566,3 +573,32 @@ def test_a_figure_a_model_s_answer_gives_and_its_passages_do_not_is_partial() ->
         _needs(question), [_entry(1, passage, "pgstatstatements.html")], [answer], are_quotes=False
     )
     assert judged.evidence == "partial" and "16" in (judged.why or "")
+
+
+FERRY_DE = "Die Überfahrt nach Helsinki dauert zwei Stunden."
+# What the dictionaries give for it (`PassageGlosses.english`), each word as all its senses.
+FERRY_GLOSS = "crossing passage Überfahrt after Helsinki lasts takes twain two a brace of classes "
+FERRY_GLOSS += "lessons periods hours"
+
+
+def test_a_passage_in_another_language_is_read_with_its_english_gloss() -> None:
+    """An English question's words were looked for in the German alone: "none of the passages
+    mentions crossing" under the right quote (a newcomer's run)."""
+    needs = _needs("How long does the crossing to Helsinki take?")
+    alone = verdict(needs, [_entry(1, FERRY_DE)], [FERRY_DE])
+    assert alone.evidence == "not_in_documents" and "crossing" in (alone.why or "")
+    glossed = verdict(
+        needs,
+        [_entry(1, FERRY_DE)],
+        [FERRY_DE],
+        gloss=lambda text: FERRY_GLOSS if text == FERRY_DE else None,
+    )
+    assert glossed.evidence == "answered", glossed
+
+
+def test_a_gloss_gives_a_measure_when_its_unit_follows_the_amount_within_a_few_words() -> None:
+    assert not gives_measure("zwei Stunden")
+    assert gives_measure("zwei Stunden", "twain two a brace of classes lessons periods hours")
+    # Not in a text's own words: "two" and a unit a sentence apart are no measure.
+    assert not gives_measure("two of them left; the rest stayed for hours")
+    assert not gives_measure("zwei Kinder", "twain two a brace of children kids")

@@ -41,6 +41,22 @@ def test_passages_in_every_language_with_a_dictionary_are_glossed_but_english(
     assert glosses.of("The ferry leaves at eight.", None) is None
 
 
+def test_an_answer_reads_a_passage_in_english_with_every_sense_of_its_words(
+    compiled_glossary: Path, tmp_path: Path
+) -> None:
+    """`english` (the evidence verdict's) finds the language itself, keeps every sense of a
+    word (German "Stunden" is "hours" only after "classes, lessons, periods"), and never waits
+    for dictionaries that are not open yet."""
+    glosses = _glosses(compiled_glossary)
+    assert glosses.glossary.wait_ready(120)
+    english = glosses.english("Die Überfahrt dauert zwei Stunden.")
+    assert english is not None and {"crossing", "hours"} <= set(english.split())
+    assert "hours" not in (glosses.of("Die Überfahrt dauert zwei Stunden.", "de") or "")
+    assert glosses.english("The crossing takes two hours.") is None
+    unopened = PassageGlosses(Glossary(tmp_path / "glossary.sqlite", tmp_path / "none"))
+    assert unopened.english("Die Überfahrt dauert zwei Stunden.") is None
+
+
 def test_the_rows_written_again_are_those_of_the_split_and_glossed_languages() -> None:
     """The partial index (the newest migration that builds it) and the upgrade find the rows
     whose vector the current version writes otherwise."""

@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from docchat.answers import conflicts, extractive, trailer
-from docchat.answers.evidence import Needs, Verdict, unsupported_removed, verdict
+from docchat.answers.evidence import (
+    Gloss,
+    Needs,
+    Verdict,
+    no_gloss,
+    unsupported_removed,
+    verdict,
+)
 from docchat.answers.highlights import answer_highlights, matched_text, quoted_highlights
 from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
 from docchat.answers.search_queries import Asked, QueryWriter
@@ -68,6 +75,7 @@ from docchat.retrieval.highlight import asked_kind
 from docchat.retrieval.index import DocumentScope, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.passage_glosses import PassageGlosses
 from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
@@ -112,6 +120,7 @@ class AnswerEngine:
         llm_settings: LLMSettings,
         query_writer: QueryWriter,
         identities: DocumentIdentities,
+        glosses: PassageGlosses | None = None,
     ) -> None:
         self.llm = llm
         self.retriever = retriever
@@ -124,6 +133,8 @@ class AnswerEngine:
         self.query_writer = query_writer
         # The dates and collections in the passages' headers (the documents package's SQL).
         self.identities = identities
+        # The English of passages in other languages, for the evidence verdict.
+        self.gloss: Gloss = glosses.english if glosses is not None else no_gloss
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -211,7 +222,7 @@ class AnswerEngine:
         identities = await self._identities(question, [entry for entry in entries if entry.text])
         entries = dated(entries, identities)
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            extracted = extractive.answer(asked, entries, asked=question.text)
+            extracted = extractive.answer(asked, entries, asked=question.text, gloss=self.gloss)
             if extracted is not None:
                 return self._extractive_plan(general, usage, meta, entries, extracted, extracting)
         if options.retrieval == "tool" and question.documents:
@@ -319,7 +330,9 @@ class AnswerEngine:
         if nearest:
             asked = matched_text(question.text, meta)
             nearest = with_highlights(nearest, asked)
-            extracted = extractive.answer(asked, nearest, asked=question.text, nearest=True)
+            extracted = extractive.answer(
+                asked, nearest, asked=question.text, nearest=True, gloss=self.gloss
+            )
             if extracted is not None and extracted.quotes:
                 return self._extractive_plan(
                     general, usage, meta, nearest, extracted, "builtin_model"
@@ -584,9 +597,8 @@ class AnswerEngine:
         plan.fixed_answer = prompts.NO_ANSWER_WRITTEN
         return plan.fixed_answer
 
-    @staticmethod
     def _quoted_instead(
-        question: Question, plan: Plan, reason: ExtractiveReason, *, doubt: str | None = None
+        self, question: Question, plan: Plan, reason: ExtractiveReason, *, doubt: str | None = None
     ) -> str | None:
         """The extractive answer in place of the model's, for an answer from passages that the
         model failed (`reason`); `plan` made that of the quoted answer. None when nothing can
@@ -596,7 +608,9 @@ class AnswerEngine:
         if plan.meta.retrieval_mode == "whole_documents":
             return None
         asked = matched_text(question.text, plan.meta)
-        extracted = extractive.answer(asked, plan.entries, asked=question.text, doubt=doubt)
+        extracted = extractive.answer(
+            asked, plan.entries, asked=question.text, doubt=doubt, gloss=self.gloss
+        )
         if extracted is None or (doubt is not None and extracted.verdict.why != doubt):
             return None
         plan.meta.answer_mode, plan.meta.extractive_reason = "extractive", reason
@@ -714,7 +728,7 @@ class AnswerEngine:
             meta.grounded, meta.reason = False, "not_cited"
             return CitedAnswer(prompts.NOT_FOUND_ANSWER if strict else cited.content, None, meta)
         rests_on = conflicts.entries_of(plan.entries, cited.sources)
-        judged = verdict(needs, rests_on, [cited.content], are_quotes=False)
+        judged = verdict(needs, rests_on, [cited.content], are_quotes=False, gloss=self.gloss)
         if judged.evidence == "not_in_documents" and not stopped:
             return self._not_in_documents(question, plan, meta, said.body, overruled=judged)
         if judged.evidence == "answered" and said.trailer.evidence == "partial":

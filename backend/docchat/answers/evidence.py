@@ -19,13 +19,14 @@ a different named thing, a figure they never give, a past holder of a post. The 
 
 It is a check of what the passages say, in words and figures, not of what they mean: it catches
 the plain misses cheaply and offline, and a connected model's own verdict (`answers.trailer`)
-comes on top of it.
+comes on top of it. A passage in another language than the question's is read with its English
+gloss too (`Gloss`): an English question's words are looked for in a German passage's English.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -85,15 +86,23 @@ _LENGTH = re.compile(
 # "Who ...": a person, whose name has two words or more and is not an institution's.
 _ASKS_PERSON = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
 _AMOUNT = r"(?:[$€£]\s?)?(?:\d[\d,.]*|" + "|".join(NUMBER_WORDS) + "|a few|several)"
-_MEASURE = re.compile(
-    rf"[$€£]\s?\d|\b{_AMOUNT}\s*(?:%|percent\b|per cent\b|times\b|(?:k|m|g|t)?b\b|bytes?\b|"
+_UNIT = (
+    r"(?:%|percent\b|per cent\b|times\b|(?:k|m|g|t)?b\b|bytes?\b|"
     r"(?:kilo|mega|giga|tera)bytes?\b|km\b|kilomet(?:re|er)s?\b|mi\b|miles?\b|m\b|"
     r"met(?:re|er)s?\b|cm\b|mm\b|feet\b|foot\b|ft\b|inch(?:es)?\b|yards?\b|hours?\b|"
     r"h\b|minutes?\b|min\b|seconds?\b|s\b|ms\b|days?\b|weeks?\b|months?\b|years?\b|"
     r"centur(?:y|ies)\b|kg\b|kilograms?\b|pounds?\b|lbs?\b|tons?\b|tonnes?\b|mph\b|"
     r"km/h\b|knots?\b|people\b|inhabitants\b|residents\b|hundred\b|thousand\b|million\b|"
-    r"billion\b)|\b\d{1,3}(?:,\d{3})+\b",
-    re.IGNORECASE,
+    r"billion\b)"
+)
+_MEASURE = re.compile(
+    rf"[$€£]\s?\d|\b{_AMOUNT}\s*{_UNIT}|\b\d{{1,3}}(?:,\d{{3}})+\b", re.IGNORECASE
+)
+# In a gloss each word stands as all its translations, so a unit comes a few words after its
+# amount ("zwei Stunden": "twain two a brace of classes lessons periods hours").
+GLOSS_UNIT_WITHIN_WORDS = 8
+_GLOSSED_MEASURE = re.compile(
+    rf"\b{_AMOUNT}(?:\s+\S+){{0,{GLOSS_UNIT_WITHIN_WORDS}}}?\s+{_UNIT}", re.IGNORECASE
 )
 
 
@@ -102,10 +111,12 @@ def gives_length(after_number: str) -> bool:
     return _LENGTH.match(after_number) is not None
 
 
-def gives_measure(text: str) -> bool:
+def gives_measure(text: str, english: str = "") -> bool:
     """Whether `text` gives a measure: a number with its unit ("1,230 km", "four bytes",
-    "$40", "3 times"), or a large figure ("520,159"); a year alone is none."""
-    return _MEASURE.search(text) is not None
+    "$40", "3 times"), or a large figure ("520,159"); a year alone is none. `english`: the
+    gloss of a text in another language, where a unit follows its amount within a few
+    words."""
+    return _MEASURE.search(text) is not None or _GLOSSED_MEASURE.search(english) is not None
 
 
 # A number counts what follows it within this many words ("30 working days"), before a word
@@ -283,9 +294,25 @@ def names_mentioned(text: str, names: Sequence[str]) -> bool:
     return any(is_named(name, text, said) for name in names)
 
 
-def _said_by(entry: ContextEntry) -> str:
+# A passage's English, when it is written in a language with a dictionary into English and the
+# dictionaries are open (`PassageGlosses.english`); None for any other.
+Gloss = Callable[[str], str | None]
+
+
+def no_gloss(text: str) -> str | None:
+    return None
+
+
+def read_with(gloss: Gloss, text: str) -> str:
+    """`text` followed by its English gloss, when it has one: what the question's words are
+    looked for in."""
+    english = gloss(text)
+    return f"{text}\n{english}" if english else text
+
+
+def _said_by(entry: ContextEntry, gloss: Gloss = no_gloss) -> str:
     source = entry.source
-    return f"{entry.text}\n{source.document_name}\n{source.location or ''}"
+    return f"{read_with(gloss, entry.text)}\n{source.document_name}\n{source.location or ''}"
 
 
 _KIND_WORDS: dict[AskedKind, str] = {"date": "date", "number": "figure", "name": "name"}
@@ -315,11 +342,18 @@ def verdict(
     spans: Sequence[str],
     *,
     are_quotes: bool = True,
+    gloss: Gloss = no_gloss,
 ) -> Verdict:
     """What `passages` (those the answer rests on) and `spans` (the sentences it quotes, or
     with `are_quotes` false a model's answer citing them) support of what the question
-    needs."""
-    said = "\n".join(_said_by(entry) for entry in passages)
+    needs. `gloss`: the English of passages and quotes in other languages."""
+    said = "\n".join(_said_by(entry, gloss) for entry in passages)
+    glosses = [gloss(span) for span in spans]
+    english = "\n".join(glossed for glossed in glosses if glossed)
+    spans = [
+        f"{span}\n{glossed}" if glossed else span
+        for span, glossed in zip(spans, glosses, strict=True)
+    ]
     missing = sorted(needs.figures - figures_in(said))
     if missing:
         return Verdict("not_in_documents", f"none of the passages mentions {', '.join(missing)}")
@@ -350,7 +384,7 @@ def verdict(
         return Verdict("partial", "the passages do not say it is still so; they may be out of date")
     if needs.counted and spans and not _counted_in(quoted, needs.counted):
         return Verdict("partial", f"the quoted sentences do not give the number of {needs.counted}")
-    if needs.asks_measure and not needs.counted and spans and not gives_measure(quoted):
+    if needs.asks_measure and not needs.counted and spans and not gives_measure(quoted, english):
         return Verdict("partial", "the quoted sentences give no such figure")
     if are_quotes and spans and not any(_speaks_of_asked(needs, span) for span in naming):
         words = " or ".join(f"“{word}”" for word in _asked_words(needs))

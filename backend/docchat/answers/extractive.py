@@ -24,7 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from docchat.answers import conflicts
-from docchat.answers.evidence import IDENTIFIER, Needs, Verdict, names_mentioned, verdict
+from docchat.answers.evidence import (
+    IDENTIFIER,
+    Gloss,
+    Needs,
+    Verdict,
+    names_mentioned,
+    no_gloss,
+    verdict,
+)
 from docchat.retrieval.citations import strip_markers
 from docchat.retrieval.context import ContextEntry
 from docchat.retrieval.highlight import (
@@ -290,6 +298,7 @@ def answer(
     asked: str | None = None,
     nearest: bool = False,
     doubt: str | None = None,
+    gloss: Gloss = no_gloss,
 ) -> Extracted | None:
     """The extractive answer and what it quotes; None when no passage has text to quote. No
     quotes: the question names something no passage mentions, and the text says so.
@@ -298,7 +307,8 @@ def answer(
     searched translated); `asked`, the question as the user wrote it, whose names and figures
     count (the question itself when not given). `nearest`: the passages are known not to answer
     (below the match floor), and are quoted as the nearest ones. `doubt`: why quotes that
-    answer it by the engine's check are only a partial answer (a model said they do not)."""
+    answer it by the engine's check are only a partial answer (a model said they do not).
+    `gloss`: the English of passages in other languages, for the verdict."""
     asked = question if asked is None else asked
     names = names_in(asked)
     needs = Needs.of(asked, names)
@@ -324,6 +334,7 @@ def answer(
         needs,
         [quote.entry for quote in quotes],
         [quoted_text(quote.entry, quote.highlight) for quote in quotes],
+        gloss=gloss,
     )
     if nearest:
         judged = Verdict("not_in_documents", judged.why)

@@ -127,6 +127,7 @@ class Components:
                 scope_languages=self.lexical.languages_in,
             ),
             identities=StoredIdentities(self.sessionmaker),
+            glosses=self.glosses,
         )
         self.vectors = CachedVectors(self.embedder)
         self.message_flow = MessageFlow(

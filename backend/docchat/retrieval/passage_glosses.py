@@ -33,6 +33,10 @@ GLOSS_CONFIGURATION = "english"
 # How long indexing waits for the dictionaries when the service has just started and compiles
 # them (about a minute); after that a passage is indexed without its gloss.
 READY_WAIT_SECONDS = 180.0
+# Translations of each word in the English an answer's evidence is checked in: all a word's
+# senses, as its usual one may come late in the dictionary (German "Stunden": classes, lessons,
+# periods, hours), and a check of words is lenient on purpose.
+EVIDENCE_TRANSLATIONS_PER_WORD = 8
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,20 @@ class PassageGlosses:
         languages = await asyncio.to_thread(lambda: {language_of(text) for text in texts})
         if languages & GLOSSED:
             await self.ready()
+
+    def english(self, text: str) -> str | None:
+        """The English gloss of a passage or quote read in an answer (`answers.evidence`), in
+        whatever language it is written; None when it is not glossed, or while the
+        dictionaries are not open yet: never waits for them."""
+        language = language_of(text)
+        if language not in GLOSSED:
+            return None
+        return self.glossary.gloss(
+            text,
+            language,
+            most_words=MOST_PASSAGE_WORDS,
+            per_word=EVIDENCE_TRANSLATIONS_PER_WORD,
+        )
 
     def of(self, text: str, language: str | None) -> str | None:
         """The passage's English gloss, or None when its language is not glossed or there is

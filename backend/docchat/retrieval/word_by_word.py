@@ -585,12 +585,19 @@ class Glossary:
         return self._languages if self._connection is not None else frozenset()
 
     def gloss(
-        self, text: str, language: str, target: str = ENGLISH, *, most_words: int = MOST_WORDS
+        self,
+        text: str,
+        language: str,
+        target: str = ENGLISH,
+        *,
+        most_words: int = MOST_WORDS,
+        per_word: int = TRANSLATIONS_PER_WORD,
     ) -> str | None:
         """`text`, written in `language`, as the words its dictionary into `target` gives each
-        of its first `most_words` words (names and unknown words kept as written), or None
-        when there is no dictionary for the direction (or it is not ready yet) or nothing was
-        translated. One of the two languages is English."""
+        of its first `most_words` words (names and unknown words kept as written; at most
+        `per_word` translations of each into English), or None when there is no dictionary for
+        the direction (or it is not ready yet) or nothing was translated. One of the two
+        languages is English."""
         if self._connection is None:
             self.prepare()
         direction = pair(language, target)
@@ -612,7 +619,7 @@ class Glossary:
             if translations:
                 translated = True
                 # A single Chinese character means many things; its first is its usual one.
-                kept = 1 if language == CHINESE and len(word) == 1 else TRANSLATIONS_PER_WORD
+                kept = 1 if language == CHINESE and len(word) == 1 else per_word
                 glossed.extend(translations[:kept])
             # A translated name is kept as written too: one the dictionary also knows as a word
             # ("Bach", "Kohl", "Müller", "Victoria"). Not a German compound read as its parts
