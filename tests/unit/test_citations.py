@@ -126,6 +126,20 @@ def test_nothing_is_inferred_for_unrelated_or_echoing_answers() -> None:
     assert "[" not in infer_citations("The Northwind lighthouse was built.", PASSAGES, question)
 
 
+def test_a_sentence_answering_with_a_figure_of_a_passage_cites_it() -> None:
+    """A real model (Qwen2.5-1.5B) answered "The bigint type takes 8 bytes of storage.":
+    its only word the question did not hold was the figure, and it stayed uncited."""
+    question = "When was the Northwind lighthouse built?"
+    assert infer_citations("The Northwind lighthouse was built in 1887.", PASSAGES, question) == (
+        "The Northwind lighthouse was built in 1887 [1]."
+    )
+    # A figure no passage gives, or one without the question's words, cites nothing.
+    assert "[" not in infer_citations(
+        "The Northwind lighthouse was built in 1890.", PASSAGES, question
+    )
+    assert "[" not in infer_citations("It was 1887.", PASSAGES, question)
+
+
 def test_has_markers_ignores_numbers_outside_the_context() -> None:
     assert has_markers("See [2].", 2) and not has_markers("See [3].", 2)
     assert not has_markers("No citation.", 2)

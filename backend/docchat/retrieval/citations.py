@@ -339,11 +339,21 @@ def has_markers(answer: str, candidate_count: int) -> bool:
     )
 
 
+def _answers_with_its_figure(sentence: str, passage: set[str], asked: frozenset[str]) -> bool:
+    """Whether a sentence that restates the question with a figure ("The bigint type takes 8
+    bytes of storage.", its only new word the 8) takes it from the passage: the passage gives
+    every such figure and the question's words the sentence repeats."""
+    words = _distinctive(sentence)
+    figures = {word for word in words if word.isdigit()} - asked
+    return bool(figures) and figures <= passage and len(words & asked & passage) >= MIN_SHARED_WORDS
+
+
 def infer_citations(answer: str, passages: Sequence[str], question: str) -> str:
     """Add [n] markers to sentences that plainly restate passage n (for models that never cite).
 
     A sentence cites a passage when they share enough distinctive words that the question
-    did not already contain; sentences without such overlap stay unmarked.
+    did not already contain, or when it answers with a figure the passage gives
+    (`_answers_with_its_figure`); sentences without such overlap stay unmarked.
     """
     asked = frozenset(_distinctive(question))
     passage_words = [_distinctive(passage) for passage in passages]
@@ -354,9 +364,12 @@ def infer_citations(answer: str, passages: Sequence[str], question: str) -> str:
         numbers = [
             number
             for number, vocabulary in enumerate(passage_words, start=1)
-            if words
-            and len(shared := words & vocabulary) >= MIN_SHARED_WORDS
-            and len(shared) / len(words) >= MIN_SHARED_FRACTION
+            if (
+                words
+                and len(shared := words & vocabulary) >= MIN_SHARED_WORDS
+                and len(shared) / len(words) >= MIN_SHARED_FRACTION
+            )
+            or _answers_with_its_figure(sentence, vocabulary, asked)
         ]
         if numbers:
             markers = "".join(f"[{n}]" for n in numbers)
