@@ -123,12 +123,13 @@ async def test_a_model_s_no_that_the_engine_s_quotes_contradict_is_a_partial_ans
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:
     """Qwen2.5-1.5B opened "The documents do not answer this question." over passages giving
-    the figure asked for. In `auto` the engine's quotes stand, as a partial answer; in
-    `generative` the model's word stands."""
+    the figure asked for. Asked again with the engine's quotes, it says so again: in `auto`
+    the engine's quotes stand, as a partial answer; in `generative` the model's word stands."""
     headers = await auth_headers(client)
     handbook = await _upload(client, components, headers, "handbook.md", HANDBOOK)
     question = "How many days of holiday do employees of the Larkspur bakery get?"
-    fresh_llm.script("The documents do not answer this question.")
+    refusal = "The documents do not answer this question."
+    fresh_llm.script(refusal, refusal)
     auto = (await ask(client, headers, question, document_ids=[handbook["id"]])).json()
     message = auto["assistant_message"]
     assert message["content"].startswith(
@@ -139,7 +140,7 @@ async def test_a_model_s_no_that_the_engine_s_quotes_contradict_is_a_partial_ans
     assert meta["evidence"] == "partial" and meta["evidence_note"] == engine.MODEL_FOUND_NONE
     assert meta["answer_mode"] == "extractive" and meta["extractive_reason"] == "uncited"
 
-    fresh_llm.script("The documents do not answer this question.")
+    fresh_llm.script(refusal, refusal)
     generative = (
         await ask(
             client,
@@ -151,6 +152,68 @@ async def test_a_model_s_no_that_the_engine_s_quotes_contradict_is_a_partial_ans
     ).json()["assistant_message"]
     assert generative["meta"]["evidence"] == "not_in_documents"
     assert generative["content"] == "The documents do not answer this question."
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_model_that_finds_no_answer_is_asked_again_with_the_engine_s_quotes(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM, streaming: bool
+) -> None:
+    """Qwen2.5-1.5B said "The documents do not answer this question." of 3 of 15 questions its
+    passages answered (bench.eval_evidence). When the engine's own check quotes a sentence that
+    gives the figure or date asked for, the model is asked once more with that sentence before
+    its first answer is shown; its second answer is the one saved."""
+    headers = await auth_headers(client)
+    handbook = await _upload(client, components, headers, "handbook.md", HANDBOOK)
+    question = "How many days of holiday do employees of the Larkspur bakery get?"
+    fresh_llm.script(
+        "The documents do not answer this question.\nEvidence: none",
+        "Employees of the Larkspur bakery get 30 days of holiday a year [1].\nEvidence: answered",
+    )
+    body = {"document_ids": [handbook["id"]], "options": {"answer_mode": "generative"}}
+    if streaming:
+        response, events = await ask_streaming(client, headers, question, **body)
+        assert response.status_code == 200
+        streamed = "".join(data["text"] for kind, data in events if kind == "delta")
+        assert "do not answer" not in streamed  # the first answer never reached the reader
+        message = events[-1][1]["assistant_message"]
+        assert streamed == message["content"]
+    else:
+        message = (await ask(client, headers, question, **body)).json()["assistant_message"]
+    assert (
+        message["content"] == "Employees of the Larkspur bakery get 30 days of holiday a year [1]."
+    )
+    meta = message["meta"]
+    assert meta["evidence"] == "answered" and meta["grounded"] is True
+    assert meta["answer_mode"] == "generative" and meta["answer_retried"] is True
+    assert [source["document_name"] for source in message["sources"]] == ["handbook.md"]
+    asked_again = fresh_llm.requests[-1]["messages"][-1]["content"]
+    assert "30 days of holiday a year" in asked_again and question in asked_again
+
+
+async def test_a_model_is_not_asked_again_when_the_engine_finds_no_figure_either(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """The engine's quotes of the passages do not give what is asked for (no number of ovens),
+    or the question asks for no figure or date: one answer."""
+    headers = await auth_headers(client)
+    handbook = await _upload(client, components, headers, "handbook.md", HANDBOOK)
+    for question in (
+        "How many ovens does the Larkspur bakery have?",
+        "What colour are the Larkspur bakery's ovens?",
+    ):
+        fresh_llm.script("The documents do not answer this question.\nEvidence: none")
+        before = len(fresh_llm.requests)
+        message = (
+            await ask(
+                client,
+                headers,
+                question,
+                document_ids=[handbook["id"]],
+                options={"answer_mode": "generative"},
+            )
+        ).json()["assistant_message"]
+        assert message["meta"]["evidence"] == "not_in_documents", question
+        assert len(fresh_llm.requests) == before + 1, question
 
 
 async def test_documents_only_mode_gives_no_general_answer_when_they_do_not_answer(

@@ -138,6 +138,11 @@ def test_a_sentence_answering_with_a_figure_of_a_passage_cites_it() -> None:
         "The Northwind lighthouse was built in 1890.", PASSAGES, question
     )
     assert "[" not in infer_citations("It was 1887.", PASSAGES, question)
+    # Every figure: the year asked about too, when the passage does not give it.
+    asked_1890 = "Was the Northwind lighthouse built in 1890?"
+    assert "[" not in infer_citations(
+        "The Northwind lighthouse was built in 1890, in 1887.", PASSAGES, asked_1890
+    )
 
 
 def test_has_markers_ignores_numbers_outside_the_context() -> None:

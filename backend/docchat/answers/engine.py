@@ -100,6 +100,9 @@ class _Attempt:
 
     model: str
     pieces: list[str] = field(default_factory=list)
+    # Some of it reached the reader (an answer held back until it was known not to be bare,
+    # or not to say the documents do not answer, did not).
+    shown: bool = False
 
     @property
     def text(self) -> str:
@@ -503,9 +506,20 @@ class AnswerEngine:
             given = await self._tool_rounds(question, plan, llm, messages)
             _adopt_tool_results(plan)
         yield SourcesReady()
+        # What the engine quotes as answering it: a model that says they do not is asked again
+        # with those quotes before its answer is shown.
+        answering = self._answering_quotes(question, plan) if given is None else None
         attempt = _Attempt(options.model)
-        async for shown in self._attempt(question, plan, llm, messages, attempt, streaming, given):
+        async for shown in self._attempt(
+            question, plan, llm, messages, attempt, streaming, given, hold_refusal=bool(answering)
+        ):
             yield shown
+        if answering and not attempt.shown and _refuses(attempt.text):
+            plan.meta.answer_retried = True
+            retry = prompts.quote_retry_messages(messages, answering)
+            attempt = _Attempt(options.model)
+            async for shown in self._attempt(question, plan, llm, retry, attempt, streaming):
+                yield shown
         if plan.candidates and is_bare(trailer.split(attempt.text).body):
             # "[1]" alone: asked once more for the sentence first, then quoted instead.
             plan.meta.answer_retried = True
@@ -530,10 +544,14 @@ class AnswerEngine:
         attempt: _Attempt,
         streaming: bool,
         given: Completion | None = None,
+        *,
+        hold_refusal: bool = False,
     ) -> AsyncIterator[str]:
         """One answer of the model (or `given`, the tool rounds' last), collected in `attempt`,
         its text yielded as it comes. An answer with passages to cite is held back while it is
-        nothing but markers (`may_be_bare`): a bare "[1]" is never shown."""
+        nothing but markers (`may_be_bare`): a bare "[1]" is never shown. With `hold_refusal`,
+        also while it may say that the documents do not answer (`_may_refuse`), and not at all
+        when it does: it is asked again."""
         options = question.options
         if given is not None or not streaming:
             completion = given or await llm.complete(
@@ -547,7 +565,10 @@ class AnswerEngine:
             shown = (
                 trailer.split(completion.content).body if plan.candidates else completion.content
             )
-            if not (plan.candidates and is_bare(shown)):
+            if not (plan.candidates and is_bare(shown)) and not (
+                hold_refusal and _refuses(completion.content)
+            ):
+                attempt.shown = True
                 yield shown
             return
         # With no sources, `[n]` markers point at nothing: they never reach the reader.
@@ -571,10 +592,11 @@ class AnswerEngine:
                 item = verdict_line.feed(item)
             if held is not None and markers is None:
                 held += item
-                if may_be_bare(held):
+                if may_be_bare(held) or (hold_refusal and _may_refuse(held)):
                     continue
                 item, held = held, None
             if item:
+                attempt.shown = True
                 yield item
         if markers is not None and (rest := markers.flush().rstrip()):
             yield rest
@@ -582,8 +604,10 @@ class AnswerEngine:
             if held is not None:
                 held += rest
             else:
+                attempt.shown = True
                 yield rest
-        if held and not is_bare(held):
+        if held and not is_bare(held) and not (hold_refusal and _refuses(attempt.text)):
+            attempt.shown = True
             yield held
 
     def _instead_of_bare(self, question: Question, plan: Plan) -> str:
@@ -596,6 +620,26 @@ class AnswerEngine:
         plan.meta.reason = "not_cited"
         plan.fixed_answer = prompts.NO_ANSWER_WRITTEN
         return plan.fixed_answer
+
+    def _answering_quotes(self, question: Question, plan: Plan) -> list[str]:
+        """The sentences the engine would quote as answering a question that asks for a figure
+        or a date (`extractive.answer`, judged `answered`), each ending with its passage's
+        marker; none for any other question (a word of the question in a quote does not
+        answer "What colour is the bridge?"), or without passages to quote."""
+        if (
+            not plan.candidates
+            or plan.meta.retrieval_mode == "whole_documents"
+            or asked_kind(question.text) not in ("number", "date")
+        ):
+            return []
+        asked = matched_text(question.text, plan.meta)
+        extracted = extractive.answer(asked, plan.entries, asked=question.text, gloss=self.gloss)
+        if extracted is None or extracted.verdict.evidence != "answered":
+            return []
+        return [
+            f"{extractive.quoted_text(quote.entry, quote.highlight)} [{quote.entry.number}]"
+            for quote in extracted.quotes
+        ]
 
     def _quoted_instead(
         self, question: Question, plan: Plan, reason: ExtractiveReason, *, doubt: str | None = None
@@ -685,8 +729,7 @@ class AnswerEngine:
         # "The documents do not answer this question." without a verdict line (a small model
         # drops it) is the model's verdict too; in `auto` it is checked against the engine's.
         says_none = said.trailer.evidence == "none"
-        body = said.body
-        if says_none or says_information_is_missing(body) or _says_not_answered_first(body):
+        if _refuses(content):
             doubted = None
             # Only a figure or a date the quotes give can contradict the model: "bridge" in a
             # quote about the bridge does not answer "What colour is the bridge?".
@@ -812,6 +855,32 @@ def _judged(meta: AnswerMeta, judged: Verdict) -> None:
     meta.evidence, meta.evidence_note = judged.evidence, judged.why
     if judged.evidence == "not_in_documents":
         meta.reason = meta.reason or "insufficient_information"
+
+
+def _refuses(answer: str) -> bool:
+    """Whether a model's answer (with its verdict line) says the documents do not answer: its
+    verdict is none, or its first sentence, or any of it, says the information is missing."""
+    said = trailer.split(answer)
+    body = said.body
+    return (
+        said.trailer.evidence == "none"
+        or says_information_is_missing(body)
+        or _says_not_answered_first(body)
+    )
+
+
+# The most of an answer held back until its first sentence is known (`_may_refuse`).
+FIRST_SENTENCE_HELD_CHARS = 300
+_SENTENCE_END = re.compile(r"[.!?:\n]")
+
+
+def _may_refuse(partial: str) -> bool:
+    """Whether an answer that begins with `partial` may be one that says the documents do not
+    answer: its first sentence is not complete yet, or says so."""
+    text = partial.lstrip()
+    if _SENTENCE_END.search(text) is None:
+        return len(text) < FIRST_SENTENCE_HELD_CHARS
+    return _refuses(text)
 
 
 def _says_not_answered_first(text: str) -> bool:

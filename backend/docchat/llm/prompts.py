@@ -186,15 +186,41 @@ def tool_messages(
 def bare_retry_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`messages` once more with `BARE_RETRY_INSTRUCTION` after the user's question (or, after
     tool results, as a message of its own): for an answer that was nothing but passage numbers."""
+    return _with_instruction(messages, BARE_RETRY_INSTRUCTION)
+
+
+def _with_instruction(messages: Sequence[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
+    """`messages` with `instruction` after the user's question, or, when the last message is
+    not the user's (tool results), as a message of its own."""
     *earlier, last = messages
     content = last["content"]
     if last.get("role") != "user":
-        return [*messages, {"role": "user", "content": BARE_RETRY_INSTRUCTION}]
+        return [*messages, {"role": "user", "content": instruction}]
     if isinstance(content, str):
-        asked: Any = f"{content}\n\n{BARE_RETRY_INSTRUCTION}"
+        asked: Any = f"{content}\n\n{instruction}"
     else:  # file parts, then the question's text part
-        asked = [*content, {"type": "text", "text": BARE_RETRY_INSTRUCTION}]
+        asked = [*content, {"type": "text", "text": instruction}]
     return [*earlier, {**last, "content": asked}]
+
+
+# Sent once more when a model said the documents do not answer a question asking for a figure
+# or a date whose answer the engine's own check finds in them (`AnswerEngine.produce`): the
+# sentences it found, then the question again. A small model misses a figure in a long passage
+# (Qwen2.5-1.5B: "The documents do not answer this question.", then the figure asked for).
+QUOTE_RETRY_INSTRUCTION = (
+    "These sentences of the passages may answer the question:\n{quotes}\n"
+    "If they answer it, answer in a full sentence and end it with the passage number in "
+    "brackets. If they do not, say that the documents do not answer it."
+)
+
+
+def quote_retry_messages(
+    messages: Sequence[dict[str, Any]], quotes: Sequence[str]
+) -> list[dict[str, Any]]:
+    """`messages` once more with `QUOTE_RETRY_INSTRUCTION` after the user's question (as
+    `bare_retry_messages` adds its own)."""
+    listed = "\n".join(f"- {quote}" for quote in quotes)
+    return _with_instruction(messages, QUOTE_RETRY_INSTRUCTION.format(quotes=listed))
 
 
 def general_messages(

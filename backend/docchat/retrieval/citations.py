@@ -342,10 +342,15 @@ def has_markers(answer: str, candidate_count: int) -> bool:
 def _answers_with_its_figure(sentence: str, passage: set[str], asked: frozenset[str]) -> bool:
     """Whether a sentence that restates the question with a figure ("The bigint type takes 8
     bytes of storage.", its only new word the 8) takes it from the passage: the passage gives
-    every such figure and the question's words the sentence repeats."""
+    every figure of the sentence (not only the new ones: "In 2019 they got 30 days" is not
+    borne out by a passage without 2019) and the question's words the sentence repeats."""
     words = _distinctive(sentence)
-    figures = {word for word in words if word.isdigit()} - asked
-    return bool(figures) and figures <= passage and len(words & asked & passage) >= MIN_SHARED_WORDS
+    figures = {word for word in words if word.isdigit()}
+    return (
+        bool(figures - asked)
+        and figures <= passage
+        and len(words & asked & passage) >= MIN_SHARED_WORDS
+    )
 
 
 def infer_citations(answer: str, passages: Sequence[str], question: str) -> str:
