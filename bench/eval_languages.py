@@ -36,6 +36,11 @@ did: an English question was never translated); "after" as the service now does 
 question translated into each, all wordings searched); "flawless" adds XQuAD's own translated
 question instead (what a model that translates perfectly would give; none for French).
 Target (issue 69): recall@4 within 0.10 of the same questions over the English documents.
+The verdict columns take, for each question whose paragraph is among the 4 passages found
+"after", the extractive answer over those 4 and its evidence verdict (`answers.evidence`): the
+share called `not_in_documents` (every XQuAD question is answerable), with the passages read in
+their own words only ("before": as the engine read them) and with their English gloss too
+("after", `PassageGlosses.english`), and the English documents' share for reference.
 """
 
 from __future__ import annotations
@@ -65,11 +70,16 @@ from bench.eval_retrieval import (
     scores_of,
     unfloored_retriever,
 )
+from docchat.answers import extractive
+from docchat.answers.evidence import Gloss, no_gloss
+from docchat.answers.highlights import matched_text
 from docchat.answers.meta import AnswerMeta
 from docchat.answers.search_queries import Asked, QueryWriter
 from docchat.config import TranslationSettings
+from docchat.retrieval.context import ContextEntry, source_of
 from docchat.retrieval.index import DocumentRef
 from docchat.retrieval.offline_translator import Apertium, OfflineTranslator
+from docchat.retrieval.passage_glosses import PassageGlosses
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.word_by_word import Glossary
 
@@ -244,17 +254,30 @@ def _xquad_questions(every: int) -> tuple[dict[str, list[dict[str, Any]]], list[
     return articles, questions[::every]
 
 
-async def _recall_at_4(
+async def _found(
     retriever: Retriever,
     ingest: Ingested,
     scope: list[DocumentRef],
     relevant: set[str],
     wordings: list[str],
     told: list[str | None] | None,
-) -> float:
+) -> tuple[float, list[ContextEntry]]:
+    """recall@4, and the 4 passages found, numbered as an answer's."""
     result = await retriever.search_wordings(wordings, scope, DEPTH, languages=told)
     ranking = [ingest.units_of_chunk.get(c.chunk.id, frozenset()) for c in result.chunks]
-    return scores_of(first_hit(ranking, relevant))["recall@4"]
+    entries = [
+        ContextEntry(number, hit.chunk.text, source_of(hit))
+        for number, hit in enumerate(result.chunks[:4], start=1)
+    ]
+    return scores_of(first_hit(ranking, relevant))["recall@4"], entries
+
+
+def _not_in_documents(
+    question: str, matched: str, entries: list[ContextEntry], gloss: Gloss
+) -> float:
+    """1 when the extractive answer over `entries` is judged `not_in_documents`, else 0."""
+    answer = extractive.answer(matched, entries, asked=question, gloss=gloss)
+    return float(answer is not None and answer.verdict.evidence == "not_in_documents")
 
 
 async def evaluate_reverse(
@@ -286,6 +309,7 @@ async def evaluate_reverse(
             translator=translator,
             scope_languages=lexical.languages_in,
         )
+        glosses = PassageGlosses(translator.glossary)
         started = time.perf_counter()
         for count, question in enumerate(questions, start=1):
             if count % 25 == 0:
@@ -294,23 +318,33 @@ async def evaluate_reverse(
                 relevant = {f"{language}:{question.unit}"}
                 scope: list[DocumentRef] = scopes[language]
 
-                before = await _recall_at_4(
+                before, found = await _found(
                     retriever, ingest, scope, relevant, [question.english], None
                 )
                 recall[f"{language}:before"].append(before)
                 if language == "en":
+                    if before:
+                        judged = _not_in_documents(
+                            question.english, question.english, found, no_gloss
+                        )
+                        recall["en:not_in_documents"].append(judged)
                     continue
                 meta = AnswerMeta()
                 asked = Asked(question.english, [], "bench", reformulate=False)
                 queries = await writer.queries(asked, None, meta, scope)  # type: ignore[arg-type]
                 searched[language][",".join(meta.languages_searched or [])] += 1
-                after = await _recall_at_4(
+                after, found = await _found(
                     retriever, ingest, scope, relevant, queries.wordings, queries.languages
                 )
                 recall[f"{language}:after"].append(after)
+                if after:
+                    matched = matched_text(question.english, meta)
+                    for key, gloss in (("unglossed", no_gloss), ("glossed", glosses.english)):
+                        judged = _not_in_documents(question.english, matched, found, gloss)
+                        recall[f"{language}:not_in_documents:{key}"].append(judged)
                 # Each wording ranking only its own language's passages, English's too.
                 each = [queries.language, *queries.translations] if queries.translations else None
-                own = await _recall_at_4(retriever, ingest, scope, relevant, queries.wordings, each)
+                own = (await _found(retriever, ingest, scope, relevant, queries.wordings, each))[0]
                 recall[f"{language}:own"].append(own)
                 if language in question.translated:
                     # The same question asked in the documents' language, as its speakers ask.
@@ -318,14 +352,16 @@ async def evaluate_reverse(
                         question.translated[language], [], "bench", reformulate=False
                     )
                     native = await writer.queries(own_language, None, AnswerMeta(), scope)  # type: ignore[arg-type]
-                    value = await _recall_at_4(
-                        retriever, ingest, scope, relevant, native.wordings, native.languages
-                    )
+                    value = (
+                        await _found(
+                            retriever, ingest, scope, relevant, native.wordings, native.languages
+                        )
+                    )[0]
                     recall[f"{language}:native"].append(value)
                     flawless = [question.english, question.translated[language]]
-                    value = await _recall_at_4(
-                        retriever, ingest, scope, relevant, flawless, [None, language]
-                    )
+                    value = (
+                        await _found(retriever, ingest, scope, relevant, flawless, [None, language])
+                    )[0]
                     recall[f"{language}:flawless"].append(value)
         header = (
             f"xquad, English questions over documents in other languages: {len(questions)} "
@@ -341,21 +377,28 @@ async def evaluate_reverse(
     def shown(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.3f}"
 
+    def share(key: str) -> str:
+        values = recall.get(key)
+        return f"{100 * sum(values) / len(values):.1f}% of {len(values)}" if values else "n/a"
+
     english = mean("en:before")
     rows = []
     for language, label in DOCUMENT_LANGUAGES.items():
-        before, after = mean(f"{language}:before"), mean(f"{language}:after")
-        gap = None if after is None or english is None else after - english
+        as_written, translated = mean(f"{language}:before"), mean(f"{language}:after")
+        gap = None if translated is None or english is None else translated - english
         rows.append(
             [
                 label,
                 shown(english),
-                shown(before),
-                shown(after),
+                shown(as_written),
+                shown(translated),
                 "n/a" if gap is None else f"{gap:+.3f}",
                 shown(mean(f"{language}:own")),
                 shown(mean(f"{language}:flawless")),
                 shown(mean(f"{language}:native")),
+                share("en:not_in_documents"),
+                share(f"{language}:not_in_documents:unglossed"),
+                share(f"{language}:not_in_documents:glossed"),
                 " ".join(f"{key or 'none'} {count}" for key, count in searched[language].items()),
             ]
         )
@@ -399,6 +442,9 @@ def main() -> None:
                 "after, English wording on English passages only",
                 "flawless translation",
                 "the question in the documents' language",
+                "not_in_documents, English documents",
+                "not_in_documents, passages as written (before)",
+                "not_in_documents, with their gloss (after)",
                 "languages searched (after)",
             ]
             print(table(columns, rows))

@@ -46,6 +46,21 @@ async def _upload(
     return await upload_and_process(client, components, headers, name, text.encode())
 
 
+async def _ask_generative(
+    client: httpx.AsyncClient, headers: dict[str, str], question: str, document: dict[str, Any]
+) -> dict[str, Any]:
+    """The saved answer to `question` over `document`, in `generative` mode."""
+    response = await ask(
+        client,
+        headers,
+        question,
+        document_ids=[document["id"]],
+        options={"answer_mode": "generative"},
+    )
+    message: dict[str, Any] = response.json()["assistant_message"]
+    return message
+
+
 async def test_the_models_verdict_line_is_read_and_never_shown(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:
@@ -141,15 +156,7 @@ async def test_a_model_s_no_that_the_engine_s_quotes_contradict_is_a_partial_ans
     assert meta["answer_mode"] == "extractive" and meta["extractive_reason"] == "uncited"
 
     fresh_llm.script(refusal, refusal)
-    generative = (
-        await ask(
-            client,
-            headers,
-            question,
-            document_ids=[handbook["id"]],
-            options={"answer_mode": "generative"},
-        )
-    ).json()["assistant_message"]
+    generative = await _ask_generative(client, headers, question, handbook)
     assert generative["meta"]["evidence"] == "not_in_documents"
     assert generative["content"] == "The documents do not answer this question."
 
@@ -203,15 +210,7 @@ async def test_a_model_is_not_asked_again_when_the_engine_finds_no_figure_either
     ):
         fresh_llm.script("The documents do not answer this question.\nEvidence: none")
         before = len(fresh_llm.requests)
-        message = (
-            await ask(
-                client,
-                headers,
-                question,
-                document_ids=[handbook["id"]],
-                options={"answer_mode": "generative"},
-            )
-        ).json()["assistant_message"]
+        message = await _ask_generative(client, headers, question, handbook)
         assert message["meta"]["evidence"] == "not_in_documents", question
         assert len(fresh_llm.requests) == before + 1, question
 

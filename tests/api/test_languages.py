@@ -60,6 +60,14 @@ def _built_in_model(components: Components) -> Components:
     )
 
 
+def _serve_built_in_model(app: FastAPI, components: Components) -> None:
+    """The app answers as with the built-in demo model (no translating model), once its
+    dictionaries are open."""
+    built_in = _built_in_model(components)
+    attach_components(app, built_in)
+    assert built_in.translator.glossary.wait_ready(120), "the FreeDict dictionaries are installed"
+
+
 async def _library(client: httpx.AsyncClient, components: Components) -> dict[str, Any]:
     headers = await auth_headers(client)
     comet = await upload_and_process(client, components, headers, "comet.txt", COMET.encode())
@@ -127,9 +135,7 @@ async def test_without_a_translating_model_the_dictionaries_translate_the_questi
 ) -> None:
     """Reported: with the built-in demo model (no translation), a German question about an
     English document found it only through the names it shared with it; these have none."""
-    built_in = _built_in_model(components)
-    attach_components(app, built_in)
-    assert built_in.translator.glossary.wait_ready(120), "the FreeDict dictionaries are installed"
+    _serve_built_in_model(app, components)
     library = await _library(client, components)
     response = await ask(client, library["headers"], "Wie lange gehen die Sauerteigbrote?")
     answer = response.json()["assistant_message"]
@@ -176,9 +182,7 @@ async def test_a_quote_in_another_language_answers_an_english_question(
     right sentence, under "Your documents do not answer this (none of the passages mentions
     crossing)": the verdict looked for the question's English words in the passage's German.
     It reads a passage in another language with its English gloss too."""
-    built_in = _built_in_model(components)
-    attach_components(app, built_in)
-    assert built_in.translator.glossary.wait_ready(120)
+    _serve_built_in_model(app, components)
     headers = await auth_headers(client)
     await upload_and_process(client, components, headers, "faehre.txt", GERMAN.encode())
     await upload_and_process(client, components, headers, "vesuv.txt", VOLCANO.encode())
@@ -212,9 +216,7 @@ async def test_the_translation_ranks_the_passages_the_question_shares_only_names
     """Measured (bench.eval_languages): searched as asked too, a German question ranked first
     any English passage holding its names, here the one about Ada Brenn's life, above the one
     about the comet's tail, whose words only the translation has."""
-    built_in = _built_in_model(components)
-    attach_components(app, built_in)
-    assert built_in.translator.glossary.wait_ready(120)
+    _serve_built_in_model(app, components)
     library = await _library(client, components)
     await upload_and_process(client, components, library["headers"], "brenn.txt", BRENN.encode())
     question = "Wie lang war der Schweif des Kometen, den Ada Brenn über Duskmoor sah?"
@@ -233,9 +235,7 @@ async def test_a_translated_question_still_finds_passages_in_its_own_language(
 ) -> None:
     """The question as asked ranks the passages written in its language; its translation
     ranks the others. A German question about a German document beside English ones."""
-    built_in = _built_in_model(components)
-    attach_components(app, built_in)
-    assert built_in.translator.glossary.wait_ready(120)
+    _serve_built_in_model(app, components)
     library = await _library(client, components)
     await upload_and_process(client, components, library["headers"], "faehre.txt", GERMAN.encode())
     response = await ask(client, library["headers"], "Wann legt die Fähre nach Helsinki ab?")

@@ -31,6 +31,7 @@ from docchat.answers.evidence import (
     Verdict,
     names_mentioned,
     no_gloss,
+    read_with,
     verdict,
 )
 from docchat.retrieval.citations import strip_markers
@@ -185,11 +186,14 @@ def names_in(question: str) -> list[str]:
     return found
 
 
-def mentions(entry: ContextEntry, names: Sequence[str], *, every: bool = False) -> bool:
-    """Whether the passage, its document's name or its location mentions one of `names` (all
-    of them with `every`), as `evidence.is_named` reads a name."""
+def mentions(
+    entry: ContextEntry, names: Sequence[str], *, every: bool = False, gloss: Gloss = no_gloss
+) -> bool:
+    """Whether the passage (or its English `gloss`: "Warschau" names Warsaw), its document's
+    name or its location mentions one of `names` (all of them with `every`), as
+    `evidence.is_named` reads a name."""
     source = entry.source
-    text = f"{entry.text}\n{source.document_name}\n{source.location or ''}"
+    text = f"{read_with(gloss, entry.text)}\n{source.document_name}\n{source.location or ''}"
     if every:
         return all(names_mentioned(text, [name]) for name in names)
     return names_mentioned(text, names)
@@ -205,22 +209,27 @@ def _weights(entries: Sequence[ContextEntry]) -> Weights:
     return weights_for((entry.text, entry.source.location) for entry in _with_text(entries))
 
 
-def about(entries: Sequence[ContextEntry], names: Sequence[str]) -> list[ContextEntry]:
+def about(
+    entries: Sequence[ContextEntry], names: Sequence[str], gloss: Gloss = no_gloss
+) -> list[ContextEntry]:
     """The passages with text that are about what the question names: those that mention all
     of `names` when some do, else those that mention one of them (all, with no names)."""
     readable = _with_text(entries)
     if not names:
         return readable
-    every = [entry for entry in readable if mentions(entry, names, every=True)]
-    return every or [entry for entry in readable if mentions(entry, names)]
+    every = [entry for entry in readable if mentions(entry, names, every=True, gloss=gloss)]
+    return every or [entry for entry in readable if mentions(entry, names, gloss=gloss)]
 
 
 def choose(
-    question: str, entries: Sequence[ContextEntry], names: Sequence[str] = ()
+    question: str,
+    entries: Sequence[ContextEntry],
+    names: Sequence[str] = (),
+    gloss: Gloss = no_gloss,
 ) -> list[Quote]:
     """The spans to quote, in the order of their passages: of the passages `about` what the
     question names (`names_in`), when it names something."""
-    readable = about(entries, names)
+    readable = about(entries, names, gloss)
     weights = _weights(entries)
     found: list[Quote] = []
     for rank, entry in enumerate(readable):
@@ -312,7 +321,7 @@ def answer(
     asked = question if asked is None else asked
     names = names_in(asked)
     needs = Needs.of(asked, names)
-    quotes = choose(question, entries, names)
+    quotes = choose(question, entries, names, gloss)
     if not quotes:
         if names and any(entry.text.strip() for entry in entries):
             why = f"none of their passages mentions {_listed(names)}"

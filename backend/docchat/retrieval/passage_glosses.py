@@ -19,8 +19,10 @@ questions' recall@4 with no model went from 0.611 to 0.893 over Chinese document
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from docchat.retrieval.languages import language_of
 from docchat.retrieval.word_by_word import LANGUAGES, MOST_PASSAGE_WORDS, Glossary
@@ -37,6 +39,8 @@ READY_WAIT_SECONDS = 180.0
 # senses, as its usual one may come late in the dictionary (German "Stunden": classes, lessons,
 # periods, hours), and a check of words is lenient on purpose.
 EVIDENCE_TRANSLATIONS_PER_WORD = 8
+# How many passages' English glosses answers keep (`PassageGlosses.english`).
+RECENT_GLOSSES = 256
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,12 @@ class PassageGlosses:
 
     glossary: Glossary
     ready_wait_seconds: float = READY_WAIT_SECONDS
+    _recent: OrderedDict[str, str | None] = field(
+        default_factory=OrderedDict, init=False, repr=False, compare=False
+    )
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
 
     async def ready(self) -> None:
         """Wait, off the event loop and at most `ready_wait_seconds`, for the dictionaries."""
@@ -61,16 +71,29 @@ class PassageGlosses:
     def english(self, text: str) -> str | None:
         """The English gloss of a passage or quote read in an answer (`answers.evidence`), in
         whatever language it is written; None when it is not glossed, or while the
-        dictionaries are not open yet: never waits for them."""
+        dictionaries are not open yet: never waits for them. An answer reads the same passage
+        several times (which it is about, its quotes, its verdict): the last glosses are kept."""
+        with self._lock:
+            if text in self._recent:
+                self._recent.move_to_end(text)
+                return self._recent[text]
         language = language_of(text)
         if language not in GLOSSED:
-            return None
-        return self.glossary.gloss(
-            text,
-            language,
-            most_words=MOST_PASSAGE_WORDS,
-            per_word=EVIDENCE_TRANSLATIONS_PER_WORD,
-        )
+            english = None
+        elif not self.glossary.directions:
+            return None  # not open yet: not kept, it will be once they are
+        else:
+            english = self.glossary.gloss(
+                text,
+                language,
+                most_words=MOST_PASSAGE_WORDS,
+                per_word=EVIDENCE_TRANSLATIONS_PER_WORD,
+            )
+        with self._lock:
+            self._recent[text] = english
+            if len(self._recent) > RECENT_GLOSSES:
+                self._recent.popitem(last=False)
+        return english
 
     def of(self, text: str, language: str | None) -> str | None:
         """The passage's English gloss, or None when its language is not glossed or there is
