@@ -145,6 +145,34 @@ def test_a_sentence_answering_with_a_figure_of_a_passage_cites_it() -> None:
     )
 
 
+def test_a_short_answer_cites_the_passage_that_gives_it_with_its_unit() -> None:
+    """Qwen2.5-1.5B: "... is `nextval`." (its only new word a name the passage gives) stayed
+    uncited; "The value of the money type takes 16 bytes." was cited to a passage about
+    "a 16-bit integer count"."""
+    passages = [
+        "Each tuple begins with a 16-bit integer count of the number of fields. The value "
+        "bytes follow.",
+        "The function nextval advances a sequence object to its next value and returns that value.",
+    ]
+    money = "How many bytes does a value of the money type take?"
+    answer = "The value of the money type takes 16 bytes."
+    assert "[" not in infer_citations(answer, passages, money)
+    assert infer_citations(answer, [passages[0].replace("16-bit", "16 bytes")], money).endswith(
+        "[1]."
+    )
+    table = "| Name | Storage Size |\n| --- | --- |\n| bigint | 8 bytes |"
+    bigint = "How many bytes of storage does a bigint take?"
+    assert infer_citations("The bigint type takes 8 bytes of storage.", [table], bigint) == (
+        "The bigint type takes 8 bytes of storage [1]."
+    )
+    sequence = "Which function advances a sequence and returns the new value?"
+    assert infer_citations(
+        "The function that advances a sequence and returns the new value is `nextval`.",
+        passages,
+        sequence,
+    ).endswith("`nextval` [2].")
+
+
 def test_has_markers_ignores_numbers_outside_the_context() -> None:
     assert has_markers("See [2].", 2) and not has_markers("See [3].", 2)
     assert not has_markers("No citation.", 2)

@@ -339,17 +339,53 @@ def has_markers(answer: str, candidate_count: int) -> bool:
     )
 
 
-def _answers_with_its_figure(sentence: str, passage: set[str], asked: frozenset[str]) -> bool:
-    """Whether a sentence that restates the question with a figure ("The bigint type takes 8
-    bytes of storage.", its only new word the 8) takes it from the passage: the passage gives
-    every figure of the sentence (not only the new ones: "In 2019 they got 30 days" is not
-    borne out by a passage without 2019) and the question's words the sentence repeats."""
+# A figure as written, and the word after it ("8 bytes"; "1887" alone).
+_FIGURE_AND_UNIT = re.compile(r"(?<![\w.,-])(\d+(?:[.,]\d+)*)(?![\w-])(?:\s+([^\W\d_]+))?")
+# The first letters of a unit that make it the same one ("byte", "bytes").
+_UNIT_PREFIX = 4
+
+
+def _gives_figure(passage: str, figure: str, unit: str | None) -> bool:
+    """Whether the passage gives the figure as a number of its own ("16-bit" does not give
+    16 bytes), followed by the same unit when the sentence gives one."""
+    number = rf"(?<![\w.,-]){re.escape(figure)}(?![\w-]|[.,]\d)"
+    if unit is not None and unit.lower() not in STOPWORDS:
+        number += rf"\s+{re.escape(unit[:_UNIT_PREFIX])}"
+    return re.search(number, passage, re.IGNORECASE) is not None
+
+
+# What a short answer gives besides the question's words: code (`nextval`) and names (a
+# capitalised word after the sentence's first).
+_CODE_WORDS = re.compile(r"`([^`\n]+)`")
+_NAME_WORD = re.compile(r"(?<=\s)[A-Z][\w'’-]*")
+
+
+def _answers_from_it(
+    sentence: str, passage: str, vocabulary: set[str], asked: frozenset[str]
+) -> bool:
+    """Whether a sentence that restates the question with a short answer takes that answer
+    from the passage ("The bigint type takes 8 bytes of storage."; "The function that ... is
+    `nextval`."): it gives a figure, a name or code the question does not, the passage gives
+    every figure of it with its unit (the year asked about too: "In 2019 they got 30 days" is
+    not borne out by a passage without 2019) and every such name or code, and they share two
+    of the question's words."""
     words = _distinctive(sentence)
-    figures = {word for word in words if word.isdigit()}
+    figures = _FIGURE_AND_UNIT.findall(sentence)
+    named = (
+        {
+            word.lower()
+            for found in (*_CODE_WORDS.findall(sentence), *_NAME_WORD.findall(sentence))
+            for word in WORD.findall(found)
+        }
+        - asked
+        - STOPWORDS
+    )
+    new_figures = {figure for figure, _ in figures} - asked
     return (
-        bool(figures - asked)
-        and figures <= passage
-        and len(words & asked & passage) >= MIN_SHARED_WORDS
+        bool(new_figures or named)
+        and named <= vocabulary
+        and all(_gives_figure(passage, figure, unit or None) for figure, unit in figures)
+        and len(words & asked & vocabulary) >= MIN_SHARED_WORDS
     )
 
 
@@ -357,8 +393,8 @@ def infer_citations(answer: str, passages: Sequence[str], question: str) -> str:
     """Add [n] markers to sentences that plainly restate passage n (for models that never cite).
 
     A sentence cites a passage when they share enough distinctive words that the question
-    did not already contain, or when it answers with a figure the passage gives
-    (`_answers_with_its_figure`); sentences without such overlap stay unmarked.
+    did not already contain, or when it restates the question with a short answer the passage
+    gives (`_answers_from_it`); sentences without such overlap stay unmarked.
     """
     asked = frozenset(_distinctive(question))
     passage_words = [_distinctive(passage) for passage in passages]
@@ -374,7 +410,7 @@ def infer_citations(answer: str, passages: Sequence[str], question: str) -> str:
                 and len(shared := words & vocabulary) >= MIN_SHARED_WORDS
                 and len(shared) / len(words) >= MIN_SHARED_FRACTION
             )
-            or _answers_with_its_figure(sentence, vocabulary, asked)
+            or _answers_from_it(sentence, passages[number - 1], vocabulary, asked)
         ]
         if numbers:
             markers = "".join(f"[{n}]" for n in numbers)
