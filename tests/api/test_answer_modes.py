@@ -19,7 +19,7 @@ from docchat.llm import prompts
 from docchat.main.app import attach_components
 from docchat.main.components import Components
 from tests.support.chat import ask, ask_streaming
-from tests.support.documents import upload_and_process
+from tests.support.documents import upload, upload_and_process
 from tests.support.files import filler
 from tests.support.llm_server import ScriptedLLM
 from tests.support.office_files import make_docx
@@ -154,6 +154,24 @@ async def test_the_builtin_model_never_states_general_facts_the_documents_do_not
         },
     )
     assert openai.json()["choices"][0]["message"]["content"] == not_covered
+    assert fresh_llm.requests == []
+
+
+async def test_a_question_right_after_an_upload_is_told_the_document_is_still_being_read(
+    app: FastAPI, client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    """A newcomer asked about the file they had just uploaded and got "There are no documents
+    to search yet.", with the file in the list: it was still being read."""
+    _with_builtin_model(app, components)
+    headers = await auth_headers(client)
+    queued = await upload(client, headers, "ferry.txt", b"The night ferry leaves at 22:40.")
+    assert queued.status_code == 202 and queued.json()["status"] != "completed"
+
+    answer = (await ask(client, headers, "When does the night ferry leave?")).json()
+    message = answer["assistant_message"]
+    assert message["meta"]["reason"] == "no_documents"
+    assert message["content"] == prompts.BUILTIN_NOT_ANSWERED["no_documents"]
+    assert "once it has been read" in message["content"]
     assert fresh_llm.requests == []
 
 

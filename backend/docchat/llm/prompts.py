@@ -119,7 +119,9 @@ _NO_GENERAL_ANSWERS = (
 BUILTIN_NOT_ANSWERED = {
     "no_match": "Your documents do not cover this: no passage matches the question."
     + _NO_GENERAL_ANSWERS,
-    "no_documents": "There are no documents to search yet." + _NO_GENERAL_ANSWERS,
+    # Right after an upload, its document is still being read: say so, not only "none".
+    "no_documents": "There are no documents to search yet: a document you uploaded is searched "
+    "once it has been read (its status says when)." + _NO_GENERAL_ANSWERS,
     "retrieval_unavailable": "Your documents could not be searched just now; try again in a "
     "moment." + _NO_GENERAL_ANSWERS,
     "rag_disabled": "Documents are switched off for this question." + _NO_GENERAL_ANSWERS,
