@@ -36,6 +36,7 @@ HANDBOOK = (
     "review, never on Fridays. The on-call engineer approves each deployment.\n\nTravel. "
     "Train tickets are booked through the Meridian portal."
 )
+BOILER = "Facilities. The Vantor boiler in the basement is serviced each autumn by Kessler Heating."
 MARKER = "14:00 review"
 QUESTION = "When do deployments happen?"
 VERSION = importlib.metadata.version("docchat")
@@ -181,6 +182,22 @@ async def test_a_reader_searches_lists_and_loses_a_revoked_share_at_the_next_cal
         assert await refusal(client, "list_documents", collection_id=collection)
         mine = await call(client, "search_documents", query=QUESTION)
         assert all(p["source"]["document_id"] != document_id for p in mine["passages"])
+
+
+async def test_ask_in_research_mode_gives_the_model_every_part_s_passages(
+    server: LiveServer, http: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    owner = await auth_headers(http)
+    await processed(http, owner, "handbook.txt", HANDBOOK)
+    await processed(http, owner, "boiler.txt", BOILER)
+    key = await new_key(http, owner, "chat")
+    question = "When do deployments happen, and who services the Vantor boiler?"
+    fresh_llm.script("On Thursdays [1]; Kessler Heating services it [2].")
+    async with mcp_client(server, key) as client:
+        answer = await call(client, "ask", question=question, research=True)
+    assert answer["grounded"] is True
+    prompt = json.dumps(fresh_llm.last_request["messages"])
+    assert MARKER in prompt and "Kessler Heating" in prompt
 
 
 async def test_ask_answers_with_citations_within_the_quota_and_is_recorded(

@@ -100,6 +100,7 @@ def context_key(
             options.strict,
             options.retrieval,
             options.answer_mode,
+            options.research,
             options.reformulate,
             options.temperature,
             plan.max_tokens,

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from docchat.answers import conflicts, extractive, trailer
+from docchat.answers import conflicts, extractive, research, trailer
 from docchat.answers.evidence import (
     Gloss,
     Needs,
@@ -211,8 +211,9 @@ class AnswerEngine:
         extracting = self.extracts(options)
         searched: list[ContextEntry] = []
         nearest: list[ContextEntry] = []
+        parts: list[research.Found] = []
         if options.retrieval == "auto" or extracting is not None:
-            searched, nearest = await self._searched_entries(
+            searched, nearest, parts = await self._searched_entries(
                 question, llm, meta, budget, nearest_below_floor=builtin_guard
             )
         inline, file_parts = await self._inline_entries(question, len(searched) + 1, budget)
@@ -225,7 +226,9 @@ class AnswerEngine:
         identities = await self._identities(question, [entry for entry in entries if entry.text])
         entries = dated(entries, identities)
         if extracting is not None and meta.retrieval_mode != "whole_documents":
-            extracted = extractive.answer(asked, entries, asked=question.text, gloss=self.gloss)
+            extracted = research.brief(parts, entries, self.gloss) if parts else None
+            if extracted is None:
+                extracted = extractive.answer(asked, entries, asked=question.text, gloss=self.gloss)
             if extracted is not None:
                 return self._extractive_plan(general, usage, meta, entries, extracted, extracting)
         if options.retrieval == "tool" and question.documents:
@@ -377,14 +380,16 @@ class AnswerEngine:
         budget: TokenBudget,
         *,
         nearest_below_floor: bool = False,
-    ) -> tuple[list[ContextEntry], list[ContextEntry]]:
+    ) -> tuple[list[ContextEntry], list[ContextEntry], list[research.Found]]:
         """The passages of the answer, and (`nearest_below_floor`) when the question needed a
-        match and none reached the match floor, the nearest passages in their place."""
+        match and none reached the match floor, the nearest passages in their place; in
+        research mode, what each part of the question found besides (its passages among the
+        answer's)."""
         if not question.documents:
-            return [], []
+            return [], [], []
         whole = await self._whole_document_entries(question, llm, meta, budget)
         if whole is not None:
-            return whole, []
+            return whole, [], []
         asked = Asked(
             question.text,
             question.history,
@@ -392,10 +397,11 @@ class AnswerEngine:
             question.options.reformulate,
         )
         queries = await self.query_writer.queries(asked, llm, meta, question.documents)
+        depth = research.WHOLE_DEPTH if question.options.research else 1
         result = await self.retriever.search_wordings(
             queries.wordings,
             question.documents,
-            question.options.top_k,
+            question.options.top_k * depth,
             require_match=question.require_match and not nearest_below_floor,
             languages=queries.languages,
         )
@@ -403,12 +409,19 @@ class AnswerEngine:
         meta.retrieval_mode = self.retriever.mode
         if result.unavailable:
             meta.reason = "retrieval_unavailable"
-            return [], []
+            return [], [], []
         if question.require_match and self.retriever.misses_match_floor(result):
             meta.retrieval_count = 0
-            return [], build_context(result.chunks, budget)
-        meta.retrieval_count = len(result.chunks)
-        return build_context(result.chunks, budget), []
+            return [], build_context(result.chunks, budget), []
+        chunks, found = result.chunks, []
+        if question.options.research and chunks:
+            parts = research.parts_of(question.text)
+            found = await research.search_parts(
+                self.retriever, parts, question.documents, question.options.top_k
+            )
+            chunks, meta.research = research.merged(question.text, chunks, found)
+        meta.retrieval_count = len(chunks)
+        return build_context(chunks, budget), [], found
 
     async def _whole_document_entries(
         self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget

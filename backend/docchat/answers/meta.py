@@ -56,6 +56,15 @@ class Conflict(BaseModel):
     sides: list[ConflictSide]
 
 
+class ResearchSearch(BaseModel):
+    """One search of a research answer: the whole question, or one of its parts."""
+
+    query: str = Field(description="What was searched: the question, or a part of it")
+    part: str | None = Field(None, description="The part of the question, as it was asked")
+    passages: int = Field(description="Passages found")
+    new: int = Field(description="Of those, passages no earlier search had found")
+
+
 class AnswerMeta(BaseModel):
     # Messages saved by older versions may carry keys this version does not know.
     model_config = ConfigDict(extra="allow")
@@ -100,6 +109,10 @@ class AnswerMeta(BaseModel):
     whole_document_chunks: int | None = _optional()
     map_reduce_calls: int | None = _optional("Model calls spent condensing whole documents")
     whole_documents_skipped: Literal["too_long"] | None = _optional()
+    research: list[ResearchSearch] | None = _optional(
+        "Research mode (options.research): each search made, the whole question first, then "
+        "each part of it, with the passages it found; the answer was written from all of them"
+    )
     answer_mode: AnswerMode | None = _optional(
         "extractive: the documents' best sentences quoted, no model call; generative: written "
         "by the model"

@@ -34,6 +34,8 @@ class AnswerOptions:
     max_tokens: int | None = None
     # extractive: quote the passages, no model call; auto: see `AnswerEngine.extracts`.
     answer_mode: Literal["auto", "generative", "extractive"] = "auto"
+    # Search each part of the question as well as the whole (`answers.research`).
+    research: bool = False
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,14 @@ class MessageOptions(RequestModel):
             "model writes; auto: the server's choice (RAG_ANSWER_MODE)"
         ),
     )
+    research: bool | None = Field(
+        None,
+        description=(
+            'Research mode: a question of several parts ("what does A do, and when did B '
+            '...", "X or Y?") is searched part by part as well as whole, and answered from '
+            "all the passages found; meta.research lists each search"
+        ),
+    )
 
 
 class MessageCreate(RequestModel):

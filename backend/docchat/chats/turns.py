@@ -86,6 +86,7 @@ def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate)
         reformulate=_reformulate(search, request),
         retrieval=_retrieval(search, request),
         answer_mode=given.answer_mode or answers.answer_mode,
+        research=bool(given.research),
     )
 
 

@@ -143,10 +143,13 @@ def build_server(tools: LibraryTools) -> MCPServer:
         ctx: Context,
         collection_ids: Ids | None = None,
         document_ids: Ids | None = None,
+        research: bool = False,
     ) -> Answer:
         """Answer a question from the documents you may read (or the chosen collections and
         documents), citing them as [n] = sources[n-1]. grounded is false when the documents
-        hold nothing on it. Counts toward your daily token quota."""
+        hold nothing on it. research: a question of several parts ("what does A do, and when
+        did B ...") is searched part by part as well as whole. Counts toward your daily token
+        quota."""
         return await run(
             ctx,
             KeyScope.chat,
@@ -156,6 +159,7 @@ def build_server(tools: LibraryTools) -> MCPServer:
                 question,
                 collection_ids=collection_ids or [],
                 document_ids=document_ids or [],
+                research=research,
             ),
         )
 

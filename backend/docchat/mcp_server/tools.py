@@ -149,6 +149,7 @@ class LibraryTools:
         *,
         collection_ids: Sequence[uuid.UUID] = (),
         document_ids: Sequence[uuid.UUID] = (),
+        research: bool = False,
     ) -> Answer:
         """A cited answer from the documents, as the OpenAI-compatible endpoint gives one: the
         quota is held while it is written; the question is recorded and the session committed
@@ -173,6 +174,7 @@ class LibraryTools:
                 chosen=bool(document_ids),
                 via="mcp",
                 started=started,
+                research=research,
             )
             await session.commit()
             await session.close()

@@ -29,6 +29,13 @@ class ChatCompletionRequest(RequestModel):
             "may read: answer from those documents"
         ),
     )
+    research: bool | None = Field(
+        None,
+        description=(
+            "With index_name: docchat's research mode, where a question of several parts is "
+            "searched part by part as well as whole, and answered from every search's passages"
+        ),
+    )
 
 
 class ModelCard(BaseModel):

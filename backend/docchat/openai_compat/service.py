@@ -126,9 +126,10 @@ def is_passthrough(request: ChatCompletionRequest) -> bool:
 
 
 def refuse_unknown_fields(body: dict[str, Any]) -> None:
-    """Only OpenAI's chat-completions fields (and `index_name`): a field docchat does not know,
-    such as `document_ids`, is refused rather than ignored, with or without `index_name`."""
-    unknown = sorted(set(body) - PASSTHROUGH_FIELDS - {"index_name"})
+    """Only OpenAI's chat-completions fields (and docchat's `index_name` and `research`): a field
+    docchat does not know, such as `document_ids`, is refused rather than ignored, with or
+    without `index_name`."""
+    unknown = sorted(set(body) - PASSTHROUGH_FIELDS - {"index_name", "research"})
     if unknown:
         raise BadRequest(f"Unsupported field(s) for this endpoint: {', '.join(unknown)}")
 
@@ -141,7 +142,9 @@ def passthrough_payload(request: ChatCompletionRequest, settings: LLMSettings) -
             "Requests straight to the model are turned off on this server; send index_name "
             "to answer from your documents"
         )
-    body = request.model_dump(exclude_none=True, exclude={"index_name"})
+    if request.research:
+        raise BadRequest("research answers from your documents: send index_name with it")
+    body = request.model_dump(exclude_none=True, exclude={"index_name", "research"})
     refuse_unknown_fields(body)
     body["model"] = resolve_model(settings, request.model)
     body["n"] = min(int(body.get("n", 1)), MAX_CHOICES)
@@ -262,6 +265,7 @@ class Completions:
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             started=started,
+            research=bool(request.research),
         )
         return await self.plan(asked)
 
@@ -278,6 +282,7 @@ class Completions:
         temperature: float | None = None,
         max_tokens: int | None = None,
         chosen: bool = False,
+        research: bool = False,
         via: str = "openai",
         started: float | None = None,
     ) -> Asked:
@@ -299,6 +304,7 @@ class Completions:
                 temperature=temperature,
                 max_tokens=max_tokens,
                 answer_mode=self.answers.answer_mode,
+                research=research,
             ),
             scope="message" if chosen else None,
             general_system_prompt=False,

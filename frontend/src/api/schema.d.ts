@@ -1799,6 +1799,11 @@ export interface components {
             reason?: ("no_documents" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
             /** Reformulation Ms */
             reformulation_ms?: number | null;
+            /**
+             * Research
+             * @description Research mode (options.research): each search made, the whole question first, then each part of it, with the passages it found; the answer was written from all of them
+             */
+            research?: components["schemas"]["ResearchSearch"][] | null;
             /** Retrieval */
             retrieval?: ("auto" | "tool") | null;
             /**
@@ -2058,6 +2063,11 @@ export interface components {
              * @description Choices; docchat returns one
              */
             n?: number | null;
+            /**
+             * Research
+             * @description With index_name: docchat's research mode, where a question of several parts is searched part by part as well as whole, and answered from every search's passages
+             */
+            research?: boolean | null;
             /**
              * Stream
              * @default false
@@ -2847,6 +2857,11 @@ export interface components {
              */
             reformulate?: boolean | null;
             /**
+             * Research
+             * @description Research mode: a question of several parts ("what does A do, and when did B ...", "X or Y?") is searched part by part as well as whole, and answered from all the passages found; meta.research lists each search
+             */
+            research?: boolean | null;
+            /**
              * Retrieval
              * @description auto: search first; tool: the model calls semantic_search
              */
@@ -3235,6 +3250,32 @@ export interface components {
             id: string;
             /** Shared With Everyone */
             shared_with_everyone: boolean;
+        };
+        /**
+         * ResearchSearch
+         * @description One search of a research answer: the whole question, or one of its parts.
+         */
+        ResearchSearch: {
+            /**
+             * New
+             * @description Of those, passages no earlier search had found
+             */
+            new: number;
+            /**
+             * Part
+             * @description The part of the question, as it was asked
+             */
+            part?: string | null;
+            /**
+             * Passages
+             * @description Passages found
+             */
+            passages: number;
+            /**
+             * Query
+             * @description What was searched: the question, or a part of it
+             */
+            query: string;
         };
         /**
          * Role
@@ -3695,6 +3736,12 @@ export interface components {
              * @default null
              */
             reformulation_ms: number | null;
+            /**
+             * Research
+             * @description Research mode (options.research): each search made, the whole question first, then each part of it, with the passages it found; the answer was written from all of them
+             * @default null
+             */
+            research: components["schemas"]["ResearchSearch"][] | null;
             /**
              * Retrieval
              * @default null

@@ -1,0 +1,239 @@
+"""Questions that need several searches: are the passages they need read, and quoted (issue 70)?
+
+    .venv/bin/python -m bench.eval_research [--only r-pg-01,r-sq-02] [--answers-out FILE]
+
+The set is `bench/datasets/research` (see its README): 68 multi-part and multi-document
+questions over the 48 SQuAD dev articles and the 52 PostgreSQL manual pages, each with the
+facts (2 to 4) its answer needs, every fact a string of one document. The two collections are
+uploaded together, as a user would, and ingested by the real worker (extraction, chunking,
+MiniLM, Chroma, BM25) into a fresh database; each question goes through the service's
+`AnswerEngine` (plan, produce, cite) over all the documents, with no model (extractive answers):
+
+- `one search, top 4`: today's answer: the question searched once, its 4 best passages read;
+- `one search, top 12`: the same search reading as many passages as research mode reads at most
+  with the default context budget, to tell reading more from searching better;
+- `research brief, top 4`: options.research: the question searched whole and each of its parts
+  on its own (`docchat.answers.research`), 4 passages each, the answer quoting each part's own.
+
+Figures, per row: all facts read (every fact of the question is in a passage the answer was
+given), facts read (of all facts), all facts cited (every fact is in a line of the answer that
+ends with a citation marker), searches and passages read per question, and the wall time of
+plan, produce and cite. A fact that no chunk of the ingested collections holds (the reader's
+text differs from the one the set was checked against) is counted apart: no row can read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import machine, percentile, table
+from bench.eval_retrieval import Ingested, ingested, read_collection
+from docchat.answers.engine import AnswerEngine
+from docchat.answers.values import AnswerOptions, Generated, Question
+
+DATASETS = Path(__file__).parent / "datasets"
+QUESTIONS = DATASETS / "research" / "questions.jsonl"
+_MARKER = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class Fact:
+    document: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class ResearchQuestion:
+    id: str
+    collection: str
+    kind: str
+    text: str
+    facts: tuple[Fact, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    top_k: int
+    research: bool
+
+
+ROWS = (
+    Row("one search, top 4", 4, False),
+    Row("one search, top 12", 12, False),
+    Row("research brief, top 4", 4, True),
+)
+
+
+@dataclass
+class Tally:
+    questions: int = 0
+    all_read: int = 0
+    facts: int = 0
+    facts_read: int = 0
+    all_cited: int = 0
+    searches: list[int] = field(default_factory=list)
+    passages: list[int] = field(default_factory=list)
+    milliseconds: list[float] = field(default_factory=list)
+
+    def row(self, label: str) -> list[str]:
+        return [
+            label,
+            _share(self.all_read, self.questions),
+            _share(self.facts_read, self.facts),
+            _share(self.all_cited, self.questions),
+            f"{sum(self.searches) / len(self.searches):.1f}",
+            f"{sum(self.passages) / len(self.passages):.1f}",
+            f"{percentile(self.milliseconds, 50):.0f} / {percentile(self.milliseconds, 95):.0f}",
+        ]
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count / total:.1%}" if total else "-"
+
+
+def read_questions(path: Path = QUESTIONS) -> list[ResearchQuestion]:
+    questions = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        facts = tuple(Fact(str(item["document"]), str(item["answer"])) for item in row["required"])
+        questions.append(
+            ResearchQuestion(row["_id"], row["collection"], row["kind"], row["text"], facts)
+        )
+    return questions
+
+
+def _bare(text: str) -> str:
+    """`text` without its white space: a fact is matched whatever spaces the reader kept
+    around inline markup ("character(n)" or "character( n )")."""
+    return "".join(text.split())
+
+
+def holds(text: str, fact: Fact) -> bool:
+    return _bare(fact.answer) in _bare(text)
+
+
+def _cited_lines(answer: str) -> list[str]:
+    return [line for line in answer.splitlines() if _MARKER.search(line)]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    content: str
+    read: tuple[str, ...]
+    searches: int
+    milliseconds: float
+
+
+async def answer(engine: AnswerEngine, ingest: Ingested, text: str, row: Row) -> Outcome:
+    """One question answered as `row` says, with no model (extractive)."""
+    options = AnswerOptions(
+        rag_enabled=True,
+        top_k=row.top_k,
+        model="none",
+        answer_mode="extractive",
+        research=row.research,
+    )
+    question = Question(text=text, history=[], documents=ingest.scope, options=options, scope="all")
+    started = time.perf_counter()
+    plan = await engine.plan(question)
+    generated: Generated | None = None
+    async for item in engine.produce(question, plan, streaming=False):
+        if isinstance(item, Generated):
+            generated = item
+    assert generated is not None
+    cited = engine.cite(question, plan, generated.content)
+    elapsed = (time.perf_counter() - started) * 1000
+    searches = len(plan.meta.research) if plan.meta.research else 1
+    read = tuple(entry.text for entry in plan.entries)
+    return Outcome(cited.content, read, searches, elapsed)
+
+
+def count(tally: Tally, question: ResearchQuestion, outcome: Outcome) -> None:
+    tally.questions += 1
+    read = [any(holds(passage, fact) for passage in outcome.read) for fact in question.facts]
+    cited_lines = _cited_lines(outcome.content)
+    cited = [any(holds(line, fact) for line in cited_lines) for fact in question.facts]
+    tally.facts += len(read)
+    tally.facts_read += sum(read)
+    tally.all_read += all(read)
+    tally.all_cited += all(cited)
+    tally.searches.append(outcome.searches)
+    tally.passages.append(len(outcome.read))
+    tally.milliseconds.append(outcome.milliseconds)
+
+
+async def unreachable(ingest: Ingested, questions: Sequence[ResearchQuestion]) -> list[Fact]:
+    """The facts no ingested chunk holds."""
+    chunks = await ingest.components.lexical.document_chunks(ingest.scope)
+    return [
+        fact
+        for question in questions
+        for fact in question.facts
+        if not any(holds(chunk.text, fact) for chunk in chunks)
+    ]
+
+
+async def evaluate(only: Sequence[str]) -> list[dict[str, object]]:
+    """Print the table; each answer, for --answers-out."""
+    questions = [q for q in read_questions() if not only or q.id in only]
+    squad = read_collection(DATASETS / "squad-dev", "articles")
+    manual = read_collection(DATASETS / "postgresql-manual", "passages")
+    tallies = {row.label: Tally() for row in ROWS}
+    written: list[dict[str, object]] = []
+    async with ingested([*squad.uploads, *manual.uploads]) as ingest:
+        print(
+            f"ingested {len(squad.uploads)} SQuAD articles and {len(manual.uploads)} manual "
+            f"pages ({ingest.chunks} chunks) in {ingest.seconds:.0f} s",
+            flush=True,
+        )
+        missing = await unreachable(ingest, questions)
+        engine = ingest.components.engine
+        for question in questions:
+            for row in ROWS:
+                outcome = await answer(engine, ingest, question.text, row)
+                count(tallies[row.label], question, outcome)
+                written.append({"id": question.id, "row": row.label, **dataclasses.asdict(outcome)})
+    facts = sum(len(question.facts) for question in questions)
+    print(f"\n{machine()}; {len(questions)} questions, {facts} facts")
+    print(f"facts no ingested chunk holds: {len(missing)} of {facts}")
+    for fact in missing:
+        print(f"  {fact.document}: {fact.answer!r}")
+    headers = [
+        "reading",
+        "all facts read",
+        "facts read",
+        "all facts cited",
+        "searches",
+        "passages read",
+        "ms p50 / p95",
+    ]
+    print(table(headers, [tallies[row.label].row(row.label) for row in ROWS]))
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", default="", help="comma-separated question ids")
+    parser.add_argument("--answers-out", type=Path, default=None, help="write each answer (JSONL)")
+    arguments = parser.parse_args()
+    only = [word for word in arguments.only.split(",") if word]
+    written = asyncio.run(evaluate(only))
+    if arguments.answers_out is not None:
+        arguments.answers_out.write_text("".join(json.dumps(item) + "\n" for item in written))
+
+
+if __name__ == "__main__":
+    main()
