@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "../api/client";
-import { answerBadge } from "./AnswerMessage";
+import { answerBadge, researchNote } from "./AnswerMessage";
 
 describe("answerBadge", () => {
   it("says the documents do not answer instead of calling it a general answer", () => {
@@ -21,5 +21,24 @@ describe("answerBadge", () => {
   it("keeps the general and quoted badges for the answers they describe", () => {
     expect(answerBadge({ meta: { grounded: false }, sources: null } as Message).kind).toBe("general");
     expect(answerBadge({ meta: { grounded: true }, sources: [{}] } as Message).kind).toBe("quoted");
+  });
+});
+
+describe("researchNote", () => {
+  it("says how many searches a research answer made, each in its title", () => {
+    const meta = {
+      grounded: true,
+      research: [
+        { query: "When did A open, and who built B?", part: null, passages: 8, new: 8 },
+        { query: "When did A open", part: "When did A open", passages: 4, new: 1 },
+        { query: "who built B", part: "who built B", passages: 4, new: 3 },
+      ],
+    } as Message["meta"];
+    expect(researchNote(meta)).toEqual({
+      text: "researched in 3 searches",
+      title: "The whole question: 8 passages, 8 new\nWhen did A open: 4 passages, 1 new\nwho built B: 4 passages, 3 new",
+    });
+    expect(researchNote({ grounded: true, research: [meta!.research![0]] } as Message["meta"])).toBeNull();
+    expect(researchNote({ grounded: true } as Message["meta"])).toBeNull();
   });
 });

@@ -189,6 +189,7 @@ export default function AnswerMessage({
           </span>
         )}
         {message.status !== "streaming" && <SearchLanguages meta={message.meta} />}
+        {message.status !== "streaming" && <ResearchSearches meta={message.meta} />}
       </footer>
       {message.status !== "streaming" && <Disagreement message={message} onShowSources={onShowSources} />}
       {/* An earlier version is read, not rated or copied from here: the latest is the answer. */}
@@ -197,3 +198,20 @@ export default function AnswerMessage({
   );
 }
 
+/** "researched in 3 searches", with each search for a title; null for an answer of one search. */
+export function researchNote(meta: Message["meta"]): { text: string; title: string } | null {
+  const searches = meta?.research ?? [];
+  if (searches.length < 2) return null;
+  const title = searches.map((search) => `${search.part ?? "The whole question"}: ${search.passages} passages, ${search.new} new`).join("\n");
+  return { text: `researched in ${searches.length} searches`, title };
+}
+
+function ResearchSearches({ meta }: { meta: Message["meta"] }) {
+  const note = researchNote(meta);
+  if (!note) return null;
+  return (
+    <span className="muted small" data-testid="research-searches" title={note.title}>
+      {" "}· {note.text}
+    </span>
+  );
+}

@@ -81,6 +81,22 @@ describe("Conversation", () => {
   });
 });
 
+describe("Research mode", () => {
+  it("asks the questions sent while it is on in research mode", async () => {
+    client.streamMessage.mockImplementation(async () => undefined);
+    const { composer } = show();
+    const toggle = screen.getByRole("button", { name: "Research" });
+    expect(toggle.getAttribute("aria-pressed")).toBe("false");
+    await send(composer, QUESTION);
+    expect(client.streamMessage.mock.calls[0][0].options).toBeUndefined();
+
+    fireEvent.click(toggle);
+    expect(toggle.getAttribute("aria-pressed")).toBe("true");
+    await send(composer, "And who built it?");
+    expect(client.streamMessage.mock.calls[1][0]).toMatchObject({ content: "And who built it?", options: { research: true } });
+  });
+});
+
 describe("unansweredTail", () => {
   const message = (id: string, role: "user" | "assistant") => ({ id, role }) as Message;
   it("is the chat's last questions that have no answer, oldest first", () => {

@@ -60,6 +60,8 @@ export default function Conversation({
   // The question being edited in place, and the one being replaced while its answer comes.
   const [editing, setEditing] = useState<string | null>(null);
   const [replacing, setReplacing] = useState<string | null>(null);
+  // Research mode for the questions sent from here on (each part of a question searched too).
+  const [research, setResearch] = useState(false);
   // "@name" being typed at the caret: the documents it names, the highlighted one, and the
   // "@" whose list Escape closed.
   const composer = useRef<HTMLTextAreaElement>(null);
@@ -136,10 +138,11 @@ export default function Conversation({
     setReplacing(replaces?.id ?? null);
     // Messages from the replaced question on; read when they are swapped (the list may grow).
     const before = (list: Message[]) => (replaces ? list.slice(0, Math.max(0, list.findIndex((m) => m.id === replaces.id))) : list);
+    const options = research ? { options: { research: true } } : {};
     const body: Schemas["MessageCreate"] = replaces
       ? // The replaced question's documents are asked about again (the server's default).
-        { chat_id: chatId, content: question, replaces: replaces.id }
-      : { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [] };
+        { chat_id: chatId, content: question, replaces: replaces.id, ...options }
+      : { chat_id: chatId, content: question, document_ids: selectedDocumentIds, collection_ids: collectionId ? [collectionId] : [], ...options };
     await write({ user: null, question, text: "", answerId: null }, (handlers, signal) => streamMessage(body, handlers, signal), before);
   }
 
@@ -380,6 +383,19 @@ export default function Conversation({
               strokeLinecap="round"
             />
           </svg>
+        </button>
+        <button
+          className={`research-toggle small${research ? " on" : ""}`}
+          aria-pressed={research}
+          aria-label="Research"
+          onClick={() => setResearch((on) => !on)}
+          title="Research mode: each part of a question (“what does A do, and when did B…”) is searched on its own as well as the whole question"
+        >
+          <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+            <circle cx="10" cy="10" r="6" fill="none" stroke="currentColor" strokeWidth="2" />
+            <path d="M14.5 14.5 20 20M7.5 10h5M10 7.5v5" fill="none" stroke="currentColor" strokeWidth="2" strokeLinecap="round" />
+          </svg>
+          <span className="research-label">Research</span>
         </button>
         <input
           ref={filePicker}
