@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from docchat.answers.research import MAX_PARTS, parts_of
+from docchat.answers.research import MAX_PARTS, MAX_QUESTION_CHARS, parts_of
 
 
 def _queries(question: str) -> list[str]:
@@ -71,3 +71,12 @@ def test_a_question_of_one_part_has_none() -> None:
 def test_a_long_list_of_clauses_is_capped() -> None:
     question = ", and ".join(f"what is setting_{index}" for index in range(10))
     assert len(parts_of(question)) == MAX_PARTS
+
+
+def test_a_message_longer_than_a_question_is_searched_whole() -> None:
+    """30,000 characters of names ("How do Word0, Word1, ... differ") took 120 s to split."""
+    names = " ".join(f"Word{index}," for index in range(3000))
+    assert parts_of(f"How do {names} differ?") == []
+    question = "What is A, and what is B?"
+    assert parts_of(question + " " * MAX_QUESTION_CHARS) != []  # white space does not count
+    assert parts_of(question + " Filler." * (MAX_QUESTION_CHARS // 8)) == []
