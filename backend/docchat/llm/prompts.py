@@ -210,9 +210,9 @@ def _with_instruction(messages: Sequence[dict[str, Any]], instruction: str) -> l
 # sentences it found, then the question again. A small model misses a figure in a long passage
 # (Qwen2.5-1.5B: "The documents do not answer this question.", then the figure asked for).
 QUOTE_RETRY_INSTRUCTION = (
-    "These sentences of the passages may answer the question:\n{quotes}\n"
-    "If they answer it, answer in a full sentence and end it with the passage number in "
-    "brackets. If they do not, say that the documents do not answer it."
+    "These sentences of the passages answer the question:\n{quotes}\n"
+    "Answer the question from them in a full sentence and end it with the passage number in "
+    "brackets."
 )
 
 
