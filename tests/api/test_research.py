@@ -192,3 +192,26 @@ async def test_openai_clients_ask_for_research_with_index_name(
         )
     assert "send index_name with it" in str(refused.value)
     await sdk.close()
+
+
+async def test_the_search_started_ahead_is_the_one_research_mode_makes(
+    live_client: httpx.AsyncClient,
+    live_components: Components,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chat route starts the whole question's search while it saves the turn; research
+    mode searched it deeper than that search, so it was made twice."""
+    headers = await auth_headers(live_client)
+    await _library(live_client, live_components, headers)
+    searched: list[str] = []
+    retriever = type(live_components.engine.retriever)
+    search = retriever._search
+
+    async def counted(self: Any, query: str, *arguments: Any) -> Any:
+        searched.append(query)
+        return await search(self, query, *arguments)
+
+    monkeypatch.setattr(retriever, "_search", counted)
+    await _answer(live_client, headers, answer_mode="extractive", research=True)
+    assert searched.count(QUESTION) == 1
+    assert len(searched) == 3  # the whole question, then each of its two parts

@@ -157,7 +157,7 @@ class AnswerEngine:
             return
         if options.whole_documents and asks_for_whole_documents(query, scope):
             return
-        self.retriever.search_ahead(query, documents, options.top_k)
+        self.retriever.search_ahead(query, documents, _whole_depth(options))
 
     def answer_tokens(self, options: AnswerOptions) -> int:
         """What the caller asked for, never more than LLM_MAX_TOKENS."""
@@ -397,11 +397,10 @@ class AnswerEngine:
             question.options.reformulate,
         )
         queries = await self.query_writer.queries(asked, llm, meta, question.documents)
-        depth = research.WHOLE_DEPTH if question.options.research else 1
         result = await self.retriever.search_wordings(
             queries.wordings,
             question.documents,
-            question.options.top_k * depth,
+            _whole_depth(question.options),
             require_match=question.require_match and not nearest_below_floor,
             languages=queries.languages,
         )
@@ -860,6 +859,11 @@ class AnswerEngine:
         if text is None or not quoting.extracted:
             return None
         return self.cite(question, quoting, text)
+
+
+def _whole_depth(options: AnswerOptions) -> int:
+    """How many passages the search of the whole question keeps (deeper in research mode)."""
+    return options.top_k * (research.WHOLE_DEPTH if options.research else 1)
 
 
 def _judged(meta: AnswerMeta, judged: Verdict) -> None:
