@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from docchat.answers import research
 from docchat.answers.research import MAX_PARTS, MAX_QUESTION_CHARS, parts_of
 
 
@@ -80,3 +81,13 @@ def test_a_message_longer_than_a_question_is_searched_whole() -> None:
     question = "What is A, and what is B?"
     assert parts_of(question + " " * MAX_QUESTION_CHARS) != []  # white space does not count
     assert parts_of(question + " Filler." * (MAX_QUESTION_CHARS // 8)) == []
+
+
+def test_a_brief_whose_parts_are_each_answered_in_part_is_partial() -> None:
+    # Before: every part listed as unanswered made the brief "not in the documents", even
+    # when each had quotes that answer it in part.
+    both_partial = research._verdict(["a", "b"], lacking=0, parts=2)
+    assert both_partial.evidence == "partial"
+    assert research._verdict(["a", "b"], lacking=2, parts=2).evidence == "not_in_documents"
+    assert research._verdict(["a"], lacking=1, parts=2).evidence == "partial"
+    assert research._verdict([], lacking=0, parts=2).evidence == "answered"

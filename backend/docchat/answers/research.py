@@ -201,6 +201,8 @@ def brief(
     sections: list[str] = []
     quotes: list[extractive.Quote] = []
     unanswered: list[str] = []
+    # Parts whose passages say nothing of them (no quote, or quotes about something else).
+    lacking = 0
     disagreement: conflicts.Disagreement | None = None
     for item in found:
         own = [by_chunk[hit.chunk.id] for hit in item.chunks if hit.chunk.id in by_chunk]
@@ -208,11 +210,13 @@ def brief(
         heading = f"**{_as_question(item.part.text)}**"
         if extracted is None or not extracted.quotes:
             unanswered.append(item.part.text)
+            lacking += 1
             why = f" ({extracted.verdict.why})" if extracted is not None else ""
             sections.append(f"{heading}\n\n{PART_NOT_ANSWERED}{why}.")
             continue
         if extracted.verdict.evidence != "answered":
             unanswered.append(item.part.text)
+            lacking += extracted.verdict.evidence == "not_in_documents"
         blocks = [
             f"> {extractive.quoted_text(quote.entry, quote.highlight)} [{quote.entry.number}]"
             for quote in extracted.quotes
@@ -226,14 +230,17 @@ def brief(
         return None
     introduction = BRIEF_INTRODUCTION.format(count=len(found), passages=len(entries))
     text = "\n\n".join([introduction, *sections])
-    return extractive.Extracted(text, quotes, _verdict(unanswered, len(found)), disagreement)
+    verdict = _verdict(unanswered, lacking=lacking, parts=len(found))
+    return extractive.Extracted(text, quotes, verdict, disagreement)
 
 
-def _verdict(unanswered: Sequence[str], parts: int) -> Verdict:
+def _verdict(unanswered: Sequence[str], *, lacking: int, parts: int) -> Verdict:
+    """Answered when every part is; not in the documents when no part's passages speak of
+    it; else partial (some parts unanswered, or each answered only in part)."""
     if not unanswered:
         return Verdict("answered")
     listed = "; ".join(f"“{_as_question(text)}”" for text in unanswered)
-    if len(unanswered) == parts:
+    if lacking == parts:
         return Verdict("not_in_documents", f"the passages found do not answer {listed}")
     return Verdict("partial", f"the passages found do not answer {listed}")
 
