@@ -112,6 +112,7 @@ def _engine(ingest: Ingested, llm_settings: LLMSettings) -> AnswerEngine:
         llm_settings=llm_settings,
         query_writer=base.query_writer,
         identities=base.identities,
+        catalogue=base.catalogue,
         glosses=ingest.components.glosses,
     )
 

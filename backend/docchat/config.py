@@ -403,6 +403,23 @@ class AnswerSettings(BaseSettings):
         gt=0,
         description="Longest wait to read a document still processing into a prompt (inline mode)",
     )
+    research_max_steps: int = Field(
+        8,
+        ge=1,
+        le=50,
+        description=(
+            "Research mode with a model that calls tools: the most tool calls (searches, "
+            "listings, parts read) one answer may make before it is written from what was read"
+        ),
+    )
+    research_max_tokens: int = Field(
+        32_000,
+        ge=1_000,
+        description=(
+            "Research mode: the most tokens (prompts and replies, every call counted) its steps "
+            "may spend before the answer is written from what was read"
+        ),
+    )
 
 
 class RerankSettings(BaseSettings):

@@ -80,9 +80,14 @@ def context_key(
     user_id: uuid.UUID, question: Question, plan: Plan, llm: LLMSettings
 ) -> bytes | None:
     """The key of the asker and everything but the question's words, or None for an answer
-    that is not reused: no model call (quoted, fixed), tool mode, documents read inline, file
-    parts."""
-    if plan.fixed_answer is not None or plan.tools is not None or question.inline_documents:
+    that is not reused: no model call (quoted, fixed), tool mode, research with tools,
+    documents read inline, file parts."""
+    if (
+        plan.fixed_answer is not None
+        or plan.tools is not None
+        or plan.research is not None
+        or question.inline_documents
+    ):
         return None
     if not all(isinstance(message.get("content"), str) for message in plan.messages):
         return None

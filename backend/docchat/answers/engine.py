@@ -34,7 +34,15 @@ from docchat.answers.evidence import (
     verdict,
 )
 from docchat.answers.highlights import answer_highlights, matched_text, quoted_highlights
-from docchat.answers.meta import AnswerMeta, ExtractiveReason, Scope
+from docchat.answers.meta import (
+    AnswerMeta,
+    CitedDocument,
+    ExtractiveReason,
+    ResearchStep,
+    Scope,
+)
+from docchat.answers.research_loop import ResearchLoop
+from docchat.answers.research_tools import ResearchTools
 from docchat.answers.search_queries import Asked, QueryWriter
 from docchat.answers.small_talk import is_small_talk
 from docchat.answers.values import (
@@ -71,13 +79,15 @@ from docchat.retrieval.context import (
     format_context,
     with_highlights,
 )
+from docchat.retrieval.filters import DocumentCatalogue
 from docchat.retrieval.highlight import asked_kind
-from docchat.retrieval.index import DocumentScope, SearchScope
+from docchat.retrieval.index import DocumentScope, ScoredChunk, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
 from docchat.retrieval.passage_glosses import PassageGlosses
 from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
+from docchat.retrieval.schemas import Source
 from docchat.retrieval.tools import SEMANTIC_SEARCH_TOOL, ToolRetrieval, assistant_tool_message
 
 logger = logging.getLogger(__name__)
@@ -109,6 +119,18 @@ class _Attempt:
         return "".join(self.pieces)
 
 
+@dataclass
+class _Searched:
+    """What the search of a question found: the answer's passages, numbered; the nearest ones
+    when none reached the match floor; in research mode, what each part found, and the
+    passages as found (for the handles of their documents)."""
+
+    entries: list[ContextEntry] = field(default_factory=list)
+    nearest: list[ContextEntry] = field(default_factory=list)
+    parts: list[research.Found] = field(default_factory=list)
+    chunks: list[ScoredChunk] = field(default_factory=list)
+
+
 class AnswerEngine:
     def __init__(
         self,
@@ -123,6 +145,7 @@ class AnswerEngine:
         llm_settings: LLMSettings,
         query_writer: QueryWriter,
         identities: DocumentIdentities,
+        catalogue: DocumentCatalogue,
         glosses: PassageGlosses | None = None,
     ) -> None:
         self.llm = llm
@@ -136,6 +159,8 @@ class AnswerEngine:
         self.query_writer = query_writer
         # The dates and collections in the passages' headers (the documents package's SQL).
         self.identities = identities
+        # The documents of a scope by name, kind, date... (filters, research's listings).
+        self.catalogue = catalogue
         # The English of passages in other languages, for the evidence verdict.
         self.gloss: Gloss = glosses.english if glosses is not None else no_gloss
 
@@ -193,6 +218,7 @@ class AnswerEngine:
         return [*question.history, {"role": "user", "content": question.text}]
 
     async def plan(self, question: Question) -> Plan:
+        question = await self._filtered(question)
         options = question.options
         usage = Usage()
         llm = MeteredLLM(self.llm, usage)
@@ -202,6 +228,8 @@ class AnswerEngine:
             retrieval=options.retrieval,
             documents_searched=DocumentScope.of(question.documents).size,
         )
+        if options.filters is not None and not options.filters.empty:
+            meta.filters = options.filters.describe()
         general = self._general(question)
         unsearched = self._unsearched_plan(question, general, usage, meta)
         if unsearched is not None:
@@ -209,13 +237,12 @@ class AnswerEngine:
         builtin_guard = self.answers_without_general_knowledge(options)
         budget = self.budget(question)
         extracting = self.extracts(options)
-        searched: list[ContextEntry] = []
-        nearest: list[ContextEntry] = []
-        parts: list[research.Found] = []
+        found = _Searched()
         if options.retrieval == "auto" or extracting is not None:
-            searched, nearest, parts = await self._searched_entries(
+            found = await self._searched_entries(
                 question, llm, meta, budget, nearest_below_floor=builtin_guard
             )
+        searched, nearest, parts = found.entries, found.nearest, found.parts
         inline, file_parts = await self._inline_entries(question, len(searched) + 1, budget)
         if inline:
             meta.inline_documents = len(question.inline_documents)
@@ -233,6 +260,10 @@ class AnswerEngine:
                 return self._extractive_plan(general, usage, meta, entries, extracted, extracting)
         if options.retrieval == "tool" and question.documents:
             return self._tool_plan(question, entries, identities, file_parts, meta, budget, usage)
+        if self._researches_with_tools(question, meta):
+            return self._research_plan(
+                question, entries, found.chunks, file_parts, meta, budget, usage
+            )
         if not entries:
             meta.reason = meta.reason or ("no_match" if question.documents else "no_documents")
             if builtin_guard:
@@ -380,16 +411,16 @@ class AnswerEngine:
         budget: TokenBudget,
         *,
         nearest_below_floor: bool = False,
-    ) -> tuple[list[ContextEntry], list[ContextEntry], list[research.Found]]:
+    ) -> _Searched:
         """The passages of the answer, and (`nearest_below_floor`) when the question needed a
         match and none reached the match floor, the nearest passages in their place; in
         research mode, what each part of the question found besides (its passages among the
         answer's)."""
         if not question.documents:
-            return [], [], []
+            return _Searched()
         whole = await self._whole_document_entries(question, llm, meta, budget)
         if whole is not None:
-            return whole, [], []
+            return _Searched(whole)
         asked = Asked(
             question.text,
             question.history,
@@ -408,10 +439,10 @@ class AnswerEngine:
         meta.retrieval_mode = self.retriever.mode
         if result.unavailable:
             meta.reason = "retrieval_unavailable"
-            return [], [], []
+            return _Searched()
         if question.require_match and self.retriever.misses_match_floor(result):
             meta.retrieval_count = 0
-            return [], build_context(result.chunks, budget), []
+            return _Searched(nearest=build_context(result.chunks, budget))
         chunks, found = result.chunks, []
         if question.options.research and chunks:
             parts = research.parts_of(question.text)
@@ -420,7 +451,7 @@ class AnswerEngine:
             )
             chunks, meta.research = research.merged(question.text, chunks, found)
         meta.retrieval_count = len(chunks)
-        return build_context(chunks, budget), [], found
+        return _Searched(build_context(chunks, budget), parts=found, chunks=chunks)
 
     async def _whole_document_entries(
         self, question: Question, llm: MeteredLLM, meta: AnswerMeta, budget: TokenBudget
@@ -497,11 +528,117 @@ class AnswerEngine:
         max_tokens = self._fitted_max_tokens(question, messages)
         return Plan(messages, usage, meta, max_tokens, entries=list(inline), tools=tools)
 
+    async def _filtered(self, question: Question) -> Question:
+        """The question with its documents narrowed to those its filters let through."""
+        filters = question.options.filters
+        if filters is None or filters.empty or not question.documents:
+            return question
+        narrowed = await self.catalogue.narrowed(question.documents, filters, question.reader)
+        return dataclasses.replace(question, documents=narrowed)
+
+    def _researches_with_tools(self, question: Question, meta: AnswerMeta) -> bool:
+        """Research mode with a model that writes its answers (not quoted ones), over documents
+        searched (not read whole)."""
+        return (
+            question.options.research
+            and question.options.retrieval == "auto"
+            and bool(question.documents)
+            and self.extracts(question.options) is None
+            and meta.retrieval_mode != "whole_documents"
+            and meta.reason != "retrieval_unavailable"
+        )
+
+    def _research_plan(
+        self,
+        question: Question,
+        entries: list[ContextEntry],
+        chunks: list[ScoredChunk],
+        file_parts: list[dict[str, Any]],
+        meta: AnswerMeta,
+        budget: TokenBudget,
+        usage: Usage,
+    ) -> Plan:
+        """Research with tools: the model starts from what the question and its parts found,
+        and its steps run in `produce` (where each is shown as it is taken)."""
+        passages = ToolRetrieval(
+            retriever=self.retriever,
+            documents=question.documents,
+            default_top_k=question.options.top_k,
+            budget=budget,
+            require_match=False,
+            identities=self.identities,
+            reader=question.reader,
+        )
+        passages.seed(entries)
+        tools = ResearchTools(passages, self.catalogue, self.lexical, reader=question.reader)
+        tools.know([hit.chunk for hit in chunks])
+        for search in meta.research or []:
+            part = f" (part: {search.part})" if search.part not in (None, search.query) else ""
+            said = f"Searched '{search.query}'{part}: {search.passages} passages, {search.new} new"
+            tools.record(
+                ResearchStep(
+                    number=len(tools.steps) + 1, action="search", said=said, query=search.query
+                )
+            )
+        loop = ResearchLoop(
+            tools,
+            max_steps=self.answers.research_max_steps,
+            max_tokens=self.answers.research_max_tokens,
+        )
+        context = format_context([entry for entry in entries if entry.text], {})
+        messages = prompts.research_messages(
+            question.history,
+            context,
+            tools.handles(),
+            question.text,
+            strict=question.options.strict,
+            summary=question.summary,
+        )
+        _with_file_parts(messages, file_parts)
+        max_tokens = self._fitted_max_tokens(question, messages)
+        return Plan(messages, usage, meta, max_tokens, entries=entries, research=loop)
+
+    async def _researched(
+        self, question: Question, plan: Plan, llm: MeteredLLM, messages: list[dict[str, Any]]
+    ) -> AsyncIterator[ResearchStep]:
+        """The research's steps (those of the searches it started from first), then `plan`
+        made that of the answer: every passage found or read, and the prompt to write it from
+        (`messages` replaced), unless the model already answered (`plan.research.given`)."""
+        loop = plan.research
+        assert loop is not None
+        for step in loop.tools.steps:
+            yield step
+        async for step in loop.steps(llm, messages, question.options.model):
+            yield step
+        meta = plan.meta
+        meta.research_steps, meta.research_end = list(loop.tools.steps), loop.end
+        asked = matched_text(question.text, meta)
+        plan.entries = with_highlights(loop.tools.passages.dated_entries, asked)
+        meta.retrieval_count = len(plan.entries)
+        if loop.given is not None:
+            return
+        if not plan.entries:
+            meta.reason = meta.reason or "no_match"
+            messages[:] = self._general(question)
+        else:
+            context = await loop.tools.passages.formatted(plan.entries)
+            meta.context_chars = len(context)
+            grounded = prompts.grounded_messages(
+                question.history,
+                context,
+                question.text,
+                strict=question.options.strict,
+                summary=question.summary,
+            )
+            closing = loop.closing_instruction()
+            messages[:] = prompts.with_instruction(grounded, closing) if closing else grounded
+        plan.max_tokens = self._fitted_max_tokens(question, messages)
+
     # -- generation -----------------------------------------------------------------------------
 
     async def produce(
         self, question: Question, plan: Plan, *, streaming: bool
-    ) -> AsyncIterator[str | SourcesReady | Generated]:
+    ) -> AsyncIterator[str | SourcesReady | Generated | ResearchStep]:
         """Text pieces of the answer (one piece when not streaming), then the `Generated` total."""
         options = question.options
         llm = MeteredLLM(self.llm, plan.usage)
@@ -517,6 +654,10 @@ class AnswerEngine:
         if plan.tools is not None:
             given = await self._tool_rounds(question, plan, llm, messages)
             _adopt_tool_results(plan)
+        if plan.research is not None:
+            async for step in self._researched(question, plan, llm, messages):
+                yield step
+            given = plan.research.given
         yield SourcesReady()
         # What the engine quotes as answering it: a model that says they do not is asked again
         # with those quotes before its answer is shown.
@@ -712,6 +853,16 @@ class AnswerEngine:
     # -- citations ------------------------------------------------------------------------------
 
     def cite(
+        self, question: Question, plan: Plan, content: str, *, stopped: bool = False
+    ) -> CitedAnswer:
+        """The answer as saved (`_cite`); a research answer's citations also grouped by
+        document."""
+        cited = self._cite(question, plan, content, stopped=stopped)
+        if question.options.research and cited.sources and cited.meta.grounded:
+            cited.meta.cited_documents = _by_document(cited.sources)
+        return cited
+
+    def _cite(
         self, question: Question, plan: Plan, content: str, *, stopped: bool = False
     ) -> CitedAnswer:
         """The answer as saved: markers renumbered over cited sources, or no sources at all.
@@ -916,6 +1067,18 @@ def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]
     if parts:
         question = messages[-1]["content"]
         messages[-1] = {"role": "user", "content": [*parts, {"type": "text", "text": question}]}
+
+
+def _by_document(sources: list[Source]) -> list[CitedDocument]:
+    """The sources' documents in the order first cited, each with its sources' [n]."""
+    grouped: dict[str, CitedDocument] = {}
+    for number, source in enumerate(sources, start=1):
+        key = str(source.document_id)
+        document = grouped.setdefault(
+            key, CitedDocument(document_id=key, filename=source.document_name, citations=[])
+        )
+        document.citations.append(number)
+    return list(grouped.values())
 
 
 def _adopt_tool_results(plan: Plan) -> None:

@@ -56,6 +56,14 @@ class Conflict(BaseModel):
     sides: list[ConflictSide]
 
 
+class CitedDocument(BaseModel):
+    """A document a research answer cites, with its passages' citations."""
+
+    document_id: str
+    filename: str
+    citations: list[int] = Field(description="The [n] of its passages, as in the answer")
+
+
 class ResearchSearch(BaseModel):
     """One search of a research answer: the whole question, or one of its parts."""
 
@@ -63,6 +71,39 @@ class ResearchSearch(BaseModel):
     part: str | None = Field(None, description="The part of the question, as it was asked")
     passages: int = Field(description="Passages found")
     new: int = Field(description="Of those, passages no earlier search had found")
+
+
+ResearchAction = Literal["search", "list", "read", "finish", "refused"]
+# Why a researched answer's steps ended: the model called finish, it answered without calling
+# finish, or its step or token budget ran out (the answer says what was not covered).
+ResearchEnd = Literal["finished", "answered", "steps", "tokens"]
+
+
+class StepPassage(BaseModel):
+    """A passage a research step found or read: where it is, to open it."""
+
+    document_id: str
+    filename: str
+    page: int | None = None
+    location: str | None = None
+
+
+class ResearchStep(BaseModel):
+    """One step of a research answer with a model that calls tools, as a person follows it."""
+
+    number: int = Field(description="1 for the first step")
+    action: ResearchAction = Field(
+        description="search (the documents), list (documents by name, kind, date...), read "
+        "(a part of a document), finish, or refused (a call repeated, malformed, or naming a "
+        "document the research was not shown)"
+    )
+    said: str = Field(
+        description="The step in a sentence: \"Searched 'penalty clause': 4 passages\""
+    )
+    query: str | None = _optional("What was searched")
+    filters: str | None = _optional("The filters of the search or the listing, in words")
+    document: str | None = _optional("The document read, by name")
+    passages: list[StepPassage] | None = _optional("What it found or read, to open")
 
 
 class AnswerMeta(BaseModel):
@@ -76,6 +117,9 @@ class AnswerMeta(BaseModel):
     )
     retrieval: Literal["auto", "tool"] | None = _optional()
     documents_searched: int | None = _optional()
+    filters: str | None = _optional(
+        "The filters (options.filters) the documents searched were narrowed by, in words"
+    )
     retrieval_mode: RetrievalMode | None = _optional()
     retrieval_count: int | None = _optional("Passages the model was given")
     retrieval_ms: float | None = _optional()
@@ -112,6 +156,18 @@ class AnswerMeta(BaseModel):
     research: list[ResearchSearch] | None = _optional(
         "Research mode (options.research): each search made, the whole question first, then "
         "each part of it, with the passages it found; the answer was written from all of them"
+    )
+    research_steps: list[ResearchStep] | None = _optional(
+        "Research mode with a model that calls tools: each step it took (searches with "
+        "filters, document listings, parts read), in order; the answer cites what they found"
+    )
+    research_end: ResearchEnd | None = _optional(
+        "Why the research stopped: finished (the model called finish), answered (it answered "
+        "without), steps or tokens (its budget ran out: the answer says what was not covered)"
+    )
+    cited_documents: list[CitedDocument] | None = _optional(
+        "A research answer's citations grouped by document: each document with the [n] of "
+        "its passages the answer cites"
     )
     answer_mode: AnswerMode | None = _optional(
         "extractive: the documents' best sentences quoted, no model call; generative: written "

@@ -11,8 +11,10 @@ from typing import Any, Literal
 
 from docchat.answers.conflicts import Disagreement
 from docchat.answers.meta import AnswerMeta, Scope
+from docchat.answers.research_loop import ResearchLoop
 from docchat.llm.usage import Usage
 from docchat.retrieval.context import ContextEntry
+from docchat.retrieval.filters import DocumentFilters
 from docchat.retrieval.index import SearchScope
 from docchat.retrieval.inline import InlineDocument
 from docchat.retrieval.schemas import Source
@@ -34,8 +36,11 @@ class AnswerOptions:
     max_tokens: int | None = None
     # extractive: quote the passages, no model call; auto: see `AnswerEngine.extracts`.
     answer_mode: Literal["auto", "generative", "extractive"] = "auto"
-    # Search each part of the question as well as the whole (`answers.research`).
+    # Search each part of the question as well as the whole (`answers.research`); with a
+    # model that calls tools, let it research further (`answers.research_loop`).
     research: bool = False
+    # Only documents that match these (name, kind, dates, collection, language).
+    filters: DocumentFilters | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,8 @@ class Plan:
     # Set when no model call is needed (strict mode with nothing found).
     fixed_answer: str | None = None
     tools: ToolRetrieval | None = None
+    # Research mode with a model that calls tools: its steps run in `produce`.
+    research: ResearchLoop | None = None
     # The fixed answer quotes the passages (extractive mode).
     extracted: bool = False
     # Documents among the quoted passages that disagree on what was asked (extractive mode).

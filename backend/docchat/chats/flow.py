@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers.cache import AnswerCache, worth_keeping
 from docchat.answers.engine import AnswerEngine
-from docchat.answers.meta import Scope
+from docchat.answers.meta import ResearchStep, Scope
 from docchat.answers.values import AnswerOptions, CitedAnswer, Generated, Plan, SourcesReady
 from docchat.chats import repository
 from docchat.chats import service as chats_service
@@ -44,6 +44,7 @@ from docchat.chats.schemas import (
     StreamError,
     StreamMeta,
     StreamSources,
+    StreamStep,
 )
 from docchat.chats.summaries import Summaries, fold_batch
 from docchat.chats.turns import ScopeRead, Turn, searches_as_worded, start_turn
@@ -330,7 +331,9 @@ class MessageFlow:
         turn, progress = run.turn, run.progress
         generated: Generated | None = None
         async for item in self.engine.produce(turn.question, plan, streaming=True):
-            if isinstance(item, SourcesReady):
+            if isinstance(item, ResearchStep):
+                progress.add_step(StreamStep(**item.model_dump()))
+            elif isinstance(item, SourcesReady):
                 progress.add_sources(
                     StreamSources(**plan.meta.model_dump(), sources=plan.candidates)
                 )
@@ -383,6 +386,7 @@ class MessageFlow:
         answer at its time limit."""
         every, limit = self.settings.answer_progress_seconds, self.settings.answer_timeout_seconds
         sources_saved = False  # the passages are written once, not with every save of the text
+        steps_saved = 0
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(run.written.wait(), every)
@@ -395,6 +399,10 @@ class MessageFlow:
             progress = run.progress
             sources = None if sources_saved else progress.sources
             sources_saved = sources_saved or sources is not None
+            meta = sources.model_dump(mode="json", exclude={"sources"}) if sources else None
+            if meta is None and len(progress.steps) > steps_saved:
+                meta = {"research_steps": [step.model_dump(mode="json") for step in progress.steps]}
+            steps_saved = len(progress.steps)
             async with self.sessionmaker() as session:
                 stop = await repository.record_progress(
                     session,
@@ -403,7 +411,7 @@ class MessageFlow:
                     sources=[s.model_dump(mode="json") for s in sources.sources]
                     if sources
                     else None,
-                    meta=sources.model_dump(mode="json", exclude={"sources"}) if sources else None,
+                    meta=meta,
                 )
                 await session.commit()
             if stop:

@@ -4,8 +4,8 @@ An answer is written apart from the request that asked for it (`flow.MessageFlow
 reader may come and go: the asking request, another tab, the same page after a reload or a
 network drop, or a client of another API process. Each reader says where it got to (the
 `Last-Event-ID` of its last event, or `?offset=`): a character offset into the answer's text.
-It is told the `meta` and `sources` events again, then the text from that offset, then `done`
-or `error`.
+It is told the `meta` event, a research answer's `step` events and the `sources` event again,
+then the text from that offset, then `done` or `error`.
 
 - In the process writing the answer, readers follow its `Progress` (no database round trip).
 - Elsewhere they follow the answer's row, which the writing process updates every
@@ -33,6 +33,7 @@ from docchat.chats.schemas import (
     StreamError,
     StreamMeta,
     StreamSources,
+    StreamStep,
 )
 
 # A comment line now and then keeps proxies from closing a quiet stream (a slow model).
@@ -67,10 +68,15 @@ class Progress:
     readers on each change."""
 
     meta: StreamMeta
+    steps: list[StreamStep] = field(default_factory=list)
     sources: StreamSources | None = None
     text: str = ""
     end: End | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def add_step(self, step: StreamStep) -> None:
+        self.steps.append(step)
+        self._signal()
 
     def add_sources(self, sources: StreamSources) -> None:
         self.sources = sources
@@ -91,9 +97,12 @@ class Progress:
     async def follow(self, offset: int) -> AsyncIterator[str]:
         offset = min(max(offset, 0), len(self.text))
         yield sse("meta", self.meta, offset=offset)
-        told_sources = False
+        told_sources, told_steps = False, 0
         while True:
             changed = self._changed
+            for step in self.steps[told_steps:]:
+                yield sse("step", step, offset=offset)
+            told_steps = len(self.steps)
             if self.sources is not None and not told_sources:
                 told_sources = True
                 yield sse("sources", self.sources, offset=offset)
@@ -107,6 +116,12 @@ class Progress:
                 await asyncio.wait_for(changed.wait(), KEEP_ALIVE_SECONDS)
             except TimeoutError:
                 yield ": keep-alive\n\n"
+
+
+def stored_steps(row: Message) -> list[StreamStep]:
+    """The research steps an answer's row holds so far (saved with its progress)."""
+    steps = (row.meta or {}).get("research_steps") or []
+    return [StreamStep.model_validate(step) for step in steps if isinstance(step, dict)]
 
 
 async def _read_stored(
@@ -145,12 +160,17 @@ async def follow_stored(
     # than its last save.
     offset = max(offset, 0)
     yield sse("meta", meta, offset=offset)
-    told_sources = False
+    told_sources, told_steps = False, 0
     row: Message | None = answer
     while True:
         if row is None:
             yield sse("error", ENDED_WITHOUT_TEXT, offset=offset)
             return
+        if row.status == MessageStatus.streaming:
+            steps = stored_steps(row)
+            for step in steps[told_steps:]:
+                yield sse("step", step, offset=offset)
+            told_steps = max(told_steps, len(steps))
         if row.sources and not told_sources and row.status == MessageStatus.streaming:
             told_sources = True
             sources = StreamSources(**(row.meta or {}), sources=row.sources)

@@ -466,11 +466,14 @@ async def record_progress(
     meta: dict[str, Any] | None,
 ) -> bool | None:
     """The text so far of an answer still being written, which also tells readers its
-    process is alive, and its passages when given (once, when known). Returns whether a Stop
-    was asked for, None when the answer is no longer in progress."""
+    process is alive, and its passages and meta when given (the research steps taken so far,
+    then the passages once known). Returns whether a Stop was asked for, None when the answer
+    is no longer in progress."""
     values: dict[str, Any] = {"content": content, "updated_at": func.now()}
     if sources is not None:
-        values.update(sources=sources, meta=meta)
+        values["sources"] = sources
+    if meta is not None:
+        values["meta"] = meta
     statement = (
         update(Message)
         .where(Message.id == answer_id, Message.status == MessageStatus.streaming)

@@ -6,10 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from docchat.answers.meta import AnswerMeta
+from docchat.answers.meta import AnswerMeta, ResearchStep
 from docchat.chats.models import MessageRole, MessageStatus, Rating
 from docchat.kit.openapi import schema_ref
 from docchat.kit.schemas import RequestModel
+from docchat.retrieval.filters import FilterFields
 from docchat.retrieval.schemas import Source
 
 MAX_DOCUMENTS_PER_MESSAGE = 50
@@ -140,8 +141,14 @@ class MessageOptions(RequestModel):
         description=(
             'Research mode: a question of several parts ("what does A do, and when did B '
             '...", "X or Y?") is searched part by part as well as whole, and answered from '
-            "all the passages found; meta.research lists each search"
+            "all the passages found; meta.research lists each search. With a model that calls "
+            "tools, the model then researches further (searches with filters, document "
+            "listings, parts read), each step streamed as a `step` event and kept in "
+            "meta.research_steps"
         ),
+    )
+    filters: FilterFields | None = Field(
+        None, description="Search only the documents that match (name, kind, dates...)"
     )
 
 
@@ -283,6 +290,12 @@ class StreamSources(AnswerMeta):
     sources: list[Source]
 
 
+class StreamStep(ResearchStep):
+    """`event: step`: a step of a research answer (options.research with a model that calls
+    tools), as it is taken, before the `sources` event; a reader that comes back is told every
+    step again."""
+
+
 class StreamDelta(BaseModel):
     """`event: delta`: the next piece of the answer's text."""
 
@@ -305,6 +318,7 @@ class StreamError(BaseModel):
 
 STREAM_EVENTS: dict[str, type[BaseModel]] = {
     "meta": StreamMeta,
+    "step": StreamStep,
     "sources": StreamSources,
     "delta": StreamDelta,
     "done": StreamDone,

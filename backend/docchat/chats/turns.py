@@ -87,6 +87,7 @@ def _options(settings: Settings, user: User, chat: Chat, request: MessageCreate)
         retrieval=_retrieval(search, request),
         answer_mode=given.answer_mode or answers.answer_mode,
         research=bool(given.research),
+        filters=given.filters.filters() if given.filters is not None else None,
     )
 
 

@@ -55,6 +55,60 @@ TOOL_SYSTEM = (
     + _VERDICT
 )
 
+# Research mode with a model that calls tools (`answers.research_loop`): it starts with what
+# the question and each of its parts found, and may search (with filters), list documents and
+# read parts of them before it answers; or it answers at once, by the same rules as a grounded
+# answer.
+RESEARCH_SYSTEM = (
+    "You are researching the user's question in their documents. The passages found so far "
+    "are below, numbered. If a part of the question is not covered yet, use the tools: "
+    "search_documents (with filters on name, kind, date, collection, language), "
+    "list_documents, and read_document to read more of a document by its handle (D1, D2). "
+    "Do not repeat a call. Call finish when every part is covered or nothing more can be "
+    "found. If the passages already cover the question, answer it instead, in full "
+    "sentences. "
+    + _CITE
+    + PASSAGE_HEADERS
+    + _NOT_ANSWERED
+    + _DISAGREEING
+    + " Reply in the language of the question."
+    + _VERDICT
+)
+# After the research, when its budget ran out or the model said what it could not find.
+RESEARCH_BUDGET_SPENT = (
+    "The research stopped before it was finished. If the passages do not cover a part of the "
+    "question, say which part."
+)
+RESEARCH_NOT_COVERED = "The research found nothing about: {parts}. Say so in the answer."
+
+
+def research_messages(
+    history: Sequence[dict[str, str]],
+    context: str,
+    documents: str,
+    question: str,
+    *,
+    strict: bool,
+    summary: str | None = None,
+) -> list[dict[str, Any]]:
+    """Research mode: the rules and tools, the passages found so far with their documents'
+    handles, then the conversation and the question."""
+    system = _strict(RESEARCH_SYSTEM) if strict else RESEARCH_SYSTEM
+    system += f"\n\nPassages:\n{context or '(none yet)'}"
+    if documents:
+        system += f"\n\nDocuments: {documents}"
+    return [
+        {"role": "system", "content": _with_summary(system, summary)},
+        *history,
+        {"role": "user", "content": question},
+    ]
+
+
+def with_instruction(messages: Sequence[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
+    """`messages` with `instruction` after the user's question (`_with_instruction`)."""
+    return _with_instruction(messages, instruction)
+
+
 # Sent once more when an answer held nothing but passage numbers ("[1]"): the question again,
 # asking for the sentence first (`bare_retry_messages`).
 BARE_RETRY_INSTRUCTION = (

@@ -26,6 +26,7 @@ from docchat.chats.flow import MessageFlow
 from docchat.chats.history import Relevance
 from docchat.chats.summaries import Summaries
 from docchat.config import Settings
+from docchat.documents.catalogue import StoredCatalogue
 from docchat.documents.passage_identity import StoredIdentities
 from docchat.documents.storage import FileStorage, build_storage
 from docchat.events.publisher import EventPublisher
@@ -127,6 +128,7 @@ class Components:
                 scope_languages=self.lexical.languages_in,
             ),
             identities=StoredIdentities(self.sessionmaker),
+            catalogue=StoredCatalogue(self.sessionmaker),
             glosses=self.glosses,
         )
         self.vectors = CachedVectors(self.embedder)

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from docchat.kit.schemas import RequestModel
+from docchat.retrieval.filters import FilterFields
 
 
 class ChatCompletionRequest(RequestModel):
@@ -33,8 +34,14 @@ class ChatCompletionRequest(RequestModel):
         None,
         description=(
             "With index_name: docchat's research mode, where a question of several parts is "
-            "searched part by part as well as whole, and answered from every search's passages"
+            "searched part by part as well as whole, and answered from every search's passages; "
+            "with a model that calls tools, it researches further, and a streamed answer sends "
+            "each step as a chunk with `research_step` (and no choices' text)"
         ),
+    )
+    filters: FilterFields | None = Field(
+        None,
+        description="With index_name: search only the documents that match (name, kind, dates...)",
     )
 
 

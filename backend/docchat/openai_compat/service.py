@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from docchat.answers.engine import AnswerEngine
+from docchat.answers.meta import ResearchStep
 from docchat.answers.values import AnswerOptions, CitedAnswer, Generated, Plan, Question
 from docchat.categories import repository as categories_repository
 from docchat.config import AnswerSettings, LLMSettings, SearchSettings
@@ -32,11 +33,14 @@ from docchat.llm.client import LLM, json_objects, token_count
 from docchat.llm.usage import Usage
 from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.quotas import service as quotas
+from docchat.retrieval.filters import DocumentFilters
 from docchat.retrieval.index import DocumentScope
 from docchat.sharing import collections as sharing
 from docchat.users.models import User
 
 RAG_ROLES = {"system", "user", "assistant"}
+# docchat's own fields of a chat-completions request (answers from documents only).
+DOCCHAT_FIELDS = frozenset({"index_name", "research", "filters"})
 # What a pass-through request may carry: the OpenAI chat-completions fields docchat forwards.
 PASSTHROUGH_FIELDS = frozenset(
     {
@@ -126,10 +130,11 @@ def is_passthrough(request: ChatCompletionRequest) -> bool:
 
 
 def refuse_unknown_fields(body: dict[str, Any]) -> None:
-    """Only OpenAI's chat-completions fields (and docchat's `index_name` and `research`): a field
+    """Only OpenAI's chat-completions fields (and docchat's `index_name`, `research` and
+    `filters`): a field
     docchat does not know, such as `document_ids`, is refused rather than ignored, with or
     without `index_name`."""
-    unknown = sorted(set(body) - PASSTHROUGH_FIELDS - {"index_name", "research"})
+    unknown = sorted(set(body) - PASSTHROUGH_FIELDS - DOCCHAT_FIELDS)
     if unknown:
         raise BadRequest(f"Unsupported field(s) for this endpoint: {', '.join(unknown)}")
 
@@ -144,7 +149,9 @@ def passthrough_payload(request: ChatCompletionRequest, settings: LLMSettings) -
         )
     if request.research:
         raise BadRequest("research answers from your documents: send index_name with it")
-    body = request.model_dump(exclude_none=True, exclude={"index_name", "research"})
+    if request.filters is not None:
+        raise BadRequest("filters narrow your documents: send index_name with them")
+    body = request.model_dump(exclude_none=True, exclude=set(DOCCHAT_FIELDS))
     refuse_unknown_fields(body)
     body["model"] = resolve_model(settings, request.model)
     body["n"] = min(int(body.get("n", 1)), MAX_CHOICES)
@@ -266,6 +273,7 @@ class Completions:
             max_tokens=request.max_tokens,
             started=started,
             research=bool(request.research),
+            filters=request.filters.filters() if request.filters is not None else None,
         )
         return await self.plan(asked)
 
@@ -283,6 +291,7 @@ class Completions:
         max_tokens: int | None = None,
         chosen: bool = False,
         research: bool = False,
+        filters: DocumentFilters | None = None,
         via: str = "openai",
         started: float | None = None,
     ) -> Asked:
@@ -305,6 +314,7 @@ class Completions:
                 max_tokens=max_tokens,
                 answer_mode=self.answers.answer_mode,
                 research=research,
+                filters=filters,
             ),
             scope="message" if chosen else None,
             general_system_prompt=False,
@@ -348,11 +358,11 @@ class Completions:
 
     async def _generate(
         self, prepared: Prepared, *, streaming: bool
-    ) -> AsyncIterator[str | Generated]:
+    ) -> AsyncIterator[str | Generated | ResearchStep]:
         async for item in self.engine.produce(
             prepared.question, prepared.plan, streaming=streaming
         ):
-            if isinstance(item, str | Generated):
+            if isinstance(item, str | Generated | ResearchStep):
                 yield item
 
     async def answer(self, user_id: uuid.UUID, prepared: Prepared) -> tuple[CitedAnswer, Generated]:
@@ -376,6 +386,7 @@ class Completions:
                 "completion_tokens": generated.completion_tokens,
                 "total_tokens": generated.prompt_tokens + generated.completion_tokens,
             }
+        steps = cited.meta.research_steps
         return {
             "id": _completion_id(),
             "object": "chat.completion",
@@ -390,6 +401,7 @@ class Completions:
             ],
             "usage": usage,
             "sources": sources,
+            **({"research_steps": [s.model_dump(mode="json") for s in steps]} if steps else {}),
         }
 
     async def stream(
@@ -415,6 +427,8 @@ class Completions:
         async for item in self._generate(prepared, streaming=True):
             if isinstance(item, Generated):
                 generated = item
+            elif isinstance(item, ResearchStep):
+                yield chunk({}, research_step=item.model_dump(mode="json", exclude_none=True))
             elif item:
                 yield chunk({"content": item})
         assert generated is not None

@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from docchat.kit.matching import containing
 from docchat.retrieval import repository
 from docchat.retrieval.compounds import with_parts
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
@@ -582,6 +583,31 @@ class LexicalIndex:
         async with self.sessionmaker() as session:
             found = [_chunk_of(row) for row in await repository.passages_of(session, wanted)]
         return {chunk.id: chunk for chunk in found}
+
+    async def document_part(
+        self,
+        document: DocumentRef,
+        *,
+        pages: tuple[int | None, int | None] = (None, None),
+        place: str | None = None,
+        start: int = 0,
+        limit: int,
+    ) -> list[Chunk]:
+        """Up to `limit` chunks of `document`'s answering version, in reading order, from chunk
+        `start`: those on `pages` (first, last; None leaves that end open), or whose place (a
+        heading path, a slide, a sheet's rows) holds `place` (case ignored)."""
+        wanted = {
+            "document": document.id,
+            "version": document.version,
+            "start": max(start, 0),
+            "page_from": pages[0],
+            "page_to": pages[1],
+            "place": containing(place) if place else None,
+            "limit": limit,
+        }
+        async with self.sessionmaker() as session:
+            rows = await repository.part_of_document(session, wanted)
+        return [_chunk_of(row) for row in rows]
 
     async def document_chunks(self, documents: Sequence[DocumentRef]) -> list[Chunk]:
         """Every chunk of `documents`, each document's in reading order, documents as given."""

@@ -198,6 +198,22 @@ _CHUNKS_OF_DOCUMENTS = text(
     "WHERE c.document_id = ANY(:documents) ORDER BY c.document_id, c.chunk_index"
 )
 
+# A part of one document in reading order: its chunks on pages `:page_from`..`:page_to`, or
+# whose place (a heading path, a slide, a sheet) holds `:place`, from chunk `:start` on.
+_PART_OF_DOCUMENT = text(
+    """
+SELECT c.document_id, c.chunk_index, c.page, c.location, c.text, d.owner_id, d.visibility,
+       d.filename, d.version
+FROM document_chunks c JOIN documents d ON d.id = c.document_id
+WHERE c.document_id = :document AND d.version = :version AND c.chunk_index >= :start
+  AND (CAST(:page_from AS integer) IS NULL OR c.page >= CAST(:page_from AS integer))
+  AND (CAST(:page_to AS integer) IS NULL OR c.page <= CAST(:page_to AS integer))
+  AND (CAST(:place AS text) IS NULL OR c.location ILIKE CAST(:place AS text) ESCAPE '\\')
+ORDER BY c.chunk_index
+LIMIT :limit
+"""
+)
+
 # Chunks named by document, index and version, whole; a chunk whose document answers with
 # another version by now (a new one was swapped in) is not returned.
 _PASSAGES_OF_CHUNKS = text(
@@ -357,6 +373,11 @@ async def chunks_of_documents(
 ) -> Sequence[Row[Any]]:
     """Every chunk of the documents, in document and reading order."""
     return (await session.execute(_CHUNKS_OF_DOCUMENTS, {"documents": document_ids})).all()
+
+
+async def part_of_document(session: AsyncSession, wanted: dict[str, Any]) -> Sequence[Row[Any]]:
+    """Up to `limit` chunks of one document's part (`_PART_OF_DOCUMENT`), in reading order."""
+    return (await session.execute(_PART_OF_DOCUMENT, wanted)).all()
 
 
 async def upsert_chunks(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from docchat.retrieval.context import (
     format_context,
     source_of,
 )
-from docchat.retrieval.index import SearchScope
+from docchat.retrieval.index import ScoredChunk, SearchScope
 from docchat.retrieval.passage_identity import HEADER_CHARS, DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
 
@@ -100,15 +101,40 @@ class ToolRetrieval:
         if isinstance(parsed, str):
             return _error(parsed)
         query, top_k = parsed
+        hits = await self.search_in(query, self.documents, top_k)
+        if isinstance(hits, str):
+            return _error(hits)
+        found = self.numbered(hits)
+        if not found:
+            return "No matching passages were found."
+        return await self.formatted(found)
+
+    def seed(self, entries: Sequence[ContextEntry]) -> None:
+        """Start from passages already numbered (those the question's own search found)."""
+        for entry in entries:
+            self.entries.append(entry)
+            if entry.source.chunk_id:
+                self._numbers[entry.source.chunk_id] = entry.number
+
+    async def search_in(
+        self, query: str, documents: SearchScope, top_k: int
+    ) -> list[ScoredChunk] | str:
+        """The passages `query` finds in `documents` (this scope, or a part of it), or why none
+        could be searched for."""
         self.searches += 1
         result = await self.retriever.search(
-            query, self.documents, top_k, require_match=self.require_match
+            query, documents, top_k, require_match=self.require_match
         )
         if result.unavailable:
             self.unavailable = result.unavailable
-            return _error("Document search is unavailable right now; answer without it")
+            return "Document search is unavailable right now; answer without it"
+        return result.chunks
+
+    def numbered(self, hits: Sequence[ScoredChunk]) -> list[ContextEntry]:
+        """The passages of `hits`, each numbered once (a passage found again keeps its number;
+        a new one is dropped once the budget is spent)."""
         found: list[ContextEntry] = []
-        for hit in result.chunks:
+        for hit in hits:
             number = self._numbers.get(hit.chunk.id)
             if number is None:
                 if not self.budget.take(hit.chunk.text, header=HEADER_CHARS):
@@ -117,10 +143,12 @@ class ToolRetrieval:
                 self._numbers[hit.chunk.id] = number
                 self.entries.append(ContextEntry(number, hit.chunk.text, source_of(hit)))
             found.append(self.entries[number - 1])
-        if not found:
-            return "No matching passages were found."
-        await self._learn_identities(found)
-        return format_context(found, self._known)
+        return found
+
+    async def formatted(self, entries: list[ContextEntry]) -> str:
+        """`entries` as the model reads them, each after its header."""
+        await self._learn_identities(entries)
+        return format_context(entries, self._known)
 
     @property
     def dated_entries(self) -> list[ContextEntry]:

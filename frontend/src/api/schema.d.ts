@@ -1738,6 +1738,11 @@ export interface components {
              */
             citation_mode?: ("model" | "inferred") | null;
             /**
+             * Cited Documents
+             * @description A research answer's citations grouped by document: each document with the [n] of its passages the answer cites
+             */
+            cited_documents?: components["schemas"]["CitedDocument"][] | null;
+            /**
              * Conflicts
              * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
              */
@@ -1761,6 +1766,11 @@ export interface components {
              * @description Why the answer is extractive: requested (setting or message), builtin_model (the demo model answers poorly), uncited (the model's answer cited nothing), bare (the model's answers were nothing but passage numbers such as [1], twice)
              */
             extractive_reason?: ("requested" | "builtin_model" | "uncited" | "bare") | null;
+            /**
+             * Filters
+             * @description The filters (options.filters) the documents searched were narrowed by, in words
+             */
+            filters?: string | null;
             /**
              * Grounded
              * @description The answer cites the documents
@@ -1804,6 +1814,16 @@ export interface components {
              * @description Research mode (options.research): each search made, the whole question first, then each part of it, with the passages it found; the answer was written from all of them
              */
             research?: components["schemas"]["ResearchSearch"][] | null;
+            /**
+             * Research End
+             * @description Why the research stopped: finished (the model called finish), answered (it answered without), steps or tokens (its budget ran out: the answer says what was not covered)
+             */
+            research_end?: ("finished" | "answered" | "steps" | "tokens") | null;
+            /**
+             * Research Steps
+             * @description Research mode with a model that calls tools: each step it took (searches with filters, document listings, parts read), in order; the answer cites what they found
+             */
+            research_steps?: components["schemas"]["ResearchStep"][] | null;
             /** Retrieval */
             retrieval?: ("auto" | "tool") | null;
             /**
@@ -2039,6 +2059,8 @@ export interface components {
          * @description An OpenAI chat-completions body, plus docchat's `index_name`; unknown fields pass through.
          */
         ChatCompletionRequest: {
+            /** @description With index_name: search only the documents that match (name, kind, dates...) */
+            filters?: components["schemas"]["FilterFields"] | null;
             /** Functions */
             functions?: {
                 [key: string]: unknown;
@@ -2065,7 +2087,7 @@ export interface components {
             n?: number | null;
             /**
              * Research
-             * @description With index_name: docchat's research mode, where a question of several parts is searched part by part as well as whole, and answered from every search's passages
+             * @description With index_name: docchat's research mode, where a question of several parts is searched part by part as well as whole, and answered from every search's passages; with a model that calls tools, it researches further, and a streamed answer sends each step as a chunk with `research_step` (and no choices' text)
              */
             research?: boolean | null;
             /**
@@ -2275,6 +2297,21 @@ export interface components {
             strict?: boolean | null;
             /** Title */
             title?: string | null;
+        };
+        /**
+         * CitedDocument
+         * @description A document a research answer cites, with its passages' citations.
+         */
+        CitedDocument: {
+            /**
+             * Citations
+             * @description The [n] of its passages, as in the answer
+             */
+            citations: number[];
+            /** Document Id */
+            document_id: string;
+            /** Filename */
+            filename: string;
         };
         /** CollectionCreate */
         CollectionCreate: {
@@ -2610,6 +2647,42 @@ export interface components {
              */
             suffixes: string[];
         };
+        /**
+         * FilterFields
+         * @description `filters` of a request: only documents that match every filter given are searched.
+         */
+        FilterFields: {
+            /**
+             * Collection
+             * @description A collection you belong to, by (a piece of) its name
+             */
+            collection?: string | null;
+            /**
+             * Date From
+             * @description Dated on or after this day (2024-01-31) or year (2024): the document's own date, else its upload
+             */
+            date_from?: string | null;
+            /**
+             * Date To
+             * @description Dated on or before
+             */
+            date_to?: string | null;
+            /**
+             * Kind
+             * @description A kind of file or a list of them: pdf, docx, xlsx, pptx, csv, markdown, text, html, epub, odt, image, word, spreadsheet, slides
+             */
+            kind?: string | string[] | null;
+            /**
+             * Language
+             * @description A language code: en, de
+             */
+            language?: string | null;
+            /**
+             * Name
+             * @description A piece of the file name (case ignored)
+             */
+            name?: string | null;
+        };
         /** GroupCreate */
         GroupCreate: {
             /**
@@ -2847,6 +2920,8 @@ export interface components {
              * @description extractive: quote the documents' best sentences, no model call; generative: the model writes; auto: the server's choice (RAG_ANSWER_MODE)
              */
             answer_mode?: ("auto" | "generative" | "extractive") | null;
+            /** @description Search only the documents that match (name, kind, dates...) */
+            filters?: components["schemas"]["FilterFields"] | null;
             /** Model */
             model?: string | null;
             /** Rag Enabled */
@@ -2858,7 +2933,7 @@ export interface components {
             reformulate?: boolean | null;
             /**
              * Research
-             * @description Research mode: a question of several parts ("what does A do, and when did B ...", "X or Y?") is searched part by part as well as whole, and answered from all the passages found; meta.research lists each search
+             * @description Research mode: a question of several parts ("what does A do, and when did B ...", "X or Y?") is searched part by part as well as whole, and answered from all the passages found; meta.research lists each search. With a model that calls tools, the model then researches further (searches with filters, document listings, parts read), each step streamed as a `step` event and kept in meta.research_steps
              */
             research?: boolean | null;
             /**
@@ -3278,6 +3353,48 @@ export interface components {
             query: string;
         };
         /**
+         * ResearchStep
+         * @description One step of a research answer with a model that calls tools, as a person follows it.
+         */
+        ResearchStep: {
+            /**
+             * Action
+             * @description search (the documents), list (documents by name, kind, date...), read (a part of a document), finish, or refused (a call repeated, malformed, or naming a document the research was not shown)
+             * @enum {string}
+             */
+            action: "search" | "list" | "read" | "finish" | "refused";
+            /**
+             * Document
+             * @description The document read, by name
+             */
+            document?: string | null;
+            /**
+             * Filters
+             * @description The filters of the search or the listing, in words
+             */
+            filters?: string | null;
+            /**
+             * Number
+             * @description 1 for the first step
+             */
+            number: number;
+            /**
+             * Passages
+             * @description What it found or read, to open
+             */
+            passages?: components["schemas"]["StepPassage"][] | null;
+            /**
+             * Query
+             * @description What was searched
+             */
+            query?: string | null;
+            /**
+             * Said
+             * @description The step in a sentence: "Searched 'penalty clause': 4 passages"
+             */
+            said: string;
+        };
+        /**
          * Role
          * @enum {string}
          */
@@ -3577,6 +3694,20 @@ export interface components {
             } | null;
         };
         /**
+         * StepPassage
+         * @description A passage a research step found or read: where it is, to open it.
+         */
+        StepPassage: {
+            /** Document Id */
+            document_id: string;
+            /** Filename */
+            filename: string;
+            /** Location */
+            location?: string | null;
+            /** Page */
+            page?: number | null;
+        };
+        /**
          * StreamDelta
          * @description `event: delta`: the next piece of the answer's text.
          */
@@ -3656,6 +3787,12 @@ export interface components {
              */
             citation_mode: ("model" | "inferred") | null;
             /**
+             * Cited Documents
+             * @description A research answer's citations grouped by document: each document with the [n] of its passages the answer cites
+             * @default null
+             */
+            cited_documents: components["schemas"]["CitedDocument"][] | null;
+            /**
              * Conflicts
              * @description Sources that disagree on the asked thing: each side with its citation and date, the newest marked; the answer's text gives both
              * @default null
@@ -3689,6 +3826,12 @@ export interface components {
              * @default null
              */
             extractive_reason: ("requested" | "builtin_model" | "uncited" | "bare") | null;
+            /**
+             * Filters
+             * @description The filters (options.filters) the documents searched were narrowed by, in words
+             * @default null
+             */
+            filters: string | null;
             /**
              * Grounded
              * @description The answer cites the documents
@@ -3742,6 +3885,18 @@ export interface components {
              * @default null
              */
             research: components["schemas"]["ResearchSearch"][] | null;
+            /**
+             * Research End
+             * @description Why the research stopped: finished (the model called finish), answered (it answered without), steps or tokens (its budget ran out: the answer says what was not covered)
+             * @default null
+             */
+            research_end: ("finished" | "answered" | "steps" | "tokens") | null;
+            /**
+             * Research Steps
+             * @description Research mode with a model that calls tools: each step it took (searches with filters, document listings, parts read), in order; the answer cites what they found
+             * @default null
+             */
+            research_steps: components["schemas"]["ResearchStep"][] | null;
             /**
              * Retrieval
              * @default null
@@ -3823,6 +3978,54 @@ export interface components {
             whole_documents_skipped: "too_long" | null;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * StreamStep
+         * @description `event: step`: a step of a research answer (options.research with a model that calls
+         *     tools), as it is taken, before the `sources` event; a reader that comes back is told every
+         *     step again.
+         */
+        StreamStep: {
+            /**
+             * Action
+             * @description search (the documents), list (documents by name, kind, date...), read (a part of a document), finish, or refused (a call repeated, malformed, or naming a document the research was not shown)
+             * @enum {string}
+             */
+            action: "search" | "list" | "read" | "finish" | "refused";
+            /**
+             * Document
+             * @description The document read, by name
+             * @default null
+             */
+            document: string | null;
+            /**
+             * Filters
+             * @description The filters of the search or the listing, in words
+             * @default null
+             */
+            filters: string | null;
+            /**
+             * Number
+             * @description 1 for the first step
+             */
+            number: number;
+            /**
+             * Passages
+             * @description What it found or read, to open
+             * @default null
+             */
+            passages: components["schemas"]["StepPassage"][] | null;
+            /**
+             * Query
+             * @description What was searched
+             * @default null
+             */
+            query: string | null;
+            /**
+             * Said
+             * @description The step in a sentence: "Searched 'penalty clause': 4 passages"
+             */
+            said: string;
         };
         /** TokenPair */
         TokenPair: {
@@ -6473,7 +6676,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
+                    "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamStep"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
                 };
             };
             /** @description Validation Error */
@@ -6539,7 +6742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
+                    "text/event-stream": components["schemas"]["StreamMeta"] | components["schemas"]["StreamStep"] | components["schemas"]["StreamSources"] | components["schemas"]["StreamDelta"] | components["schemas"]["StreamDone"] | components["schemas"]["StreamError"];
                 };
             };
             /** @description Validation Error */

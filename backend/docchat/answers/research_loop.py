@@ -1,0 +1,82 @@
+"""Research mode with a model that calls tools: the model's steps, bounded.
+
+The research starts from what the question and each of its parts found (`answers.research`),
+shown to the model with its tools (`answers.research_tools`). Each round the model either
+answers (the research ends `answered`: its text is the answer), or calls tools: each call is
+run (or refused) and recorded as a step, which the reader sees as it happens. The research
+ends when the model calls `finish`, or when its budget is spent: `max_steps` tool calls, or
+`max_tokens` tokens over all its calls (then the answer is written from what was read, saying
+what was not covered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from docchat.answers.meta import ResearchEnd, ResearchStep
+from docchat.answers.research_tools import RESEARCH_TOOLS, ResearchTools, error
+from docchat.llm import prompts
+from docchat.llm.client import Completion
+from docchat.llm.usage import MeteredLLM
+from docchat.retrieval.tools import assistant_tool_message
+
+STEPS_SPENT = "The research's step budget is spent; this call was not run"
+
+
+@dataclass
+class ResearchLoop:
+    tools: ResearchTools
+    max_steps: int
+    max_tokens: int
+    end: ResearchEnd | None = None
+    # The model's answer, when it answered instead of calling a tool.
+    given: Completion | None = None
+    # What the model said it could not find, when it called finish.
+    not_covered: str | None = None
+    # The model's own steps (the searches the research started from are not counted).
+    taken: int = 0
+    _spent_at_start: int = field(default=0)
+
+    def _tokens(self, llm: MeteredLLM) -> int:
+        usage = llm.usage
+        return (usage.prompt_tokens or 0) + (usage.completion_tokens or 0) - self._spent_at_start
+
+    async def steps(
+        self, llm: MeteredLLM, messages: list[dict[str, Any]], model: str
+    ) -> AsyncIterator[ResearchStep]:
+        """The steps as they are taken; `messages` grows with the calls and their results."""
+        self._spent_at_start = self._tokens(llm)
+        while self.end is None:
+            if self.taken >= self.max_steps:
+                self.end = "steps"
+                return
+            if self._tokens(llm) >= self.max_tokens:
+                self.end = "tokens"
+                return
+            completion = await llm.complete(messages, model=model, tools=RESEARCH_TOOLS)
+            if not completion.tool_calls:
+                self.given, self.end = completion, "answered"
+                return
+            messages.append(assistant_tool_message(completion.content, completion.tool_calls))
+            for call in completion.tool_calls:
+                if self.end is not None or self.taken >= self.max_steps:
+                    # Every call is answered (the protocol wants a result for each id).
+                    content = error(STEPS_SPENT)
+                else:
+                    self.taken += 1
+                    outcome = await self.tools.run(call)
+                    content = outcome.content
+                    if outcome.finished:
+                        self.end, self.not_covered = "finished", outcome.not_covered
+                    yield outcome.step
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+    def closing_instruction(self) -> str | None:
+        """What the answer is told of how the research ended, if anything."""
+        if self.end in ("steps", "tokens"):
+            return prompts.RESEARCH_BUDGET_SPENT
+        if self.not_covered:
+            return prompts.RESEARCH_NOT_COVERED.format(parts=self.not_covered)
+        return None
