@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import re
 import uuid
 from pathlib import Path
@@ -1035,3 +1037,60 @@ async def test_the_next_account_in_the_same_tab_sees_nothing_of_the_last(
     await page.get_by_text("Answer settings").click()
     await expect(model.locator("option").first).not_to_have_text("Default (override)")
     await expect(model.locator("option").first).to_contain_text("Default (")
+
+
+CONTRACTS = {
+    "contract-a.md": b"# Supply contract A\n\n## Penalties\n\nA late delivery costs the supplier "
+    b"a penalty of 500 euros per day.",
+    "contract-b.txt": b"Service contract B. The penalty for late payment is 2 percent of the "
+    b"invoice a month.",
+}
+
+
+def _tool_call(name: str, arguments: dict[str, object]) -> Reply:
+    call = {"id": "call_1", "type": "function"}
+    return Reply(
+        tool_calls=[{**call, "function": {"name": name, "arguments": json.dumps(arguments)}}]
+    )
+
+
+async def test_research_steps_show_as_they_are_taken_and_open_under_the_answer(
+    signed_in: SignIn, scripted_llm: ScriptedLLM
+) -> None:
+    page, _ = await signed_in()
+    await upload(page, CONTRACTS)
+    # Each step of the model's takes a moment, so the steps are seen coming.
+    search = _tool_call(
+        "search_documents", {"query": "late payment penalty", "filters": {"kind": "text"}}
+    )
+    scripted_llm.script(
+        dataclasses.replace(search, delay_seconds=1.5),
+        dataclasses.replace(_tool_call("finish", {}), delay_seconds=1.5),
+        Reply(
+            "Contract A charges 500 euros per day for a late delivery [1]; contract B charges 2 "
+            "percent of the invoice a month for late payment [2].\nEvidence: answered",
+            delay_seconds=0.5,
+        ),
+    )
+    await page.get_by_role("button", name="Research").click()
+    await ask(page, "Which contracts set a penalty, and what are the amounts?")
+    live = page.get_by_test_id("research-steps-live")
+    await expect(live.get_by_test_id("research-step").last).to_contain_text(
+        "Searched 'late payment penalty' (text file): 1 passage"
+    )
+    await page.screenshot(path=str(SCREENSHOTS / "research-steps-live.png"))
+
+    answer = page.get_by_test_id("message-assistant")
+    await expect(answer.get_by_role("button", name="Show source 2")).to_be_visible()
+    steps = answer.get_by_test_id("research-steps")
+    await expect(steps).to_contain_text("Researched in")
+    await steps.locator("summary").click()
+    await expect(steps.get_by_test_id("research-step").last).to_contain_text("Finished")
+    await expect(steps.get_by_role("button", name="contract-b.txt")).to_be_visible()
+    cited = answer.get_by_test_id("cited-documents")
+    await expect(cited).to_contain_text("contract-a.md")
+    await expect(cited).to_contain_text("contract-b.txt")
+    await page.screenshot(path=str(SCREENSHOTS / "research-steps.png"))
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await steps.scroll_into_view_if_needed()
+    await page.screenshot(path=str(SCREENSHOTS / "research-steps-phone.png"))

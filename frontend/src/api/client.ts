@@ -9,6 +9,7 @@ export type Chat = Schemas["ChatRead"];
 export type ChatDetail = Schemas["ChatDetail"];
 export type Message = Schemas["MessageRead"];
 export type Source = Schemas["Source"];
+export type ResearchStep = Schemas["ResearchStep"];
 export type DocumentInfo = Schemas["DocumentRead"];
 export type Category = Schemas["CategoryRead"];
 export type MessageOptions = Schemas["MessageOptions"];
@@ -184,6 +185,8 @@ export interface StreamHandlers {
   /** The question is saved; `answerId` is the answer's, being written on the server. */
   onMeta(chatId: string, userMessage: Message, answerId: string): void;
   onSources(sources: Source[]): void;
+  /** A research step as it is taken (all of them again after re-attaching). */
+  onStep(step: ResearchStep): void;
   /** More of the answer's text; `position` is where the reader now is (for re-attaching). */
   onDelta(text: string, position: string | null): void;
   onDone(message: Message): void;
@@ -202,6 +205,8 @@ async function readAnswer(response: Response, handlers: StreamHandlers): Promise
     if (event === "meta") {
       const meta = JSON.parse(data) as Schemas["StreamMeta"];
       handlers.onMeta(meta.chat_id, meta.user_message, meta.assistant_message_id);
+    } else if (event === "step") {
+      handlers.onStep(JSON.parse(data) as ResearchStep);
     } else if (event === "sources") {
       handlers.onSources((JSON.parse(data) as Schemas["StreamSources"]).sources);
     } else if (event === "delta") {

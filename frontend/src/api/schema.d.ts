@@ -1768,7 +1768,7 @@ export interface components {
             extractive_reason?: ("requested" | "builtin_model" | "uncited" | "bare") | null;
             /**
              * Filters
-             * @description The filters (options.filters) the documents searched were narrowed by, in words
+             * @description What narrowed the documents searched, in words: the filters of options.filters, else the documents, kinds or years the question named (RAG_NARROW_TO_NAMED)
              */
             filters?: string | null;
             /**
@@ -2682,6 +2682,11 @@ export interface components {
              * @description A piece of the file name (case ignored)
              */
             name?: string | null;
+            /**
+             * Year
+             * @description Of this year or one of these (2023, [2023, 2024]): dated in it (its own date, else its upload) or with the year in its file name
+             */
+            year?: number | number[] | null;
         };
         /** GroupCreate */
         GroupCreate: {
@@ -3828,7 +3833,7 @@ export interface components {
             extractive_reason: ("requested" | "builtin_model" | "uncited" | "bare") | null;
             /**
              * Filters
-             * @description The filters (options.filters) the documents searched were narrowed by, in words
+             * @description What narrowed the documents searched, in words: the filters of options.filters, else the documents, kinds or years the question named (RAG_NARROW_TO_NAMED)
              * @default null
              */
             filters: string | null;

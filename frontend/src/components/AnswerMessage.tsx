@@ -9,6 +9,7 @@ import { dollarMath, linkCitations } from "../citations";
 import AnswerActions from "./AnswerActions";
 import CitationLink, { CiteContext } from "./CitationLink";
 import { Code, CodeBlock } from "./RichCode";
+import { ResearchSteps } from "./ResearchSteps";
 import SearchLanguages from "./SearchLanguages";
 
 // The Markdown components are defined once, outside any render: components created anew on
@@ -95,6 +96,32 @@ function Disagreement({
         </ul>
       ))}
     </aside>
+  );
+}
+
+/** A research answer's citations by document: each document once, with its [n]. */
+function CitedDocuments({
+  message,
+  onShowSources,
+}: {
+  message: Message;
+  onShowSources(sources: Source[] | null, highlighted: number | null): void;
+}) {
+  const documents = message.meta?.cited_documents ?? [];
+  if (documents.length < 2) return null;
+  return (
+    <ul className="cited-documents small" aria-label="Cited documents" data-testid="cited-documents">
+      {documents.map((document) => (
+        <li key={document.document_id}>
+          <span className="cited-name">{document.filename}</span>{" "}
+          {document.citations.map((number) => (
+            <button key={number} className="link" onClick={() => onShowSources(message.sources ?? null, number)}>
+              [{number}]
+            </button>
+          ))}
+        </li>
+      ))}
+    </ul>
   );
 }
 
@@ -189,8 +216,10 @@ export default function AnswerMessage({
           </span>
         )}
         {message.status !== "streaming" && <SearchLanguages meta={message.meta} />}
-        {message.status !== "streaming" && <ResearchSearches meta={message.meta} />}
+        {message.status !== "streaming" && !message.meta?.research_steps?.length && <ResearchSearches meta={message.meta} />}
       </footer>
+      {message.status !== "streaming" && <CitedDocuments message={message} onShowSources={onShowSources} />}
+      {message.status !== "streaming" && <ResearchSteps meta={message.meta} />}
       {message.status !== "streaming" && <Disagreement message={message} onShowSources={onShowSources} />}
       {/* An earlier version is read, not rated or copied from here: the latest is the answer. */}
       {!earlier && <AnswerActions message={message} onRegenerate={onRegenerate} />}

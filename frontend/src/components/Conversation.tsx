@@ -4,6 +4,7 @@ import AnswerMessage, { AnswerText } from "./AnswerMessage";
 import { AttachmentList, useAttachments } from "./Attachments";
 import { MentionList, mentionAt, optionId, useDocumentMatches, withoutMention, type Match } from "./MentionPicker";
 import QuestionEditor from "./QuestionEditor";
+import { LiveResearchSteps } from "./ResearchSteps";
 import { useAnswerStream, type Opener, type Pending } from "./useAnswerStream";
 import { NARROW_SCREEN, useMediaQuery } from "../media";
 
@@ -346,6 +347,7 @@ export default function Conversation({
               </article>
             )}
             <article className="message assistant streaming" data-testid="message-streaming" aria-busy="true">
+              <LiveResearchSteps steps={pending.steps ?? []} />
               <AnswerText message={{ content: pending.text || "…", sources: null }} onCite={() => undefined} />
             </article>
           </>

@@ -102,6 +102,29 @@ describe("useAnswerStream", () => {
     expect(reading.onEnd).toHaveBeenCalledWith({ unanswered: question, giveBack: true });
   });
 
+  it("shows each research step as it comes, once, when a re-attached reader is told them again", async () => {
+    const step = (number: number) => ({ number, action: "search" as const, said: `Searched 'step ${number}': 2 passages` });
+    let finish: () => void = () => undefined;
+    const { open, release } = stream((handlers) => {
+      handlers.onMeta("c1", question, "a1");
+      handlers.onStep(step(2));
+      handlers.onStep(step(1));
+      handlers.onStep(step(2)); // told again
+      finish = () => handlers.onDone(answer);
+    }, true);
+    const { result } = renderHook(() => useAnswerStream(), { wrapper });
+    let done: Promise<void> = Promise.resolve();
+    await act(async () => {
+      done = result.current.read(asking(open));
+    });
+    expect(result.current.pending?.steps?.map((taken) => taken.number)).toEqual([1, 2]);
+    await act(async () => {
+      finish();
+      release();
+      await done;
+    });
+  });
+
   it("stops a saved answer on the server, saying so until the stream ends", async () => {
     let ended: () => void = () => undefined;
     client.stopAnswer.mockResolvedValue(undefined);

@@ -1,7 +1,7 @@
 // Stream control for a conversation: reading an answer as it is written, re-attaching after a
 // dropped connection (the server goes on writing it meanwhile), and stopping it.
 import { useEffect, useRef, useState } from "react";
-import { followAnswer, positionAfter, stopAnswer, type Message, type StreamHandlers } from "../api/client";
+import { followAnswer, positionAfter, stopAnswer, type Message, type ResearchStep, type StreamHandlers } from "../api/client";
 import { useWrite } from "../api/mutations";
 
 /** An answer being written, as far as it has come. */
@@ -12,6 +12,8 @@ export interface Pending {
   question: string;
   text: string;
   answerId: string | null;
+  /** The research steps taken so far (research mode with a model that calls tools). */
+  steps?: ResearchStep[];
 }
 
 /** An answer that could not be written, shown under its question (null: never saved). */
@@ -110,6 +112,11 @@ export function useAnswerStream() {
         if (onScreen.current && asking) onSaved?.(chatId);
       },
       onSources() {},
+      onStep(step) {
+        // A re-attached reader is told every step again: each is kept once, by its number.
+        const steps = (state.steps ?? []).filter((taken) => taken.number !== step.number);
+        update({ steps: [...steps, step].sort((a, b) => a.number - b.number) });
+      },
       onDelta(text, at) {
         position = at ?? position;
         update({ text: state.text + text });
