@@ -174,6 +174,22 @@ def test_documents_that_agree_do_not_disagree() -> None:
     assert conflicts.detect(question, _needs(question), entries, dated=conflicts.dated) is None
 
 
+def test_a_question_asking_for_one_value_of_each_document_sees_no_disagreement() -> None:
+    # Seen in the web app: "Which contracts set a penalty, and what are the amounts?" showed
+    # contract A's 500 euros and contract B's 2 percent as sources that disagree.
+    entries = [
+        _entry(1, "A late delivery costs the supplier a penalty of 500 euros per day.", "a.md"),
+        _entry(2, "The penalty for late payment is 2 percent of the invoice a month.", "b.txt"),
+    ]
+    listing = "Which contracts set a penalty, and what are the amounts?"
+    assert conflicts.detect(listing, _needs(listing), entries, dated=conflicts.dated) is None
+    one = "What is the penalty?"
+    assert conflicts.detect(one, _needs(one), entries, dated=conflicts.dated) is not None
+    assert conflicts.asks_for_several("List each office's opening hours")
+    assert not conflicts.asks_for_several("Which team won Super Bowl 50?")
+    assert not conflicts.asks_for_several("What are the opening hours on Saturday?")
+
+
 def test_one_document_never_disagrees_with_itself() -> None:
     entries = [_entry(1, REPORT_2023, "report.pdf"), _entry(2, REPORT_2024, "report.pdf")]
     question = "How many people does the Harbour Authority employ?"

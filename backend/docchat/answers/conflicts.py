@@ -47,6 +47,15 @@ MAX_SIDES = 3
 # words that either holds.
 SAME_THING_SHARE = 0.5
 
+# A question that asks for several things ("Which contracts set a penalty, and what are the
+# amounts?", "List each office's opening hours") expects a value from each document: different
+# values are its answer, not a disagreement.
+_ASKS_FOR_SEVERAL = re.compile(
+    r"\bwhich\s+(?:(?:of\s+)?(?:the|our|my|your|these|those)\s+)?(?!does\b|this\b|"
+    r"was\b|has\b|is\b|its\b|always\b|address\b|process\b|status\b|class\b)[a-z]{3,}s\b"
+    r"|\b(?:list|each|every|all\s+the|compare)\b",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})s?\b")
 _MONTH = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|"
@@ -282,6 +291,8 @@ def detect(
     """The documents among `entries` that give different values for what the question asks
     (figures, when it does not say what kind of thing it asks for); None when they agree or
     give none."""
+    if asks_for_several(question):
+        return None
     # "What was Fresno's population in 2015?", "What is the default of work_mem?": a question
     # that does not say what kind of thing it asks for is compared on the figures it is given.
     kind: AskedKind = needs.kind or "number"
@@ -338,6 +349,12 @@ def detect(
     if len(disagreeing) < 2:
         return None
     return Disagreement(_about(question), tuple(disagreeing[:MAX_SIDES]))
+
+
+def asks_for_several(question: str) -> bool:
+    """Whether `question` asks for a list, or a thing of each of several ("which contracts",
+    "each office's hours", "compare ..."), rather than one value."""
+    return _ASKS_FOR_SEVERAL.search(question) is not None
 
 
 def _about(question: str) -> str:
