@@ -403,6 +403,13 @@ class AnswerSettings(BaseSettings):
         gt=0,
         description="Longest wait to read a document still processing into a prompt (inline mode)",
     )
+    narrow_to_named: bool = Field(
+        True,
+        description=(
+            'A question that names its documents (by file name, "in the PDFs", "the 2023 '
+            'reports") searches only those, when it names any the asker may read'
+        ),
+    )
     research_max_steps: int = Field(
         8,
         ge=1,

@@ -333,6 +333,42 @@ async def test_plain_questions_take_filters(
     assert {s["document_name"] for s in sources} == {"contract-a.md"}
 
 
+async def test_a_question_that_names_its_documents_searches_only_those(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    headers = await _library(client, components)
+    budget = "Budget 2023. The penalty reserve is 40,000 euros for late deliveries."
+    await upload_and_process(client, components, headers, "budget-2023.md", budget.encode())
+    fresh_llm.script("It is 2 percent of the invoice a month [1].\nEvidence: answered")
+
+    async def asked(question: str, **options: Any) -> dict[str, Any]:
+        response = await ask(client, headers, question, options=options)
+        assert response.status_code == 200, response.text
+        message: dict[str, Any] = response.json()["assistant_message"]
+        return message
+
+    by_name = await asked("What penalty does contract-b.txt set?")
+    assert {s["document_name"] for s in by_name["sources"]} == {"contract-b.txt"}
+    assert by_name["meta"]["filters"] == "named in the question (1)"
+    assert by_name["meta"]["documents_searched"] == 1
+
+    by_kind = await asked("In the Markdown files, what penalty does a late delivery cost?")
+    assert by_kind["meta"]["documents_searched"] == 3  # contract-a, menu, budget-2023
+    assert "500 euros" in fresh_llm.prompt_text() and "2 percent" not in fresh_llm.prompt_text()
+
+    by_year = await asked("What penalty reserve does the 2023 budget hold?")
+    assert by_year["meta"]["documents_searched"] == 1
+    assert "40,000 euros" in fresh_llm.prompt_text()
+    filtered = await asked("What is the penalty?", filters={"year": 2023})
+    assert filtered["meta"]["filters"] == "of 2023" and filtered["meta"]["documents_searched"] == 1
+
+    # Named but absent (no PDF here), or named nowhere: every document is searched.
+    for question in ["What penalty do the PDFs mention?", "What is the penalty amount?"]:
+        plain = await asked(question)
+        assert plain["meta"].get("filters") is None
+        assert plain["meta"]["documents_searched"] == 4
+
+
 @pytest.fixture(scope="module")
 def researching_server(settings: Settings) -> Iterator[LiveServer]:
     """A real server (a reader going away is its connection closing) whose worker reads

@@ -84,6 +84,7 @@ from docchat.retrieval.highlight import asked_kind
 from docchat.retrieval.index import DocumentScope, ScoredChunk, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
+from docchat.retrieval.named_in_question import filters_named
 from docchat.retrieval.passage_glosses import PassageGlosses
 from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
@@ -218,7 +219,7 @@ class AnswerEngine:
         return [*question.history, {"role": "user", "content": question.text}]
 
     async def plan(self, question: Question) -> Plan:
-        question = await self._filtered(question)
+        question, narrowed_by = await self._filtered(question)
         options = question.options
         usage = Usage()
         llm = MeteredLLM(self.llm, usage)
@@ -228,8 +229,7 @@ class AnswerEngine:
             retrieval=options.retrieval,
             documents_searched=DocumentScope.of(question.documents).size,
         )
-        if options.filters is not None and not options.filters.empty:
-            meta.filters = options.filters.describe()
+        meta.filters = narrowed_by
         general = self._general(question)
         unsearched = self._unsearched_plan(question, general, usage, meta)
         if unsearched is not None:
@@ -528,13 +528,36 @@ class AnswerEngine:
         max_tokens = self._fitted_max_tokens(question, messages)
         return Plan(messages, usage, meta, max_tokens, entries=list(inline), tools=tools)
 
-    async def _filtered(self, question: Question) -> Question:
-        """The question with its documents narrowed to those its filters let through."""
+    async def _filtered(self, question: Question) -> tuple[Question, str | None]:
+        """The question with its documents narrowed to those its filters let through, else
+        to those it names (`named_in_question`), and what narrowed them, in words."""
         filters = question.options.filters
-        if filters is None or filters.empty or not question.documents:
-            return question
-        narrowed = await self.catalogue.narrowed(question.documents, filters, question.reader)
-        return dataclasses.replace(question, documents=narrowed)
+        if not question.documents:
+            return question, None
+        if filters is not None and not filters.empty:
+            narrowed = await self.catalogue.narrowed(question.documents, filters, question.reader)
+            return dataclasses.replace(question, documents=narrowed), filters.describe()
+        if not self.answers.narrow_to_named or question.scope == "message":
+            return question, None
+        return await self._named(question)
+
+    async def _named(self, question: Question) -> tuple[Question, str | None]:
+        """Narrowed to the documents the question names by name, then by kind and year; the
+        whole scope where what it names matches nothing."""
+        documents, said = DocumentScope.of(question.documents), []
+        named = await self.catalogue.named(documents, question.text)
+        if named:
+            documents = named
+            said.append(f"named in the question ({named.size})")
+        implied = filters_named(question.text)
+        if not implied.empty:
+            kept = await self.catalogue.narrowed(documents, implied, question.reader)
+            if kept:
+                documents = kept
+                said.append(implied.describe())
+        if not said:
+            return question, None
+        return dataclasses.replace(question, documents=documents), ", ".join(said)
 
     def _researches_with_tools(self, question: Question, meta: AnswerMeta) -> bool:
         """Research mode with a model that writes its answers (not quoted ones), over documents

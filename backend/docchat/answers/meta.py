@@ -118,7 +118,8 @@ class AnswerMeta(BaseModel):
     retrieval: Literal["auto", "tool"] | None = _optional()
     documents_searched: int | None = _optional()
     filters: str | None = _optional(
-        "The filters (options.filters) the documents searched were narrowed by, in words"
+        "What narrowed the documents searched, in words: the filters of options.filters, else "
+        "the documents, kinds or years the question named (RAG_NARROW_TO_NAMED)"
     )
     retrieval_mode: RetrievalMode | None = _optional()
     retrieval_count: int | None = _optional("Passages the model was given")

@@ -264,7 +264,7 @@ class ResearchTools:
             top_k = self.passages.default_top_k
         filters = _filters(arguments)
         described = filters.describe() or None
-        where = f" in documents {described}" if described else ""
+        where = f" ({described})" if described else ""
         scope = self.passages.documents
         if not filters.empty:
             scope = await self.catalogue.narrowed(scope, filters, self.reader)

@@ -18,6 +18,10 @@ from docchat.extraction.kinds import FileKind
 from docchat.kit.matching import containing
 from docchat.retrieval.filters import CatalogueEntry, DocumentFilters, Listing
 from docchat.retrieval.index import DocumentRef, DocumentScope, ScopeCondition, SearchScope
+from docchat.retrieval.named_in_question import names, question_words
+
+# The documents whose names share a word with a question that are compared with it in full.
+NAMES_COMPARED = 500
 
 
 def _kind(content_type: str) -> FileKind | None:
@@ -72,6 +76,11 @@ class StoredCatalogue:
         if filters.date_to:
             parts.append(sql.DATE_TO)
             parameters["scope_f_to"] = filters.date_to
+        if filters.years:
+            parts.append(sql.YEARS)
+            parameters["scope_f_years"] = list(filters.years)
+            alternatives = "|".join(str(year) for year in filters.years)
+            parameters["scope_f_years_in_name"] = f"(^|[^0-9])({alternatives})([^0-9]|$)"
         if filters.collection:
             collections, everyone = await sql.collections_named(session, filters.collection, reader)
             parts.append(sql.COLLECTION)
@@ -98,6 +107,23 @@ class StoredCatalogue:
             if total >= limit:
                 total = await sql.count(session, condition, parameters)
         return Listing([_entry(row) for row in rows], total)
+
+    async def named(self, documents: SearchScope, question: str) -> DocumentScope:
+        scope = DocumentScope.of(documents)
+        words = question_words(question)
+        if not scope or not words:
+            return DocumentScope([])
+        async with self.sessionmaker() as session:
+            condition, parameters = await self._condition(
+                session, scope, DocumentFilters(), reader=None
+            )
+            rows = await sql.names_like(session, condition, parameters, words, NAMES_COMPARED)
+        versions = scope.by_id
+        return DocumentScope(
+            versions.get(row.id, DocumentRef(row.id, row.owner_id, row.version))
+            for row in rows
+            if names(question, row.filename)
+        )
 
     async def narrowed(
         self, documents: SearchScope, filters: DocumentFilters, reader: uuid.UUID | None

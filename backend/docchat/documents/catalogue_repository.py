@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Row, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from docchat.kit.matching import contains
+from docchat.kit.matching import containing, contains
 from docchat.membership.access import member_collection_ids
 from docchat.membership.models import EVERYONE_ID, Collection
 
@@ -27,6 +27,8 @@ KINDS = "d.content_type = ANY(CAST(:scope_f_kinds AS text[]))"
 _DAY = "COALESCE(d.document_date, CAST(COALESCE(d.versioned_at, d.created_at) AS date))"
 DATE_FROM = f"{_DAY} >= CAST(:scope_f_from AS date)"
 DATE_TO = f"{_DAY} <= CAST(:scope_f_to AS date)"
+YEARS = f"""(CAST(EXTRACT(YEAR FROM {_DAY}) AS int) = ANY(CAST(:scope_f_years AS int[]))
+     OR d.filename ~ :scope_f_years_in_name)"""
 COLLECTION = """(EXISTS (SELECT 1 FROM collection_documents fcd
                  WHERE fcd.document_id = d.id
                    AND fcd.collection_id = ANY(CAST(:scope_f_collections AS uuid[])))
@@ -72,6 +74,22 @@ LIMIT :scope_f_limit"""  # noqa: S608 - constant fragments, bound values
 async def count(session: AsyncSession, condition: str, parameters: dict[str, Any]) -> int:
     statement = text(f"SELECT count(*) FROM documents d WHERE {condition}")  # noqa: S608
     return int((await session.execute(statement, parameters)).scalar_one())
+
+
+async def names_like(
+    session: AsyncSession, condition: str, parameters: dict[str, Any], words: list[str], limit: int
+) -> Sequence[Row[Any]]:
+    """id, owner_id, version and filename of up to `limit` documents of `condition` whose name
+    holds one of `words` (case ignored)."""
+    statement = text(
+        f"SELECT d.id, d.owner_id, d.version, d.filename FROM documents d WHERE {condition} "  # noqa: S608
+        # LIKE's default escape is the backslash, which `containing` escapes with.
+        "AND d.filename ILIKE ANY(CAST(:scope_f_words AS text[])) "
+        "ORDER BY d.created_at, d.id LIMIT :scope_f_limit"
+    )
+    patterns = [containing(word) for word in words]
+    values = {**parameters, "scope_f_words": patterns, "scope_f_limit": limit}
+    return (await session.execute(statement, values)).all()
 
 
 async def refs(

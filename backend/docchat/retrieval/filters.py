@@ -22,8 +22,9 @@ from docchat.kit.schemas import RequestModel
 from docchat.retrieval.index import DocumentRef, DocumentScope, SearchScope
 
 FILTER_FIELDS = frozenset(
-    {"name", "kind", "kinds", "date_from", "date_to", "collection", "language"}
+    {"name", "kind", "kinds", "date_from", "date_to", "year", "years", "collection", "language"}
 )
+YEARS_AT_MOST = 10
 NAME_FILTER_CHARS = 120
 COLLECTION_FILTER_CHARS = 120
 # The kinds a filter may name: the short names people use ("pdf", "docx", "image").
@@ -52,6 +53,8 @@ class DocumentFilters:
     # The document's own date, else the day it was uploaded, within these days (inclusive).
     date_from: dt.date | None = None
     date_to: dt.date | None = None
+    # Dated in one of these years (its own date, else its upload's), or named with one.
+    years: tuple[int, ...] = ()
     # A collection the asker belongs to, by name (case ignored).
     collection: str | None = None
     # A language its passages are in (ISO 639-1: "de").
@@ -72,6 +75,8 @@ class DocumentFilters:
             start = self.date_from.isoformat() if self.date_from else "…"
             end = self.date_to.isoformat() if self.date_to else "…"
             said.append(f"dated {start} to {end}")
+        if self.years:
+            said.append(f"of {' or '.join(str(year) for year in self.years)}")
         if self.collection:
             said.append(f"in {self.collection}")
         if self.language:
@@ -82,23 +87,17 @@ class DocumentFilters:
     def parse(cls, given: Mapping[str, Any]) -> DocumentFilters:
         """Filters from JSON (a tool call's arguments, a request's `filters`); `FilterError`
         says what is wrong with them."""
-        unknown = set(given) - {
-            "name",
-            "kind",
-            "kinds",
-            "date_from",
-            "date_to",
-            "collection",
-            "language",
-        }
+        unknown = set(given) - FILTER_FIELDS
         if unknown:
             raise FilterError(f"Unknown filter {sorted(unknown)[0]!r}")
         kinds_given = given.get("kinds", given.get("kind"))
+        years_given = given.get("years", given.get("year"))
         return cls(
             name=_text(given.get("name"), "name", NAME_FILTER_CHARS),
             kinds=_kinds(kinds_given),
             date_from=_date(given.get("date_from"), "date_from"),
             date_to=_date(given.get("date_to"), "date_to"),
+            years=_years(years_given),
             collection=_text(given.get("collection"), "collection", COLLECTION_FILTER_CHARS),
             language=_language(given.get("language")),
         )
@@ -150,6 +149,22 @@ def _date(value: Any, field: str) -> dt.date | None:
         raise FilterError(f"`{field}` must be a date such as 2024-03-31, or a year") from None
 
 
+def _years(value: Any) -> tuple[int, ...]:
+    if value is None or value == "" or value == []:
+        return ()
+    given = value if isinstance(value, list) else [value]
+    years: list[int] = []
+    for year in given:
+        if isinstance(year, str) and year.strip().isdigit():
+            year = int(year.strip())
+        if not isinstance(year, int) or isinstance(year, bool) or not 1000 <= year <= 9999:
+            raise FilterError("`year` must be a year such as 2024, or a list of them")
+        years.append(year)
+    if len(years) > YEARS_AT_MOST:
+        raise FilterError(f"`year` names more than {YEARS_AT_MOST} years")
+    return tuple(sorted(set(years)))
+
+
 def _language(value: Any) -> str | None:
     if value is None or value == "":
         return None
@@ -199,6 +214,10 @@ class DocumentCatalogue(Protocol):
         """The documents of `documents` that match, as a scope to search (possibly empty)."""
         ...
 
+    async def named(self, documents: SearchScope, question: str) -> DocumentScope:
+        """The documents of `documents` that `question` names (`named_in_question.names`)."""
+        ...
+
 
 class FilterFields(RequestModel):
     """`filters` of a request: only documents that match every filter given are searched."""
@@ -220,6 +239,11 @@ class FilterFields(RequestModel):
         "own date, else its upload",
     )
     date_to: str | None = Field(None, max_length=10, description="Dated on or before")
+    year: int | list[int] | None = Field(
+        None,
+        description="Of this year or one of these (2023, [2023, 2024]): dated in it (its own "
+        "date, else its upload) or with the year in its file name",
+    )
     collection: str | None = Field(
         None,
         max_length=COLLECTION_FILTER_CHARS,
