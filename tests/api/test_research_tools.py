@@ -349,7 +349,7 @@ async def test_a_question_that_names_its_documents_searches_only_those(
 
     by_name = await asked("What penalty does contract-b.txt set?")
     assert {s["document_name"] for s in by_name["sources"]} == {"contract-b.txt"}
-    assert by_name["meta"]["filters"] == "named in the question (1)"
+    assert by_name["meta"]["filters"] == "documents named in the question"
     assert by_name["meta"]["documents_searched"] == 1
 
     by_kind = await asked("In the Markdown files, what penalty does a late delivery cost?")

@@ -16,7 +16,7 @@ from playwright.async_api import Browser, Page, Route, expect
 from playwright.async_api import Error as PlaywrightError
 
 from tests.e2e.accessibility import serious_violations
-from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, SCREENSHOTS
+from tests.e2e.conftest import ADMIN_EMAIL, ADMIN_PASSWORD, DESKTOP, SCREENSHOTS
 from tests.e2e.flows import SignIn, ask, log_in, sign_up, upload, upload_texts
 from tests.support.files import filler, make_pdf
 from tests.support.live_server import LiveServer
@@ -1094,3 +1094,30 @@ async def test_research_steps_show_as_they_are_taken_and_open_under_the_answer(
     await page.set_viewport_size({"width": 390, "height": 844})
     await steps.scroll_into_view_if_needed()
     await page.screenshot(path=str(SCREENSHOTS / "research-steps-phone.png"))
+    await page.set_viewport_size(DESKTOP)
+
+    # A plain question narrowed by the composer's filters: only the text file is searched.
+    await page.get_by_role("button", name="Research").click()
+    await page.get_by_role("button", name="Filters").click()
+    await page.get_by_test_id("question-filters").get_by_label("Kind").select_option("text")
+    await expect(page.get_by_role("button", name="Filters (1)")).to_be_visible()
+    scripted_llm.script("The penalty is 2 percent of the invoice a month [1].\nEvidence: answered")
+    async with page.expect_request("**/api/v1/messages/stream") as sent:
+        await ask(page, "What is the penalty amount?")
+    latest = page.get_by_test_id("message-assistant").last
+    await expect(latest.get_by_role("button", name="1 source")).to_be_visible()
+    await expect(latest.get_by_test_id("answer-filters")).to_have_text(
+        " · narrowed to: text file (1 document)"
+    )
+    # (Chromium does not hand this request's body to Playwright: the saved answer says.)
+    request = await sent.value
+    chat = page.url.rstrip("/").rsplit("/", 1)[-1]
+    async with httpx.AsyncClient(base_url=request.url.split("/api/")[0]) as api:
+        listed = await api.get(
+            f"/api/v1/chats/{chat}/messages",
+            headers={"Authorization": request.headers["authorization"]},
+        )
+    answer_saved = listed.json()["items"][-1]
+    assert answer_saved["meta"]["filters"] == "text file"
+    assert [s["document_name"] for s in answer_saved["sources"]] == ["contract-b.txt"]
+    await page.screenshot(path=str(SCREENSHOTS / "question-filters.png"))

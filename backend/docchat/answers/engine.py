@@ -548,7 +548,7 @@ class AnswerEngine:
         named = await self.catalogue.named(documents, question.text)
         if named:
             documents = named
-            said.append(f"named in the question ({named.size})")
+            said.append("documents named in the question")
         implied = filters_named(question.text)
         if not implied.empty:
             kept = await self.catalogue.narrowed(documents, implied, question.reader)

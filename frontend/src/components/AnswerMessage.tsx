@@ -215,6 +215,12 @@ export default function AnswerMessage({
             {" "}· reused answer
           </span>
         )}
+        {message.status !== "streaming" && message.meta?.filters && (
+          <span className="muted small" data-testid="answer-filters" title="The documents searched were narrowed to these">
+            {" "}· narrowed to: {message.meta.filters}
+            {message.meta.documents_searched != null && ` (${message.meta.documents_searched} ${message.meta.documents_searched === 1 ? "document" : "documents"})`}
+          </span>
+        )}
         {message.status !== "streaming" && <SearchLanguages meta={message.meta} />}
         {message.status !== "streaming" && !message.meta?.research_steps?.length && <ResearchSearches meta={message.meta} />}
       </footer>

@@ -4,6 +4,7 @@ import AnswerMessage, { AnswerText } from "./AnswerMessage";
 import { AttachmentList, useAttachments } from "./Attachments";
 import { MentionList, mentionAt, optionId, useDocumentMatches, withoutMention, type Match } from "./MentionPicker";
 import QuestionEditor from "./QuestionEditor";
+import QuestionFilters, { filterCount, NO_FILTERS, requestFilters, type Filters } from "./QuestionFilters";
 import { LiveResearchSteps } from "./ResearchSteps";
 import { useAnswerStream, type Opener, type Pending } from "./useAnswerStream";
 import { NARROW_SCREEN, useMediaQuery } from "../media";
@@ -63,6 +64,9 @@ export default function Conversation({
   const [replacing, setReplacing] = useState<string | null>(null);
   // Research mode for the questions sent from here on (each part of a question searched too).
   const [research, setResearch] = useState(false);
+  // Filters on the documents the questions sent from here on search (kind, year, name).
+  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const [filtering, setFiltering] = useState(false);
   // "@name" being typed at the caret: the documents it names, the highlighted one, and the
   // "@" whose list Escape closed.
   const composer = useRef<HTMLTextAreaElement>(null);
@@ -139,7 +143,9 @@ export default function Conversation({
     setReplacing(replaces?.id ?? null);
     // Messages from the replaced question on; read when they are swapped (the list may grow).
     const before = (list: Message[]) => (replaces ? list.slice(0, Math.max(0, list.findIndex((m) => m.id === replaces.id))) : list);
-    const options = research ? { options: { research: true } } : {};
+    const narrowing = requestFilters(filters);
+    const chosen = { ...(research ? { research: true } : {}), ...(narrowing ? { filters: narrowing } : {}) };
+    const options = Object.keys(chosen).length ? { options: chosen } : {};
     const body: Schemas["MessageCreate"] = replaces
       ? // The replaced question's documents are asked about again (the server's default).
         { chat_id: chatId, content: question, replaces: replaces.id, ...options }
@@ -374,6 +380,7 @@ export default function Conversation({
           </label>
         )}
         {nextMessageScope}
+        {filtering && <QuestionFilters filters={filters} onChange={setFilters} />}
         <AttachmentList items={attachments.items} onCancel={attachments.cancel} />
         <button className="icon attach" onClick={() => filePicker.current?.click()} title="Attach files to your next message" aria-label="Attach files">
           <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
@@ -387,11 +394,23 @@ export default function Conversation({
           </svg>
         </button>
         <button
+          className={`research-toggle filter-toggle small${filterCount(filters) ? " on" : ""}`}
+          aria-expanded={filtering}
+          aria-label={filterCount(filters) ? `Filters (${filterCount(filters)})` : "Filters"}
+          onClick={() => setFiltering((open) => !open)}
+          title="Search only documents of a kind, a year or a name in the questions you send next"
+        >
+          <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+            <path d="M4 5h16l-6 7.5V19l-4-2v-4.5z" fill="none" stroke="currentColor" strokeWidth="2" strokeLinejoin="round" />
+          </svg>
+          <span className="research-label">{filterCount(filters) ? `Filters (${filterCount(filters)})` : "Filters"}</span>
+        </button>
+        <button
           className={`research-toggle small${research ? " on" : ""}`}
           aria-pressed={research}
           aria-label="Research"
           onClick={() => setResearch((on) => !on)}
-          title="Research mode: each part of a question (“what does A do, and when did B…”) is searched on its own as well as the whole question"
+          title="Research mode: each part of a question (“what does A do, and when did B…”) is searched on its own as well as the whole question; a model that calls tools then searches, lists and reads further on its own"
         >
           <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
             <circle cx="10" cy="10" r="6" fill="none" stroke="currentColor" strokeWidth="2" />
