@@ -39,6 +39,9 @@ EXPECTED = Counter(
         # The passages' headers: their documents' dates and the collections the caller sees
         # them in, one statement for all of them
         "SELECT identities": 1,
+        # The documents of the scope the question names by their file names (one statement,
+        # on the names that hold one of its words)
+        "SELECT documents": 1,
     }
 )
 

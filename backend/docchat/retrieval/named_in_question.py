@@ -4,9 +4,9 @@ that narrow the documents it searches (`AnswerEngine._filtered`).
 
 Only phrases that speak of documents count: "export it to PDF" names no kind and "what
 happened in 1998" no year, while "in my PDFs" and "reports from 1998" do. A document is named
-by its file name as written ("notes.txt") or by every word of its name when it has two or
-more ("handbook 2023", "the 2023 handbooks"). The engine keeps the whole scope when what is
-named matches nothing.
+by its file name as written ("notes.txt"), or, for a name of two or more words, by those words
+in its order ("Super Bowl 50") or, when each is distinctive, anywhere ("the 2023 and 2024
+handbooks"). The engine keeps the whole scope when what is named matches nothing.
 """
 
 from __future__ import annotations
@@ -91,9 +91,10 @@ def _folded(word: str) -> str:
 
 
 def question_words(question: str) -> list[str]:
-    """The words of `question` a document's name may be made of (folded, each once)."""
+    """The words of `question` that a name it names holds one of (folded, each once): every
+    such name has a word of three letters or more, and a name written out holds its words."""
     words = dict.fromkeys(_folded(word) for word in _WORD.findall(question))
-    return [word for word in words if len(word) >= 2][:QUESTION_WORDS_COMPARED]
+    return [word for word in words if len(word) >= 3][:QUESTION_WORDS_COMPARED]
 
 
 def names(question: str, filename: str) -> bool:
