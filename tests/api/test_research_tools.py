@@ -214,6 +214,27 @@ async def test_a_model_that_never_finishes_is_stopped_by_its_step_budget(
     assert prompts.RESEARCH_BUDGET_SPENT in fresh_llm.prompt_text()
 
 
+async def test_a_tool_call_written_as_text_is_not_taken_for_the_answer(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
+) -> None:
+    # Seen with Qwen2.5-1.5B on llama.cpp: its reply was the call spelled out in its text.
+    headers = await _library(client, components)
+    spelled = (
+        "To answer this question, I'll search. <tools>\n"
+        '{"type": "function", "function": {"name": "search_documents", "arguments": {}}}'
+    )
+    fresh_llm.script(
+        spelled,
+        "Contract A charges 500 euros per day [1].\nEvidence: answered",
+    )
+    message = await _asked(client, headers)
+    assert message["meta"]["research_end"] == "answered"
+    assert "<tools>" not in message["content"]
+    assert message["content"].startswith("Contract A charges 500 euros per day")
+    # The answer was written from the passages, without the tools.
+    assert len(fresh_llm.requests) == 2 and "tools" not in fresh_llm.last_request
+
+
 async def test_a_research_over_its_token_budget_is_answered_from_what_was_read(
     client: httpx.AsyncClient,
     components: Components,

@@ -6,7 +6,12 @@ import pytest
 
 from docchat.extraction.kinds import FileKind
 from docchat.retrieval.filters import DocumentFilters, FilterError
-from docchat.retrieval.named_in_question import filters_named, names, question_words
+from docchat.retrieval.named_in_question import (
+    filters_named,
+    names,
+    question_words,
+    speaks_of_documents,
+)
 
 COMPARE = "Compare what the 2023 and 2024 handbooks say about remote work"
 
@@ -76,3 +81,14 @@ def test_years_as_a_filter() -> None:
     for bad in ["last year", [True], list(range(2000, 2020))]:
         with pytest.raises(FilterError):
             DocumentFilters.parse({"year": bad})
+
+
+def test_a_name_names_a_document_only_in_a_question_that_speaks_of_documents() -> None:
+    # Measured: SQuAD questions about "Harvard or the University of Chicago" were narrowed to
+    # those two articles and lost the other documents they needed.
+    assert not speaks_of_documents("Which is older, Harvard or the University of Chicago?")
+    assert not speaks_of_documents("Where did Tesla work before he moved to the United States?")
+    assert speaks_of_documents("What does the Harvard article say about its founding?")
+    assert speaks_of_documents("What penalty does contract-b.txt set?")
+    assert speaks_of_documents("Compare what the 2023 and 2024 handbooks say")
+    assert speaks_of_documents("According to the minutes, who approved it?")

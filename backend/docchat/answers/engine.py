@@ -84,7 +84,7 @@ from docchat.retrieval.highlight import asked_kind
 from docchat.retrieval.index import DocumentScope, ScoredChunk, SearchScope
 from docchat.retrieval.inline import InlineReader, file_part, file_source
 from docchat.retrieval.lexical import LexicalIndex
-from docchat.retrieval.named_in_question import filters_named
+from docchat.retrieval.named_in_question import filters_named, speaks_of_documents
 from docchat.retrieval.passage_glosses import PassageGlosses
 from docchat.retrieval.passage_identity import DocumentIdentities, DocumentIdentity
 from docchat.retrieval.retriever import Retriever
@@ -545,7 +545,9 @@ class AnswerEngine:
         """Narrowed to the documents the question names by name, then by kind and year; the
         whole scope where what it names matches nothing."""
         documents, said = DocumentScope.of(question.documents), []
-        named = await self.catalogue.named(documents, question.text)
+        named = DocumentScope([])
+        if speaks_of_documents(question.text):
+            named = await self.catalogue.named(documents, question.text)
         if named:
             documents = named
             said.append("documents named in the question")

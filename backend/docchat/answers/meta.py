@@ -164,7 +164,8 @@ class AnswerMeta(BaseModel):
     )
     research_end: ResearchEnd | None = _optional(
         "Why the research stopped: finished (the model called finish), answered (it answered "
-        "without), steps or tokens (its budget ran out: the answer says what was not covered)"
+        "without; a reply that only spells out a tool call is not taken as the answer), steps "
+        "or tokens (its budget ran out: the answer says what was not covered)"
     )
     cited_documents: list[CitedDocument] | None = _optional(
         "A research answer's citations grouped by document: each document with the [n] of "

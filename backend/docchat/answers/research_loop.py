@@ -2,7 +2,9 @@
 
 The research starts from what the question and each of its parts found (`answers.research`),
 shown to the model with its tools (`answers.research_tools`). Each round the model either
-answers (the research ends `answered`: its text is the answer), or calls tools: each call is
+answers (the research ends `answered`: its text is the answer, unless it only spells out a
+tool call in its text, as small models do when their server does not parse it: then the
+answer is written from what was read), or calls tools: each call is
 run (or refused) and recorded as a step, which the reader sees as it happens. The research
 ends when the model calls `finish`, or when its budget is spent: `max_steps` tool calls, or
 `max_tokens` tokens over all its calls (then the answer is written from what was read, saying
@@ -11,6 +13,7 @@ what was not covered).
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +26,18 @@ from docchat.llm.usage import MeteredLLM
 from docchat.retrieval.tools import assistant_tool_message
 
 STEPS_SPENT = "The research's step budget is spent; this call was not run"
+# A tool call written out as text ("<tool_call>", or JSON naming one of the tools).
+_SPELLED_OUT_CALL = re.compile(
+    r"</?tool_?calls?>|</?tools>|\"name\"\s*:\s*\"(?:"
+    + "|".join(re.escape(tool["function"]["name"]) for tool in RESEARCH_TOOLS)
+    + r")\"",
+    re.IGNORECASE,
+)
+
+
+def spells_out_a_call(text: str | None) -> bool:
+    """Whether a reply is a tool call written as text rather than an answer."""
+    return bool(text) and _SPELLED_OUT_CALL.search(text or "") is not None
 
 
 @dataclass
@@ -57,7 +72,9 @@ class ResearchLoop:
                 return
             completion = await llm.complete(messages, model=model, tools=RESEARCH_TOOLS)
             if not completion.tool_calls:
-                self.given, self.end = completion, "answered"
+                self.end = "answered"
+                if not spells_out_a_call(completion.content):
+                    self.given = completion
                 return
             messages.append(assistant_tool_message(completion.content, completion.tool_calls))
             for call in completion.tool_calls:

@@ -6,7 +6,9 @@ Only phrases that speak of documents count: "export it to PDF" names no kind and
 happened in 1998" no year, while "in my PDFs" and "reports from 1998" do. A document is named
 by its file name as written ("notes.txt"), or, for a name of two or more words, by those words
 in its order ("Super Bowl 50") or, when each is distinctive, anywhere ("the 2023 and 2024
-handbooks"). The engine keeps the whole scope when what is named matches nothing.
+handbooks"), and only in a question that speaks of documents ("what does ... say", "the ...
+report", a file name): elsewhere a name's words are the question's topic. The engine keeps the
+whole scope when what is named matches nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _DOCUMENT_NOUNS = (
     r"documents?|files?|reports?|minutes|contracts?|memos?|letters?|invoices?|handbooks?|"
     r"polic(?:y|ies)|notes|e-?mails?|statements?|papers?|agreements?|proposals?|budgets?|"
-    r"plans?|editions?|versions?"
+    r"plans?|editions?|versions?|articles?|manuals?|guides?|pages?"
+)
+# A question that speaks of documents: a document noun, a file name with its extension, or
+# what a text does ("what does X say", "according to X"). Without one, the words of a name are
+# the question's topic ("Which is older, Harvard or the University of Chicago?"), not a
+# reference to that document.
+_SPEAKS_OF_DOCUMENTS = re.compile(
+    rf"\b(?:{_DOCUMENT_NOUNS}|says?|said|mentions?|according\s+to)\b"
+    r"|\b[\w-]+\.(?:pdf|docx?|xlsx?|pptx?|csv|md|txt|html?|epub|od[tsp]|png|jpe?g|tiff?)\b",
+    re.IGNORECASE,
 )
 _YEAR = r"(?:19|20)\d{2}"
 # "reports from 2023", "documents dated 2021 or 2022"; "the 2023 and 2024 handbooks".
@@ -58,6 +69,12 @@ _KIND_PHRASE = re.compile(
     r"(" + "|".join(f"(?:{words})" for words in _KIND_WORDS) + r")\b",
     re.IGNORECASE,
 )
+
+
+def speaks_of_documents(question: str) -> bool:
+    """Whether `question` refers to documents as documents (see `_SPEAKS_OF_DOCUMENTS`): only
+    then do the words of a document's name name it."""
+    return _SPEAKS_OF_DOCUMENTS.search(question) is not None
 
 
 def filters_named(question: str) -> DocumentFilters:

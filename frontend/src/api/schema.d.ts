@@ -1816,7 +1816,7 @@ export interface components {
             research?: components["schemas"]["ResearchSearch"][] | null;
             /**
              * Research End
-             * @description Why the research stopped: finished (the model called finish), answered (it answered without), steps or tokens (its budget ran out: the answer says what was not covered)
+             * @description Why the research stopped: finished (the model called finish), answered (it answered without; a reply that only spells out a tool call is not taken as the answer), steps or tokens (its budget ran out: the answer says what was not covered)
              */
             research_end?: ("finished" | "answered" | "steps" | "tokens") | null;
             /**
@@ -3892,7 +3892,7 @@ export interface components {
             research: components["schemas"]["ResearchSearch"][] | null;
             /**
              * Research End
-             * @description Why the research stopped: finished (the model called finish), answered (it answered without), steps or tokens (its budget ran out: the answer says what was not covered)
+             * @description Why the research stopped: finished (the model called finish), answered (it answered without; a reply that only spells out a tool call is not taken as the answer), steps or tokens (its budget ran out: the answer says what was not covered)
              * @default null
              */
             research_end: ("finished" | "answered" | "steps" | "tokens") | null;
