@@ -214,25 +214,39 @@ async def test_a_model_that_never_finishes_is_stopped_by_its_step_budget(
     assert prompts.RESEARCH_BUDGET_SPENT in fresh_llm.prompt_text()
 
 
-async def test_a_tool_call_written_as_text_is_not_taken_for_the_answer(
+async def test_tool_calls_written_as_text_are_run_and_a_broken_one_is_not_the_answer(
     client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:
-    # Seen with Qwen2.5-1.5B on llama.cpp: its reply was the call spelled out in its text.
+    # Seen with Qwen2.5-1.5B on llama.cpp's Python server, which does not parse its calls:
+    # each reply was the call as JSON in its text, and was shown as the answer.
     headers = await _library(client, components)
-    spelled = (
-        "To answer this question, I'll search. <tools>\n"
-        '{"type": "function", "function": {"name": "search_documents", "arguments": {}}}'
-    )
+    written = '```json\n{"name": "search_documents", "arguments": {"query": "late payment"}}\n```'
     fresh_llm.script(
-        spelled,
-        "Contract A charges 500 euros per day [1].\nEvidence: answered",
+        written,
+        '{"type": "function", "function": {"name": "finish", "arguments": {}}}',
+        "Contract B charges 2 percent of the invoice a month [1].\nEvidence: answered",
     )
     message = await _asked(client, headers)
-    assert message["meta"]["research_end"] == "answered"
-    assert "<tools>" not in message["content"]
-    assert message["content"].startswith("Contract A charges 500 euros per day")
-    # The answer was written from the passages, without the tools.
-    assert len(fresh_llm.requests) == 2 and "tools" not in fresh_llm.last_request
+    meta = message["meta"]
+    assert [s["action"] for s in meta["research_steps"]][-2:] == ["search", "finish"]
+    assert meta["research_steps"][-2]["query"] == "late payment"
+    assert meta["research_end"] == "finished"
+    # Its results went back as plain messages, which any chat template takes.
+    sent = fresh_llm.requests[1]["messages"]
+    assert sent[-1]["role"] == "user" and sent[-1]["content"].startswith(
+        "Result of search_documents:"
+    )
+    assert message["content"].startswith("Contract B charges 2 percent")
+
+    # A call cut short cannot be run, and is not the answer either.
+    fresh_llm.script(
+        'I will search. <tool_call>{"name": "search_documents", "arguments": {"query": "pen',
+        "Contract A charges 500 euros per day [1].\nEvidence: answered",
+    )
+    broken = await _asked(client, headers)
+    assert broken["meta"]["research_end"] == "answered"
+    assert broken["content"].startswith("Contract A charges 500 euros per day")
+    assert "tools" not in fresh_llm.last_request
 
 
 async def test_a_research_over_its_token_budget_is_answered_from_what_was_read(
