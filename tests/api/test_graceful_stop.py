@@ -35,7 +35,10 @@ SLOW_ANSWER = Reply(content=" ".join(f"word{n}" for n in range(120)), piece_dela
 pytestmark = pytest.mark.usefixtures("fresh_llm")
 
 
-def _manual(paragraphs: int = 800) -> str:
+# Long enough that the stop lands mid-document (its embedding takes several seconds on two
+# cores, in batches of 16), short enough that reading it again whole stays quick: at 800
+# paragraphs the two tests took 93 s and 73 s, most of it embedding the document twice.
+def _manual(paragraphs: int = 300) -> str:
     return "\n\n".join(
         f"Paragraph {n} sets out the harbour's rules on tides, berths and pilots. " * 7
         for n in range(paragraphs)
