@@ -1,6 +1,7 @@
 """Questions that need several searches: are the passages they need read, and quoted (issue 70)?
 
     .venv/bin/python -m bench.eval_research [--only r-pg-01,r-sq-02] [--answers-out FILE]
+        [--llm-url URL --llm-model NAME --model-questions 10]
 
 The set is `bench/datasets/research` (see its README): 68 multi-part and multi-document
 questions over the 48 SQuAD dev articles and the 52 PostgreSQL manual pages, each with the
@@ -14,6 +15,14 @@ MiniLM, Chroma, BM25) into a fresh database; each question goes through the serv
   with the default context budget, to tell reading more from searching better;
 - `research brief, top 4`: options.research: the question searched whole and each of its parts
   on its own (`docchat.answers.research`), 4 passages each, the answer quoting each part's own.
+
+With --llm-url (an OpenAI-compatible model that calls tools, e.g. `bench/real_model.sh`), two
+more rows on an evenly spread sample of --model-questions questions (a real model is slow here):
+
+- `one search, <model>`: the model writes the answer from the question's 4 best passages;
+- `research with tools, <model>`: options.research with that model: it starts from what the
+  question and its parts found and takes its own steps (search, list, read, finish) within the
+  step and token budgets (`docchat.answers.research_loop`); "searches" counts its steps.
 
 Figures, per row: all facts read (every fact of the question is in a passage the answer was
 given), facts read (of all facts), all facts cited (every fact is in a line of the answer that
@@ -35,9 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import machine, percentile, table
+from bench.eval_answers import _engine
 from bench.eval_retrieval import Ingested, ingested, read_collection
 from docchat.answers.engine import AnswerEngine
 from docchat.answers.values import AnswerOptions, Generated, Question
+from docchat.config import LLMSettings
 
 DATASETS = Path(__file__).parent / "datasets"
 QUESTIONS = DATASETS / "research" / "questions.jsonl"
@@ -64,6 +75,8 @@ class Row:
     label: str
     top_k: int
     research: bool
+    # The model that writes the answer ("none": extractive, quoted answers).
+    model: str = "none"
 
 
 ROWS = (
@@ -71,6 +84,13 @@ ROWS = (
     Row("one search, top 12", 12, False),
     Row("research brief, top 4", 4, True),
 )
+
+
+def model_rows(model: str) -> tuple[Row, ...]:
+    return (
+        Row(f"one search, {model}", 4, False, model),
+        Row(f"research with tools, {model}", 4, True, model),
+    )
 
 
 @dataclass
@@ -136,12 +156,12 @@ class Outcome:
 
 
 async def answer(engine: AnswerEngine, ingest: Ingested, text: str, row: Row) -> Outcome:
-    """One question answered as `row` says, with no model (extractive)."""
+    """One question answered as `row` says: quoted (no model), or written by `row.model`."""
     options = AnswerOptions(
         rag_enabled=True,
         top_k=row.top_k,
-        model="none",
-        answer_mode="extractive",
+        model=row.model,
+        answer_mode="extractive" if row.model == "none" else "generative",
         research=row.research,
     )
     question = Question(text=text, history=[], documents=ingest.scope, options=options, scope="all")
@@ -155,6 +175,8 @@ async def answer(engine: AnswerEngine, ingest: Ingested, text: str, row: Row) ->
     cited = engine.cite(question, plan, generated.content)
     elapsed = (time.perf_counter() - started) * 1000
     searches = len(plan.meta.research) if plan.meta.research else 1
+    if plan.meta.research_steps:
+        searches = len(plan.meta.research_steps)
     read = tuple(entry.text for entry in plan.entries)
     return Outcome(cited.content, read, searches, elapsed)
 
@@ -184,13 +206,38 @@ async def unreachable(ingest: Ingested, questions: Sequence[ResearchQuestion]) -
     ]
 
 
-async def evaluate(only: Sequence[str]) -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class RealModel:
+    url: str
+    name: str
+    questions: int
+
+    def settings(self) -> LLMSettings:
+        return LLMSettings(  # type: ignore[call-arg]
+            _env_file=None,
+            base_url=self.url,
+            model=self.name,
+            max_retries=0,
+            timeout_seconds=600,
+            context_window=8192,
+            max_tokens=512,
+        )
+
+
+def spread(questions: Sequence[ResearchQuestion], count: int) -> list[ResearchQuestion]:
+    """`count` questions spread evenly over the set (which is grouped by collection)."""
+    return list(questions[:: max(1, len(questions) // count)][:count])
+
+
+async def evaluate(only: Sequence[str], real: RealModel | None) -> list[dict[str, object]]:
     """Print the table; each answer, for --answers-out."""
     questions = [q for q in read_questions() if not only or q.id in only]
     squad = read_collection(DATASETS / "squad-dev", "articles")
     manual = read_collection(DATASETS / "postgresql-manual", "passages")
-    tallies = {row.label: Tally() for row in ROWS}
+    rows = ROWS + (model_rows(real.name) if real is not None else ())
+    tallies = {row.label: Tally() for row in rows}
     written: list[dict[str, object]] = []
+    sample = spread(questions, real.questions) if real is not None else []
     async with ingested([*squad.uploads, *manual.uploads]) as ingest:
         print(
             f"ingested {len(squad.uploads)} SQuAD articles and {len(manual.uploads)} manual "
@@ -198,14 +245,28 @@ async def evaluate(only: Sequence[str]) -> list[dict[str, object]]:
             flush=True,
         )
         missing = await unreachable(ingest, questions)
-        engine = ingest.components.engine
-        for question in questions:
-            for row in ROWS:
-                outcome = await answer(engine, ingest, question.text, row)
-                count(tallies[row.label], question, outcome)
-                written.append({"id": question.id, "row": row.label, **dataclasses.asdict(outcome)})
+        runs: list[tuple[AnswerEngine, tuple[Row, ...], list[ResearchQuestion]]] = [
+            (ingest.components.engine, ROWS, questions)
+        ]
+        if real is not None:
+            runs.append((_engine(ingest, real.settings()), model_rows(real.name), sample))
+        for engine, chosen, asked in runs:
+            for question in asked:
+                for row in chosen:
+                    outcome = await answer(engine, ingest, question.text, row)
+                    count(tallies[row.label], question, outcome)
+                    written.append(
+                        {"id": question.id, "row": row.label, **dataclasses.asdict(outcome)}
+                    )
+                    if row.model != "none":
+                        print(
+                            f"  {question.id} {row.label}: {outcome.milliseconds / 1000:.0f} s",
+                            flush=True,
+                        )
     facts = sum(len(question.facts) for question in questions)
     print(f"\n{machine()}; {len(questions)} questions, {facts} facts")
+    if real is not None:
+        print(f"rows with {real.name}: {len(sample)} questions ({', '.join(q.id for q in sample)})")
     print(f"facts no ingested chunk holds: {len(missing)} of {facts}")
     for fact in missing:
         print(f"  {fact.document}: {fact.answer!r}")
@@ -214,11 +275,11 @@ async def evaluate(only: Sequence[str]) -> list[dict[str, object]]:
         "all facts read",
         "facts read",
         "all facts cited",
-        "searches",
+        "searches or steps",
         "passages read",
         "ms p50 / p95",
     ]
-    print(table(headers, [tallies[row.label].row(row.label) for row in ROWS]))
+    print(table(headers, [tallies[row.label].row(row.label) for row in rows]))
     return written
 
 
@@ -228,9 +289,17 @@ def main() -> None:
     )
     parser.add_argument("--only", default="", help="comma-separated question ids")
     parser.add_argument("--answers-out", type=Path, default=None, help="write each answer (JSONL)")
+    parser.add_argument(
+        "--llm-url", default=None, help="an OpenAI-compatible model that calls tools"
+    )
+    parser.add_argument("--llm-model", default="qwen2.5-1.5b", help="its model name")
+    parser.add_argument("--model-questions", type=int, default=10, help="questions it answers")
     arguments = parser.parse_args()
     only = [word for word in arguments.only.split(",") if word]
-    written = asyncio.run(evaluate(only))
+    real = None
+    if arguments.llm_url:
+        real = RealModel(arguments.llm_url, arguments.llm_model, arguments.model_questions)
+    written = asyncio.run(evaluate(only, real))
     if arguments.answers_out is not None:
         arguments.answers_out.write_text("".join(json.dumps(item) + "\n" for item in written))
 
