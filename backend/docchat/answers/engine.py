@@ -323,13 +323,7 @@ class AnswerEngine:
             inline_count,
             len(context),
         )
-        grounded = prompts.grounded_messages(
-            question.history,
-            context,
-            question.text,
-            strict=question.options.strict,
-            summary=question.summary,
-        )
+        grounded = _grounded(question, context)
         _with_file_parts(grounded, file_parts)
         meta.context_chars = len(context)
         return Plan(
@@ -648,13 +642,7 @@ class AnswerEngine:
         else:
             context = await loop.tools.passages.formatted(plan.entries)
             meta.context_chars = len(context)
-            grounded = prompts.grounded_messages(
-                question.history,
-                context,
-                question.text,
-                strict=question.options.strict,
-                summary=question.summary,
-            )
+            grounded = _grounded(question, context)
             closing = loop.closing_instruction()
             messages[:] = prompts.with_instruction(grounded, closing) if closing else grounded
         plan.max_tokens = self._fitted_max_tokens(question, messages)
@@ -1092,6 +1080,17 @@ def _with_file_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]
     if parts:
         question = messages[-1]["content"]
         messages[-1] = {"role": "user", "content": [*parts, {"type": "text", "text": question}]}
+
+
+def _grounded(question: Question, context: str) -> list[dict[str, Any]]:
+    """The prompt that answers `question` from the passages in `context`."""
+    return prompts.grounded_messages(
+        question.history,
+        context,
+        question.text,
+        strict=question.options.strict,
+        summary=question.summary,
+    )
 
 
 def _by_document(sources: list[Source]) -> list[CitedDocument]:
