@@ -346,7 +346,10 @@ async def test_plain_questions_take_filters(
     nothing = await ask(
         client, headers, "What is the penalty amount?", options={"filters": {"date_to": "1999"}}
     )
-    assert nothing.json()["assistant_message"]["meta"]["reason"] == "no_documents"
+    # Not "no documents yet", which sent a user to wait for an upload that was done.
+    nothing_meta = nothing.json()["assistant_message"]["meta"]
+    assert nothing_meta["reason"] == "no_filter_match"
+    assert nothing_meta["documents_searched"] == 0
 
     for bad, said in [
         ({"kind": "exe"}, "Unknown kind 'exe'"),

@@ -230,6 +230,8 @@ class AnswerEngine:
             documents_searched=DocumentScope.of(question.documents).size,
         )
         meta.filters = narrowed_by
+        if narrowed_by and not question.documents:
+            meta.reason = "no_filter_match"  # (what a question names never narrows to nothing)
         general = self._general(question)
         unsearched = self._unsearched_plan(question, general, usage, meta)
         if unsearched is not None:

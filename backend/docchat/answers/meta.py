@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Reason = Literal[
     "no_documents",
+    # The question's filters (options.filters) let no document of its scope through.
+    "no_filter_match",
     "no_match",
     "not_cited",
     "insufficient_information",

@@ -176,6 +176,8 @@ BUILTIN_NOT_ANSWERED = {
     # Right after an upload, its document is still being read: say so, not only "none".
     "no_documents": "There are no documents to search yet: a document you uploaded is searched "
     "once it has been read (its status says when)." + _NO_GENERAL_ANSWERS,
+    "no_filter_match": "No document you can read matches this question's filters: clear or "
+    "widen them to search your documents." + _NO_GENERAL_ANSWERS,
     "retrieval_unavailable": "Your documents could not be searched just now; try again in a "
     "moment." + _NO_GENERAL_ANSWERS,
     "rag_disabled": "Documents are switched off for this question." + _NO_GENERAL_ANSWERS,

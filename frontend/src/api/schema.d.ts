@@ -1806,7 +1806,7 @@ export interface components {
              * Reason
              * @description Why it is not grounded
              */
-            reason?: ("no_documents" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
+            reason?: ("no_documents" | "no_filter_match" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
             /** Reformulation Ms */
             reformulation_ms?: number | null;
             /**
@@ -3878,7 +3878,7 @@ export interface components {
              * @description Why it is not grounded
              * @default null
              */
-            reason: ("no_documents" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
+            reason: ("no_documents" | "no_filter_match" | "no_match" | "not_cited" | "insufficient_information" | "rag_disabled" | "retrieval_unavailable") | null;
             /**
              * Reformulation Ms
              * @default null

@@ -127,6 +127,7 @@ function CitedDocuments({
 
 const GENERAL_REASONS: Record<string, string> = {
   no_documents: "there are no documents to search yet",
+  no_filter_match: "no document matches the filters",
   no_match: "no passage of the documents matched the question",
   not_cited: "the answer did not use the passages found",
   insufficient_information: "the documents do not say",
