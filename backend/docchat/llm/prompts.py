@@ -33,14 +33,17 @@ _VERDICT = (
 _NOTHING_FOUND = (
     " If nothing relevant is found, say so and answer from general knowledge without brackets."
 )
-GROUNDED_SYSTEM = (
-    "Answer the user's question in full sentences, using the numbered passages. "
-    + _CITE
+# How an answer from the passages is written: by a grounded answer, and by research's.
+_ANSWER_RULES = (
+    _CITE
     + PASSAGE_HEADERS
     + _NOT_ANSWERED
     + _DISAGREEING
     + " Reply in the language of the question."
     + _VERDICT
+)
+GROUNDED_SYSTEM = (
+    "Answer the user's question in full sentences, using the numbered passages. " + _ANSWER_RULES
 )
 
 TOOL_SYSTEM = (
@@ -66,13 +69,7 @@ RESEARCH_SYSTEM = (
     "list_documents, and read_document to read more of a document by its handle (D1, D2). "
     "Do not repeat a call. Call finish when every part is covered or nothing more can be "
     "found. If the passages already cover the question, answer it instead, in full "
-    "sentences. "
-    + _CITE
-    + PASSAGE_HEADERS
-    + _NOT_ANSWERED
-    + _DISAGREEING
-    + " Reply in the language of the question."
-    + _VERDICT
+    "sentences. " + _ANSWER_RULES
 )
 # After the research, when its budget ran out or the model said what it could not find.
 RESEARCH_BUDGET_SPENT = (
