@@ -11,10 +11,12 @@ MiniLM, Chroma, BM25) into a fresh database; each question goes through the serv
 `AnswerEngine` (plan, produce, cite) over all the documents, with no model (extractive answers):
 
 - `one search, top 4`: today's answer: the question searched once, its 4 best passages read;
-- `one search, top 12`: the same search reading as many passages as research mode reads at most
-  with the default context budget, to tell reading more from searching better;
+- `one search, top 24`: the same search reading as many passages as research mode's context
+  budget holds (`research.CONTEXT_FACTOR` times a plain question's), to tell reading more from
+  searching better;
 - `research brief, top 4`: options.research: the question searched whole and each of its parts
-  on its own (`docchat.answers.research`), 4 passages each, the answer quoting each part's own.
+  on its own, then in the document of the best passage alone (`docchat.answers.research`), the
+  answer quoting each part's own passages.
 
 With --llm-url (an OpenAI-compatible model that calls tools, e.g. `bench/real_model.sh`), two
 more rows on an evenly spread sample of --model-questions questions (a real model is slow here):
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import dataclasses
 import json
 import re
@@ -46,6 +49,7 @@ from pathlib import Path
 from bench.common import machine, percentile, table
 from bench.eval_answers import _engine
 from bench.eval_retrieval import Ingested, ingested, read_collection
+from docchat.answers import research
 from docchat.answers.engine import AnswerEngine
 from docchat.answers.values import AnswerOptions, Generated, Question
 from docchat.config import LLMSettings
@@ -77,11 +81,13 @@ class Row:
     research: bool
     # The model that writes the answer ("none": extractive, quoted answers).
     model: str = "none"
+    # Times a plain question's context budget (RAG_MAX_CONTEXT_TOKENS) the answer may read.
+    context_factor: int = 1
 
 
 ROWS = (
     Row("one search, top 4", 4, False),
-    Row("one search, top 12", 12, False),
+    Row("one search, top 24", 24, False, context_factor=research.CONTEXT_FACTOR),
     Row("research brief, top 4", 4, True),
 )
 
@@ -155,8 +161,19 @@ class Outcome:
     milliseconds: float
 
 
+def _reading(engine: AnswerEngine, row: Row) -> AnswerEngine:
+    """`engine`, with the context budget `row` reads."""
+    if row.context_factor == 1:
+        return engine
+    wider = copy.copy(engine)
+    tokens = engine.search.max_context_tokens * row.context_factor
+    wider.search = engine.search.model_copy(update={"max_context_tokens": tokens})
+    return wider
+
+
 async def answer(engine: AnswerEngine, ingest: Ingested, text: str, row: Row) -> Outcome:
     """One question answered as `row` says: quoted (no model), or written by `row.model`."""
+    engine = _reading(engine, row)
     options = AnswerOptions(
         rag_enabled=True,
         top_k=row.top_k,

@@ -420,7 +420,7 @@ class AnswerSettings(BaseSettings):
         ),
     )
     research_max_tokens: int = Field(
-        32_000,
+        64_000,
         ge=1_000,
         description=(
             "Research mode: the most tokens (prompts and replies, every call counted) its steps "

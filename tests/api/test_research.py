@@ -90,15 +90,17 @@ async def test_each_part_of_a_question_is_searched_and_quoted_from_its_own_passa
     meta = message["meta"]
     assert meta["evidence"] == "answered"
     searches = meta["research"]
-    assert [search["part"] for search in searches] == [
-        None,
-        "How many days of holiday do Larkspur employees get",
-        "when are the deck ovens serviced",
+    assert [(search["part"], search["document"]) for search in searches] == [
+        (None, None),
+        ("How many days of holiday do Larkspur employees get", None),
+        ("when are the deck ovens serviced", None),
+        # The document of the whole question's best passage, searched alone.
+        (None, "handbook.md"),
     ]
-    assert searches[0]["query"] == QUESTION
+    assert searches[0]["query"] == searches[3]["query"] == QUESTION
     # The whole question is searched deeper than each part.
     assert searches[0]["passages"] == research.WHOLE_DEPTH
-    assert searches[2]["passages"] == 1
+    assert searches[2]["passages"] == 2  # the ovens' passage and the handbook's
 
 
 async def test_a_part_the_documents_do_not_answer_makes_the_answer_partial(
@@ -126,6 +128,10 @@ async def test_research_reads_no_document_outside_the_asker_s_scope(
     message = await _answer(client, asker, answer_mode="extractive", research=True)
     assert "Brennwerk" not in message["content"]
     assert {source["document_name"] for source in message["sources"]} == {"handbook.md"}
+    assert {search["document"] for search in message["meta"]["research"]} <= {
+        None,
+        "handbook.md",
+    }
     assert all(search["passages"] == 1 for search in message["meta"]["research"])
 
 
@@ -144,74 +150,58 @@ async def test_the_model_is_given_the_passages_of_every_part(
         "handbook.md",
         "ovens.md",
     }
-    assert len(message["meta"]["research"]) == 3
+    assert len(message["meta"]["research"]) == 4
 
 
-async def test_a_question_of_one_part_is_searched_once(
+async def test_a_question_of_one_part_is_searched_whole_then_in_its_best_document(
     client: httpx.AsyncClient, components: Components
 ) -> None:
     message = await _brief_over_handbook(
         client, components, "How many days of holiday do Larkspur employees get?"
     )
     assert "30 days of holiday" in message["content"]
-    assert [search["part"] for search in message["meta"]["research"]] == [None]
-
-
-async def test_openai_clients_ask_for_research_with_index_name(
-    app: FastAPI,
-    client: httpx.AsyncClient,
-    components: Components,
-    fresh_llm: ScriptedLLM,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    headers = await auth_headers(client)
-    await _library(client, components, headers)
-    searched: list[list[str]] = []
-    search_parts = research.search_parts
-
-    async def watched(*arguments: Any) -> list[research.Found]:
-        searched.append([part.text for part in arguments[1]])
-        return await search_parts(*arguments)
-
-    monkeypatch.setattr(research, "search_parts", watched)
-    sdk = sdk_for(app, headers["Authorization"].removeprefix("Bearer "))
-    fresh_llm.script("30 days [1]; every March [2].")
-    messages: Any = [{"role": "user", "content": QUESTION}]
-    completion = await sdk.chat.completions.create(
-        model="scripted-model",
-        messages=messages,
-        extra_body={"index_name": "all", "research": True},
-    )
-    assert completion.choices[0].message.content == "30 days [1]; every March [2]."
-    assert searched == [
-        ["How many days of holiday do Larkspur employees get", "when are the deck ovens serviced"]
+    searches = message["meta"]["research"]
+    assert [(search["part"], search["document"]) for search in searches] == [
+        (None, None),
+        (None, "handbook.md"),
     ]
-    with pytest.raises(openai.BadRequestError) as refused:
-        await sdk.chat.completions.create(
-            model="scripted-model", messages=messages, extra_body={"research": True}
-        )
-    assert "send index_name with it" in str(refused.value)
-    await sdk.close()
 
 
-async def test_the_search_started_ahead_is_the_one_research_mode_makes(
-    live_client: httpx.AsyncClient,
-    live_components: Components,
-    monkeypatch: pytest.MonkeyPatch,
+# A handbook whose holiday rules sit in two sections far apart, and a leaflet whose words are
+# nearer the question's than the handbook's second section.
+LONG_HANDBOOK = "\n\n".join(
+    [
+        "# Larkspur bakery handbook",
+        "## Holidays\n\nLarkspur bakers get 30 days of holiday a year.",
+        *(
+            f"## Ovens {number}\n\n" + "The deck ovens are brushed, wiped and checked. " * 18
+            for number in range(4)
+        ),
+        "## Requests\n\nHoliday is asked for at the counter by the first of the month before.",
+    ]
+)
+LEAFLET = "Holiday rules for bakers: the holiday rules of bakers, and the rules of a bakers' holiday."
+
+
+async def test_research_reads_further_in_the_document_that_answers_first(
+    client: httpx.AsyncClient, components: Components, fresh_llm: ScriptedLLM
 ) -> None:
-    """The chat route starts the whole question's search while it saves the turn; research
-    mode searched it deeper than that search, so it was made twice."""
-    headers = await auth_headers(live_client)
-    await _library(live_client, live_components, headers)
-    searched: list[str] = []
-    retriever = type(live_components.engine.retriever)
-    search = retriever._search
-
-    async def counted(self: Any, query: str, *arguments: Any) -> Any:
-        searched.append(query)
-        return await search(self, query, *arguments)
-
-    monkeypatch.setattr(retriever, "_search", counted)
-    await _answer(live_client, headers, answer_mode="extractive", research=True)
-    assert searched.count(QUESTION) == 1
-    assert len(searched) == 3  # the whole question, then each of its two parts
+    """A one-part question whose answer sits in two sections of one document: one search
+    ranks another document's near match above the second section; research reads the first
+    document further and finds it."""
+    headers = await auth_headers(client)
+    await upload_and_process(client, components, headers, "handbook.md", LONG_HANDBOOK.encode())
+    await upload_and_process(client, components, headers, "leaflet.md", LEAFLET.encode())
+    question = "What are the holiday rules for Larkspur bakers?"
+    options = {"answer_mode": "generative", "top_k": 1}
+    prompts = []
+    for research_mode in (False, True):
+        fresh_llm.script("Bakers get 30 days of holiday [1].")
+        await ask(client, headers, question, options={**options, "research": research_mode})
+        prompts.append(str(fresh_llm.requests[-1]["messages"]))
+    plain, researched = prompts
+    assert "first of the month" not in plain
+    # The whole question's deeper search reads the leaflet before the second section; the
+    # handbook searched alone then finds that section.
+    assert "Holiday rules for bakers" in researched
+    assert "first of the month" in researched

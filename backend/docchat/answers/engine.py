@@ -202,7 +202,8 @@ class AnswerEngine:
             window=self.llm_settings.context_window,
             answer_tokens=self.answer_tokens(question.options),
             prompt_tokens=prompt_tokens,
-            cap=self.search.max_context_tokens,
+            cap=self.search.max_context_tokens
+            * (research.CONTEXT_FACTOR if question.options.research else 1),
         )
 
     def _fitted_max_tokens(self, question: Question, messages: list[dict[str, Any]]) -> int:
@@ -442,10 +443,13 @@ class AnswerEngine:
         chunks, found = result.chunks, []
         if question.options.research and chunks:
             parts = research.parts_of(question.text)
+            top_k = question.options.top_k
+            leading = research.Leading.of(chunks)
             found = await research.search_parts(
-                self.retriever, parts, question.documents, question.options.top_k
+                self.retriever, parts, question.documents, top_k, leading
             )
-            chunks, meta.research = research.merged(question.text, chunks, found)
+            within = await research.search_leading(self.retriever, question.text, leading, top_k)
+            chunks, meta.research = research.merged(question.text, chunks, found, within)
         meta.retrieval_count = len(chunks)
         return _Searched(build_context(chunks, budget), parts=found, chunks=chunks)
 
@@ -595,7 +599,11 @@ class AnswerEngine:
         tools.know([hit.chunk for hit in chunks])
         for search in meta.research or []:
             part = f" (part: {search.part})" if search.part not in (None, search.query) else ""
-            said = f"Searched '{search.query}'{part}: {search.passages} passages, {search.new} new"
+            within = f" in {search.document}" if search.document else ""
+            said = (
+                f"Searched '{search.query}'{within}{part}: "
+                f"{search.passages} passages, {search.new} new"
+            )
             tools.record(
                 ResearchStep(
                     number=len(tools.steps) + 1, action="search", said=said, query=search.query

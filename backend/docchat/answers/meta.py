@@ -71,6 +71,9 @@ class ResearchSearch(BaseModel):
 
     query: str = Field(description="What was searched: the question, or a part of it")
     part: str | None = Field(None, description="The part of the question, as it was asked")
+    document: str | None = Field(
+        None, description="The one document searched, when the search was limited to it"
+    )
     passages: int = Field(description="Passages found")
     new: int = Field(description="Of those, passages no earlier search had found")
 

@@ -3337,6 +3337,11 @@ export interface components {
          */
         ResearchSearch: {
             /**
+             * Document
+             * @description The one document searched, when the search was limited to it
+             */
+            document?: string | null;
+            /**
              * New
              * @description Of those, passages no earlier search had found
              */

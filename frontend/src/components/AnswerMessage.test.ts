@@ -32,11 +32,14 @@ describe("researchNote", () => {
         { query: "When did A open, and who built B?", part: null, passages: 8, new: 8 },
         { query: "When did A open", part: "When did A open", passages: 4, new: 1 },
         { query: "who built B", part: "who built B", passages: 4, new: 3 },
+        { query: "When did A open, and who built B?", part: null, document: "a.pdf", passages: 16, new: 9 },
       ],
     } as Message["meta"];
     expect(researchNote(meta)).toEqual({
-      text: "researched in 3 searches",
-      title: "The whole question: 8 passages, 8 new\nWhen did A open: 4 passages, 1 new\nwho built B: 4 passages, 3 new",
+      text: "researched in 4 searches",
+      title:
+        "The whole question: 8 passages, 8 new\nWhen did A open: 4 passages, 1 new\nwho built B: 4 passages, 3 new\n" +
+        "The whole question in a.pdf: 16 passages, 9 new",
     });
     expect(researchNote({ grounded: true, research: [meta!.research![0]] } as Message["meta"])).toBeNull();
     expect(researchNote({ grounded: true } as Message["meta"])).toBeNull();

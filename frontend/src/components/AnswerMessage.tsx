@@ -238,8 +238,13 @@ export default function AnswerMessage({
 export function researchNote(meta: Message["meta"]): { text: string; title: string } | null {
   const searches = meta?.research ?? [];
   if (searches.length < 2) return null;
-  const title = searches.map((search) => `${search.part ?? "The whole question"}: ${search.passages} passages, ${search.new} new`).join("\n");
+  const title = searches.map((search) => `${searchTitle(search)}: ${search.passages} passages, ${search.new} new`).join("\n");
   return { text: `researched in ${searches.length} searches`, title };
+}
+
+function searchTitle(search: NonNullable<NonNullable<Message["meta"]>["research"]>[number]): string {
+  if (search.document) return `The whole question in ${search.document}`;
+  return search.part ?? "The whole question";
 }
 
 function ResearchSearches({ meta }: { meta: Message["meta"] }) {
