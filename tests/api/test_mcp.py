@@ -200,6 +200,23 @@ async def test_ask_in_research_mode_gives_the_model_every_part_s_passages(
     assert MARKER in prompt and "Kessler Heating" in prompt
 
 
+async def test_ask_takes_filters_as_rest_and_v1_do(
+    server: LiveServer, http: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    owner = await auth_headers(http)
+    await processed(http, owner, "handbook.txt", HANDBOOK)
+    await processed(http, owner, "boiler.txt", BOILER)
+    key = await new_key(http, owner, "chat")
+    question = "When do deployments happen, and who services the Vantor boiler?"
+    fresh_llm.script("Kessler Heating services it [1].")
+    async with mcp_client(server, key) as client:
+        answer = await call(client, "ask", question=question, filters={"name": "boiler"})
+        assert {source["document_name"] for source in answer["sources"]} == {"boiler.txt"}
+        assert MARKER not in json.dumps(fresh_llm.last_request["messages"])
+        bad = await refusal(client, "ask", question=question, filters={"kind": "exe"})
+    assert "exe" in bad
+
+
 async def test_ask_answers_with_citations_within_the_quota_and_is_recorded(
     server: LiveServer,
     http: httpx.AsyncClient,

@@ -40,6 +40,7 @@ from docchat.mcp_server.tools import (
     LibraryTools,
     SearchResults,
 )
+from docchat.retrieval.filters import FilterFields
 from docchat.users.models import User
 
 PATH = "/mcp"
@@ -144,12 +145,14 @@ def build_server(tools: LibraryTools) -> MCPServer:
         collection_ids: Ids | None = None,
         document_ids: Ids | None = None,
         research: bool = False,
+        filters: FilterFields | None = None,
     ) -> Answer:
         """Answer a question from the documents you may read (or the chosen collections and
         documents), citing them as [n] = sources[n-1]. grounded is false when the documents
         hold nothing on it. research: a question of several parts ("what does A do, and when
-        did B ...") is searched part by part as well as whole. Counts toward your daily token
-        quota."""
+        did B ...") is searched part by part as well as whole. filters: only documents that
+        match every one given (name, kind, year, dates, collection, language). Counts toward
+        your daily token quota."""
         return await run(
             ctx,
             KeyScope.chat,
@@ -160,6 +163,7 @@ def build_server(tools: LibraryTools) -> MCPServer:
                 collection_ids=collection_ids or [],
                 document_ids=document_ids or [],
                 research=research,
+                filters=filters.filters() if filters is not None else None,
             ),
         )
 

@@ -27,6 +27,7 @@ from docchat.kit.pagination import PageParams
 from docchat.openai_compat.service import Completions
 from docchat.quotas import service as quotas
 from docchat.retrieval.context import TokenBudget, build_context, with_highlights
+from docchat.retrieval.filters import DocumentFilters
 from docchat.retrieval.index import DocumentScope
 from docchat.retrieval.retriever import Retriever
 from docchat.retrieval.schemas import Source
@@ -150,6 +151,7 @@ class LibraryTools:
         collection_ids: Sequence[uuid.UUID] = (),
         document_ids: Sequence[uuid.UUID] = (),
         research: bool = False,
+        filters: DocumentFilters | None = None,
     ) -> Answer:
         """A cited answer from the documents, as the OpenAI-compatible endpoint gives one: the
         quota is held while it is written; the question is recorded and the session committed
@@ -175,6 +177,7 @@ class LibraryTools:
                 via="mcp",
                 started=started,
                 research=research,
+                filters=filters,
             )
             await session.commit()
             await session.close()
