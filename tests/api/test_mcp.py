@@ -184,17 +184,25 @@ async def test_a_reader_searches_lists_and_loses_a_revoked_share_at_the_next_cal
         assert all(p["source"]["document_id"] != document_id for p in mine["passages"])
 
 
-async def test_ask_in_research_mode_gives_the_model_every_part_s_passages(
-    server: LiveServer, http: httpx.AsyncClient, fresh_llm: ScriptedLLM
-) -> None:
+# A question with a part for each of the handbook and the boiler note.
+TWO_PARTS = "When do deployments happen, and who services the Vantor boiler?"
+
+
+async def handbook_and_boiler(http: httpx.AsyncClient) -> str:
+    """A `chat` key of a new user who uploaded the handbook and the boiler note."""
     owner = await auth_headers(http)
     await processed(http, owner, "handbook.txt", HANDBOOK)
     await processed(http, owner, "boiler.txt", BOILER)
-    key = await new_key(http, owner, "chat")
-    question = "When do deployments happen, and who services the Vantor boiler?"
+    return await new_key(http, owner, "chat")
+
+
+async def test_ask_in_research_mode_gives_the_model_every_part_s_passages(
+    server: LiveServer, http: httpx.AsyncClient, fresh_llm: ScriptedLLM
+) -> None:
+    key = await handbook_and_boiler(http)
     fresh_llm.script("On Thursdays [1]; Kessler Heating services it [2].")
     async with mcp_client(server, key) as client:
-        answer = await call(client, "ask", question=question, research=True)
+        answer = await call(client, "ask", question=TWO_PARTS, research=True)
     assert answer["grounded"] is True
     prompt = json.dumps(fresh_llm.last_request["messages"])
     assert MARKER in prompt and "Kessler Heating" in prompt
@@ -203,17 +211,13 @@ async def test_ask_in_research_mode_gives_the_model_every_part_s_passages(
 async def test_ask_takes_filters_as_rest_and_v1_do(
     server: LiveServer, http: httpx.AsyncClient, fresh_llm: ScriptedLLM
 ) -> None:
-    owner = await auth_headers(http)
-    await processed(http, owner, "handbook.txt", HANDBOOK)
-    await processed(http, owner, "boiler.txt", BOILER)
-    key = await new_key(http, owner, "chat")
-    question = "When do deployments happen, and who services the Vantor boiler?"
+    key = await handbook_and_boiler(http)
     fresh_llm.script("Kessler Heating services it [1].")
     async with mcp_client(server, key) as client:
-        answer = await call(client, "ask", question=question, filters={"name": "boiler"})
+        answer = await call(client, "ask", question=TWO_PARTS, filters={"name": "boiler"})
         assert {source["document_name"] for source in answer["sources"]} == {"boiler.txt"}
         assert MARKER not in json.dumps(fresh_llm.last_request["messages"])
-        bad = await refusal(client, "ask", question=question, filters={"kind": "exe"})
+        bad = await refusal(client, "ask", question=TWO_PARTS, filters={"kind": "exe"})
     assert "exe" in bad
 
 

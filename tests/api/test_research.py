@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from docchat.answers import research
 from docchat.main.components import Components
+from docchat.retrieval.index import DocumentScope
 from tests.support.chat import ask
 from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
@@ -180,7 +181,9 @@ LONG_HANDBOOK = "\n\n".join(
         "## Requests\n\nHoliday is asked for at the counter by the first of the month before.",
     ]
 )
-LEAFLET = "Holiday rules for bakers: the holiday rules of bakers, and the rules of a bakers' holiday."
+LEAFLET = (
+    "Holiday rules for bakers: the holiday rules of bakers, and the rules of a bakers' holiday."
+)
 
 
 async def test_research_reads_further_in_the_document_that_answers_first(
@@ -205,3 +208,67 @@ async def test_research_reads_further_in_the_document_that_answers_first(
     # handbook searched alone then finds that section.
     assert "Holiday rules for bakers" in researched
     assert "first of the month" in researched
+
+
+async def test_openai_clients_ask_for_research_with_index_name(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    components: Components,
+    fresh_llm: ScriptedLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    headers = await auth_headers(client)
+    await _library(client, components, headers)
+    searched: list[list[str]] = []
+    search_parts = research.search_parts
+
+    async def watched(*arguments: Any) -> list[research.Found]:
+        searched.append([part.text for part in arguments[1]])
+        return await search_parts(*arguments)
+
+    monkeypatch.setattr(research, "search_parts", watched)
+    sdk = sdk_for(app, headers["Authorization"].removeprefix("Bearer "))
+    fresh_llm.script("30 days [1]; every March [2].")
+    messages: Any = [{"role": "user", "content": QUESTION}]
+    completion = await sdk.chat.completions.create(
+        model="scripted-model",
+        messages=messages,
+        extra_body={"index_name": "all", "research": True},
+    )
+    assert completion.choices[0].message.content == "30 days [1]; every March [2]."
+    assert searched == [
+        ["How many days of holiday do Larkspur employees get", "when are the deck ovens serviced"]
+    ]
+    with pytest.raises(openai.BadRequestError) as refused:
+        await sdk.chat.completions.create(
+            model="scripted-model", messages=messages, extra_body={"research": True}
+        )
+    assert "send index_name with it" in str(refused.value)
+    await sdk.close()
+
+
+async def test_the_search_started_ahead_is_the_one_research_mode_makes(
+    live_client: httpx.AsyncClient,
+    live_components: Components,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chat route starts the whole question's search while it saves the turn; research
+    mode searched it deeper than that search, so it was made twice."""
+    headers = await auth_headers(live_client)
+    await _library(live_client, live_components, headers)
+    everywhere: list[str] = []
+    in_one_document: list[str] = []
+    retriever = type(live_components.engine.retriever)
+    search = retriever._search
+
+    async def counted(self: Any, query: str, scope: DocumentScope, *arguments: Any) -> Any:
+        alone = scope.refs is not None and len(scope.refs) == 1
+        (in_one_document if alone else everywhere).append(query)
+        return await search(self, query, scope, *arguments)
+
+    monkeypatch.setattr(retriever, "_search", counted)
+    await _answer(live_client, headers, answer_mode="extractive", research=True)
+    assert everywhere.count(QUESTION) == 1
+    assert len(everywhere) == 3  # the whole question, then each of its two parts
+    # Each part, then the whole question, in the document of the best passage.
+    assert len(in_one_document) == 3 and in_one_document[-1] == QUESTION
