@@ -93,6 +93,18 @@ def test_a_time_written_in_words_answers_when() -> None:
         assert verdict(_needs(question), [_entry(1, text)], [text]).evidence == "answered", text
 
 
+def test_a_price_in_words_of_its_currency_answers_how_much() -> None:
+    for text in (
+        "A permit costs 40 euros a season.",
+        "A permit is 12 dollars.",
+        "The permit is 5 francs, or 450 yen.",
+        "A permit costs EUR 30, or 80 CHF for a year.",
+    ):
+        judged = verdict(_needs("How much does a permit cost?"), [_entry(1, text)], [text])
+        assert judged.evidence == "answered", text
+        assert gives_measure(text), text
+
+
 def test_a_count_of_something_else_is_partial() -> None:
     text = "CBS charged an average of $5 million for a 30-second commercial during Super Bowl 50."
     judged = verdict(

@@ -86,6 +86,11 @@ _LENGTH = re.compile(
 # "Who ...": a person, whose name has two words or more and is not an institution's.
 _ASKS_PERSON = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
 _AMOUNT = r"(?:[$€£]\s?)?(?:\d[\d,.]*|" + "|".join(NUMBER_WORDS) + "|a few|several)"
+# A price in words ("40 euros") or by its code ("EUR 30", "80 CHF").
+_CURRENCY_CODE = r"(?:eur|usd|gbp|chf|jpy|cny|sek|nok|dkk)"
+_CURRENCY = (
+    rf"(?:euros?|dollars?|cents?|pence|francs?|yen|yuan|rupees?|kronor|kroner|{_CURRENCY_CODE})"
+)
 _UNIT = (
     r"(?:%|percent\b|per cent\b|times\b|(?:k|m|g|t)?b\b|bytes?\b|"
     r"(?:kilo|mega|giga|tera)bytes?\b|km\b|kilomet(?:re|er)s?\b|mi\b|miles?\b|m\b|"
@@ -93,10 +98,11 @@ _UNIT = (
     r"h\b|minutes?\b|min\b|seconds?\b|s\b|ms\b|days?\b|weeks?\b|months?\b|years?\b|"
     r"centur(?:y|ies)\b|kg\b|kilograms?\b|pounds?\b|lbs?\b|tons?\b|tonnes?\b|mph\b|"
     r"km/h\b|knots?\b|people\b|inhabitants\b|residents\b|hundred\b|thousand\b|million\b|"
-    r"billion\b)"
+    rf"billion\b|{_CURRENCY}\b)"
 )
 _MEASURE = re.compile(
-    rf"[$€£]\s?\d|\b{_AMOUNT}\s*{_UNIT}|\b\d{{1,3}}(?:,\d{{3}})+\b", re.IGNORECASE
+    rf"(?:[$€£¥]|\b{_CURRENCY_CODE}\s?)\s?\d|\b{_AMOUNT}\s*{_UNIT}|\b\d{{1,3}}(?:,\d{{3}})+\b",
+    re.IGNORECASE,
 )
 # In a gloss each word stands as all its translations, so a unit comes a few words after its
 # amount ("zwei Stunden": "twain two a brace of classes lessons periods hours").
