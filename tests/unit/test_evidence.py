@@ -10,6 +10,7 @@ from docchat.answers.evidence import (
     Needs,
     figures_in,
     gives_measure,
+    names_mentioned,
     supports,
     unsupported_removed,
     verdict,
@@ -630,3 +631,51 @@ def test_a_gloss_gives_a_measure_when_its_unit_follows_the_amount_within_a_few_w
     # Not in a text's own words: "two" and a unit a sentence apart are no measure.
     assert not gives_measure("two of them left; the rest stayed for hours")
     assert not gives_measure("zwei Kinder", "twain two a brace of children kids")
+
+
+MULTICOLUMN = (
+    "An index can be defined on more than one column of a table. For example, if you have a "
+    "table of this form: CREATE TABLE test2 (major int, minor int, name varchar); then it might "
+    "be appropriate to define an index on the columns major and minor together. Currently, only "
+    "the B-tree, GiST, GIN, and BRIN index types support multiple-key-column indexes. Indexes "
+    "can have up to 32 columns, including INCLUDE columns."
+)
+MULTICOLUMN_KINDS = [
+    f"A multicolumn {kind} index can be used with query conditions that involve any subset of "
+    "the index's columns."
+    for kind in ("BRIN", "GiST")
+]
+
+
+def test_more_than_one_is_no_count_of_what_was_asked() -> None:
+    question = "How many columns can a multicolumn index have at most?"
+    text = "An index can be defined on more than one column of a table."
+    judged = verdict(_needs(question), [_entry(1, text)], [text])
+    assert judged.evidence == "partial" and "columns" in (judged.why or "")
+
+
+def test_the_sentence_that_gives_the_count_is_quoted_before_a_closer_match() -> None:
+    """Found by the evidence bench with a real model: the passage held "up to 32 columns", but
+    the quote was the sentence with more of the question's words, and the model, asked again
+    with no answering quote, said the documents do not answer."""
+    question = "How many columns can a multicolumn index have at most?"
+    entries = [
+        _entry(number, text, "indexes-multicolumn.html")
+        for number, text in enumerate([MULTICOLUMN, *MULTICOLUMN_KINDS], start=1)
+    ]
+    extracted = extractive.answer(question, entries)
+    assert extracted is not None and extracted.verdict.evidence == "answered"
+    assert any("32 columns" in quote.highlight.text for quote in extracted.quotes)
+
+
+def test_a_name_of_capitals_joined_by_an_ampersand_must_be_mentioned() -> None:
+    """Found by the evidence bench: "V&A" was no name (no word of it is a term), so a list of
+    film directors answered "Who is the director of the V&A today?"."""
+    assert extractive.names_in("Who is the director of the V&A today?") == ["V&A"]
+    directors = "Graduates include Roger Ebert, and Mike Nichols, film director, in 2014."
+    extracted = extractive.answer(
+        "Who is the director of the V&A today?", [_entry(1, directors, "Chicago.txt")]
+    )
+    assert extracted is not None and extracted.verdict.evidence == "not_in_documents"
+    assert names_mentioned("The V&A opened its galleries.", ["V&A"])
+    assert not names_mentioned("The Vatican and Albania.", ["V&A"])

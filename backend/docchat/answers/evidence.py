@@ -263,7 +263,10 @@ def is_named(name: str, text: str, said: set[str]) -> bool:
     name of several words, the last one that tells it apart, written as in the name (a family
     name: "Obama" names "Barack Obama"; "Martin Luther" does not name "Martin Luther King Jr.",
     nor "the succession" "the Spanish Succession")."""
-    if set(terms(name)) <= said:
+    wanted = set(terms(name))
+    if not wanted:  # "V&A", "AT&T": no word of it is a term; written as it is, then
+        return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+    if wanted <= said:
         return True
     telling = [word for word in name.split() if set(terms(word)) - _NAME_SUFFIXES]
     if len(telling) < 2:
@@ -477,10 +480,37 @@ def _invented_figures(needs: Needs, answer: str, said: str) -> list[str]:
     return sorted(stated - figures_in(said) - needs.figures)
 
 
+# "more than one column", "at least one index", "one or more rows": some, not how many.
+_SOME_BEFORE = re.compile(r"\b(?:more than|at least|over)\s*$", re.IGNORECASE)
+_SOME_AFTER = re.compile(r"\s*or more\b", re.IGNORECASE)
+
+
 def _counted_in(quoted: str, counted: str) -> bool:
-    """Whether a number of the quoted sentences counts `counted` ("16,000 tree species")."""
+    """Whether a number of the quoted sentences counts `counted` ("16,000 tree species"; not
+    "more than one column", which says there may be several)."""
     numbers = [*NUMBER.finditer(quoted), *NUMBER_WORD.finditer(quoted)]
-    return any(counts(quoted, number.end(), counted) for number in numbers)
+    return any(
+        counts(quoted, number.end(), counted)
+        and not (number.group().lower() == "one" and _says_some(quoted, number))
+        for number in numbers
+    )
+
+
+def _says_some(text: str, number: re.Match[str]) -> bool:
+    return bool(
+        _SOME_BEFORE.search(text, 0, number.start()) or _SOME_AFTER.match(text, number.end())
+    )
+
+
+def gives_asked(needs: Needs) -> Callable[[str], bool] | None:
+    """What a sentence must hold to answer a question that asks for a figure or a date: the
+    count of what a "how many" question counts, a figure, a date; None for other questions."""
+    kind, counted = needs.kind, needs.counted
+    if kind == "number" and counted:
+        return lambda text: _counted_in(text, counted)
+    if kind == "number" or kind == "date":
+        return lambda text: _holds(text, kind, set())
+    return None
 
 
 def _naming(

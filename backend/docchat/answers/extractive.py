@@ -20,7 +20,7 @@ found do not answer it (`NOT_ANSWERED`) rather than quote a sentence about anoth
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from docchat.answers import conflicts
@@ -29,6 +29,7 @@ from docchat.answers.evidence import (
     Gloss,
     Needs,
     Verdict,
+    gives_asked,
     names_mentioned,
     no_gloss,
     read_with,
@@ -65,6 +66,11 @@ SECOND_QUOTE_SHARE = 0.6
 # Each rank below the first discounts a passage's score by this much (retrieval's order is
 # evidence too: its first passage holds the answer four times in five on SQuAD).
 RANK_DISCOUNT = 0.1
+# For a question asking a figure or a date, a sentence that gives one is quoted before a better
+# match that does not, while it scores at least this share of it ("Indexes can have up to 32
+# columns" before "An index can be defined on more than one column" for "How many columns can
+# a multicolumn index have at most?").
+GIVING_SHARE = 0.5
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
 
@@ -126,7 +132,8 @@ def _starts_unit(passage: str, start: int) -> bool:
 
 # A word that starts with a capital inside a sentence, or holds a digit or a second capital
 # anywhere ("X200", "iPhone", "NATO"), is a name: what tells one deck's drones from another's.
-_WORD = re.compile(r"[^\W_][\w'’]*", re.UNICODE)
+# Capitals joined by "&" ("V&A", "AT&T") are one word.
+_WORD = re.compile(r"[A-Z]\w*(?:&[A-Z]\w*)+|[^\W_][\w'’]*", re.UNICODE)
 _SENTENCE_BREAK = re.compile(r"[.!?:;\n]")
 # Capitalised without being names.
 _NOT_NAMES = frozenset(("I",))
@@ -176,7 +183,7 @@ def names_in(question: str) -> list[str]:
                 or _marked_as_name(word, by_case=by_case)
                 or IDENTIFIER.search(word) is not None
             )
-            and bool(terms(word))
+            and (bool(terms(word)) or "&" in word)
         )
         if is_name:
             phrase.append(word)
@@ -226,21 +233,32 @@ def choose(
     entries: Sequence[ContextEntry],
     names: Sequence[str] = (),
     gloss: Gloss = no_gloss,
+    gives: Callable[[str], bool] | None = None,
 ) -> list[Quote]:
     """The spans to quote, in the order of their passages: of the passages `about` what the
-    question names (`names_in`), when it names something."""
+    question names (`names_in`), when it names something. With `gives` (what a sentence
+    answering the question holds: `gives_asked`), such a sentence is preferred within
+    `GIVING_SHARE` of the best match, in each passage and among them."""
     readable = about(entries, names, gloss)
     weights = _weights(entries)
     found: list[Quote] = []
+    giving: set[int] = set()
     for rank, entry in enumerate(readable):
-        match: Match | None = best_match(
-            entry.text, question, location=entry.source.location, weights=weights
-        )
-        if match is not None:
-            found.append(Quote(entry, match.highlight, match.score / (1 + RANK_DISCOUNT * rank)))
+        match = _giving_match(entry, question, weights, gives)
+        if match is None:
+            continue
+        if gives is not None and gives(match.whole):
+            giving.add(entry.number)
+        found.append(Quote(entry, match.highlight, match.score / (1 + RANK_DISCOUNT * rank)))
     if not found:
         return []
-    ranked = sorted(found, key=lambda quote: quote.score, reverse=True)
+    top = max(quote.score for quote in found)
+
+    def rank_of(quote: Quote) -> tuple[bool, float]:
+        gives_it = quote.entry.number in giving and quote.score >= GIVING_SHARE * top
+        return gives_it, quote.score
+
+    ranked = sorted(found, key=rank_of, reverse=True)
     best = ranked[0]
     chosen = [best]
     seen = {best.highlight.text}
@@ -251,6 +269,21 @@ def choose(
             chosen.append(quote)
             seen.add(quote.highlight.text)
     return sorted(chosen, key=lambda quote: quote.entry.number)
+
+
+def _giving_match(
+    entry: ContextEntry, question: str, weights: Weights, gives: Callable[[str], bool] | None
+) -> Match | None:
+    """The passage's best match, or its best sentence that `gives` what is asked, where the
+    best does not and that one scores within `GIVING_SHARE` of it."""
+    location = entry.source.location
+    match = best_match(entry.text, question, location=location, weights=weights)
+    if match is None or gives is None or gives(match.whole):
+        return match
+    giving = best_match(entry.text, question, location=location, weights=weights, keep=gives)
+    if giving is not None and giving.score >= GIVING_SHARE * match.score:
+        return giving
+    return match
 
 
 def compose(
@@ -321,7 +354,7 @@ def answer(
     asked = question if asked is None else asked
     names = names_in(asked)
     needs = Needs.of(asked, names)
-    quotes = choose(question, entries, names, gloss)
+    quotes = choose(question, entries, names, gloss, gives_asked(needs))
     if not quotes:
         if names and any(entry.text.strip() for entry in entries):
             why = f"none of their passages mentions {_listed(names)}"
