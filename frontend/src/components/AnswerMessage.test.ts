@@ -41,6 +41,10 @@ describe("researchNote", () => {
         "The whole question: 8 passages, 8 new\nWhen did A open: 4 passages, 1 new\nwho built B: 4 passages, 3 new\n" +
         "The whole question in a.pdf: 16 passages, 9 new",
     });
+    const one = { query: "who built B", part: "who built B", passages: 1, new: 0 };
+    expect(researchNote({ grounded: true, research: [meta!.research![0], one] } as Message["meta"])?.title).toBe(
+      "The whole question: 8 passages, 8 new\nwho built B: 1 passage, 0 new",
+    );
     expect(researchNote({ grounded: true, research: [meta!.research![0]] } as Message["meta"])).toBeNull();
     expect(researchNote({ grounded: true } as Message["meta"])).toBeNull();
   });

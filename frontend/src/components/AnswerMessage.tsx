@@ -238,7 +238,9 @@ export default function AnswerMessage({
 export function researchNote(meta: Message["meta"]): { text: string; title: string } | null {
   const searches = meta?.research ?? [];
   if (searches.length < 2) return null;
-  const title = searches.map((search) => `${searchTitle(search)}: ${search.passages} passages, ${search.new} new`).join("\n");
+  const title = searches
+    .map((search) => `${searchTitle(search)}: ${search.passages} ${search.passages === 1 ? "passage" : "passages"}, ${search.new} new`)
+    .join("\n");
   return { text: `researched in ${searches.length} searches`, title };
 }
 
