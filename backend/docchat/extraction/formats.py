@@ -13,6 +13,7 @@ from pypdf import PageObject
 
 from docchat.extraction.kinds import FORMATS, FileKind
 from docchat.extraction.ocr import OCR_PAGE_LOCATION, OcrOptions, extract_image, pdf_page_text
+from docchat.extraction.pdf_tables import PdfTables
 from docchat.extraction.reader import (
     ExtractedDocument,
     ExtractionError,
@@ -72,12 +73,17 @@ def extract(
 def _extract_pdf(
     path: Path, page_seconds: float | None, ocr: OcrOptions | None
 ) -> ExtractedDocument:
-    document = extract_pdf(
-        path,
-        page_seconds=page_seconds,
-        read_scan=_scan_reader(ocr) if ocr is not None else None,
-        scan_location=OCR_PAGE_LOCATION,
-    )
+    tables = PdfTables(path)
+    try:
+        document = extract_pdf(
+            path,
+            page_seconds=page_seconds,
+            read_scan=_scan_reader(ocr) if ocr is not None else None,
+            scan_location=OCR_PAGE_LOCATION,
+            read_tables=tables.page_parts,
+        )
+    finally:
+        tables.close()
     if any_real_text(document) or (document.has_text and not document.scanned_pages):
         return document
     if not document.scanned_pages:

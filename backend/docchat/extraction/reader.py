@@ -9,6 +9,7 @@ instead of keeping a worker busy for hours on a file built to exhaust it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import signal
@@ -172,6 +173,9 @@ class _PageError(Exception):
 
 # Reads an image-only page by OCR; the location its text is marked with.
 ScanReader = Callable[[PageObject], str]
+# Reads a page's tables (`pdf_tables`): its parts, or None when it holds none (page number
+# 1-based).
+TableReader = Callable[[PageObject, int], "list[PageText] | None"]
 
 
 def extract_pdf(
@@ -180,9 +184,11 @@ def extract_pdf(
     page_seconds: float | None = None,
     read_scan: ScanReader | None = None,
     scan_location: str | None = None,
+    read_tables: TableReader | None = None,
 ) -> ExtractedDocument:
     """The PDF's text page by page; pages that are pictures with no text are read by
-    `read_scan` (OCR) when given, and their text marked with `scan_location`."""
+    `read_scan` (OCR) when given, and their text marked with `scan_location`; a page with
+    tables, by `read_tables` when given (its tables as parts of their own)."""
     reader = _open_pdf(path)
     page_count = _page_count(reader)
     failures = _PageFailures([])
@@ -206,7 +212,8 @@ def extract_pdf(
                 recognized += 1
                 pages.append(PageText(page=number, text=scan_text, location=scan_location))
                 continue
-        pages.append(PageText(page=number, text=text.replace("\x00", "")))
+        tables = _page_tables(read_tables, page, number, page_seconds) if read_tables else None
+        pages.extend(tables or [PageText(page=number, text=text.replace("\x00", ""))])
     return ExtractedDocument(
         pages=pages,
         page_count=page_count,
@@ -214,6 +221,26 @@ def extract_pdf(
         ocr_pages=recognized,
         document_date=_pdf_document_date(reader, page_seconds),
     )
+
+
+def _page_tables(
+    read_tables: TableReader, page: PageObject, number: int, page_seconds: float | None
+) -> list[PageText] | None:
+    """The page's parts with its tables; None (its plain text stands) when it has none, or
+    when reading them fails or takes longer than a page may."""
+    try:
+        with _time_limit(page_seconds):
+            parts = read_tables(page, number)
+    except MemoryError:
+        raise
+    except (Exception, PageTimeout) as exc:
+        logger.warning(
+            "the tables of page %d could not be read: %s: %s", number, type(exc).__name__, exc
+        )
+        return None
+    if parts is None:
+        return None
+    return [dataclasses.replace(part, text=part.text.replace("\x00", "")) for part in parts]
 
 
 def _pdf_string(value: object) -> str | None:

@@ -1,0 +1,85 @@
+"""Tables drawn on PDF pages (`extraction.pdf_tables`): rows under their header, located by
+page, table and rows; figures' lines, text-only pages and pages of many tables keep pypdf's
+text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fpdf import FPDF
+from pypdf import PdfReader
+
+from docchat.extraction import pdf_tables
+from docchat.extraction.chunking import chunk_document
+from docchat.extraction.formats import extract
+from docchat.extraction.kinds import FileKind
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pdf"
+HARBOUR_FEES = FIXTURES / "libreoffice-harbour-fees-table.pdf"
+
+
+def test_a_table_libreoffice_drew_is_read_as_rows_under_their_header() -> None:
+    document = extract(HARBOUR_FEES, FileKind.pdf)
+    located = [(page.page, page.location) for page in document.pages]
+    assert located == [(1, None), (1, "table 1, rows 2-5"), (1, None)]
+    before, table, after = (page.text for page in document.pages)
+    assert before.startswith("Harbour fees 2026") and "per night" in before
+    assert table.splitlines()[0] == "| Berth | Length | Fee per night | Electricity |"
+    assert "| South quay | up to 15 m | EUR 42 | EUR 4 per day |" in table.splitlines()
+    assert after.startswith("Payment is due on arrival") and "08:00 to 18:00" in after
+    # Each row once: the table's cells are not in the paragraphs' text too.
+    assert not any("South quay" in text for text in (before, after))
+
+
+def test_a_table_s_chunks_keep_its_page_and_rows() -> None:
+    chunks = chunk_document(extract(HARBOUR_FEES, FileKind.pdf), size=1000, overlap=200)
+    table = [chunk for chunk in chunks if chunk.location]
+    assert [(chunk.page, chunk.location) for chunk in table] == [(1, "table 1, rows 2-5")]
+    assert table[0].text.startswith("| Berth |")
+
+
+def _pdf(path: Path, draw: object) -> Path:
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=11)
+    pdf.multi_cell(0, 6, "A page of text above a drawing, long enough to be real text.")
+    draw(pdf)  # type: ignore[operator]
+    pdf.output(str(path))
+    return path
+
+
+def test_a_figure_s_grid_is_no_table(tmp_path: Path) -> None:
+    def grid(pdf: FPDF) -> None:
+        for step in range(0, 100, 10):
+            pdf.line(20 + step, 60, 20 + step, 150)
+            pdf.line(20, 60 + step, 110, 60 + step)
+        pdf.text(22, 66, "x")
+
+    path = _pdf(tmp_path / "plot.pdf", grid)
+    document = extract(path, FileKind.pdf)
+    assert [page.location for page in document.pages] == [None]
+    assert "A page of text above a drawing" in document.pages[0].text
+
+
+def test_a_page_of_more_tables_than_a_page_holds_keeps_its_plain_text(tmp_path: Path) -> None:
+    def tiny_tables(pdf: FPDF) -> None:
+        pdf.set_font("helvetica", size=5)
+        for index in range(pdf_tables.MAX_TABLES_PER_PAGE + 5):
+            x, y = 12 + (index % 5) * 38, 40 + (index // 5) * 22
+            for row in range(2):
+                for column in range(2):
+                    pdf.set_xy(x + column * 17, y + row * 6)
+                    pdf.cell(17, 6, f"cell {index}.{row}{column}", border=1)
+
+    path = _pdf(tmp_path / "tiles.pdf", tiny_tables)
+    document = extract(path, FileKind.pdf)
+    assert [page.location for page in document.pages] == [None]
+    assert "cell 0.00" in document.pages[0].text
+
+
+def test_a_text_only_page_is_never_opened_by_the_table_reader(tmp_path: Path) -> None:
+    path = _pdf(tmp_path / "text.pdf", lambda pdf: None)
+    tables = pdf_tables.PdfTables(path)
+    page = PdfReader(path).pages[0]
+    assert not pdf_tables.draws_rules(page)
+    assert tables.page_parts(page, 1) is None and tables._pdf is None
