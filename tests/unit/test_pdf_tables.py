@@ -83,3 +83,20 @@ def test_a_text_only_page_is_never_opened_by_the_table_reader(tmp_path: Path) ->
     page = PdfReader(path).pages[0]
     assert not pdf_tables.draws_rules(page)
     assert tables.page_parts(page, 1) is None and tables._pdf is None
+
+
+class _Found:
+    def __init__(self, rows: list[list[str | None]]) -> None:
+        self.rows = rows
+
+    def extract(self) -> list[list[str | None]]:
+        return self.rows
+
+
+def test_a_figure_s_labels_in_a_box_are_no_table() -> None:
+    """As pdfplumber finds on a real lecture script's plot: a column empty throughout, glyphs
+    with no Unicode value read as "(cid:0)"."""
+    found = _Found([["", "X 2 (x ;y ) (cid:0) 1 1 2 2 X 1"], [None, "x x 1 2 U X (cid:0) 2 2"]])
+    rows = pdf_tables._rows(found)
+    assert rows == [["X 2 (x ;y ) 1 1 2 2 X 1"], ["x x 1 2 U X 2 2"]]
+    assert not pdf_tables._is_table(rows)

@@ -5,6 +5,7 @@ Blocking CPU work: the sandbox runs it in a child process with time and memory l
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from docchat.extraction.reader import (
     extract_pdf,
     unreadable,
 )
+from docchat.extraction.running_lines import without_running_lines
 
 Reader = Callable[[Path], ExtractedDocument]
 
@@ -84,6 +86,7 @@ def _extract_pdf(
         )
     finally:
         tables.close()
+    document = dataclasses.replace(document, pages=without_running_lines(document.pages))
     if any_real_text(document) or (document.has_text and not document.scanned_pages):
         return document
     if not document.scanned_pages:

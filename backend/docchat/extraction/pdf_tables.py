@@ -60,10 +60,15 @@ def draws_rules(page: PageObject) -> bool:
     return False
 
 
+# What pdfminer writes for a glyph whose font gives no Unicode value.
+_NO_UNICODE = re.compile(r"\(cid:\d+\)")
+
+
 def _cell(value: str | None) -> str:
-    """The cell's text on one line, without the private-use characters a glyph with no
-    Unicode value (a flag, an icon) is read as."""
-    text = "".join(char for char in value or "" if unicodedata.category(char) != "Co")
+    """The cell's text on one line, without what a glyph with no Unicode value (a flag, an
+    icon, a plot's symbol) is read as."""
+    text = _NO_UNICODE.sub("", value or "")
+    text = "".join(char for char in text if unicodedata.category(char) != "Co")
     return " ".join(text.split())
 
 
@@ -79,8 +84,12 @@ def _is_table(rows: Sequence[Sequence[str]]) -> bool:
 
 
 def _rows(table: Any) -> list[list[str]]:
+    """The table's rows of text, without rows and columns that are empty throughout."""
     rows = [[_cell(cell) for cell in row[:MAX_COLUMNS]] for row in table.extract()]
-    return [row for row in rows if any(row)]
+    rows = [row for row in rows if any(row)]
+    width = max((len(row) for row in rows), default=0)
+    used = [i for i in range(width) if any(i < len(row) and row[i] for row in rows)]
+    return [[row[i] if i < len(row) else "" for i in used] for row in rows]
 
 
 Box = tuple[float, float, float, float]
