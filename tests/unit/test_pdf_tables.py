@@ -100,3 +100,13 @@ def test_a_figure_s_labels_in_a_box_are_no_table() -> None:
     rows = pdf_tables._rows(found)
     assert rows == [["X 2 (x ;y ) 1 1 2 2 X 1"], ["x x 1 2 U X 2 2"]]
     assert not pdf_tables._is_table(rows)
+
+
+def test_tables_are_read_no_longer_than_the_document_s_time_for_them() -> None:
+    page = PdfReader(HARBOUR_FEES).pages[0]
+    spent = pdf_tables.PdfTables(HARBOUR_FEES, budget_seconds=0.001)
+    try:
+        assert spent.page_parts(page, 1) is not None  # the first page with rules spends it
+        assert spent.page_parts(page, 1) is None  # then pages keep their plain text
+    finally:
+        spent.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,10 @@ MAX_CELLS_PER_PAGE = 5_000
 # its cells hold this many letters or digits in all.
 MIN_FILLED_SHARE = 0.5
 MIN_TABLE_CHARS = 20
+# Reading tables stops after this many seconds of a document (the rest of its pages keep
+# pypdf's text): a file of thousands of pages of tables must not spend the reader's whole time
+# (WORKER_EXTRACT_SECONDS) on them and fail.
+MAX_SECONDS_PER_DOCUMENT = 60.0
 
 
 def draws_rules(page: PageObject) -> bool:
@@ -120,22 +125,28 @@ class PdfTables:
     """The tables of one PDF's pages, the file opened by pdfplumber at the first page that
     draws rules (`close` when done)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, budget_seconds: float = MAX_SECONDS_PER_DOCUMENT) -> None:
         self.path = path
         self._pdf: Any = None
+        self._left = budget_seconds
 
     def page_parts(self, page: PageObject, number: int) -> list[PageText] | None:
         """The page as its text outside the tables, then each table's parts (page `number`,
-        1-based); None when the page holds no table, and pypdf's text stands."""
-        if not draws_rules(page):
+        1-based); None when the page holds no table, or the document's time for tables is
+        spent, and pypdf's text stands."""
+        if self._left <= 0 or not draws_rules(page):
             return None
-        if self._pdf is None:
-            self._pdf = pdfplumber.open(self.path)
-        drawn = self._pdf.pages[number - 1]
+        started = time.monotonic()
         try:
-            return self._parts(drawn, number)
+            if self._pdf is None:
+                self._pdf = pdfplumber.open(self.path)
+            drawn = self._pdf.pages[number - 1]
+            try:
+                return self._parts(drawn, number)
+            finally:
+                drawn.close()  # its parsed objects are not kept for the next page
         finally:
-            drawn.close()  # its parsed objects are not kept for the next page
+            self._left -= time.monotonic() - started
 
     def _parts(self, drawn: Any, number: int) -> list[PageText] | None:
         found = drawn.find_tables()
