@@ -34,10 +34,9 @@ _Ends = list[tuple[int, str]]
 def without_running_lines(pages: Sequence[PageText]) -> list[PageText]:
     """`pages` (a PDF's parts, in page order) without the running lines at either end of their
     pages; the text of a part with a location of its own (a table) is kept as it is."""
-    tops, bottoms = _ends(pages)
-    running_top = _running(tops)
-    running_bottom = _running(bottoms)
     first_part, last_part = _prose_ends(pages)
+    running_top = _running(_ends(pages, first_part, _first))
+    running_bottom = _running(_ends(pages, last_part, _last))
     kept: list[PageText] = []
     for index, part in enumerate(pages):
         text, page = part.text, part.page or 0
@@ -62,11 +61,9 @@ def _prose_ends(pages: Sequence[PageText]) -> tuple[set[int], set[int]]:
     return set(first.values()), set(last.values())
 
 
-def _ends(pages: Sequence[PageText]) -> tuple[_Ends, _Ends]:
-    first_part, last_part = _prose_ends(pages)
-    tops = [(pages[i].page or 0, _first(pages[i].text)) for i in sorted(first_part)]
-    bottoms = [(pages[i].page or 0, _last(pages[i].text)) for i in sorted(last_part)]
-    return tops, bottoms
+def _ends(pages: Sequence[PageText], parts: set[int], line: Callable[[str], str]) -> _Ends:
+    """Each page's line at one end: `line` of the parts at that end."""
+    return [(pages[i].page or 0, line(pages[i].text)) for i in sorted(parts)]
 
 
 def _lines(text: str) -> list[str]:
