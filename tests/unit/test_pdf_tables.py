@@ -110,3 +110,45 @@ def test_tables_are_read_no_longer_than_the_document_s_time_for_them() -> None:
         assert spent.page_parts(page, 1) is None  # then pages keep their plain text
     finally:
         spent.close()
+
+
+NICS = FIXTURES / "fbi-nics-background-checks-2015-11.pdf"
+
+
+def test_a_government_report_s_table_reads_one_row_per_state_under_one_label_per_column() -> None:
+    """The FBI's report rules a line under every fifth state, titles the table in one cell
+    across it, and groups its columns under labels with no rule between them."""
+    tables = [page for page in extract(NICS, FileKind.pdf).pages if page.location]
+    caption, header = tables[0].text.splitlines()[:2]
+    assert caption == "NICS Firearm Background Checks November - 2015"
+    labels = [cell.strip() for cell in header.strip("|").split("|")]
+    assert labels[:4] == ["State / Territory", "Permit", "Handgun", "Long Gun"]
+    assert "Pre-Pawn Long Gun" in labels and "Returned/Disposition *Other" in labels
+    assert labels[-1] == "Totals"
+    text = "\n".join(page.text for page in tables)
+    kentucky = next(line for line in text.splitlines() if line.startswith("| Kentucky |"))
+    assert kentucky.startswith("| Kentucky | 264,140 | 12,155 | 14,847 |")
+    assert kentucky.endswith("| 295,891 |")
+    assert "| Totals | 804,006 |" in text
+
+
+def test_a_cell_of_one_wrapped_phrase_is_one_row() -> None:
+    row = ["Harbour dues for a\nlong stay", "EUR 40"]
+    assert pdf_tables._unstacked(row) == [row]
+
+
+def test_cells_of_as_many_lines_each_are_the_rows_drawn_in_one() -> None:
+    row = ["Alabama\nAlaska\nArizona", "18,870\n209\n2,303", None, ""]
+    assert pdf_tables._unstacked(row) == [
+        ["Alabama", "18,870", None, ""],
+        ["Alaska", "209", None, ""],
+        ["Arizona", "2,303", None, ""],
+    ]
+
+
+def test_framed_sections_of_lines_beside_charts_are_no_table() -> None:
+    """The USDA's report frames each group of price lines and its chart: as a "table", each
+    frame would be one cell of lines and the chart's labels another."""
+    document = extract(FIXTURES / "usda-ag-energy-round-up-2017-02-24.pdf", FileKind.pdf)
+    assert [page.location for page in document.pages] == [None]
+    assert "Iowa 1.35 - 1.42 1.38 - 1.43 1.27 - 1.35 Iowa Ethanol" in document.pages[0].text

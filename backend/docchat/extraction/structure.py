@@ -58,11 +58,13 @@ def table_parts(
     rows: Iterable[tuple[int, Sequence[str]]],
     *,
     limit: int = TABLE_PART_CHARS,
+    caption: str = "",
 ) -> list[TablePart]:
     """Markdown tables of whole rows, each under `limit` characters where a row allows,
-    each starting with `header`. `rows` are (row number, cells)."""
+    each starting with the table's `caption` (if any) and `header`. `rows` are (row number,
+    cells)."""
     width = len(header)
-    head = _header_lines(header)
+    head = ([caption] if caption else []) + _header_lines(header)
     head_chars = sum(len(line) + 1 for line in head)
     parts: list[TablePart] = []
     lines: list[str] = []
@@ -82,6 +84,16 @@ def table_parts(
     if lines:
         parts.append(TablePart("\n".join(head + lines), first, last))
     return parts
+
+
+def headed_table_parts(
+    rows: Sequence[Sequence[str]], name: str, caption: str = ""
+) -> list[tuple[str, str]]:
+    """A table whose first row is its header, as (where, text) parts of whole rows, located
+    by their rows: ("table 2, rows 2-9", ...); the header is row 1."""
+    header, body = rows[0], rows[1:]
+    parts = table_parts(header, enumerate(body, start=2), caption=caption)
+    return [(f"{name}, {rows_label(part.first_row, part.last_row)}", part.text) for part in parts]
 
 
 @dataclass
@@ -128,13 +140,10 @@ class SectionWriter:
             self.text(markdown_row(rows[0]))
             return
         self.flush()
-        header, body = rows[0], rows[1:]
-        numbered = ((number, row) for number, row in enumerate(body, start=2))
-        for part in table_parts(header, numbered):
-            where = f"{name}, {rows_label(part.first_row, part.last_row)}"
+        for where, text in headed_table_parts(rows, name):
             located = f"{self.location}{SEPARATOR}{where}" if self.location else where
             location = short(located, LOCATION_CHARS)
-            self.parts.append(PageText(page=None, text=part.text, location=location))
+            self.parts.append(PageText(page=None, text=text, location=location))
 
     def restart(self) -> None:
         """A new chapter: what came before ends, and headings start again from the top."""
