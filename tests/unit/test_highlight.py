@@ -82,6 +82,29 @@ def test_a_table_without_a_row_location_still_highlights_the_row() -> None:
     assert span is not None and "Mira Okafor" in span.text and span.row is None
 
 
+def test_a_table_s_caption_is_never_shown_alone_its_best_row_is() -> None:
+    """The caption shares the words every question about the table asks ("checks", the month):
+    quoted alone it answers nothing (seen on the FBI's report in bench.eval_layout)."""
+    passage = (
+        "NICS Firearm Background Checks November - 2015\n"
+        "| State / Territory | Permit | Handgun |\n| --- | --- | --- |\n"
+        "| Kentucky | 264,140 | 12,155 |\n| Louisiana | 1,945 | 14,708 |"
+    )
+    span = highlight(
+        passage,
+        "How many permit checks did Kentucky have in November 2015?",
+        location="table 1, rows 20-21",
+    )
+    assert span is not None and span.text == "| Kentucky | 264,140 | 12,155 |"
+    assert span.row == 20
+
+
+def test_a_sentence_right_above_a_table_is_still_a_sentence() -> None:
+    passage = "Fees rose by 5% in 2026.\n| Berth | Fee |\n| --- | --- |\n| North | EUR 24 |"
+    span = highlight(passage, "By how much did fees rise in 2026?")
+    assert span is not None and span.text.startswith("Fees rose by 5% in 2026.")
+
+
 def test_a_long_sentence_is_cut_to_the_window_around_the_question_words() -> None:
     passage = (
         "Professional sports teams in the region include teams from the football league "

@@ -114,7 +114,7 @@ class Unit:
     start: int
     end: int
     row: int | None = None
-    heading: int = 0  # a Markdown heading line's level (1 to 6)
+    heading: int = 0  # a Markdown heading line's level (1 to 6), a table's caption 7
 
     @property
     def length(self) -> int:
@@ -234,6 +234,7 @@ def units_of(passage: str, location: str | None = None) -> list[Unit]:
             continue
         if following is not None and TABLE_RULE.match(following.group()):
             data_rows = 0  # a header: its rows start after the rule
+            _caption_as_heading(passage, units, line.start())
             continue
         start, end = _trimmed(passage, line.start(), line.end())
         row = first_row + data_rows if first_row is not None else None
@@ -241,6 +242,23 @@ def units_of(passage: str, location: str | None = None) -> list[Unit]:
         units.append(Unit(start, end, row))
     units.extend(_prose_units(passage, position, len(passage), headings))
     return units
+
+
+# The level a table's caption counts as: under any heading of the passage.
+CAPTION_LEVEL = 7
+
+
+def _caption_as_heading(passage: str, units: list[Unit], header: int) -> None:
+    """The line right above a table's header, when it is a title ("NICS Firearm Background
+    Checks November - 2015": one line, no full stop), counts as the table's heading: never
+    shown alone, the best of its rows is."""
+    if not units or units[-1].heading or units[-1].row is not None:
+        return
+    last = units[-1]
+    text = passage[last.start : last.end]
+    if passage[last.end : header].strip() or "\n" in text or text.endswith((".", "!", "?")):
+        return
+    units[-1] = Unit(last.start, last.end, heading=CAPTION_LEVEL)
 
 
 class Weights:
