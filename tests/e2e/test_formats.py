@@ -187,6 +187,38 @@ async def test_the_cited_sentence_is_marked_in_the_viewer_and_on_the_pdf_page(
         await page.screenshot(path=str(SCREENSHOTS / f"pdf-cited-sentence-{size}.png"))
 
 
+async def test_a_cited_table_row_is_marked_on_the_drawn_pdf_page(
+    signed_in: SignIn,
+    scripted_llm: ScriptedLLM,
+) -> None:
+    """A table row read from a PDF (LibreOffice's) is cited as its row, and the page view
+    marks its cells on their line, not the whole table."""
+    fees = (FIXTURES / "pdf" / "libreoffice-harbour-fees-table.pdf").read_bytes()
+    for size, viewport in (("desktop", None), ("phone", {"width": 390, "height": 844})):
+        page, _ = await signed_in(**({"viewport": viewport} if viewport else {}))
+        await upload(page, {"harbour-fees.pdf": fees})
+        scripted_llm.script("It depends on the berth, I suppose.")
+        await ask(page, "What is the fee per night at the South quay?")
+        answer = page.get_by_test_id("message-assistant").last
+        await expect(answer).to_contain_text("EUR 42")
+        await answer.get_by_role("button", name=re.compile("1 source")).click()
+        card = page.get_by_role("list", name="Sources").get_by_role("listitem").first
+        await expect(card).to_contain_text("table 1, row")
+        await expect(card.get_by_test_id("source-highlight")).to_contain_text("South quay")
+        await card.get_by_role("button", name=re.compile("Show in the document")).click()
+        await page.get_by_role("button", name="Page 1", exact=True).click()
+        await expect(page.get_by_test_id("pdf-page")).to_have_attribute("data-state", "shown")
+        boxes = page.get_by_test_id("pdf-highlight")
+        await expect(boxes.first).to_be_visible()
+        tops = [
+            (await boxes.nth(index).bounding_box() or {"y": -1.0})["y"]
+            for index in range(await boxes.count())
+        ]
+        # Its four cells, on one line of the drawn table.
+        assert len(tops) >= 3 and max(tops) - min(tops) < 4, tops
+        await page.screenshot(path=str(SCREENSHOTS / f"pdf-cited-table-row-{size}.png"))
+
+
 async def test_sources_that_disagree_are_shown_with_both_sides(
     signed_in: SignIn,
     scripted_llm: ScriptedLLM,

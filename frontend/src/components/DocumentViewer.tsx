@@ -164,6 +164,7 @@ export default function DocumentViewer({ source, onClose }: { source: Source; on
                 documentName={source.document_name}
                 page={source.page}
                 passage={source.highlight?.text ?? passages.find((passage) => passage.chunk_index === cited)?.text ?? source.content_preview}
+                row={source.highlight?.row != null}
               />
             </Suspense>
           </div>

@@ -33,11 +33,54 @@ export function locate(page: string, passage: string): Span | null {
   return null;
 }
 
-interface TextItem {
+export interface TextItem {
   str: string;
   transform: number[];
   width: number;
   height: number;
+}
+
+/** The cells of a cited table row ("| South quay | EUR 42 |"), normalized, empty ones left out. */
+export function cellsOf(row: string): string[] {
+  return row
+    .split("|")
+    .map(normalize)
+    .filter((cell) => cell.length > 0);
+}
+
+/** Whether a text item of the page is (part of) a cell, or holds it: pdf.js gives a cell as
+ * one item or several, and two short cells may share one. One-character matches only count
+ * when exact ("0" is in every number). */
+function sameText(item: string, cell: string): boolean {
+  if (!item) return false;
+  if (item === cell) return true;
+  return (item.length >= 2 && cell.includes(item)) || (cell.length >= 2 && item.includes(cell));
+}
+
+function heightOf(item: TextItem): number {
+  return item.height || Math.abs(item.transform[3]) || 1;
+}
+
+/** The items of the page's line that shows the cited row: of the lines holding its first cell,
+ * the one where most of its cells are found (a page draws a table row by row or column by
+ * column, so the row is found by where its cells sit, not by their order in the text); null
+ * when not even half of its cells (and two) are on one line. */
+export function locateRow(items: TextItem[], cells: string[]): TextItem[] | null {
+  if (!cells.length) return null;
+  let best: TextItem[] = [];
+  let bestFound = 0;
+  for (const first of items) {
+    if (!sameText(normalize(first.str), cells[0])) continue;
+    const y = first.transform[5];
+    const line = items.filter((item) => Math.abs(item.transform[5] - y) <= heightOf(first) / 2);
+    const shown = line.filter((item) => cells.some((cell) => sameText(normalize(item.str), cell)));
+    const found = cells.filter((cell) => shown.some((item) => sameText(normalize(item.str), cell))).length;
+    if (found > bestFound) {
+      best = shown;
+      bestFound = found;
+    }
+  }
+  return bestFound >= Math.max(2, Math.ceil(cells.length / 2)) ? best : null;
 }
 
 interface Box {
@@ -45,6 +88,12 @@ interface Box {
   top: number;
   width: number;
   height: number;
+}
+
+function boxOf(item: TextItem, viewportHeight: number, scale: number): Box {
+  const [, , , , x, y] = item.transform;
+  const height = heightOf(item) * scale;
+  return { left: x * scale, top: viewportHeight - y * scale - height, width: item.width * scale, height };
 }
 
 /** The boxes (in CSS pixels at `scale`) of the text items that overlap the span. */
@@ -56,11 +105,17 @@ function boxesOf(items: TextItem[], span: Span, viewportHeight: number, scale: n
     const from = offset;
     offset += length;
     if (!length || offset <= span.start || from >= span.end) continue;
-    const [, , , , x, y] = item.transform;
-    const height = (item.height || Math.abs(item.transform[3])) * scale;
-    boxes.push({ left: x * scale, top: viewportHeight - y * scale - height, width: item.width * scale, height });
+    boxes.push(boxOf(item, viewportHeight, scale));
   }
   return boxes;
+}
+
+/** The items that show the passage: a table row's cells on their line, else the span of text
+ * from its first letters to its last. */
+function shownItems(items: TextItem[], passage: string, row: boolean): TextItem[] | Span | null {
+  const cells = row ? locateRow(items, cellsOf(passage)) : null;
+  if (cells) return cells;
+  return locate(normalize(items.map((item) => item.str).join("")), normalize(passage));
 }
 
 interface Props {
@@ -68,9 +123,11 @@ interface Props {
   documentName: string;
   page: number;
   passage: string;
+  /** The passage is one row of a table ("| South quay | EUR 42 |"): its cells are marked. */
+  row?: boolean;
 }
 
-export default function PdfPage({ documentId, documentName, page, passage }: Props) {
+export default function PdfPage({ documentId, documentName, page, passage, row = false }: Props) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const [size, setSize] = useState<{ width: number; height: number } | null>(null);
   const [boxes, setBoxes] = useState<Box[]>([]);
@@ -97,10 +154,11 @@ export default function PdfPage({ documentId, documentName, page, passage }: Pro
         await drawn.render({ canvas: target, viewport, transform: ratio !== 1 ? [ratio, 0, 0, ratio, 0, 0] : undefined }).promise;
         const content = await drawn.getTextContent();
         const items = content.items.filter((item): item is TextItem & typeof item => "str" in item);
-        const span = locate(normalize(items.map((item) => item.str).join("")), normalize(passage));
+        const shown = shownItems(items, passage, row);
         if (cancelled) return;
         setSize({ width: viewport.width, height: viewport.height });
-        setBoxes(span ? boxesOf(items, span, viewport.height, scale) : []);
+        if (Array.isArray(shown)) setBoxes(shown.map((item) => boxOf(item, viewport.height, scale)));
+        else setBoxes(shown ? boxesOf(items, shown, viewport.height, scale) : []);
         setState("shown");
       } catch {
         if (!cancelled) setState("failed");
@@ -109,7 +167,7 @@ export default function PdfPage({ documentId, documentName, page, passage }: Pro
     return () => {
       cancelled = true;
     };
-  }, [documentId, page, passage]);
+  }, [documentId, page, passage, row]);
 
   return (
     <div className="pdf-page" data-testid="pdf-page" data-state={state}>
