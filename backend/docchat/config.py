@@ -560,8 +560,9 @@ class OcrSettings(BaseSettings):
         100,
         ge=1,
         description=(
-            "Scanned pages OCR reads per document; more fail the document (at about 2 s a page, "
-            "100 fit in WORKER_EXTRACT_TIMEOUT_SECONDS of 300)"
+            "Scanned pages (and pictures of a Word, PowerPoint or OpenDocument file) OCR reads "
+            "per document; more scanned pages fail the document, more pictures are left unread "
+            "(at about 2 s a page, 100 fit in WORKER_EXTRACT_TIMEOUT_SECONDS of 300)"
         ),
     )
     max_megapixels: int = Field(

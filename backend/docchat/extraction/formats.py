@@ -15,6 +15,7 @@ from pypdf import PageObject
 from docchat.extraction.kinds import FORMATS, FileKind
 from docchat.extraction.ocr import OCR_PAGE_LOCATION, OcrOptions, extract_image, pdf_page_text
 from docchat.extraction.pdf_tables import PdfTables
+from docchat.extraction.pictures import PICTURES, picture_parts
 from docchat.extraction.reader import (
     ExtractedDocument,
     ExtractionError,
@@ -63,6 +64,8 @@ def extract(
         if kind in IMAGE_KINDS:
             return extract_image(path, ocr)
         document = READERS[kind](path)
+        if ocr is not None and kind in PICTURES:
+            document = _with_pictures(document, path, kind, ocr)
     except (ExtractionError, MemoryError):
         raise
     except Exception as exc:  # a reader library's own error, in its own words
@@ -70,6 +73,18 @@ def extract(
     if not document.has_text:
         raise ExtractionError("The file contains no text")
     return document
+
+
+def _with_pictures(
+    document: ExtractedDocument, path: Path, kind: FileKind, ocr: OcrOptions
+) -> ExtractedDocument:
+    """The document with the text OCR reads in its pictures, after its own."""
+    read = picture_parts(path, kind, ocr)
+    if not read:
+        return document
+    return dataclasses.replace(
+        document, pages=[*document.pages, *read], ocr_pages=document.ocr_pages + len(read)
+    )
 
 
 def _extract_pdf(
