@@ -14,6 +14,7 @@ from pypdf import PageObject
 
 from docchat.extraction.kinds import FORMATS, FileKind
 from docchat.extraction.ocr import OCR_PAGE_LOCATION, OcrOptions, extract_image, pdf_page_text
+from docchat.extraction.pdf_pictures import PdfPictures
 from docchat.extraction.pdf_tables import PdfTables
 from docchat.extraction.pictures import PICTURES, picture_parts
 from docchat.extraction.reader import (
@@ -98,6 +99,7 @@ def _extract_pdf(
             read_scan=_scan_reader(ocr) if ocr is not None else None,
             scan_location=OCR_PAGE_LOCATION,
             read_tables=tables.page_parts,
+            read_pictures=PdfPictures(ocr).page_parts if ocr is not None else None,
         )
     finally:
         tables.close()

@@ -4,10 +4,10 @@ A chart's labels, a scanned table pasted into a report, a photo of a whiteboard 
 file's own text never holds them. Each picture the document shows (in the order it shows them,
 each file once) is read by the OCR that reads scans (`ocr.recognize`), under the same bounds:
 at most `OcrOptions.max_pages` pictures a document, each within `max_megapixels` and its time
-(`page_seconds`); one too small to hold text (an icon, a rule) is not read. A picture that is
-too large, unreadable or over the count is skipped with a warning: the document's own text is
-still read. Its text becomes a part located "Slide 3, image 1, text by OCR" or "Image 2, text
-by OCR", as an image upload's is marked.
+(`page_seconds`), all within `MAX_SECONDS_PER_DOCUMENT`; one too small to hold text (an icon,
+a rule) is not read. A picture that is too large, unreadable or over the bounds is skipped
+with a warning: the document's own text is still read. Its text becomes a part located
+"Slide 3, image 1, text by OCR" or "Image 2, text by OCR", as an image upload's is marked.
 
 The pictures are found through the package's own references (OOXML relationships, ODF's
 `xlink:href`), never by listing its media folder: an unused file in it is not the document's.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import time
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator
@@ -40,6 +41,29 @@ OCR_NOTE = "text by OCR"
 MAX_PICTURE_BYTES = 30 * 1024 * 1024
 # XML parts larger than this are not read for their pictures (the reader refuses such files).
 MAX_PART_BYTES = 64 * 1024 * 1024
+# OCR of a document's pictures stops after this many seconds (the rest are left unread), well
+# inside the reader's time for the whole file (WORKER_EXTRACT_TIMEOUT_SECONDS, 300).
+MAX_SECONDS_PER_DOCUMENT = 120.0
+
+
+class PictureBudget:
+    """How many pictures of a document OCR may still read, and for how long."""
+
+    def __init__(self, options: OcrOptions, seconds: float = MAX_SECONDS_PER_DOCUMENT) -> None:
+        self._left = options.max_pages
+        self._until = time.monotonic() + seconds
+        self._name = ""
+
+    def take(self, document: str) -> bool:
+        """Whether one more picture may be read (a warning, once, when not)."""
+        if self._left > 0 and time.monotonic() < self._until:
+            self._left -= 1
+            return True
+        if not self._name:
+            self._name = document
+            logger.warning("%s: OCR read as many pictures as it may; the rest are left", document)
+        return False
+
 
 _RELATIONSHIPS = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
 _EMBED = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed"
@@ -165,23 +189,17 @@ def picture_parts(path: Path, kind: FileKind, options: OcrOptions) -> list[PageT
     with zipfile.ZipFile(path) as archive:
         seen: set[str] = set()
         counts: dict[str | None, int] = {}
-        read = 0
+        budget = PictureBudget(options)
         for picture in finder(archive):
             if picture.member in seen:
                 continue  # a logo on every slide is read once
             seen.add(picture.member)
             number = counts[picture.place] = counts.get(picture.place, 0) + 1
-            if read >= options.max_pages:
-                logger.warning(
-                    "%s shows more than %d pictures; the rest are not read by OCR",
-                    path.name,
-                    options.max_pages,
-                )
-                break
             image = _decoded(archive, picture.member, options)
             if image is None:
                 continue
-            read += 1
+            if not budget.take(path.name):
+                break
             with image:
                 text = recognize(image, options)
             if text.strip():

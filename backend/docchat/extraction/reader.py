@@ -176,6 +176,8 @@ ScanReader = Callable[[PageObject], str]
 # Reads a page's tables (`pdf_tables`): its parts, or None when it holds none (page number
 # 1-based).
 TableReader = Callable[[PageObject, int], "list[PageText] | None"]
+# Reads the pictures drawn on a page of text (`pdf_pictures`): a part per picture with text.
+PictureReader = Callable[[PageObject, int], "list[PageText]"]
 
 
 def extract_pdf(
@@ -185,10 +187,12 @@ def extract_pdf(
     read_scan: ScanReader | None = None,
     scan_location: str | None = None,
     read_tables: TableReader | None = None,
+    read_pictures: PictureReader | None = None,
 ) -> ExtractedDocument:
     """The PDF's text page by page; pages that are pictures with no text are read by
     `read_scan` (OCR) when given, and their text marked with `scan_location`; a page with
-    tables, by `read_tables` when given (its tables as parts of their own)."""
+    tables, by `read_tables` when given (its tables as parts of their own); the pictures on a
+    page of text, by `read_pictures` when given (after the page's text)."""
     reader = _open_pdf(path)
     page_count = _page_count(reader)
     failures = _PageFailures([])
@@ -214,6 +218,8 @@ def extract_pdf(
                 continue
         tables = _page_tables(read_tables, page, number, page_seconds) if read_tables else None
         pages.extend(tables or [PageText(page=number, text=text.replace("\x00", ""))])
+        if read_pictures is not None:
+            pages.extend(_page_pictures(read_pictures, page, number))
     return ExtractedDocument(
         pages=pages,
         page_count=page_count,
@@ -221,6 +227,21 @@ def extract_pdf(
         ocr_pages=recognized,
         document_date=_pdf_document_date(reader, page_seconds),
     )
+
+
+def _page_pictures(read_pictures: PictureReader, page: PageObject, number: int) -> list[PageText]:
+    """The text of the page's pictures; none when reading them fails (the page's text stands;
+    OCR bounds each picture's time itself)."""
+    try:
+        parts = read_pictures(page, number)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        logger.warning(
+            "the pictures of page %d could not be read: %s: %s", number, type(exc).__name__, exc
+        )
+        return []
+    return [dataclasses.replace(part, text=part.text.replace("\x00", "")) for part in parts]
 
 
 def _page_tables(
