@@ -218,3 +218,22 @@ def test_a_passage_in_another_language_names_what_its_english_gloss_names() -> N
     glossed = extractive.answer(question, entries, gloss=gloss)
     assert glossed is not None and glossed.verdict.evidence == "answered", glossed
     assert "1817" in glossed.text and "[1]" in glossed.text
+
+
+def test_a_table_row_is_quoted_under_its_caption_which_says_what_its_figures_count() -> None:
+    """The FBI's report: the row alone says "Handgun: 56,941", its caption that these are
+    background checks; without it the answer was judged partial ("do not give the number of
+    checks")."""
+    table = (
+        "NICS Firearm Background Checks November - 2015\n"
+        "| State / Territory | Permit | Handgun |\n| --- | --- | --- |\n"
+        "| Texas | 21,550 | 56,941 |\n| Utah | 10,429 | 4,314 |"
+    )
+    entries = _entries(table, location="table 1, rows 48-49")
+    result = extractive.answer("How many handgun checks did Texas have in November 2015?", entries)
+    assert result is not None
+    assert _quoted(result.text) == {
+        1: "NICS Firearm Background Checks November - 2015 — State / Territory: Texas; "
+        "Permit: 21,550; Handgun: 56,941"
+    }
+    assert result.verdict.evidence == "answered", result.verdict

@@ -43,6 +43,7 @@ from docchat.retrieval.highlight import (
     Match,
     Weights,
     best_match,
+    is_caption,
     terms,
     weights_for,
 )
@@ -97,13 +98,16 @@ def _cells(line: str) -> list[str]:
     return [cell.strip().replace("\\|", "|") for cell in _CELL_SPLIT.split(inner)]
 
 
-def _header_before(passage: str, position: int) -> list[str] | None:
-    """The header cells of the Markdown table whose row starts at `position`."""
+def _head_before(passage: str, position: int) -> tuple[list[str] | None, str]:
+    """The header cells of the Markdown table whose row starts at `position`, and its caption:
+    the title line right above the header, as `highlight` reads one (else "")."""
     lines = passage[:position].rstrip("\n").split("\n")
     for index in range(len(lines) - 1, 0, -1):
         if TABLE_RULE.match(lines[index]):
-            return _cells(lines[index - 1])
-    return None
+            above = lines[index - 2].strip() if index >= 2 else ""
+            caption = above if is_caption(above) else ""
+            return _cells(lines[index - 1]), caption
+    return None, ""
 
 
 def quoted_text(entry: ContextEntry, highlight: Highlight) -> str:
@@ -111,12 +115,16 @@ def quoted_text(entry: ContextEntry, highlight: Highlight) -> str:
     out of a longer sentence with an ellipsis where it was cut."""
     passage = entry.text
     if highlight.row is not None:
-        header = _header_before(passage, highlight.start)
+        header, caption = _head_before(passage, highlight.start)
         values = _cells(highlight.text)
         if header and len(header) == len(values):
             pairs = [f"{name}: {value}" for name, value in zip(header, values, strict=True)]
-            return "; ".join(pair for pair in pairs if not pair.endswith(": "))
-        return " | ".join(value for value in values if value)
+            row = "; ".join(pair for pair in pairs if not pair.endswith(": "))
+        else:
+            row = " | ".join(value for value in values if value)
+        # The caption says what the table's figures are ("... Background Checks November -
+        # 2015"): the row alone does not say its numbers count checks.
+        return f"{caption} — {row}" if caption else row
     text = " ".join(highlight.text.split())
     if highlight.start > 0 and not _starts_unit(passage, highlight.start):
         text = "…" + text

@@ -248,6 +248,18 @@ def units_of(passage: str, location: str | None = None) -> list[Unit]:
 CAPTION_LEVEL = 7
 
 
+def is_caption(line: str) -> bool:
+    """Whether a line right above a table's header is its title: one line of text, no full
+    stop, not a row of a table nor a Markdown heading (the passage's location already)."""
+    text = line.strip()
+    return (
+        bool(text)
+        and "\n" not in text
+        and not text.startswith("#")
+        and not text.endswith((".", "!", "?", "|"))
+    )
+
+
 def _caption_as_heading(passage: str, units: list[Unit], header: int) -> None:
     """The line right above a table's header, when it is a title ("NICS Firearm Background
     Checks November - 2015": one line, no full stop), counts as the table's heading: never
@@ -256,7 +268,7 @@ def _caption_as_heading(passage: str, units: list[Unit], header: int) -> None:
         return
     last = units[-1]
     text = passage[last.start : last.end]
-    if passage[last.end : header].strip() or "\n" in text or text.endswith((".", "!", "?")):
+    if passage[last.end : header].strip() or not is_caption(text):
         return
     units[-1] = Unit(last.start, last.end, heading=CAPTION_LEVEL)
 
