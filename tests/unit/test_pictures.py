@@ -109,3 +109,20 @@ def test_no_more_pictures_are_read_than_ocr_reads_pages(
     monkeypatch.setattr(pictures_module, "recognize", counting)
     picture_parts(path, FileKind.docx, bounded)
     assert read == [200, 201]
+
+
+def test_a_damaged_picture_file_leaves_the_document_s_own_text(
+    ocr: OcrOptions, tmp_path: Path
+) -> None:
+    """An OpenDocument file is read from its content.xml: a picture file whose bytes are
+    damaged fails its CRC only when OCR reads it, and must not fail the document."""
+    path = tmp_path / "damaged.odt"
+    data = bytearray((OFFICE / f"{REPORT}.odt").read_bytes())
+    with zipfile.ZipFile(OFFICE / f"{REPORT}.odt") as archive:
+        info = archive.getinfo("Pictures/1.png")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 100
+    data[start : start + 16] = bytes(16)
+    path.write_bytes(bytes(data))
+    document = extract(path, FileKind.odt, ocr=ocr)
+    assert any("Fees stay as they are" in page.text for page in document.pages)
+    assert document.ocr_pages == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from docchat.extraction.reader import (
     unreadable,
 )
 from docchat.extraction.running_lines import without_running_lines
+
+logger = logging.getLogger(__name__)
 
 Reader = Callable[[Path], ExtractedDocument]
 
@@ -79,8 +82,17 @@ def extract(
 def _with_pictures(
     document: ExtractedDocument, path: Path, kind: FileKind, ocr: OcrOptions
 ) -> ExtractedDocument:
-    """The document with the text OCR reads in its pictures, after its own."""
-    read = picture_parts(path, kind, ocr)
+    """The document with the text OCR reads in its pictures, after its own; its own alone
+    when they cannot be read (a damaged picture file inside the package)."""
+    try:
+        read = picture_parts(path, kind, ocr)
+    except (MemoryError, ExtractionError):
+        raise
+    except Exception as exc:
+        logger.warning(
+            "the pictures of %s could not be read: %s: %s", path.name, type(exc).__name__, exc
+        )
+        return document
     if not read:
         return document
     return dataclasses.replace(
