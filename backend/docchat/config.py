@@ -924,6 +924,13 @@ class Settings(BaseSettings):
         "postgresql+asyncpg://postgres@127.0.0.1:5432/docchat",
         description="PostgreSQL URL (postgresql+asyncpg://...)",
     )
+    database_replica_urls: list[str] = Field(
+        [],
+        description=(
+            "Read replicas (streaming standbys of DATABASE_URL) that answer questions' reads, "
+            "as a JSON list of URLs; empty: every read on DATABASE_URL"
+        ),
+    )
     data_dir: Path = Field(
         PROJECT_ROOT / "data", description="Folder for uploaded files and the local Chroma index"
     )
@@ -1025,6 +1032,20 @@ class Settings(BaseSettings):
                 raise ValueError("AUTH_SECRET_KEY must be set to a real secret in production")
             if len(secret) < MIN_SECRET_CHARS:
                 raise ValueError("AUTH_SECRET_KEY must be at least 32 characters in production")
+        return self
+
+    @model_validator(mode="after")
+    def _replicas_speak_asyncpg(self) -> Settings:
+        for url in self.database_replica_urls:
+            if not url.startswith("postgresql+asyncpg://"):
+                raise ValueError(
+                    "each of DATABASE_REPLICA_URLS must start with postgresql+asyncpg:// "
+                    "(as DATABASE_URL does)"
+                )
+            if url == self.database_url:
+                raise ValueError(
+                    "DATABASE_REPLICA_URLS lists DATABASE_URL itself: list the standbys only"
+                )
         return self
 
     @property

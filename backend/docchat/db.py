@@ -69,11 +69,22 @@ _IDLE_SINCE = "docchat_idle_since"
 
 
 def create_engine(
-    url: str, *, pool_size: int = 10, ping_after_idle: float = PING_AFTER_IDLE_SECONDS
+    url: str,
+    *,
+    pool_size: int = 10,
+    ping_after_idle: float = PING_AFTER_IDLE_SECONDS,
+    connect_args: dict[str, Any] | None = None,
 ) -> AsyncEngine:
     """The engine, its pool last-in first-out so that a quiet service keeps reusing the same
-    few connections (they stay fresh) and lets the others idle (they are pinged)."""
-    engine = create_async_engine(url, pool_size=pool_size, max_overflow=20, pool_use_lifo=True)
+    few connections (they stay fresh) and lets the others idle (they are pinged).
+    `connect_args` go to asyncpg's `connect` (a timeout, say)."""
+    engine = create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=20,
+        pool_use_lifo=True,
+        connect_args=connect_args or {},
+    )
     _ping_idle_connections(engine.sync_engine, ping_after_idle)
     return engine
 

@@ -40,6 +40,13 @@ LLM_LATENCY = Histogram(
     "docchat_llm_duration_seconds", "LLM calls, whole answer", ["mode"], buckets=LATENCY_BUCKETS
 )
 LLM_TOKENS = Counter("docchat_llm_tokens_total", "Tokens reported by the LLM", ["kind"])
+# With read replicas configured: where each question's reads went, and why the primary.
+QUESTION_READS = Counter(
+    "docchat_question_reads_total",
+    "Questions by where their reads ran: replica, or primary because replicas were down, "
+    "behind the question's start, or failed during it",
+    ["target", "reason"],
+)
 
 
 def record_tokens(prompt: int | None, completion: int | None) -> None:

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"config", "db"},
     {"kit"},
     {"metrics", "tracing"},
-    {"extraction", "llm", "events", "audit"},
+    {"extraction", "llm", "events", "audit", "replicas"},
     {"retrieval", "users"},
     {"membership", "quotas", "auth"},
     {"categories"},

@@ -26,3 +26,26 @@ def test_production_starts_with_a_real_secret() -> None:
 def test_overlap_must_be_smaller_than_chunks() -> None:
     with pytest.raises(ValidationError, match="RAG_CHUNK_OVERLAP"):
         IndexingSettings(_env_file=None, chunk_size=500, chunk_overlap=500)  # type: ignore[call-arg]
+
+
+PRIMARY = "postgresql+asyncpg://postgres@primary:5432/docchat"
+
+
+@pytest.mark.parametrize(
+    ("replicas", "message"),
+    [
+        (["postgresql://standby/docchat"], "must start with postgresql\\+asyncpg://"),
+        ([PRIMARY], "lists DATABASE_URL itself"),
+    ],
+)
+def test_read_replicas_are_asyncpg_urls_of_other_servers(replicas: list[str], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(_env_file=None, database_url=PRIMARY, database_replica_urls=replicas)  # type: ignore[call-arg]
+
+
+def test_read_replicas_are_read_from_the_environment_as_a_json_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    standby = "postgresql+asyncpg://postgres@standby:5432/docchat"
+    monkeypatch.setenv("DATABASE_REPLICA_URLS", f'["{standby}"]')
+    assert Settings(_env_file=None).database_replica_urls == [standby]  # type: ignore[call-arg]

@@ -55,6 +55,7 @@ from docchat.events.publisher import EventPublisher
 from docchat.kit.errors import DocchatError, NotFound
 from docchat.kit.tokens import estimate_tokens
 from docchat.quotas import service as quotas
+from docchat.replicas.routing import ReadRouter
 from docchat.retrieval.index import DocumentScope
 from docchat.users.models import User
 
@@ -119,6 +120,8 @@ class MessageFlow:
     relevance: Relevance | None = None
     # Reuses answers (RAG_ANSWER_CACHE); None: never.
     cache: AnswerCache | None = None
+    # Where a question's reads run (a read replica, or the primary); None: the primary.
+    reads: ReadRouter | None = None
     # The answers this process is writing, by their message id.
     runs: dict[uuid.UUID, Run] = field(default_factory=dict)
 
@@ -138,6 +141,8 @@ class MessageFlow:
         return dataclasses.replace(turn, hold=hold)
 
     async def _start(self, session: AsyncSession, user: User, request: MessageCreate) -> Turn:
+        if self.reads is not None:  # before the search that starts ahead of the turn
+            await self.reads.begin(session)
         ahead: ScopeRead | None = None
         # A message over the length limit is refused before anything is searched.
         within_limit = len(request.content) <= self.settings.max_message_chars

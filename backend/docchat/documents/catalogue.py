@@ -10,12 +10,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.documents import catalogue_repository as sql
 from docchat.documents.scopes import LISTED_UP_TO
 from docchat.extraction.kinds import FileKind
 from docchat.kit.matching import containing
+from docchat.replicas.routing import Sessions, replica_read
 from docchat.retrieval.filters import CatalogueEntry, DocumentFilters, Listing
 from docchat.retrieval.index import DocumentRef, DocumentScope, ScopeCondition, SearchScope
 from docchat.retrieval.named_in_question import names, question_words
@@ -47,7 +48,7 @@ def _entry(row: Any) -> CatalogueEntry:
 
 @dataclass
 class StoredCatalogue:
-    sessionmaker: async_sessionmaker[AsyncSession]
+    sessionmaker: Sessions  # a question's reads may run on a replica
 
     async def _condition(
         self,
@@ -91,6 +92,7 @@ class StoredCatalogue:
             parameters["scope_f_language"] = filters.language
         return " AND ".join(parts), parameters
 
+    @replica_read
     async def listing(
         self,
         documents: SearchScope,
@@ -108,6 +110,7 @@ class StoredCatalogue:
                 total = await sql.count(session, condition, parameters)
         return Listing([_entry(row) for row in rows], total)
 
+    @replica_read
     async def named(self, documents: SearchScope, question: str) -> DocumentScope:
         scope = DocumentScope.of(documents)
         words = question_words(question)
@@ -125,6 +128,7 @@ class StoredCatalogue:
             if names(question, row.filename)
         )
 
+    @replica_read
     async def narrowed(
         self, documents: SearchScope, filters: DocumentFilters, reader: uuid.UUID | None
     ) -> DocumentScope:

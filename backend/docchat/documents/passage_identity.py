@@ -11,9 +11,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from docchat.documents import identity_repository
+from docchat.replicas.routing import Sessions, replica_read
 from docchat.retrieval.passage_identity import DocumentIdentity
 
 
@@ -31,8 +30,9 @@ def _identity(row: Any) -> DocumentIdentity:
 
 @dataclass
 class StoredIdentities:
-    sessionmaker: async_sessionmaker[AsyncSession]
+    sessionmaker: Sessions  # a question's reads may run on a replica
 
+    @replica_read
     async def identities(
         self, documents: Collection[uuid.UUID], reader: uuid.UUID | None
     ) -> Mapping[uuid.UUID, DocumentIdentity]:

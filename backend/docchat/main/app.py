@@ -41,6 +41,7 @@ from docchat.main.components import Components, build_components
 from docchat.mcp_server import server as mcp_server
 from docchat.mcp_server.server import MountedEndpoint
 from docchat.openai_compat.router import router as openai_router
+from docchat.replicas.routing import Replica
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
 from docchat.sources.router import router as sources_router
 from docchat.users import service as users_service
@@ -188,9 +189,11 @@ async def _serving(
         components = await components_factory(settings)
     else:
         engine = create_engine(settings.database_url)
+        replicas = [Replica.open(url) for url in settings.database_replica_urls]
         if traces is not None:
-            traces.instrument_engine(engine)
-        components = await build_components(settings, create_sessionmaker(engine))
+            for instrumented in (engine, *(replica.engine for replica in replicas)):
+                traces.instrument_engine(instrumented)
+        components = await build_components(settings, create_sessionmaker(engine), replicas)
     attach_components(app, components)
     components.translator.prepare()  # compiled in the background the first time
     await _ensure_admin_from_settings(components)
@@ -206,6 +209,7 @@ async def _serving(
             await background
         await _close(components, owned=components_factory is None)
         if engine is not None:
+            await components.reads.close()
             await engine.dispose()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -44,6 +45,7 @@ from docchat.llm.embeddings import (
 from docchat.mcp_server.server import McpEndpoint
 from docchat.mcp_server.tools import LibraryTools
 from docchat.openai_compat.service import Completions
+from docchat.replicas.routing import ReadRouter, Replica
 from docchat.retrieval.chroma import ChromaVectorStore
 from docchat.retrieval.index import (
     VECTOR_STORES,
@@ -81,8 +83,12 @@ class Components:
     # Files are read in sandboxed child processes: one for the worker, one for inline answers.
     extractor: ExtractionSandbox
     inline_reader: InlineReader
+    # Read replicas for questions' reads (DATABASE_REPLICA_URLS); none: the primary answers all.
+    replicas: tuple[Replica, ...] = ()
     # Built from the parts above (again by `dataclasses.replace`, which tests use to swap one).
     vector_index: VectorIndex = field(init=False)
+    # Sessions for a question's reads: a replica's or the primary's (`replicas.routing`).
+    reads: ReadRouter = field(init=False)
     lexical: LexicalIndex = field(init=False)
     retriever: Retriever = field(init=False)
     # Questions in other languages translated with no model (Apertium, dictionaries).
@@ -99,7 +105,8 @@ class Components:
     def __post_init__(self) -> None:
         settings = self.settings
         self.vector_index = ThreadedIndex(self.vector_store)
-        self.lexical = LexicalIndex(self.sessionmaker, settings.indexing.lexical_language)
+        self.reads = ReadRouter(self.sessionmaker, self.replicas)
+        self.lexical = LexicalIndex(self.reads, settings.indexing.lexical_language)
         self.retriever = Retriever.from_settings(
             settings.search,
             settings.fusion,
@@ -127,8 +134,8 @@ class Components:
                 translator=self.translator,
                 scope_languages=self.lexical.languages_in,
             ),
-            identities=StoredIdentities(self.sessionmaker),
-            catalogue=StoredCatalogue(self.sessionmaker),
+            identities=StoredIdentities(self.reads),
+            catalogue=StoredCatalogue(self.reads),
             glosses=self.glosses,
         )
         self.vectors = CachedVectors(self.embedder)
@@ -148,6 +155,7 @@ class Components:
                 self.vectors, question_vector=functools.partial(shared_query, self.embedder)
             ),
             cache=AnswerCache(settings.answer_cache, settings.llm, self.sessionmaker, self.vectors),
+            reads=self.reads,
         )
         self.completions = Completions(
             llm_settings=settings.llm,
@@ -157,6 +165,7 @@ class Components:
             engine=self.engine,
             llm=self.llm,
             publisher=self.publisher,
+            reads=self.reads,
         )
         self.mcp = McpEndpoint(
             LibraryTools(settings.quota, self.sessionmaker, self.retriever, self.completions)
@@ -262,7 +271,9 @@ def build_reranker(settings: Settings) -> Reranker | None:
 
 
 async def build_components(
-    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
+    settings: Settings,
+    sessionmaker: async_sessionmaker[AsyncSession],
+    replicas: Sequence[Replica] = (),
 ) -> Components:
     embedder = await asyncio.to_thread(build_embedder, settings)
     vector_store = await asyncio.to_thread(build_vector_store, settings, embedder)
@@ -281,4 +292,5 @@ async def build_components(
         publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
         extractor=extractor,
         inline_reader=inline_reader,
+        replicas=tuple(replicas),
     )

@@ -33,6 +33,7 @@ from docchat.llm.client import LLM, json_objects, token_count
 from docchat.llm.usage import Usage
 from docchat.openai_compat.schemas import ChatCompletionRequest
 from docchat.quotas import service as quotas
+from docchat.replicas.routing import ReadRouter
 from docchat.retrieval.filters import DocumentFilters
 from docchat.retrieval.index import DocumentScope
 from docchat.sharing import collections as sharing
@@ -236,6 +237,8 @@ class Completions:
     engine: AnswerEngine
     llm: LLM
     publisher: EventPublisher
+    # Where a question's reads run (a read replica, or the primary); None: the primary.
+    reads: ReadRouter | None = None
 
     def answer_tokens(self, question: str) -> int:
         """The quota an answer over documents holds while it is written."""
@@ -300,6 +303,8 @@ class Completions:
         caller picked the documents, so a passage need not reach the match floor (as for a
         chat's chosen documents). `plan` searches, with no session held."""
         started = time.perf_counter() if started is None else started
+        if self.reads is not None:
+            await self.reads.begin(session)
         model = resolve_model(self.llm_settings, model)
         question = Question(
             text=query,

@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from docchat.kit.matching import containing
+from docchat.replicas.routing import Sessions, replica_read
 from docchat.retrieval import repository
 from docchat.retrieval.compounds import with_parts
 from docchat.retrieval.index import Chunk, DocumentRef, DocumentScope, SearchScope
@@ -404,7 +405,7 @@ class LexicalIndex:
     the question; if still too few, it alone (`WordSelection.queries`). On SQuAD with
     this path forced on, BM25 and hybrid scores are those of exact BM25 (README, Performance)."""
 
-    sessionmaker: async_sessionmaker[AsyncSession]
+    sessionmaker: Sessions  # a question's reads may run on a replica
     language: str = "english"
     exact_scope_chunks: int = EXACT_SCOPE_CHUNKS
     candidate_budget: float = CANDIDATE_BUDGET
@@ -419,6 +420,7 @@ class LexicalIndex:
         default_factory=dict, init=False, repr=False
     )
 
+    @replica_read
     async def languages_in(self, documents: SearchScope) -> frozenset[str]:
         """The languages (ISO 639-1 codes) the scope's chunks are written in; a chunk whose
         language could not be told (a table, a heading) counts as the installation's. One
@@ -469,6 +471,7 @@ class LexicalIndex:
             self._totals[key] = (row.n, row.avgdl, now)
         return row.n, row.avgdl
 
+    @replica_read
     async def search(
         self, documents: SearchScope, question: str, limit: int, language: str | None = None
     ) -> list[LexicalHit]:
@@ -547,6 +550,7 @@ class LexicalIndex:
         ]
         return QuestionWords.of(list(row.lexemes or []), readings, language, self.language)
 
+    @replica_read
     async def admitted(self, scope: DocumentScope, chunks: Sequence[Chunk]) -> set[str]:
         """The ids of those of `chunks` that a wide scope holds: their document is in it and
         answers with the chunk's version (what the vector index found, checked)."""
@@ -560,6 +564,7 @@ class LexicalIndex:
             )
         return {chunk.id for chunk in chunks if answering.get(chunk.document_id) == chunk.version}
 
+    @replica_read
     async def documents_of(self, scope: DocumentScope, owner_id: uuid.UUID) -> list[DocumentRef]:
         """The documents of one owner that a wide scope holds (to search that owner's vectors
         with a filter, when the nearest ones were mostly outside the scope)."""
@@ -570,6 +575,7 @@ class LexicalIndex:
             rows = await repository.owned_in(session, scope.condition.sql, parameters)
             return [DocumentRef(row.id, row.owner_id, row.version) for row in rows]
 
+    @replica_read
     async def passages_of(self, chunks: Sequence[Chunk]) -> dict[str, Chunk]:
         """Each of `chunks` whose document still answers with the chunk's version, as stored
         (text, page, location, file name), by chunk id (`Chunk.id`)."""
@@ -584,6 +590,7 @@ class LexicalIndex:
             found = [_chunk_of(row) for row in await repository.passages_of(session, wanted)]
         return {chunk.id: chunk for chunk in found}
 
+    @replica_read
     async def document_part(
         self,
         document: DocumentRef,
@@ -609,6 +616,7 @@ class LexicalIndex:
             rows = await repository.part_of_document(session, wanted)
         return [_chunk_of(row) for row in rows]
 
+    @replica_read
     async def document_chunks(self, documents: Sequence[DocumentRef]) -> list[Chunk]:
         """Every chunk of `documents`, each document's in reading order, documents as given."""
         if not documents:

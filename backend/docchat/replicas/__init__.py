@@ -1,0 +1,1 @@
+"""Questions' reads on PostgreSQL read replicas (`DATABASE_REPLICA_URLS`): `routing`."""
