@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,26 @@ def test_compose_services_and_references() -> None:
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
             assert source.startswith((".", "/")) or source in named_volumes, (name, volume)
+
+
+def test_the_scale_out_profile_reads_questions_from_its_replica() -> None:
+    compose = _compose()
+    services = compose["services"]
+    profile = {
+        name for name, service in services.items() if "scale-out" in service.get("profiles", [])
+    }
+    assert profile == {"postgres-replica", "app-2", "worker-2"}
+    known = {variable.name for variable in variables()}
+    for name in ("app-2", "worker-2"):
+        assert set(services[name]["environment"]) <= known, name
+    replicas = json.loads(services["app-2"]["environment"]["DATABASE_REPLICA_URLS"])
+    assert [url.split("@")[1].split(":")[0] for url in replicas] == ["postgres-replica"]
+    assert all(url.startswith("postgresql+asyncpg://") for url in replicas)
+    # The primary lets the standby stream its log: the config it runs at first start exists.
+    for config in services["postgres"]["configs"]:
+        assert config["source"] in compose["configs"]
+    assert "host replication" in compose["configs"]["allow-replication"]["content"]
+    assert "pg_basebackup" in " ".join(services["postgres-replica"]["command"])
 
 
 def test_compose_app_environment_uses_real_settings() -> None:
