@@ -35,6 +35,7 @@ from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components, build_sandboxes, build_vector_store
 from tests.support import glossary, ldap_server
 from tests.support.database import alembic, create_database, drop_database
+from tests.support.embedding import MODEL_CACHE
 from tests.support.jobs import remove_jobs, unfinished_jobs
 from tests.support.ldap_server import LdapServer
 from tests.support.llm_server import ScriptedLLM, start_scripted_llm
@@ -85,7 +86,7 @@ async def session(sessionmaker: async_sessionmaker[AsyncSession]) -> AsyncIterat
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    return LocalMiniLMEmbedder(batch_size=32)
+    return LocalMiniLMEmbedder(batch_size=32, cache=MODEL_CACHE)
 
 
 @pytest.fixture(scope="session")

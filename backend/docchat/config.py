@@ -167,6 +167,13 @@ class EmbeddingSettings(BaseSettings):
     batch_size: int = Field(64, ge=1, le=2048, description="Chunks embedded per batch")
     timeout_seconds: float = Field(30.0, gt=0, description="Timeout of one embeddings call")
     max_retries: int = Field(2, ge=0, description="Retries of a failed embeddings call")
+    model_cache_dir: Path | None = Field(
+        None,
+        description=(
+            "Folder where the local model keeps its ONNX graphs between starts (made once, "
+            "then loaded in about a second); unset: DATA_DIR/models"
+        ),
+    )
 
 
 # The `RAG_*` variables, in groups of what each part of the code needs: every group reads the

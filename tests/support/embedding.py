@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from docchat.llm.embeddings import Embedder
+
+# The local model's ONNX graphs, made by the first process of a run that needs them and loaded
+# by every other (the servers tests start inherit the variable): not exported again in each.
+MODEL_CACHE = Path(
+    os.environ.setdefault(
+        "EMBEDDING_MODEL_CACHE_DIR", str(Path(__file__).parents[2] / ".cache" / "models")
+    )
+)
 
 
 @dataclass(eq=False)  # hashable by identity: the query batchers are kept per embedder

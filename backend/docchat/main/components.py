@@ -258,7 +258,10 @@ def build_vector_store(settings: Settings, embedder: Embedder) -> BlockingVector
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    return EMBEDDERS.get(settings.embedding.backend)(settings.embedding)
+    embedding = settings.embedding
+    if embedding.model_cache_dir is None:
+        embedding = embedding.model_copy(update={"model_cache_dir": settings.data_dir / "models"})
+    return EMBEDDERS.get(embedding.backend)(embedding)
 
 
 def build_glossary(settings: Settings) -> Glossary:
