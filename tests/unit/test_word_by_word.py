@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from docchat.retrieval import word_by_word
 from docchat.retrieval.word_by_word import (
     MOST_WORDS,
     Glossary,
@@ -200,3 +201,29 @@ def test_a_damaged_dictionary_leaves_the_questions_as_asked(tmp_path: Path) -> N
     assert not glossary.wait_ready(60)
     assert glossary.gloss("Wer sah den Kometen?", "de") is None
     assert [path.name for path in (tmp_path / "data").iterdir()] == [".glossary.sqlite.lock"]
+
+
+def test_the_dictionaries_are_compiled_in_a_child_process_at_a_lower_priority(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Minutes of Python in the server's process held its interpreter lock against the first
+    questions of a new server, and kept the memory: a child at a lower priority compiles."""
+    folder = tmp_path / "dictd"
+    folder.mkdir()
+    write_dictd(folder, "freedict-deu-eng", GERMAN, {})
+    lowered: list[tuple[int, int]] = []
+    real = os.setpriority
+
+    def recorded(which: int, who: int, priority: int) -> None:
+        lowered.append((who, priority))
+        real(which, who, priority)
+
+    monkeypatch.setattr(word_by_word.os, "setpriority", recorded)
+    glossary = Glossary(tmp_path / "glossary.sqlite", folder)
+    assert glossary.wait_ready(60)
+    assert [priority for _, priority in lowered] == [word_by_word.COMPILE_NICENESS]
+    assert lowered[0][0] != os.getpid()
+    assert "comet" in (glossary.gloss("Wer sah den Kometen zuerst?", "de") or "")
+
+    with pytest.raises(RuntimeError, match="compiling the dictionaries failed"):
+        word_by_word.compile_apart(tmp_path / "other.sqlite", {"de": [tmp_path / "missing"]})
