@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,6 +125,26 @@ __all__ = [
     "build_settings",
     "drop_database",
 ]
+
+
+@contextlib.contextmanager
+def worktree(revision: str) -> Iterator[Path]:
+    """A checkout of `revision` (a git worktree in a temporary folder), removed afterwards: to
+    measure the code before a change beside the code after it, in one run."""
+    git = shutil.which("git") or "git"
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / "tree"
+        subprocess.run(
+            [git, "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            yield tree
+        finally:
+            subprocess.run(
+                [git, "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=True
+            )
 
 
 def build_settings(

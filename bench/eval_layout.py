@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.common import ROOT, machine, table
+from bench.common import ROOT, machine, table, worktree
 
 DATASET = ROOT / "bench" / "datasets" / "layout"
 # The two government reports are also the table reader's test files.
@@ -158,25 +157,13 @@ def _rows(label: str, scored: Sequence[Scored]) -> list[list[str]]:
 
 def _measured_by(revision: str, show: bool) -> tuple[list[Scored], float]:
     """This program's measure, run on `revision`'s backend in a process of its own."""
-    git = shutil.which("git") or "git"
-    with tempfile.TemporaryDirectory() as folder:
-        tree = Path(folder) / "tree"
-        subprocess.run(
-            [git, "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision],
-            check=True,
-            capture_output=True,
-        )
-        try:
-            out = Path(folder) / "scored.json"
-            env = {**os.environ, "PYTHONPATH": f"{tree / 'backend'}{os.pathsep}{ROOT}"}
-            command = [sys.executable, "-m", "bench.eval_layout", "--json", str(out)]
-            command += ["--show"] if show else []
-            subprocess.run(command, env=env, cwd=ROOT, check=True)
-            result = json.loads(out.read_text())
-        finally:
-            subprocess.run(
-                [git, "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=True
-            )
+    with worktree(revision) as tree, tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "scored.json"
+        env = {**os.environ, "PYTHONPATH": f"{tree / 'backend'}{os.pathsep}{ROOT}"}
+        command = [sys.executable, "-m", "bench.eval_layout", "--json", str(out)]
+        command += ["--show"] if show else []
+        subprocess.run(command, env=env, cwd=ROOT, check=True)
+        result = json.loads(out.read_text())
     return [Scored(**entry) for entry in result["scored"]], float(result["seconds"])
 
 
