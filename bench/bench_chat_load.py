@@ -14,7 +14,9 @@ process and PostgreSQL's used during the scenario (read from /proc), divided by 
 answered: it depends far less than latency on what else the machine is doing. It counts all
 the server did meanwhile (idle, with its worker looking at the queue every second, it uses
 about 4 ms a second) and every PostgreSQL process on the machine ("n/a" for a database
-elsewhere). Each user owns one small document, so every message runs retrieval. Each user
+elsewhere). "Grounded" is the share of answers built on passages: the others took the general
+path (no match), which builds no context, citations or highlights, so a row of few grounded
+answers times less than users get. Each user owns one small document, so every message runs retrieval. Each user
 waits for the answer, then pauses for a random think time before the next message, as people
 in a chat do: 5-15 s is reading an answer and typing the next question, 1-3 s is a stress pace
 no person keeps up; the rows without think time send back to back, which measures the
@@ -81,6 +83,9 @@ class Results:
     first_byte: list[float] = field(default_factory=list)
     # The server's own measure of its search (`meta.retrieval_ms`), part of the overhead.
     retrieval: list[float] = field(default_factory=list)
+    # Answers grounded in passages; the rest took the general path (no_match), which never
+    # builds a context, citations or highlights: a latency over mostly those times less.
+    grounded: int = 0
     errors: int = 0
 
 
@@ -89,6 +94,7 @@ class Answered:
     chat_id: str
     llm_ms: float
     retrieval_ms: float
+    grounded: bool
     first_byte: float | None = None
 
 
@@ -101,7 +107,12 @@ async def one_message(
         response.raise_for_status()
         answer = response.json()
         meta = answer["assistant_message"]["meta"]
-        return Answered(answer["chat_id"], meta["llm_ms"], meta.get("retrieval_ms") or 0.0)
+        return Answered(
+            answer["chat_id"],
+            meta["llm_ms"],
+            meta.get("retrieval_ms") or 0.0,
+            bool(meta.get("grounded")),
+        )
     first = None
     text = ""
     async with client.stream(
@@ -116,7 +127,8 @@ async def one_message(
     done = json.loads(text.split("event: done\ndata: ", 1)[1].split("\n", 1)[0])
     chat_id = text.split('"chat_id": "', 1)[1].split('"', 1)[0]
     meta = done["assistant_message"]["meta"]
-    return Answered(chat_id, meta["llm_ms"], meta.get("retrieval_ms") or 0.0, first)
+    grounded = bool(meta.get("grounded"))
+    return Answered(chat_id, meta["llm_ms"], meta.get("retrieval_ms") or 0.0, grounded, first)
 
 
 async def run_user(
@@ -145,6 +157,7 @@ async def run_user(
             results.latency.append(latency)
             results.overhead.append(latency - answered.llm_ms)
             results.retrieval.append(answered.retrieval_ms)
+            results.grounded += answered.grounded
             if answered.first_byte is not None:
                 results.first_byte.append((answered.first_byte - started) * 1000)
         await asyncio.sleep(rng.uniform(*think))
@@ -199,6 +212,7 @@ async def scenario(
         f"{median(results.retrieval):.0f} / {percentile(results.retrieval, 95):.0f}",
         first_byte,
         f"{server_cpu * per_message:.0f} / {database}",
+        f"{100 * results.grounded / max(done, 1):.0f}%",
         results.errors,
     ]
 
@@ -414,6 +428,7 @@ async def main(
                 "search p50 / p95 ms",
                 "first byte p50 / p95 ms",
                 "CPU ms / message: server / PostgreSQL",
+                "grounded",
                 "errors",
             ],
             rows,
