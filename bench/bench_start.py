@@ -6,7 +6,8 @@ and the CPU it spends, on its first start (empty data folder) and its next (same
 Each start gets a fresh database; the second start of a version reuses the first's data folder,
 as a restarted server does. Reported per start: seconds to ready; the process's resident memory
 (RSS) at ready and `--settle` seconds later (the translation glossary compiles in the background
-on a first start); the server process's CPU seconds to ready and over the settle time (a child
+on a first start); how long the first question takes, asked at ready by a new user with no
+documents; the server process's CPU seconds to ready and over the settle time (a child
 it starts is not counted); the p95 of /healthz asked four times a second meanwhile. `--before
 REV...` measures those revisions (git worktrees) in the same run, first. The machine's load is
 printed beside.
@@ -51,6 +52,7 @@ class Start:
     cpu_to_ready: float
     cpu_settling: float
     probe_p95_ms: float
+    first_question_ms: float
 
 
 def _rss_mb(pid: int) -> float:
@@ -71,6 +73,7 @@ async def _start(
         await wait_ready(f"http://127.0.0.1:{port}")
         ready = time.perf_counter() - began
         cpu_ready, rss_ready = process_cpu_seconds(server.pid), _rss_mb(server.pid)
+        first_question = await _first_question(f"http://127.0.0.1:{port}")
         probes = await _probe(f"http://127.0.0.1:{port}/healthz", settle)
         cpu_settled, rss_settled = process_cpu_seconds(server.pid), _rss_mb(server.pid)
     finally:
@@ -89,7 +92,29 @@ async def _start(
         cpu_ready,
         cpu_settled - cpu_ready,
         percentile(probes, 95) * 1000,
+        first_question * 1000,
     )
+
+
+async def _first_question(base: str) -> float:
+    """Seconds the server's first question takes, asked as soon as it is ready by a new user
+    with no documents (the question's own reading: its language, its vector, the search)."""
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        account = {"email": "first@example.com", "password": "a-long-enough-password-1"}
+        (await client.post("/api/v1/auth/register", json=account)).raise_for_status()
+        login = await client.post(
+            "/api/v1/auth/login",
+            data={"username": account["email"], "password": account["password"]},
+        )
+        headers = {"Authorization": f"Bearer {login.json()['access_token']}"}
+        asked = time.perf_counter()
+        answer = await client.post(
+            "/api/v1/messages",
+            headers=headers,
+            json={"content": "Wann fährt die erste Fähre am Morgen ab?"},
+        )
+        answer.raise_for_status()
+        return time.perf_counter() - asked
 
 
 async def _probe(url: str, seconds: float) -> list[float]:
@@ -151,6 +176,7 @@ def main() -> None:
                 "CPU to ready (s)",
                 f"CPU in the {arguments.settle:.0f} s after (s)",
                 "/healthz p95 then (ms)",
+                "first question (ms)",
             ],
             [
                 [
@@ -162,6 +188,7 @@ def main() -> None:
                     f"{start.cpu_to_ready:.1f}",
                     f"{start.cpu_settling:.1f}",
                     f"{start.probe_p95_ms:.0f}",
+                    f"{start.first_question_ms:.0f}",
                 ]
                 for start in starts
             ],

@@ -14,6 +14,7 @@ from docchat.events.publisher import EventPublisher
 from docchat.llm.client import LLM
 from docchat.main.app import create_app
 from docchat.main.components import Components, build_components
+from docchat.retrieval import languages
 
 
 async def test_objects_alive_at_start_are_frozen_out_of_full_collections(
@@ -54,3 +55,24 @@ async def test_temporary_files_a_killed_process_left_are_swept_at_start(
     finally:
         await components.llm.close()
         components.close()
+
+
+async def test_the_language_identifier_is_read_at_start_not_by_the_first_question(
+    settings: Settings, components: Components
+) -> None:
+    """Its model is stored compressed (about a second to read): the first question after a
+    start waited for it."""
+
+    async def factory(_: Settings) -> Components:
+        return dataclasses.replace(
+            components,
+            llm=LLM(settings.llm),
+            publisher=EventPublisher(settings.amqp_url, settings.amqp_exchange),
+        )
+
+    languages._identifier.cache_clear()
+    app = create_app(settings, components_factory=factory, run_worker=False)
+    async with app.router.lifespan_context(app):
+        await app.state.identifier_loading
+        assert languages._identifier.cache_info().currsize == 1
+    gc.unfreeze()

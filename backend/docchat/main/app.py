@@ -42,6 +42,7 @@ from docchat.mcp_server import server as mcp_server
 from docchat.mcp_server.server import MountedEndpoint
 from docchat.openai_compat.router import router as openai_router
 from docchat.replicas.routing import Replica
+from docchat.retrieval.languages import load_identifier
 from docchat.sharing.router import collections_router, groups_admin_router, groups_router
 from docchat.sources.router import router as sources_router
 from docchat.users import service as users_service
@@ -196,6 +197,8 @@ async def _serving(
         components = await build_components(settings, create_sessionmaker(engine), replicas)
     attach_components(app, components)
     components.translator.prepare()  # compiled in the background the first time
+    # Read while the server starts taking requests, not by the first question.
+    app.state.identifier_loading = asyncio.ensure_future(asyncio.to_thread(load_identifier))
     await _ensure_admin_from_settings(components)
     stop = asyncio.Event()
     background = _start_background_work(app, components, stop) if run_worker else None

@@ -79,6 +79,12 @@ def _identifier() -> Any:
     return identifier
 
 
+def load_identifier() -> None:
+    """Read the language identifier's model now (about a second: it is stored compressed),
+    so that the first question after a start does not wait for it."""
+    _identifier()
+
+
 def language_of(text: str) -> str | None:
     """The ISO 639-1 code of the language `text` is written in, or None when it cannot be
     told with confidence (too short, a bare name, a mix)."""
