@@ -207,3 +207,17 @@ def test_a_second_start_loads_the_kept_graphs_without_pytorch(
     unwritable.write_text("a file where the folder should be")
     kept = embeddings.GraphCache(unwritable / "models", "key")
     assert kept.full(lambda: b"graph") == b"graph"
+
+
+def test_a_graph_that_cannot_be_written_whole_leaves_no_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk: the model still starts, and neither the graph nor a part of it is left."""
+
+    def full_disk(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(embeddings.os, "replace", full_disk)
+    kept = embeddings.GraphCache(tmp_path / "models", "key")
+    assert kept.full(lambda: b"graph") == b"graph"
+    assert list((tmp_path / "models").iterdir()) == []

@@ -203,8 +203,9 @@ GRAPH_FORMAT = "opset17-last-hidden-state; int8 per-channel MatMul"
 @dataclass
 class GraphCache:
     """The model's ONNX graphs kept in a folder between starts: made once (exporting the
-    weights needs PyTorch: about 10 s and 400 MB more at every start, measured), then loaded
-    from their files. No folder, or one that cannot be written: made at every start."""
+    weights needs PyTorch: about 10 s and 600 MB more at every start, `bench.bench_start`),
+    then loaded from their files. No folder, or one that cannot be written: made at every
+    start."""
 
     folder: Path | None
     key: str
@@ -222,13 +223,17 @@ class GraphCache:
         if path.is_file():  # written whole or not at all (below)
             return str(path)
         graph = make()
+        staged: Path | None = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=self.folder, delete=False) as staged:
-                staged.write(graph)
-            os.replace(staged.name, path)  # whole or not at all, whoever starts beside us
+            with tempfile.NamedTemporaryFile(dir=self.folder, delete=False) as file:
+                staged = Path(file.name)
+                file.write(graph)
+            os.replace(staged, path)  # whole or not at all, whoever starts beside us
         except OSError as exc:
             logger.warning("the model's graph could not be kept in %s: %s", self.folder, exc)
+            if staged is not None:
+                staged.unlink(missing_ok=True)  # a full disk leaves no half file behind
         return graph
 
 
