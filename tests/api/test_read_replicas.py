@@ -11,6 +11,7 @@ import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -19,13 +20,14 @@ from prometheus_client import REGISTRY
 
 from docchat.db import create_engine, create_sessionmaker
 from docchat.documents.scopes import search_scope
-from docchat.ingestion.worker import IngestionWorker
 from docchat.main.app import attach_components, create_app
 from docchat.main.components import Components
 from docchat.replicas import routing
 from docchat.replicas.routing import Replica
 from docchat.users.models import User
+from tests.support.chat import ask
 from tests.support.database import alembic
+from tests.support.documents import upload_and_process
 from tests.support.llm_server import ScriptedLLM
 from tests.support.replication import Replication, primary_and_standby
 from tests.support.users import auth_headers
@@ -85,24 +87,18 @@ async def _document(
     client: httpx.AsyncClient, components: Components, headers: dict[str, str], content: bytes
 ) -> str:
     name = f"{uuid.uuid4().hex[:6]}.txt"
-    response = await client.post(
-        "/api/v1/documents", headers=headers, files={"file": (name, content, "text/plain")}
-    )
-    assert response.status_code == 202, response.text
-    await IngestionWorker(components).run_until_idle()
-    document = await client.get(f"/api/v1/documents/{response.json()['id']}", headers=headers)
-    assert document.json()["status"] == "completed", document.text
+    document = await upload_and_process(client, components, headers, name, content)
+    assert document["status"] == "completed", document
     return name
 
 
-async def _ask(client: httpx.AsyncClient, headers: dict[str, str], question: str) -> dict:  # type: ignore[type-arg]
-    response = await client.post("/api/v1/messages", headers=headers, json={"content": question})
+async def _ask(client: httpx.AsyncClient, headers: dict[str, str], question: str) -> Any:
+    response = await ask(client, headers, question)
     assert response.status_code == 200, response.text
-    answer: dict = response.json()["assistant_message"]  # type: ignore[type-arg]
-    return answer
+    return response.json()["assistant_message"]
 
 
-def _cited(answer: dict) -> list[str]:  # type: ignore[type-arg]
+def _cited(answer: Any) -> list[str]:
     return [source["document_name"] for source in answer["sources"] or []]
 
 
