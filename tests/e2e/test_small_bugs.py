@@ -117,8 +117,12 @@ async def test_a_document_waiting_in_the_queue_offers_no_reprocess(signed_in: Si
     # Read in one look at the page: a queued document does not stay queued for long.
     seen = await page.wait_for_function(
         """() => {
+          // A row can show "queued" for one refresh before its place in line is known (the
+          // worker took the job between the two reads): wait for one that shows its place.
           const rows = document.querySelectorAll("[data-testid=document][data-status=queued]");
-          const waiting = [...rows].find((row) => row.textContent.includes("report-"));
+          const waiting = [...rows].find(
+            (row) => row.textContent.includes("report-") && row.textContent.includes("in line"),
+          );
           if (!waiting) return null;
           const buttons = [...waiting.querySelectorAll("button")].map((b) => b.textContent.trim());
           return { text: waiting.textContent, buttons };
